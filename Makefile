@@ -1,0 +1,53 @@
+# hwmgr: set-up, demo and tests on a fresh Debian 12 machine (run as root).
+# Every target is idempotent: it installs only what is missing.
+
+PY        ?= /usr/bin/python3
+VENV      ?= .venv
+BIN       := $(VENV)/bin
+STAMP     := $(VENV)/.installed
+APT_RUN   := python3 python3-venv python3-pip pciutils ethtool kmod iproute2
+APT_TEST  := $(APT_RUN) rpm rpmlint dkms linux-headers-amd64 iperf3 lshw curl \
+             build-essential libpci-dev
+PYTEST_ARGS ?=
+
+.PHONY: all demo test lint bench apt-run apt-test venv clean
+
+all: test
+
+# --- system packages -------------------------------------------------------------
+apt-run:
+	@scripts/apt-ensure $(APT_RUN)
+
+apt-test:
+	@scripts/apt-ensure $(APT_TEST)
+
+# --- python environment ------------------------------------------------------------
+$(STAMP): setup.cfg pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+# --- the main job: this machine's inventory and the seed-000 verdict ---------------
+demo: apt-run venv
+	@echo "== hwmgr inventory (this machine) =="
+	@$(BIN)/hwmgr inventory; rc=$$?; [ $$rc -le 5 ] || exit $$rc
+	@echo
+	@echo "== hwmgr inventory --root tests/fixtures/hosts/seed000-ustor (seed 000 storage server) =="
+	@$(BIN)/hwmgr inventory --root tests/fixtures/hosts/seed000-ustor; rc=$$?; [ $$rc -le 5 ] || exit $$rc
+
+# --- tests ----------------------------------------------------------------------------
+test: apt-test venv
+	$(BIN)/ruff check hwmgr tests bench
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check hwmgr tests bench
+
+bench: apt-test venv
+	$(BIN)/python bench/inventory
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,5 @@
+"""Allow `python -m hwmgr`."""
+
+from hwmgr.cli import main
+
+raise SystemExit(main())

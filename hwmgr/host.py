@@ -1,0 +1,311 @@
+"""The host seam: `Host(root, runner)` is the only door to a machine's files and commands.
+
+The same code reads the live host (`root=/`), a captured snapshot directory, or a fake tree
+in tests. Under a non-`/` root, paths and symlinks are resolved *inside* the root (absolute
+link targets are re-rooted, `..` never climbs out, loops end as "unknown"), so a hostile or
+damaged snapshot cannot make hwmgr read the analysing machine's own files.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from hwmgr.runner import DEFAULT_TIMEOUT, Result, Runner
+
+MAX_SYMLINK_FOLLOWS = 40
+MAX_ATTR_BYTES = 1 << 20
+
+
+@dataclass
+class Recorder:
+    """Remembers what was read through a Host, so a snapshot holds exactly that."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    links: dict[str, str] = field(default_factory=dict)
+    dirs: set[str] = field(default_factory=set)
+
+
+class Host:
+    """A machine seen through a root path and a command runner.
+
+    Logical paths are absolute host paths (`/sys/bus/pci/devices`). Readers never raise for
+    missing, unreadable or garbled files: they return `None` (or an empty list) and callers
+    report the fact as unknown.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        runner: Runner,
+        *,
+        meta: dict[str, Any] | None = None,
+        recorder: Recorder | None = None,
+    ) -> None:
+        self.root = Path(root)
+        self.runner = runner
+        self.meta = meta or {}
+        self.recorder = recorder
+        self.live = os.path.realpath(self.root) == "/"
+        self._real_root = os.path.realpath(self.root)
+        self._dir_cache: dict[str, str | None] = {}
+
+    def __repr__(self) -> str:
+        return f"Host(root={str(self.root)!r}, runner={type(self.runner).__name__})"
+
+    # ---------------------------------------------------------------- paths
+    def path(self, logical: str) -> Path:
+        """The real path of a logical host path (no symlink checks; for writers and tools)."""
+        if self.live:
+            return Path("/" + logical.lstrip("/"))
+        return Path(self._real_root, logical.lstrip("/"))
+
+    def resolve(self, logical: str) -> str | None:
+        """Resolve a logical path to a real path inside the root; None if it escapes/loops."""
+        if self.live:
+            return "/" + logical.lstrip("/")
+        logical = "/" + logical.strip("/")
+        parent, _, leaf = logical.rpartition("/")
+        base = self._resolve_dir(parent or "/")
+        if base is None:
+            return None
+        if leaf in ("", "."):
+            return base
+        if leaf == "..":
+            return self._resolve_chain(logical)
+        cand = os.path.join(base, leaf)
+        try:
+            if os.path.islink(cand):
+                return self._resolve_chain(logical)
+        except OSError:
+            return None
+        return cand
+
+    def _resolve_dir(self, logical_dir: str) -> str | None:
+        hit = self._dir_cache.get(logical_dir, "")
+        if hit != "":
+            return hit
+        real = self._resolve_chain(logical_dir)
+        self._dir_cache[logical_dir] = real
+        return real
+
+    def _resolve_chain(self, logical: str) -> str | None:
+        """Walk components under the root, following symlinks chroot-style."""
+        root = self._real_root
+        pending = [p for p in logical.split("/") if p][::-1]
+        done: list[str] = []
+        follows = 0
+        while pending:
+            comp = pending.pop()
+            if comp in ("", "."):
+                continue
+            if comp == "..":
+                if done:
+                    done.pop()
+                continue
+            cand = os.path.join(root, *done, comp)
+            try:
+                is_link = os.path.islink(cand)
+            except OSError:
+                return None
+            if not is_link:
+                done.append(comp)
+                continue
+            follows += 1
+            if follows > MAX_SYMLINK_FOLLOWS:
+                return None
+            try:
+                target = os.readlink(cand)
+            except OSError:
+                return None
+            if target.startswith("/"):
+                done = []
+            pending.extend([p for p in target.split("/") if p][::-1])
+        return os.path.join(root, *done)
+
+    # ---------------------------------------------------------------- readers
+    def read_bytes(self, logical: str, limit: int = MAX_ATTR_BYTES) -> bytes | None:
+        """Raw file content, or None when missing, unreadable, a directory or a bad link."""
+        data = self._read_live(logical, limit) if self.live else self._read_rooted(logical, limit)
+        if data is None:
+            return None
+        if self.recorder is not None:
+            self.recorder.files[logical] = data
+        return data
+
+    @staticmethod
+    def _read_fd(fd: int, limit: int) -> bytes:
+        try:
+            chunks = []
+            while limit > 0:
+                chunk = os.read(fd, min(limit, 65536))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                limit -= len(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def _read_live(self, logical: str, limit: int) -> bytes | None:
+        try:
+            return self._read_fd(os.open("/" + logical.lstrip("/"), os.O_RDONLY), limit)
+        except OSError:
+            return None
+
+    def _read_rooted(self, logical: str, limit: int) -> bytes | None:
+        """Open the leaf without following a symlink (one syscall); resolve links the slow way."""
+        parent, _, leaf = ("/" + logical.strip("/")).rpartition("/")
+        base = self._resolve_dir(parent or "/")
+        if base is None:
+            return None
+        try:
+            if leaf in ("", ".", ".."):
+                raise OSError(errno.ELOOP, "resolve the slow way")
+            fd = os.open(os.path.join(base, leaf), os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                return None
+            real = self._resolve_chain(logical)
+            if real is None:
+                return None
+            try:
+                fd = os.open(real, os.O_RDONLY)
+            except OSError:
+                return None
+        try:
+            return self._read_fd(fd, limit)
+        except OSError:  # EISDIR and friends
+            return None
+
+    def read_text(self, logical: str) -> str | None:
+        """File content decoded as UTF-8 (bad bytes replaced), or None."""
+        data = self.read_bytes(logical)
+        return None if data is None else data.decode("utf-8", errors="replace")
+
+    def read_attr(self, logical: str) -> str | None:
+        """A sysfs-style one-value attribute, stripped; None when missing or empty."""
+        text = self.read_text(logical)
+        if text is None:
+            return None
+        text = text.strip().replace("\x00", "")
+        return text or None
+
+    def listdir(self, logical: str) -> list[str]:
+        """Sorted directory entries; [] when missing or not a directory."""
+        real = self.resolve(logical)
+        if real is None:
+            return []
+        try:
+            names = sorted(os.listdir(real))
+        except OSError:
+            return []
+        if self.recorder is not None:
+            self.recorder.dirs.add(logical)
+        return names
+
+    def is_dir(self, logical: str) -> bool:
+        real = self.resolve(logical)
+        return real is not None and os.path.isdir(real)
+
+    def exists(self, logical: str) -> bool:
+        real = self.resolve(logical)
+        return real is not None and os.path.exists(real)
+
+    def readlink(self, logical: str) -> str | None:
+        """The target text of a symlink (not followed), or None."""
+        parent, _, leaf = ("/" + logical.strip("/")).rpartition("/")
+        base = self._resolve_dir(parent or "/") if not self.live else (parent or "/")
+        if base is None:
+            return None
+        try:
+            target = os.readlink(os.path.join(base, leaf))
+        except OSError:
+            return None
+        if self.recorder is not None:
+            self.recorder.links[logical] = target
+        return target
+
+    # ---------------------------------------------------------------- commands
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        input: str | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> Result:
+        """Run a command through this host's runner (rc 127 when it is not available)."""
+        return self.runner.run(argv, timeout=timeout, input=input, env=env, cwd=cwd)
+
+    # ---------------------------------------------------------------- writers
+    # Mutating helpers for the lifecycle commands. They act on `path()` so that tests can use
+    # a temporary root as a fake host.
+    def write_bytes(self, logical: str, data: bytes, mode: int = 0o644) -> None:
+        """Write a file atomically (temp file + fsync + rename)."""
+        dest = self.path(logical)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.hwmgr-tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, dest)
+        fsync_dir(dest.parent)
+
+    def makedirs(self, logical: str, mode: int = 0o755) -> Path:
+        p = self.path(logical)
+        p.mkdir(parents=True, exist_ok=True, mode=mode)
+        return p
+
+    def copy_file(self, src_logical: str, dest_logical: str) -> None:
+        """Copy a file with metadata, atomically at the destination."""
+        src, dest = self.path(src_logical), self.path(dest_logical)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.hwmgr-tmp")
+        shutil.copy2(src, tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, dest)
+        fsync_dir(dest.parent)
+
+    def remove(self, logical: str) -> bool:
+        """Remove a file; False when it was not there."""
+        try:
+            os.unlink(self.path(logical))
+        except FileNotFoundError:
+            return False
+        return True
+
+    def free_bytes(self, logical: str) -> int | None:
+        """Free space for unprivileged writes on the filesystem holding `logical`."""
+        p = self.path(logical)
+        while not p.exists() and p != p.parent:
+            p = p.parent
+        try:
+            st = os.statvfs(p)
+        except OSError:
+            return None
+        return st.f_bavail * st.f_frsize
+
+
+def fsync_dir(path: os.PathLike[str] | str) -> None:
+    """fsync a directory so a rename in it survives a power cut."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as exc:  # some filesystems refuse directory fsync
+        if exc.errno not in (errno.EINVAL, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)

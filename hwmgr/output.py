@@ -1,0 +1,42 @@
+"""Command outcomes and how they are shown: the §5 JSON envelope or a human rendering."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, TextIO
+
+JSON_FORMAT_VERSION = 1
+
+
+@dataclass
+class Outcome:
+    """What a command produced: status, data, errors, exit code and a human renderer."""
+
+    command: str
+    status: str = "ok"
+    data: Any = None
+    errors: list[str] = field(default_factory=list)
+    exit_code: int = 0
+    render: Callable[[Any], None] | None = None  # gets a rich Console
+
+    def envelope(self) -> dict[str, Any]:
+        return {
+            "format_version": JSON_FORMAT_VERSION,
+            "command": self.command,
+            "status": self.status,
+            "data": self.data,
+            "errors": list(self.errors),
+        }
+
+
+def write_json(obj: Any, stream: TextIO) -> None:
+    json.dump(obj, stream, indent=2, sort_keys=False, ensure_ascii=False)
+    stream.write("\n")
+
+
+def make_console(stream: TextIO, *, stderr: bool = False) -> Any:
+    """A rich Console (imported lazily: rich costs ~30 ms to import)."""
+    from rich.console import Console
+
+    return Console(file=stream, stderr=stderr, highlight=False, soft_wrap=False)

@@ -1,0 +1,93 @@
+"""The host seam: path resolution stays inside the root, readers never raise."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hwmgr.host import Host
+from hwmgr.runner import SubprocessRunner
+
+
+def make_tree(root: Path) -> Host:
+    (root / "sys/devices/pci0000:00/0000:00:03.0").mkdir(parents=True)
+    dev = root / "sys/devices/pci0000:00/0000:00:03.0"
+    (dev / "vendor").write_text("0x8086\n")
+    (dev / "junk").write_bytes(b"\xff\xfe\x00bad\n")
+    (root / "sys/bus/pci/devices").mkdir(parents=True)
+    # relative link, as the kernel makes it
+    os.symlink("../../../devices/pci0000:00/0000:00:03.0", root / "sys/bus/pci/devices/0000:00:03.0")
+    # absolute link: must be re-rooted, not read from the analysing machine
+    os.symlink("/sys/devices/pci0000:00/0000:00:03.0", root / "sys/bus/pci/devices/abs")
+    os.symlink("../../../../../../../../etc", root / "sys/bus/pci/devices/escape")
+    os.symlink("loop2", root / "sys/bus/pci/devices/loop1")
+    os.symlink("loop1", root / "sys/bus/pci/devices/loop2")
+    os.symlink("../../../bus/pci/drivers/e1000e", dev / "driver")
+    return Host(root, SubprocessRunner())
+
+
+def test_reads_through_relative_and_absolute_links(tmp_path: Path) -> None:
+    h = make_tree(tmp_path)
+    assert h.read_attr("/sys/bus/pci/devices/0000:00:03.0/vendor") == "0x8086"
+    assert h.read_attr("/sys/bus/pci/devices/abs/vendor") == "0x8086"
+    assert h.listdir("/sys/bus/pci/devices") == sorted(
+        ["0000:00:03.0", "abs", "escape", "loop1", "loop2"]
+    )
+
+
+def test_escape_is_confined_to_root(tmp_path: Path) -> None:
+    h = make_tree(tmp_path)
+    # '..' cannot climb above the root, so this resolves to <root>/etc, which does not exist
+    assert h.read_attr("/sys/bus/pci/devices/escape/passwd") is None
+    assert h.resolve("/sys/bus/pci/devices/escape") == str(tmp_path / "etc")
+    assert h.read_attr("/../../etc/passwd") is None
+    assert h.listdir("/..") == h.listdir("/")
+
+
+def test_loops_and_dangling_links_are_unknown(tmp_path: Path) -> None:
+    h = make_tree(tmp_path)
+    assert h.read_attr("/sys/bus/pci/devices/loop1/vendor") is None
+    assert h.listdir("/sys/bus/pci/devices/loop1") == []
+    assert h.read_attr("/sys/bus/pci/devices/0000:00:03.0/driver/module") is None
+    assert h.readlink("/sys/bus/pci/devices/0000:00:03.0/driver") == (
+        "../../../bus/pci/drivers/e1000e"
+    )
+    assert h.readlink("/sys/bus/pci/devices/0000:00:03.0/vendor") is None
+
+
+def test_garbled_and_missing_values(tmp_path: Path) -> None:
+    h = make_tree(tmp_path)
+    assert h.read_attr("/sys/bus/pci/devices/0000:00:03.0/missing") is None
+    assert h.read_attr("/sys/bus/pci/devices/0000:00:03.0") is None  # a directory
+    junk = h.read_attr("/sys/bus/pci/devices/0000:00:03.0/junk")
+    assert junk is not None and "bad" in junk and "\x00" not in junk
+    assert h.listdir("/nope") == []
+    assert not h.exists("/nope")
+
+
+def test_leaf_symlink_leaving_root_is_not_followed(tmp_path: Path) -> None:
+    secret = tmp_path / "outside.txt"
+    secret.write_text("secret")
+    root = tmp_path / "root"
+    (root / "sys").mkdir(parents=True)
+    os.symlink(str(secret), root / "sys/vendor")  # absolute: re-rooted → missing
+    h = Host(root, SubprocessRunner())
+    assert h.read_attr("/sys/vendor") is None
+
+
+def test_live_host_reads_real_files() -> None:
+    h = Host("/", SubprocessRunner())
+    assert h.live
+    assert h.read_attr("/proc/sys/kernel/osrelease") == os.uname().release
+
+
+def test_write_bytes_is_atomic_and_recorded_reads(tmp_path: Path) -> None:
+    h = Host(tmp_path, SubprocessRunner())
+    h.write_bytes("/var/lib/hwmgr/x", b"one")
+    h.write_bytes("/var/lib/hwmgr/x", b"two")
+    assert (tmp_path / "var/lib/hwmgr/x").read_bytes() == b"two"
+    assert [p.name for p in (tmp_path / "var/lib/hwmgr").iterdir()] == ["x"]
+    h.copy_file("/var/lib/hwmgr/x", "/var/lib/hwmgr/y")
+    assert h.read_bytes("/var/lib/hwmgr/y") == b"two"
+    assert h.remove("/var/lib/hwmgr/y") and not h.remove("/var/lib/hwmgr/y")
+    assert h.free_bytes("/var/lib/hwmgr/nonexistent/deeper") > 0

@@ -1,0 +1,83 @@
+"""Runners: real subprocesses under LC_ALL=C, and the snapshot replay runner."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from hwmgr.errors import BadInputError
+from hwmgr.runner import RecordingRunner, ReplayRunner, SubprocessRunner
+
+
+def test_subprocess_runner_sets_c_locale_and_returns_output() -> None:
+    res = SubprocessRunner().run(["sh", "-c", "echo $LC_ALL; echo err >&2; exit 3"],
+                                 env={"LC_ALL": "de_DE.UTF-8"})
+    assert res.rc == 3 and res.stdout == "C\n" and res.stderr == "err\n"
+    assert not res.ok and res.available
+    assert "exited 3: err" in res.describe()
+
+
+def test_missing_binary_is_rc_127_not_an_exception() -> None:
+    res = SubprocessRunner().run(["hwmgr-no-such-tool", "-i"])
+    assert res.rc == 127 and not res.available
+
+
+def test_timeout_is_bounded() -> None:
+    t0 = time.monotonic()
+    res = SubprocessRunner().run(["sleep", "5"], timeout=0.3)
+    assert res.rc == 124 and "timed out" in res.stderr
+    assert time.monotonic() - t0 < 3
+
+
+def test_recording_runner_keeps_calls() -> None:
+    rec = RecordingRunner(SubprocessRunner())
+    rec.run(["true"])
+    rec.run(["false"])
+    assert [(c.argv, c.rc) for c in rec.calls] == [(("true",), 0), (("false",), 1)]
+
+
+def _snap(tmp_path: Path, index: object, files: dict[str, str]) -> ReplayRunner:
+    (tmp_path / "commands").mkdir()
+    (tmp_path / "commands/index.json").write_text(
+        index if isinstance(index, str) else json.dumps(index)
+    )
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+
+    def read(rel: str) -> bytes | None:
+        p = tmp_path / rel
+        return p.read_bytes() if p.is_file() else None
+
+    return ReplayRunner(tmp_path, read)
+
+
+def test_replay_matches_exact_argv_with_bare_command_name(tmp_path: Path) -> None:
+    r = _snap(
+        tmp_path,
+        [{"argv": ["ethtool", "-i", "eth2"], "rc": 0, "stdout": "commands/e.txt"}],
+        {"commands/e.txt": "driver: be2net\n"},
+    )
+    assert r.run(["/usr/sbin/ethtool", "-i", "eth2"]).stdout == "driver: be2net\n"
+    assert r.run(["ethtool", "-i", "eth3"]).rc == 127
+    assert r.run(["ethtool", "-i", "eth2", "-v"]).rc == 127
+    assert "not recorded" in r.run(["lspci"]).stderr
+
+
+@pytest.mark.parametrize(
+    "index, files, fragment",
+    [
+        ("{not json", {}, "not valid JSON"),
+        ({"argv": []}, {}, "expected a list"),
+        ([{"argv": []}], {}, "[0].argv"),
+        ([{"argv": ["x"], "rc": "0"}], {}, "[0].rc"),
+        ([{"argv": ["x"], "stdout": "commands/missing.txt"}], {}, "is missing"),
+        ([{"argv": ["x"], "stdout": "../../etc/passwd"}], {}, "relative path inside"),
+    ],
+)
+def test_bad_index_is_a_clear_error(tmp_path: Path, index, files, fragment) -> None:
+    with pytest.raises(BadInputError) as exc:
+        _snap(tmp_path, index, files)
+    assert fragment in str(exc.value) and "\n" not in str(exc.value)
