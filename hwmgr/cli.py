@@ -1,0 +1,175 @@
+"""Command-line entry point: the only place that prints results or exits.
+
+Each verb lives in `hwmgr/commands/<verb>.py` with `NAME`, `HELP`, `EXAMPLES`,
+`add_arguments(parser)` and `run(args, ctx) -> Outcome`. Verb modules are imported only
+when used, so `hwmgr --help` and everyday commands stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from hwmgr import __version__
+from hwmgr.errors import EXIT_INTERNAL, EXIT_USAGE, HwmgrError, UsageError
+from hwmgr.output import Outcome, make_console, write_json
+
+# verb -> (module, one-line help). Order is the order shown in --help.
+VERBS: dict[str, tuple[str, str]] = {
+    "inventory": ("hwmgr.commands.inventory", "list PCI functions, NICs and RAID controllers"),
+    "snapshot": ("hwmgr.commands.snapshot", "capture this host for offline analysis"),
+    "catalog": ("hwmgr.commands.catalog", "validate or show the driver catalog"),
+    "vercmp": ("hwmgr.commands.vercmp", "compare two versions (prints <, = or >)"),
+}
+
+DEFAULT_STATE_DIR = "/var/lib/hwmgr"
+DEFAULT_CACHE_DIR = "/var/cache/hwmgr"
+
+
+@dataclass
+class Context:
+    """Per-invocation settings shared by the verbs; builds the Host once, lazily."""
+
+    args: argparse.Namespace
+    _host: Any = field(default=None, repr=False)
+    _cleanup: list[Any] = field(default_factory=list, repr=False)
+
+    @property
+    def host(self) -> Any:
+        if self._host is None:
+            from hwmgr.snapshot import open_host
+
+            root = getattr(self.args, "root", None)
+            self._host, cleanup = open_host(root)
+            if cleanup is not None:
+                self._cleanup.append(cleanup)
+        return self._host
+
+    def close(self) -> None:
+        for fn in reversed(self._cleanup):
+            fn()
+        self._cleanup.clear()
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError instead of exiting, so errors stay one line."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def common_options(json_flag: bool = True, root: bool = False) -> argparse.ArgumentParser:
+    """Options shared by verbs, usable before or after the verb name."""
+    p = argparse.ArgumentParser(add_help=False)
+    if json_flag:
+        p.add_argument("--json", action="store_true", help="print one JSON object (format 1)")
+    if root:
+        p.add_argument(
+            "--root",
+            metavar="DIR|FILE.tar.gz",
+            help="analyse a host snapshot instead of this machine",
+        )
+    p.add_argument(
+        "--catalog",
+        action="append",
+        metavar="FILE",
+        help="catalog file(s) to use instead of the bundled/installed ones",
+    )
+    p.add_argument("--debug", action="store_true", help="show tracebacks on internal errors")
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="hwmgr",
+        description="Vendor-aware hardware inventory and driver lifecycle manager.",
+        epilog="Run 'hwmgr VERB --help' for a verb's options and examples. "
+        "Exit codes are listed in README.md.",
+    )
+    parser.add_argument("--version", action="version", version=f"hwmgr {__version__}")
+    parser.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    for verb, (_modname, helptext) in VERBS.items():
+        sub.add_parser(verb, help=helptext, add_help=False)
+    return parser
+
+
+def _verb_parser(verb: str) -> tuple[argparse.ArgumentParser, Any]:
+    modname, helptext = VERBS[verb]
+    mod = importlib.import_module(modname)
+    parents = list(getattr(mod, "PARENTS", lambda: [common_options()])())
+    p = _Parser(
+        prog=f"hwmgr {verb}",
+        description=mod.__doc__.strip().splitlines()[0] if mod.__doc__ else helptext,
+        epilog=getattr(mod, "EXAMPLES", None),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=parents,
+    )
+    mod.add_arguments(p)
+    return p, mod
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse, run one verb, print its outcome; return the documented exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv or os.environ.get("HWMGR_DEBUG") == "1"
+    want_json = "--json" in argv
+    verb = "hwmgr"
+    ctx: Context | None = None
+    try:
+        top = build_parser()
+        # split off the verb so each verb module is imported only when used
+        idx = next((i for i, a in enumerate(argv) if a in VERBS), None)
+        if idx is None:
+            top.parse_args(argv)  # handles --version / --help / unknown verbs
+            top.print_help(sys.stderr)
+            return EXIT_USAGE
+        verb = argv[idx]
+        head = [a for a in argv[:idx] if a != "--debug"]
+        if head:
+            raise UsageError(f"hwmgr: options must follow the verb: {' '.join(head)}")
+        parser, mod = _verb_parser(verb)
+        args = parser.parse_args(argv[idx + 1 :])
+        ctx = Context(args)
+        outcome: Outcome = mod.run(args, ctx)
+        if getattr(args, "json", False):
+            write_json(outcome.envelope(), sys.stdout)
+        elif outcome.render is not None:
+            outcome.render(make_console(sys.stdout))
+        for err in outcome.errors if not getattr(args, "json", False) else []:
+            print(f"hwmgr {verb}: {err}", file=sys.stderr)
+        return outcome.exit_code
+    except SystemExit as exc:  # argparse --help / --version
+        return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
+    except HwmgrError as exc:
+        return _fail(verb, exc.message, exc.exit_code, want_json, debug)
+    except KeyboardInterrupt:
+        return _fail(verb, "interrupted", 130, want_json, debug)
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback
+        if debug:
+            traceback.print_exc()
+        msg = f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)"
+        return _fail(verb, msg, EXIT_INTERNAL, want_json, debug)
+    finally:
+        if ctx is not None:
+            ctx.close()
+
+
+def _fail(verb: str, message: str, code: int, want_json: bool, debug: bool) -> int:
+    message = " ".join(message.split()) if "\n" in message else message
+    if want_json:
+        env = Outcome(command=verb, status="error", errors=[message]).envelope()
+        write_json(env, sys.stdout)
+    print(f"hwmgr {verb}: error: {message}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
