@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ class Recorder:
 
     files: dict[str, bytes] = field(default_factory=dict)
     links: dict[str, str] = field(default_factory=dict)
-    dirs: set[str] = field(default_factory=set)
+    dirs: dict[str, list[str]] = field(default_factory=dict)
 
 
 class Host:
@@ -195,8 +196,12 @@ class Host:
         text = text.strip().replace("\x00", "")
         return text or None
 
-    def listdir(self, logical: str) -> list[str]:
-        """Sorted directory entries; [] when missing or not a directory."""
+    def listdir(self, logical: str, pattern: re.Pattern[str] | None = None) -> list[str]:
+        """Sorted directory entries (only those fully matching `pattern`, if given).
+
+        [] when missing or not a directory. The recorder keeps the filtered listing, so a
+        snapshot holds exactly the names the tool looked at.
+        """
         real = self.resolve(logical)
         if real is None:
             return []
@@ -204,8 +209,10 @@ class Host:
             names = sorted(os.listdir(real))
         except OSError:
             return []
+        if pattern is not None:
+            names = [n for n in names if pattern.fullmatch(n)]
         if self.recorder is not None:
-            self.recorder.dirs.add(logical)
+            self.recorder.dirs[logical] = names
         return names
 
     def is_dir(self, logical: str) -> bool:

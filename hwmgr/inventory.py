@@ -19,6 +19,9 @@ _HEX = re.compile(r"^(?:0x)?([0-9a-fA-F]+)$")
 _IFNAME = re.compile(r"^[^/\s]{1,15}$")
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5,19}$")
 _DRIVER = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
+_FUNC_ENTRIES = re.compile(
+    r"net|virtio\d+|host\d+|virtfn\d+|physfn|sriov_totalvfs|sriov_numvfs"
+)
 RAID_CLASSES = ("0104", "0107")
 NET_CLASS_PREFIX = "02"
 ETHTOOL_EMPTY = {"", "n/a", "N/A", "unknown"}
@@ -135,7 +138,7 @@ class Inventory:
         revision = hex_id(attr("revision"), 2)
         cls = cls_full[:4] if cls_full else None
         pci_driver = _link_name(h.readlink(f"{base}/driver"))
-        entries = h.listdir(base)
+        entries = h.listdir(base, _FUNC_ENTRIES)
         ifnames = self._netdevs(base, entries)
         ifaces = [self._interface(name, addr) for name in ifnames]
         # The driver a user knows this function by: the NIC driver ethtool reports when there is

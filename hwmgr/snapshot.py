@@ -171,6 +171,11 @@ def write_snapshot(
                 continue
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_bytes(data)
+        for d, entries in sorted(rec.dirs.items()):  # names used only as names: empty dirs
+            for name in entries:
+                p = root / d.lstrip("/") / name
+                if not p.is_symlink() and not p.exists():
+                    p.mkdir(parents=True)
         index = []
         seen: set[tuple[str, ...]] = set()
         cmd_dir = root / "commands"
