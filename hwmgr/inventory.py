@@ -20,7 +20,9 @@ _IFNAME = re.compile(r"^[^/\s]{1,15}$")
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5,19}$")
 _DRIVER = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
 _FUNC_ENTRIES = re.compile(
-    r"net|virtio\d+|host\d+|virtfn\d+|physfn|sriov_totalvfs|sriov_numvfs"
+    r"vendor|device|subsystem_vendor|subsystem_device|class|revision|modalias|driver"
+    r"|numa_node|(current|max)_link_(speed|width)|net|virtio\d+|host\d+|virtfn\d+|physfn"
+    r"|sriov_totalvfs|sriov_numvfs"
 )
 RAID_CLASSES = ("0104", "0107")
 NET_CLASS_PREFIX = "02"
@@ -113,7 +115,10 @@ class Inventory:
             if not _ADDR.match(addr):
                 scan.notes.append(f"ignored '{addr}' in {PCI_DEVICES}: not a PCI address")
                 continue
-            dev, ifaces = self._function(addr.lower(), kernel)
+            dev, ifaces = self._function(addr, kernel)
+            if dev is None:
+                scan.notes.append(f"{PCI_DEVICES}/{addr}: unreadable (dangling or looping link)")
+                continue
             scan.devices.append(dev)
             scan.interfaces.extend(ifaces)
         raid = [d for d in scan.devices if d["class"] in RAID_CLASSES]
@@ -126,10 +131,21 @@ class Inventory:
         return scan
 
     # ------------------------------------------------------------------ one function
-    def _function(self, addr: str, kernel: str | None) -> tuple[dict[str, Any], list[dict]]:
+    def _function(
+        self, addr: str, kernel: str | None
+    ) -> tuple[dict[str, Any] | None, list[dict]]:
         h = self.host
         base = f"{PCI_DEVICES}/{addr}"
-        attr: Callable[[str], str | None] = lambda name: h.read_attr(f"{base}/{name}")  # noqa: E731
+        addr = addr.lower()
+        entries = h.listdir(base, _FUNC_ENTRIES)
+        if not entries and not h.is_dir(base):
+            return None, []
+        present = set(entries)
+
+        def attr(name: str) -> str | None:
+            # reading only what the listing shows saves a failed open per absent attribute
+            return h.read_attr(f"{base}/{name}") if name in present else None
+
         vendor = hex_id(attr("vendor"), 4)
         device = hex_id(attr("device"), 4)
         svendor = hex_id(attr("subsystem_vendor"), 4)
@@ -137,8 +153,7 @@ class Inventory:
         cls_full = hex_id(attr("class"), 6)
         revision = hex_id(attr("revision"), 2)
         cls = cls_full[:4] if cls_full else None
-        pci_driver = _link_name(h.readlink(f"{base}/driver"))
-        entries = h.listdir(base, _FUNC_ENTRIES)
+        pci_driver = _link_name(h.readlink(f"{base}/driver")) if "driver" in present else None
         ifnames = self._netdevs(base, entries)
         ifaces = [self._interface(name, addr) for name in ifnames]
         # The driver a user knows this function by: the NIC driver ethtool reports when there is
@@ -178,7 +193,7 @@ class Inventory:
             "numa_node": _numa(attr("numa_node")),
             "pcie_link": self._pcie_link(attr),
             "sriov": self._sriov(base, entries, attr),
-            "physfn": _link_name(h.readlink(f"{base}/physfn")) if "physfn" in entries else None,
+            "physfn": _link_name(h.readlink(f"{base}/physfn")) if "physfn" in present else None,
             "catalog": None,
         }
         if cls in RAID_CLASSES:
@@ -258,7 +273,7 @@ class Inventory:
     def _sriov(
         self, base: str, entries: list[str], attr: Callable[[str], str | None]
     ) -> dict[str, Any] | None:
-        total = _int(attr("sriov_totalvfs")) if "sriov_totalvfs" in entries else None
+        total = _int(attr("sriov_totalvfs"))
         if total is None:
             return None
         vfs = []
