@@ -1,0 +1,192 @@
+"""Validate catalog files or show one driver's catalog entry (devices, versions, settings)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import Any
+
+from hwmgr.errors import EXIT_BAD_INPUT, NotFoundError
+from hwmgr.output import Outcome
+
+NAME = "catalog"
+HELP = "validate or show the driver catalog"
+EXAMPLES = """\
+examples:
+  hwmgr catalog validate catalogs/*.json      check files against the schema and the rules
+  hwmgr catalog show be2net                   devices, versions and settings of one driver
+  hwmgr catalog show 19a2:0710                the entry that matches a PCI vendor:device
+  hwmgr catalog show ixgbe --json             the entry as JSON (format 1)
+  hwmgr catalog show be2net --catalog my.json use another catalog file
+exit codes: 0 ok, 3 unknown driver or missing file, 8 invalid catalog
+"""
+
+STATUS_STYLE = {"recommended": "bold green", "known-good": "green", "known-bad": "bold red",
+                "deprecated": "yellow"}
+_PCI_ID = re.compile(r"^([0-9a-fA-F]{4}):([0-9a-fA-F]{4})$")
+
+
+def _sub_options() -> argparse.ArgumentParser:
+    """Common options again for the sub-commands, with SUPPRESS defaults so that values given
+    before the action ('hwmgr catalog --json show x') are not reset by the sub-parser."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                   help="print one JSON object (format 1)")
+    p.add_argument("--catalog", action="append", metavar="FILE", default=argparse.SUPPRESS,
+                   help="catalog file(s) to use instead of the bundled/installed ones")
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="show tracebacks on internal errors")
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Sub-commands: validate FILE..., show DRIVER."""
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    v = sub.add_parser("validate", parents=[_sub_options()],
+                       help="validate catalog files: every error with its JSON path",
+                       description="Validate catalog files against the schema and the rules.")
+    v.add_argument("files", nargs="+", metavar="FILE", help="catalog JSON file")
+    s = sub.add_parser("show", parents=[_sub_options()], help="show one driver's entry",
+                       description="Show a driver's devices, versions, settings and notes.")
+    s.add_argument("driver", metavar="DRIVER", help="driver name (be2net) or PCI ID (19a2:0710)")
+
+
+def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    """Dispatch to validate or show."""
+    if args.action == "validate":
+        return _validate(args.files)
+    return _show(args.driver, getattr(args, "catalog", None))
+
+
+def _validate(files: list[str]) -> Outcome:
+    from hwmgr.catalog import Catalog
+
+    for f in files:
+        if not Path(f).is_file():
+            raise NotFoundError(f"catalog file {f} does not exist")
+    errors = Catalog.validate_files(files)
+    results = []
+    for f in files:
+        mine = [e for e in errors if e.startswith(f"{Path(f)}: ")]
+        results.append({"file": f, "ok": not mine, "errors": mine, **_summary(f, not mine)})
+    data = {"files": results}
+
+    def render(console: Any) -> None:
+        for r in results:
+            if r["ok"]:
+                console.print(f"{r['file']}: OK (catalog {r.get('catalog_version')}, "
+                              f"{r.get('drivers')} drivers, {r.get('devices')} device rules, "
+                              f"{r.get('versions')} versions)", markup=False, soft_wrap=True)
+
+    if errors:
+        return Outcome(NAME, status="error", data=data, errors=errors,
+                       exit_code=EXIT_BAD_INPUT, render=render)
+    return Outcome(NAME, data=data, render=render)
+
+
+def _summary(path: str, ok: bool) -> dict[str, Any]:
+    if not ok:
+        return {}
+    import json
+
+    doc = json.loads(Path(path).read_bytes())
+    drivers = doc["drivers"].values()
+    return {"catalog_version": doc["catalog_version"], "drivers": len(doc["drivers"]),
+            "devices": sum(len(d["devices"]) for d in drivers),
+            "versions": sum(len(d["versions"]) for d in drivers)}
+
+
+def _show(what: str, paths: list[str] | None) -> Outcome:
+    from hwmgr.catalog import load_catalog
+
+    cat = load_catalog(paths)
+    if not cat.files:
+        raise NotFoundError("no catalog files found (use --catalog FILE or HWMGR_CATALOG_DIR)")
+    name = what
+    m = _PCI_ID.match(what)
+    if m:
+        hit = cat.match({"vendor_id": m.group(1).lower(), "device_id": m.group(2).lower()})
+        if hit is None:
+            raise NotFoundError(f"no catalog entry matches PCI device {what.lower()}")
+        name = hit.driver
+    entry = cat.entry(name)
+    origin = cat.origin[name]
+    version = next((f.catalog_version for f in cat.files if f.path == origin), None)
+    data = {"driver": name, "catalog_file": str(origin), "catalog_version": version,
+            "entry": entry}
+    return Outcome(NAME, data=data, render=lambda c: _render(c, data))
+
+
+def _render(console: Any, data: dict[str, Any]) -> None:
+    """Rich view of one entry: header, devices, versions, in-tree policy, settings, notes."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    e = data["entry"]
+    console.print(f"[bold]{data['driver']}[/]  {escape(e['description'])}")
+    console.print(f"[dim]scheme {e['version_scheme']} · catalog {data['catalog_version']} · "
+                  f"{escape(data['catalog_file'])}[/]")
+    if e.get("pci_drivers"):
+        console.print(f"PCI function bound to: {', '.join(e['pci_drivers'])}")
+    t = Table(title="devices", title_justify="left", show_edge=False, pad_edge=False)
+    for col in ("id", "subsystem", "class", "name"):
+        t.add_column(col, overflow="fold")
+    for d in e["devices"]:
+        ident = f"{d.get('vendor', '*')}:{d.get('device', '*')}"
+        sub = f"{d['subvendor']}:{d['subdevice']}" if "subvendor" in d else "-"
+        t.add_row(ident, sub, d.get("class", "-"), escape(d["name"]))
+    console.print(t)
+    if e["versions"]:
+        console.print("[bold]versions[/]")
+        for ver, ve in e["versions"].items():
+            style = STATUS_STYLE.get(ve["status"], "")
+            scope = [", ".join(ve.get("applies_to", [])) or "all devices"]
+            if ve.get("kernels"):
+                scope.append("kernels " + ", ".join(ve["kernels"]))
+            if ve.get("firmware"):
+                scope.append(f"firmware >= {ve['firmware']['min']}")
+            console.print(f"  [bold]{escape(ver)}[/]  [{style}]{ve['status']}[/]  "
+                          f"({escape('; '.join(scope))})")
+            console.print(f"      {escape(ve['reason'])}")
+            if ve.get("source"):
+                console.print(f"      source: {escape(_source(ve['source']))}")
+            console.print(f"      [dim]evidence: {escape(ve['evidence'])}[/]")
+    else:
+        console.print("[dim]versions: none listed[/]")
+    if e.get("inbox"):
+        ib = e["inbox"]
+        kern = f" on {', '.join(ib['kernels'])}" if ib.get("kernels") else ""
+        console.print(f"in-tree build{escape(kern)}: [{STATUS_STYLE.get(ib['status'], '')}]"
+                      f"{ib['status']}[/] — {escape(ib['reason'])}")
+    if e.get("settings"):
+        console.print("[bold]settings[/]")
+        for key, val in e["settings"].items():
+            if key in ("evidence", "notes"):
+                continue
+            console.print(f"  {key}: {escape(_fmt(val))}")
+        if e["settings"].get("evidence"):
+            console.print(f"  [dim]evidence: {escape(e['settings']['evidence'])}[/]")
+    if e.get("throughput"):
+        console.print(f"throughput: at least {e['throughput']['min_fraction_of_link']:.0%} "
+                      "of the link speed")
+    notes = list(e.get("notes", [])) + list(e.get("settings", {}).get("notes", []))
+    for n in notes:
+        console.print(f"[dim]note: {escape(n)}[/]")
+
+
+def _source(src: dict[str, Any] | None) -> str:
+    if not src:
+        return "-"
+    flags = []
+    if src.get("verified") is False:
+        flags.append("UNVERIFIED: upgrade refuses")
+    if str(src.get("url", "")).startswith("http://"):
+        flags.append("plain http")
+    return f"{src['type']} {src['url']}" + (f" ({'; '.join(flags)})" if flags else "")
+
+
+def _fmt(val: Any) -> str:
+    if isinstance(val, dict):
+        return ", ".join(f"{k} {v}" for k, v in val.items())
+    return str(val)

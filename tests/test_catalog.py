@@ -1,0 +1,515 @@
+"""Catalog: schema, shipped data, validation errors with JSON paths, matching, verdicts,
+the validation cache, discovery, the `catalog` verb, and fuzzed catalogs."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hwmgr import catalog as catmod
+from hwmgr.catalog import Catalog, load_catalog, source_refusal
+from hwmgr.cli import main
+from hwmgr.errors import BadInputError, NotFoundError
+
+REPO = Path(__file__).resolve().parent.parent
+SHIPPED = REPO / "catalogs" / "hwmgr-catalog.json"
+FIX = Path(__file__).resolve().parent / "fixtures" / "catalogs"
+MINI = FIX / "good" / "mini.json"
+BAD = FIX / "bad"
+EXPECTED: dict[str, list[str]] = json.loads((BAD / "expected.json").read_text())
+EL6 = "2.6.32-279.el6.x86_64"
+DEB12 = "6.1.0-56-amd64"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Own cache dir per test; no catalog dir from the caller's environment."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg")))
+    monkeypatch.delenv(catmod.ENV_DIR, raising=False)
+
+
+def dev(vendor: str, device: str, driver: str | None, version: str | None, **kw: Any) -> dict:
+    d = {"vendor_id": vendor, "device_id": device, "subsystem_vendor_id": None,
+         "subsystem_device_id": None, "class": "0200", "driver": driver, "pci_driver": driver,
+         "driver_version": version, "firmware_version": None}
+    d.update(kw)
+    return d
+
+
+# ------------------------------------------------------------------------------ schema + data
+def test_schema_is_a_valid_draft_2020_12_schema() -> None:
+    import jsonschema
+
+    schema = json.loads(catmod.SCHEMA_PATH.read_text())
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def test_shipped_catalog_is_valid_and_complete() -> None:
+    assert Catalog.validate_files([SHIPPED]) == []
+    cat = load_catalog([SHIPPED])
+    assert cat.version == "2026.11.0"
+    for name in ("be2net", "ixgbe", "megaraid_sas", "e1000e", "igb", "bnx2", "i40e",
+                 "virtio_net"):
+        assert name in cat.names()
+    be = cat.entry("be2net")
+    ids = {(d["vendor"], d["device"]) for d in be["devices"]}
+    assert {("19a2", x) for x in ("0700", "0710", "0211", "0221")} <= ids
+    assert {("10df", x) for x in ("0720", "0728", "e220", "e228")} <= ids
+    rec = be["versions"]["10.2.470.14"]
+    assert rec["source"]["url"].startswith("http://www-dl.emulex.com/")
+    assert rec["source"]["allow_http"] is True and rec["source"]["verified"] is False
+    assert rec["firmware"]["min"] == "10.0.803.19"
+    assert source_refusal(rec["source"]) and "not verified" in source_refusal(rec["source"])
+    ix = cat.entry("ixgbe")["settings"]
+    assert ix["pause"] == {"rx": "on", "tx": "on"} and ix["txqueuelen"] == {"min": 10000}
+    assert cat.entry("virtio_net")["pci_drivers"] == ["virtio-pci"]
+
+
+def test_shipped_device_ids_exist_in_kernel_reference_tables() -> None:
+    """Every non-igb/virtio ID in the shipped catalog is in an lkddb table (facts, not guesses)."""
+    ref = Path("/work/shared/reference")
+    if not ref.is_dir():
+        pytest.skip("reference tables not available")
+    lines = "\n".join(p.read_text() for p in ref.glob("*.txt"))
+    cat = load_catalog([SHIPPED])
+    for name in cat.names():
+        if name in ("igb", "virtio_net"):  # not in the filtered tables (sources in notes)
+            continue
+        for d in cat.entry(name)["devices"]:
+            assert f"pci {d['vendor']} {d['device']} " in lines, (name, d)
+
+
+def test_source_refusal_rules() -> None:
+    ok = {"type": "srpm", "url": "https://x/y.src.rpm", "sha256": "a" * 64, "size": 1}
+    assert source_refusal(ok) is None
+    assert "plain http" in source_refusal({**ok, "url": "http://x/y.src.rpm"})
+    assert source_refusal({**ok, "url": "http://x/y", "allow_http": True}) is None
+    assert "not verified" in source_refusal({**ok, "verified": False})
+    assert source_refusal(None)
+
+
+# ------------------------------------------------------------------------------ bad samples
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_bad_sample_rejected_with_path(name: str) -> None:
+    path = BAD / name
+    errors = Catalog.validate_files([path])
+    assert errors, f"{name} was accepted"
+    for want in EXPECTED[name]:
+        assert any(e.startswith(f"{path}: {want}") for e in errors), (want, errors)
+    assert all("\n" not in e for e in errors)
+    with pytest.raises(BadInputError) as exc:
+        load_catalog([path])
+    assert str(path) in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_every_bad_sample_is_listed() -> None:
+    files = {p.name for p in BAD.glob("*.json")} - {"expected.json"}
+    assert files == set(EXPECTED)
+
+
+def test_good_fixture_valid() -> None:
+    assert Catalog.validate_files([MINI]) == []
+
+
+# ------------------------------------------------------------------------------ matching
+@pytest.fixture()
+def mini() -> Catalog:
+    return load_catalog([MINI])
+
+
+def test_match_specificity(mini: Catalog) -> None:
+    m = mini.match(dev("1000", "0079", "megaraid_sas", None, subsystem_vendor_id="1000",
+                       subsystem_device_id="9261", **{"class": "0104"}))
+    assert (m.driver, m.level) == ("megaraid_sas", "subsystem")
+    m = mini.match(dev("1000", "0079", "megaraid_sas", None, subsystem_vendor_id="1028",
+                       subsystem_device_id="1f0a", **{"class": "0104"}))
+    assert (m.driver, m.level) == ("megaraid_sas_generic", "device")
+    m = mini.match(dev("1000", "0079", None, None, **{"class": "0104"}))
+    assert (m.driver, m.level) == ("megaraid_sas_generic", "device")
+    m = mini.match(dev("1d0f", "ec20", "ethclass", None, **{"class": "020000"}))
+    assert (m.driver, m.level) == ("ethclass", "class")
+    assert mini.match(dev("1d0f", "ec20", None, None, **{"class": "0108"})) is None
+    assert mini.match(dev("19a2", "0710", None, None)).driver == "be2net"
+    assert mini.match(dev("0X19A2", "0x0710", None, None)).driver == "be2net"
+    assert mini.match(dev("abcd", "ef01", None, None, **{"class": "0300"})) is None
+    assert mini.match({}) is None
+    assert mini.verdict(dev("abcd", "ef01", "foo", "1.0"), EL6) is None
+
+
+CASES = [
+    # (vendor, device, driver, version, kernel) -> (status, recommended, listed)
+    (("19a2", "0710", "be2net", "4.1.307r", EL6), ("known-bad", "10.2.470.14", "known-bad")),
+    (("19a2", "0700", "be2net", "4.1.307r", EL6), ("outdated", "10.2.470.14", None)),
+    (("19a2", "0710", "be2net", "4.6.62.0u", EL6), ("outdated", "10.2.470.14", "deprecated")),
+    (("19a2", "0710", "be2net", "8.0.16.0", EL6), ("outdated", "10.2.470.14", "known-good")),
+    (("19a2", "0710", "be2net", "9.1.0", EL6), ("outdated", "10.2.470.14", None)),
+    (("19a2", "0710", "be2net", "10.2.470.14", EL6), ("ok", "10.2.470.14", "recommended")),
+    (("19a2", "0710", "be2net", "11.0.0.0", EL6), ("ok", "10.2.470.14", None)),
+    (("19a2", "0710", "be2net", "8.0.16.0", "3.10.0-957.el7.x86_64"), ("ok", None, "known-good")),
+    (("19a2", "0710", "be2net", "11.0.0.0", "3.10.0-957.el7.x86_64"), ("unknown", None, None)),
+    (("19a2", "0710", "be2net", DEB12, DEB12), ("unknown", None, None)),
+    (("19a2", "0710", "be2net", None, EL6), ("unknown", "10.2.470.14", None)),
+    (("8086", "10d3", "e1000e", DEB12, DEB12), ("ok", None, "known-good")),
+    (("8086", "10d3", "e1000e", "5.10.0-20-amd64", "5.10.0-20-amd64"), ("unknown", None, None)),
+    (("8086", "10d3", "e1000e", "3.2.6-k", DEB12), ("unknown", None, None)),
+    (("1d0f", "ec20", "ethclass", "1.5", None), ("outdated", "2.0", None)),
+]
+
+
+@pytest.mark.parametrize(("args", "want"), CASES)
+def test_verdicts(mini: Catalog, args: tuple, want: tuple) -> None:
+    vendor, device, driver, version, kernel = args
+    v = mini.verdict(dev(vendor, device, driver, version), kernel)
+    assert {"entry", "status", "recommended_version", "reason"} <= set(v)
+    assert (v["status"], v["recommended_version"], v.get("listed_status")) == want, v
+    assert v["status"] in catmod.VERDICTS and v["reason"]
+
+
+def test_newer_than_every_listed_version_is_not_outdated(mini: Catalog) -> None:
+    for version in ("10.2.470.15", "10.3", "11.0.0.0", "100.0"):
+        v = mini.verdict(dev("19a2", "0710", "be2net", version), EL6)
+        assert v["status"] == "ok", v
+
+
+def test_known_bad_only_hits_listed_devices(mini: Catalog) -> None:
+    assert mini.verdict(dev("19a2", "0710", "be2net", "4.1.307r"), EL6)["status"] == "known-bad"
+    assert mini.verdict(dev("19a2", "0700", "be2net", "4.1.307r"), EL6)["status"] != "known-bad"
+
+
+def test_driver_binding(mini: Catalog) -> None:
+    v = mini.verdict(dev("19a2", "0710", "vfio-pci", "4.1.307r"), EL6)
+    assert v["status"] == "unknown" and "vfio-pci" in v["reason"]
+    v = mini.verdict(dev("19a2", "0710", None, None), EL6)
+    assert v["status"] == "unknown" and "no driver" in v["reason"]
+    virt = dev("1af4", "1041", "virtio_net", "1.0.0", pci_driver="virtio-pci")
+    assert mini.verdict(virt, "6.18.44")["status"] == "ok"
+    no_netdev = dev("1af4", "1041", "virtio-pci", "1", pci_driver="virtio-pci")
+    assert mini.verdict(no_netdev, "6.18.44")["status"] == "unknown"
+
+
+def test_firmware_requirement(mini: Catalog) -> None:
+    v = mini.verdict(dev("19a2", "0710", "be2net", "4.1.307r", firmware_version="4.9.416.0"), EL6)
+    assert v["firmware"] == {"min": "10.0.803.19", "current": "4.9.416.0", "ok": False}
+    v = mini.verdict(dev("19a2", "0710", "be2net", "4.1.307r",
+                         firmware_version="10.0.803.19"), EL6)
+    assert v["firmware"]["ok"] is True
+    v = mini.verdict(dev("19a2", "0710", "be2net", "4.1.307r",
+                         firmware_version="bc 5.2.3 NCSI 2.0.12"), EL6)
+    assert v["firmware"]["ok"] is None and "different shapes" in v["firmware"]["note"]
+
+
+def test_applies_to_subsystem_narrows_a_device_rule(tmp_path: Path) -> None:
+    data = json.loads(MINI.read_text())
+    data["drivers"]["megaraid_sas_generic"]["versions"]["06.506.00.00-rc1"] = {
+        "status": "known-bad", "reason": "test", "evidence": "test data",
+        "applies_to": ["1000:0079:1028:1f0a"]}
+    f = tmp_path / "c.json"
+    f.write_text(json.dumps(data))
+    cat = load_catalog([f])
+    hit = dev("1000", "0079", "megaraid_sas_generic", "06.506.00.00-rc1",
+              subsystem_vendor_id="1028", subsystem_device_id="1f0a")
+    assert cat.verdict(hit, DEB12)["status"] == "known-bad"
+    miss = {**hit, "subsystem_device_id": "1f0b"}
+    assert cat.verdict(miss, DEB12)["status"] == "unknown"
+
+
+def test_recommended_lookup(mini: Catalog) -> None:
+    ver, entry = mini.recommended(dev("19a2", "0710", "be2net", "4.1.307r"), EL6)
+    assert ver == "10.2.470.14" and entry["source"]["verified"] is False
+    assert mini.recommended(dev("19a2", "0710", "be2net", "x"), "3.10.0-957.el7.x86_64") is None
+
+
+# ------------------------------------------------------------------------------ seeds + host
+def test_seed_000_verdict_with_shipped_catalog() -> None:
+    cat = load_catalog([SHIPPED])
+    eth2 = dev("19a2", "0710", "be2net", "4.1.307r", firmware_version="10.0.803.19")
+    v = cat.verdict(eth2, EL6)
+    assert v["entry"] == "be2net"
+    assert v["status"] == "known-bad"
+    assert v["recommended_version"] == "10.2.470.14"
+    assert "100 MB/s" in v["reason"]
+    assert v["firmware"]["ok"] is True
+    after = cat.verdict({**eth2, "driver_version": "10.2.470.14"}, EL6)
+    assert after["status"] == "ok"
+
+
+def test_seed_002_and_lab_verdicts_with_shipped_catalog() -> None:
+    cat = load_catalog([SHIPPED])
+    x540 = dev("8086", "1528", "ixgbe", "5.1.0-k-rh7.6")
+    assert cat.verdict(x540, "3.10.0-957.5.1.el7.x86_64")["status"] == "ok"
+    raid = dev("1000", "0079", "megaraid_sas", "07.719.03.00-rc1", subsystem_vendor_id="1000",
+               subsystem_device_id="9261", **{"class": "0104"})
+    v = cat.verdict(raid, DEB12)
+    assert (v["status"], v["match"]) == ("ok", "subsystem")
+    e1k = dev("8086", "10d3", "e1000e", DEB12)
+    assert cat.verdict(e1k, DEB12)["status"] == "ok"
+    assert cat.verdict(dev("8086", "1533", "igb", "5.6.0-k"), DEB12)["status"] == "unknown"
+
+
+def test_this_machine_virtio_nic() -> None:
+    """The real inventory of the build host: its virtio NIC gets a catalog verdict."""
+    from hwmgr.commands.inventory import collect
+    from hwmgr.snapshot import open_host
+
+    host, cleanup = open_host(None)
+    scan = collect(host, [str(SHIPPED)])
+    virtio = [d for d in scan.devices
+              if (d["vendor_id"], d["device_id"]) in (("1af4", "1000"), ("1af4", "1041"))]
+    if not virtio:
+        pytest.skip("no virtio-net PCI function on this machine")
+    nics = [d for d in virtio if d["driver"] == "virtio_net"]
+    assert nics, "virtio_net NIC not found by the inventory"
+    assert nics[0]["catalog"]["entry"] == "virtio_net"
+    assert nics[0]["catalog"]["status"] == "ok"
+
+
+# ------------------------------------------------------------------------------ cache
+def _load_in_subprocess(path: Path, env: dict[str, str]) -> dict[str, Any]:
+    code = ("import json, sys; from hwmgr.catalog import load_catalog; "
+            "c = load_catalog([sys.argv[1]]); "
+            "print(json.dumps({'jsonschema': 'jsonschema' in sys.modules, 'n': len(c.names())}))")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], env=env, cwd=REPO,
+                         capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(out.stdout)
+
+
+def test_cache_second_load_does_not_import_jsonschema(tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    first = _load_in_subprocess(SHIPPED, env)
+    second = _load_in_subprocess(SHIPPED, env)
+    assert first == {"jsonschema": True, "n": 8}
+    assert second == {"jsonschema": False, "n": 8}
+    assert len(list((tmp_path / "cache" / "hwmgr" / "catalog-valid").iterdir())) == 1
+
+
+def test_changed_file_is_revalidated(tmp_path: Path) -> None:
+    f = tmp_path / "c.json"
+    shutil.copy(MINI, f)
+    load_catalog([f])
+    markers = catmod.cache_dir() / "catalog-valid"
+    assert len(list(markers.iterdir())) == 1
+    data = json.loads(f.read_text())
+    data["drivers"]["be2net"]["versions"]["4.1.307r"]["status"] = "bogus"
+    f.write_text(json.dumps(data))
+    with pytest.raises(BadInputError, match=r"\.status: 'bogus' is not one of"):
+        load_catalog([f])
+    data["drivers"]["be2net"]["versions"]["4.1.307r"]["status"] = "deprecated"
+    f.write_text(json.dumps(data))
+    load_catalog([f])
+    assert len(list(markers.iterdir())) == 2
+
+
+def test_cache_keyed_by_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    load_catalog([MINI])
+    schema = tmp_path / "schema.json"
+    doc = json.loads(catmod.SCHEMA_PATH.read_text())
+    doc["description"] += " (changed)"
+    schema.write_text(json.dumps(doc))
+    monkeypatch.setattr(catmod, "SCHEMA_PATH", schema)
+    monkeypatch.setattr(catmod, "_VALIDATOR", None)
+    load_catalog([MINI])
+    assert len(list((catmod.cache_dir() / "catalog-valid").iterdir())) == 2
+
+
+def test_unwritable_cache_still_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    assert len(load_catalog([MINI]).names()) == 6
+    assert len(load_catalog([MINI]).names()) == 6
+
+
+# ------------------------------------------------------------------------------ discovery
+def test_discovery_env_dir_merges_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = tmp_path / "cats"
+    d.mkdir()
+    data = json.loads(MINI.read_text())
+    a = {k: v for k, v in data.items() if k != "drivers"}
+    b = copy.deepcopy(a)
+    a["drivers"] = {k: data["drivers"][k] for k in ("be2net", "e1000e")}
+    b["drivers"] = {k: data["drivers"][k] for k in ("virtio_net",)}
+    (d / "a.json").write_text(json.dumps(a))
+    (d / "b.json").write_text(json.dumps(b))
+    (d / "README.txt").write_text("ignored")
+    monkeypatch.setenv(catmod.ENV_DIR, str(d))
+    cat = load_catalog()
+    assert cat.names() == ["be2net", "e1000e", "virtio_net"]
+    assert cat.origin["virtio_net"] == d / "b.json"
+    assert [f.path.name for f in cat.files] == ["a.json", "b.json"]
+
+
+def test_discovery_conflict_names_both_files(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    d = tmp_path / "cats"
+    d.mkdir()
+    shutil.copy(MINI, d / "a.json")
+    shutil.copy(MINI, d / "b.json")
+    monkeypatch.setenv(catmod.ENV_DIR, str(d))
+    with pytest.raises(BadInputError) as exc:
+        load_catalog()
+    msg = str(exc.value)
+    assert f"{d / 'b.json'}: $.drivers.be2net: driver 'be2net' is also defined in " \
+           f"{d / 'a.json'}" in msg
+
+
+def test_discovery_defaults_and_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert catmod.discover() == sorted((REPO / "catalogs").glob("*.json"))
+    monkeypatch.setenv(catmod.ENV_DIR, str(tmp_path / "nope"))
+    with pytest.raises(NotFoundError):
+        load_catalog()
+    with pytest.raises(NotFoundError, match="does not exist"):
+        load_catalog([tmp_path / "missing.json"])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert load_catalog([empty]).names() == []
+    monkeypatch.setenv(catmod.ENV_DIR, str(empty))  # used alone: no fallback to the checkout
+    assert load_catalog().files == []
+
+
+# ------------------------------------------------------------------------------ the verb
+def test_cli_validate_ok(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["catalog", "validate", str(SHIPPED), str(MINI)]) == 8  # same drivers twice
+    err = capsys.readouterr().err
+    assert f"{MINI}: $.drivers.be2net: driver 'be2net' is also defined in {SHIPPED}" in err
+    assert main(["catalog", "validate", str(SHIPPED)]) == 0
+    out, err = capsys.readouterr()
+    lines = out.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{SHIPPED}: OK (catalog 2026.11.0")
+    assert err == ""
+
+
+def test_cli_validate_bad(capsys: pytest.CaptureFixture[str]) -> None:
+    files = [str(BAD / "status_bogus.json"), str(BAD / "typo_key.json"), str(MINI)]
+    assert main(["catalog", "validate", *files]) == 8
+    out, err = capsys.readouterr()
+    errs = err.strip().splitlines()
+    assert len(errs) == 3
+    assert errs[0] == (f"hwmgr catalog: {files[0]}: $.drivers.be2net.versions['4.1.307r'].status:"
+                       " 'bogus' is not one of ['recommended', 'known-good', 'known-bad', "
+                       "'deprecated']")
+    assert out.strip().splitlines() == [
+        f"{MINI}: OK (catalog 2026.11.1, 6 drivers, 7 device rules, 7 versions)"]
+    assert main(["catalog", "validate", "--json", files[0]]) == 8
+    env = json.loads(capsys.readouterr().out)
+    assert env["status"] == "error" and env["data"]["files"][0]["ok"] is False
+
+
+def test_cli_validate_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["catalog", "validate", str(tmp_path / "x.json")]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not exist" in err
+
+
+def test_cli_show(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["catalog", "show", "be2net", "--catalog", str(SHIPPED), "--json"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    assert env["command"] == "catalog" and env["status"] == "ok"
+    assert env["data"]["driver"] == "be2net"
+    assert env["data"]["entry"]["versions"]["4.1.307r"]["status"] == "known-bad"
+    assert main(["catalog", "--json", "show", "19a2:0710", "--catalog", str(SHIPPED)]) == 0
+    assert json.loads(capsys.readouterr().out)["data"]["driver"] == "be2net"
+    assert main(["catalog", "show", "ixgbe"]) == 0
+    out = capsys.readouterr().out
+    for word in ("8086:1528", "5.1.0-k-rh7.6", "known-good", "txqueuelen", "lro off"):
+        assert word in out
+    assert main(["catalog", "show", "be2net"]) == 0
+    out = capsys.readouterr().out
+    assert "UNVERIFIED" in out and "known-bad" in out and "recommended" in out
+
+
+def test_cli_show_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["catalog", "show", "nosuchdriver"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no driver 'nosuchdriver'" in err
+    assert main(["catalog", "show", "ffff:ffff"]) == 3
+    capsys.readouterr()
+    assert main(["catalog", "show", "be2net", "--catalog", str(BAD / "truncated.json")]) == 8
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "invalid JSON" in err
+    assert main(["catalog"]) == 2
+    assert main(["catalog", "frobnicate"]) == 2
+    capsys.readouterr()
+
+
+# ------------------------------------------------------------------------------ fuzzing
+GOOD_DATA = json.loads(MINI.read_text())
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=8), kids,
+                                                              max_size=3),
+    max_leaves=6,
+)
+
+
+def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
+    out = [prefix]
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out += _paths(v, prefix + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += _paths(v, prefix + (i,))
+    return out
+
+
+ALL_PATHS = _paths(GOOD_DATA)[1:]
+
+
+def _mutate(data: Any, path: tuple, op: str, value: Any) -> Any:
+    data = copy.deepcopy(data)
+    parent = data
+    for p in path[:-1]:
+        parent = parent[p]
+    key = path[-1]
+    if op == "drop":
+        del parent[key]
+    else:
+        parent[key] = value
+    return data
+
+
+@st.composite
+def mutated_bytes(draw: st.DrawFn) -> bytes:
+    kind = draw(st.sampled_from(["drop", "replace", "garbage", "truncate", "dup"]))
+    text = json.dumps(GOOD_DATA, indent=1)
+    if kind in ("drop", "replace"):
+        path = draw(st.sampled_from(ALL_PATHS))
+        text = json.dumps(_mutate(GOOD_DATA, path, kind, draw(JSON_VALUES)), indent=1)
+    elif kind == "dup":
+        path = draw(st.sampled_from(ALL_PATHS))
+        text = json.dumps(_mutate(GOOD_DATA, path, "replace", copy.deepcopy(GOOD_DATA)))
+    raw = text.encode()
+    if kind == "garbage":
+        pos = draw(st.integers(0, len(raw)))
+        raw = raw[:pos] + draw(st.binary(min_size=1, max_size=8)) + raw[pos:]
+    elif kind == "truncate":
+        raw = raw[: draw(st.integers(0, len(raw) - 1))]
+    return raw
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(raw=mutated_bytes())
+def test_fuzzed_catalog_loads_or_raises_bad_input(tmp_path: Path, raw: bytes) -> None:
+    f = tmp_path / "fuzz.json"
+    f.write_bytes(raw)
+    try:
+        cat = load_catalog([f])
+    except BadInputError as exc:
+        assert "\n" not in str(exc) and str(f) in str(exc)
+        return
+    for d in (dev("19a2", "0710", "be2net", "4.1.307r"), dev("1d0f", "0001", "ethclass", "1"),
+              dev("1000", "0079", "megaraid_sas", "07.719.03.00-rc1")):
+        v = cat.verdict(d, EL6)
+        assert v is None or v["status"] in catmod.VERDICTS
