@@ -31,12 +31,20 @@ class Outcome:
 
 
 def write_json(obj: Any, stream: TextIO) -> None:
-    json.dump(obj, stream, indent=2, sort_keys=False, ensure_ascii=False)
-    stream.write("\n")
+    """Indented for a terminal; compact (C encoder, one write) for pipes and files."""
+    pretty = hasattr(stream, "isatty") and stream.isatty()
+    text = json.dumps(obj, indent=2 if pretty else None, ensure_ascii=False)
+    stream.write(text + "\n")
 
 
 def make_console(stream: TextIO, *, stderr: bool = False) -> Any:
     """A rich Console (imported lazily: rich costs ~30 ms to import)."""
+    import os
+
     from rich.console import Console
 
-    return Console(file=stream, stderr=stderr, highlight=False, soft_wrap=False)
+    width = None
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        # pipes and logs: wide enough that tables do not fold every cell
+        width = int(os.environ.get("COLUMNS", "0") or 0) or 150
+    return Console(file=stream, stderr=stderr, highlight=False, soft_wrap=False, width=width)

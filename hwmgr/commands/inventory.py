@@ -17,7 +17,7 @@ examples:
   hwmgr inventory --class 02 --json       network controllers only
 """
 
-COLUMNS = ("address", "device", "ids", "driver", "version", "firmware", "links", "catalog")
+COLUMNS = ("address", "device", "driver", "version", "firmware", "links", "catalog")
 STATUS_STYLE = {"ok": "green", "outdated": "yellow", "known-bad": "bold red", "unknown": "dim"}
 
 
@@ -81,12 +81,11 @@ def render(console: Any, data: dict[str, Any]) -> None:
     for title in order:
         t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
         for col in COLUMNS:
-            t.add_column(col, overflow="fold")
+            t.add_column(col, overflow="fold", no_wrap=col == "address")
         for d in groups[title]:
             t.add_row(
                 d["address"],
-                _device_label(d),
-                f"{d['vendor_id'] or '?'}:{d['device_id'] or '?'}",
+                f"{_device_label(d)} [{d['vendor_id'] or '?'}:{d['device_id'] or '?'}]",
                 d["driver"] or "-",
                 d["driver_version"] or "-",
                 d["firmware_version"] or "-",
