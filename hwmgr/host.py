@@ -87,12 +87,32 @@ class Host:
         return cand
 
     def _resolve_dir(self, logical_dir: str) -> str | None:
+        """Resolve a directory incrementally: cached parent + one lstat for the last part."""
         hit = self._dir_cache.get(logical_dir, "")
         if hit != "":
             return hit
-        real = self._resolve_chain(logical_dir)
+        parent, _, leaf = logical_dir.rstrip("/").rpartition("/")
+        if not leaf:
+            real: str | None = self._real_root
+        else:
+            base = self._resolve_dir(parent or "/")
+            real = None if base is None else self._step(base, leaf)
         self._dir_cache[logical_dir] = real
         return real
+
+    def _step(self, base: str, leaf: str) -> str | None:
+        """One path component under an already-resolved real directory inside the root."""
+        if leaf in ("", "."):
+            return base
+        if leaf == "..":
+            return base if base == self._real_root else os.path.dirname(base)
+        cand = f"{base}/{leaf}" if base != "/" else f"/{leaf}"
+        try:
+            if not os.path.islink(cand):
+                return cand
+        except OSError:
+            return None
+        return self._resolve_chain(cand[len(self._real_root):])
 
     def _resolve_chain(self, logical: str) -> str | None:
         """Walk components under the root, following symlinks chroot-style."""
@@ -140,10 +160,16 @@ class Host:
 
     @staticmethod
     def _read_fd(fd: int, limit: int) -> bytes:
+        """Read up to `limit` bytes; sysfs attributes come back whole in the first read."""
         try:
-            chunks = []
+            first = min(limit, 4096)  # a big first read would allocate a big buffer per call
+            data = os.read(fd, first)
+            if len(data) < first:
+                return data
+            chunks = [data]
+            limit -= len(data)
             while limit > 0:
-                chunk = os.read(fd, min(limit, 65536))
+                chunk = os.read(fd, min(limit, 1 << 20))
                 if not chunk:
                     break
                 chunks.append(chunk)
@@ -167,7 +193,7 @@ class Host:
         try:
             if leaf in ("", ".", ".."):
                 raise OSError(errno.ELOOP, "resolve the slow way")
-            fd = os.open(os.path.join(base, leaf), os.O_RDONLY | os.O_NOFOLLOW)
+            fd = os.open(f"{base}/{leaf}", os.O_RDONLY | os.O_NOFOLLOW)
         except OSError as exc:
             if exc.errno != errno.ELOOP:
                 return None
