@@ -60,7 +60,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises UsageError instead of exiting, so errors stay one line."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
+        raise UsageError(message)
 
 
 def common_options(json_flag: bool = True, root: bool = False) -> argparse.ArgumentParser:

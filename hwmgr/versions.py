@@ -1,0 +1,567 @@
+"""Version schemes: rpm EVR ordering, Linux driver version strings and NIC firmware strings.
+
+Each scheme parses and orders one family of version strings. Comparing across schemes (or
+across shapes within a scheme) raises `VersionError`: it is an error, never a guess.
+
+Deliberate rules (documented in docs and tests):
+
+* ``rpm``: a faithful port of rpm 4.18 ``rpmvercmp`` plus ``rpmverCmp`` EVR handling
+  (epoch defaults to 0; a version without a release sorts before the same version with one).
+* ``driver``: strings are normalised (whitespace, ``version:`` label and a trailing
+  parenthesised note dropped), then ordered by their *base* with ``rpmvercmp``. The in-kernel
+  marker ``-k``, distro backport tags (``-rh7.6``, ``-rh1``) and flavour words (``-NAPI``)
+  never make a version newer than the same base. ``-rcN``/``-betaN`` sort before the base
+  (like rpm's ``~``). A driver that reports the kernel release is a different scheme from a
+  vendor version; comparing the two raises `VersionError`.
+* ``firmware``: strings are split into named parts; the principal part decides, the other parts
+  in order break ties; two strings of different shapes are refused.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Optional, Union
+
+from hwmgr.errors import VersionError
+
+__all__ = [
+    "EVR",
+    "DriverVersion",
+    "Firmware",
+    "Scheme",
+    "SCHEMES",
+    "compare",
+    "compare_evr",
+    "get_scheme",
+    "newest",
+    "parse",
+    "parse_driver_version",
+    "parse_evr",
+    "parse_firmware",
+    "register_scheme",
+    "rpmvercmp",
+    "scheme_names",
+    "sort_key",
+]
+
+
+def _show(raw: object, limit: int = 60) -> str:
+    """A short printable repr of user input for one-line error messages."""
+    text = repr(raw)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
+def _isdigit(c: str) -> bool:
+    return "0" <= c <= "9"
+
+
+def _isalpha(c: str) -> bool:
+    return "a" <= c <= "z" or "A" <= c <= "Z"
+
+
+def _isalnum(c: str) -> bool:
+    return _isdigit(c) or _isalpha(c)
+
+
+# ---------------------------------------------------------------------------------------------
+# rpm: rpmvercmp and EVR
+
+
+def _rpmvercmp(a: str, b: str) -> int:
+    """rpm 4.18 rpmvercmp on two str (ASCII classes only, as rpm's risalnum/risdigit)."""
+    if a == b:
+        return 0
+    i = j = 0
+    n, m = len(a), len(b)
+    while i < n or j < m:
+        # skip separators: anything that is not ASCII alnum, '~' or '^'
+        while i < n and not _isalnum(a[i]) and a[i] not in "~^":
+            i += 1
+        while j < m and not _isalnum(b[j]) and b[j] not in "~^":
+            j += 1
+        ca = a[i] if i < n else ""
+        cb = b[j] if j < m else ""
+        # tilde sorts before everything, even the end of the string
+        if ca == "~" or cb == "~":
+            if ca != "~":
+                return 1
+            if cb != "~":
+                return -1
+            i += 1
+            j += 1
+            continue
+        # caret sorts after the end of the string but before anything else
+        if ca == "^" or cb == "^":
+            if not ca:
+                return -1
+            if not cb:
+                return 1
+            if ca != "^":
+                return 1
+            if cb != "^":
+                return -1
+            i += 1
+            j += 1
+            continue
+        if not (ca and cb):
+            break
+        si, sj = i, j
+        isnum = _isdigit(ca)
+        same = _isdigit if isnum else _isalpha
+        while i < n and same(a[i]):
+            i += 1
+        while j < m and same(b[j]):
+            j += 1
+        seg1, seg2 = a[si:i], b[sj:j]
+        if not seg2:  # segments of different types: numeric is newer than alpha
+            return 1 if isnum else -1
+        if isnum:
+            seg1 = seg1.lstrip("0")
+            seg2 = seg2.lstrip("0")
+            if len(seg1) != len(seg2):
+                return 1 if len(seg1) > len(seg2) else -1
+        if seg1 != seg2:
+            return 1 if seg1 > seg2 else -1
+    if i >= n and j >= m:
+        return 0
+    return -1 if i >= n else 1
+
+
+def rpmvercmp(a: str, b: str) -> int:
+    """Compare two version (or release) strings exactly like rpm's rpmvercmp: -1, 0 or 1."""
+    for s in (a, b):
+        if not isinstance(s, str):
+            raise VersionError(f"version must be a string, got {type(s).__name__} {_show(s)}")
+        if "\0" in s:
+            raise VersionError(f"version {_show(s)} contains a NUL byte")
+    return _rpmvercmp(a, b)
+
+
+@dataclass(frozen=True)
+class EVR:
+    """An rpm [epoch:]version[-release], split the way rpm's parseEVR splits it."""
+
+    epoch: Optional[str]
+    version: str
+    release: Optional[str]
+
+    def __str__(self) -> str:
+        head = f"{self.epoch}:" if self.epoch is not None else ""
+        tail = f"-{self.release}" if self.release is not None else ""
+        return f"{head}{self.version}{tail}"
+
+
+_BAD_CHARS = re.compile(r"[^\x21-\x7e]")
+
+
+def parse_evr(raw: str) -> EVR:
+    """Split an rpm EVR string as rpm does (epoch = leading digits before ':', release after
+    the last '-'); reject empty, whitespace, control or non-ASCII input with `VersionError`."""
+    if raw is None or not isinstance(raw, str):
+        raise VersionError(f"rpm version is missing or not a string: {_show(raw)}")
+    s = raw.strip()
+    if not s:
+        raise VersionError("rpm version is empty")
+    bad = _BAD_CHARS.search(s)
+    if bad:
+        raise VersionError(
+            f"rpm version {_show(raw)} contains {bad.group()!r}: only printable ASCII "
+            "without spaces is allowed"
+        )
+    k = 0
+    while k < len(s) and _isdigit(s[k]):
+        k += 1
+    se = s.rfind("-", k)  # strrchr from the end of the epoch digits
+    if k < len(s) and s[k] == ":":
+        epoch: Optional[str] = s[:k] or "0"
+        vstart = k + 1
+    else:
+        epoch = None
+        vstart = 0
+    if se != -1:
+        version, release = s[vstart:se], s[se + 1 :]
+    else:
+        version, release = s[vstart:], None
+    if not any(_isalnum(c) for c in version):
+        raise VersionError(f"rpm version {_show(raw)} has no version part (no letters or digits)")
+    if release is not None and not any(_isalnum(c) for c in release):
+        raise VersionError(f"rpm version {_show(raw)} has an empty release after '-'")
+    return EVR(epoch, version, release)
+
+
+def compare_evr(a: EVR, b: EVR) -> int:
+    """Order two EVRs like rpm 4.18's rpmverCmp (rpm.vercmp, labelCompare, rpmdev-vercmp):
+    epoch (missing = 0), version, then release; a missing release sorts before any release."""
+    rc = _rpmvercmp("0" if a.epoch is None else a.epoch, "0" if b.epoch is None else b.epoch)
+    if rc:
+        return rc
+    rc = _rpmvercmp(a.version, b.version)
+    if rc:
+        return rc
+    if a.release is None or b.release is None:  # verified against rpm: '1.0-~1' > '1.0'
+        return (a.release is not None) - (b.release is not None)
+    return _rpmvercmp(a.release, b.release)
+
+
+def _compare_rpm(a: str, b: str, kernel: Optional[str] = None) -> int:
+    return compare_evr(parse_evr(a), parse_evr(b))
+
+
+# ---------------------------------------------------------------------------------------------
+# common normalisation for what the kernel/ethtool report
+
+_NOTE = re.compile(r"^(?P<head>.*?)\s*\((?P<note>[^()]*)\)$")
+_LABEL = re.compile(r"^(?:version|firmware-version|firmware version)\s*:\s*", re.IGNORECASE)
+
+
+def _normalise(raw: object, what: str) -> tuple[str, Optional[str]]:
+    """Strip whitespace, a leading 'version:' label and one trailing '(note)'."""
+    if raw is None or not isinstance(raw, str):
+        raise VersionError(f"{what} is missing or not a string: {_show(raw)}")
+    s = _LABEL.sub("", raw.strip())
+    note = None
+    m = _NOTE.match(s)
+    if m and m.group("head"):
+        s, note = m.group("head").strip(), m.group("note").strip() or None
+    if not s:
+        raise VersionError(f"{what} is empty" + (f" (got {_show(raw)})" if raw.strip() else ""))
+    bad = re.search(r"[^\x20-\x7e]", s)
+    if bad:
+        raise VersionError(f"{what} {_show(raw)} contains a non-printable or non-ASCII character")
+    return s, note
+
+
+# ---------------------------------------------------------------------------------------------
+# driver
+
+_ARCHES = r"x86_64|aarch64|ppc64le|ppc64|s390x|i686|i586|armv7hl"
+_KREL_BASE = re.compile(r"^\d+\.\d+(?:\.\d+)?-\d[A-Za-z0-9._+~-]*$")
+_KREL_MARK = re.compile(
+    r"\.(?:el|fc|es|oe|amzn|an|ky|mga)\d"  # dist tag (RHEL/Fedora/... builds)
+    r"|uek"
+    rf"|\.(?:{_ARCHES})$"
+    r"|-(?:(?:rt|cloud)-)?(?:amd64|arm64|armmp|armmp-lpae|686|686-pae|generic|generic-64k"
+    r"|lowlatency|default|azure|aws|gcp|kvm|oracle|oem|virtual|server|xen|pae|rpi|64k"
+    r"|powerpc64le|s390x|ppc64el|preempt)$"
+)
+_KREL_DIST = re.compile(r"\.((?:el|fc|es|oe|amzn|an|ky|mga)\d[A-Za-z0-9_]*)")
+_ARCH_TAIL = re.compile(rf"\.(?:{_ARCHES})$")
+_K_MARK = re.compile(r"^[kK]\d*$")
+_PRE = re.compile(r"^(?:rc|alpha|beta|pre)\d*$", re.IGNORECASE)
+_DISTRO = re.compile(
+    r"^(?:rh|rhel|el|sles|suse|sle|ubuntu|deb|debian|uek|ol|oe|fc)[0-9._]*$", re.IGNORECASE
+)
+_WORD = re.compile(r"^[A-Za-z][A-Za-z0-9._+]*$")
+_BASE = re.compile(r"^\d[A-Za-z0-9._+~^-]*$")
+_BE2NET_FLAVOR = re.compile(r"^(\d+(?:\.\d+){2,})([urs])$")
+_BE2NET_DISTRO = {"u": None, "r": "rhel", "s": "sles"}
+
+
+@dataclass(frozen=True)
+class DriverVersion:
+    """A driver version as the kernel reports it, decomposed.
+
+    `base` is what orders it (rpmvercmp); `in_kernel` is the ``-k`` marker (or an in-tree
+    build); `distro` a backport tag such as ``rh7.6``; `kernel_release` means the driver
+    reports the kernel release instead of its own version (a different scheme)."""
+
+    raw: str
+    base: str
+    in_kernel: bool = False
+    distro: Optional[str] = None
+    kernel_release: bool = False
+    prerelease: Optional[str] = None
+    flavor: tuple[str, ...] = ()
+    note: Optional[str] = None
+    normalized: str = ""
+
+    @property
+    def key(self) -> str:
+        """The string rpmvercmp orders: base, with a pre-release as an rpm '~' suffix."""
+        if self.kernel_release:
+            return _ARCH_TAIL.sub("", self.base)
+        return f"{self.base}~{self.prerelease}" if self.prerelease else self.base
+
+    @property
+    def scheme_label(self) -> str:
+        """'kernel-release' or 'vendor', for messages and JSON."""
+        return "kernel-release" if self.kernel_release else "vendor"
+
+
+def _looks_like_kernel_release(s: str, kernel: Optional[str]) -> bool:
+    if kernel:
+        k = kernel.strip()
+        if s == k or s == _ARCH_TAIL.sub("", k):
+            return True
+    return bool(_KREL_BASE.match(s) and _KREL_MARK.search(s))
+
+
+def parse_driver_version(raw: str, kernel: Optional[str] = None) -> DriverVersion:
+    """Parse what ethtool -i / modinfo / /sys/module/X/version report into a `DriverVersion`;
+    `kernel` is the running kernel release, to recognise drivers that report it."""
+    s, note = _normalise(raw, "driver version")
+    if any(c.isspace() for c in s):
+        raise VersionError(f"driver version {_show(raw)} contains spaces; expected one token")
+    if _looks_like_kernel_release(s, kernel):
+        dist = _KREL_DIST.search(s)
+        return DriverVersion(
+            raw=raw, base=s, in_kernel=True, distro=dist.group(1) if dist else None,
+            kernel_release=True, note=note, normalized=s,
+        )
+    body = s[1:] if s[:1] in "vV" and s[1:2].isdigit() else s
+    m = _BE2NET_FLAVOR.match(body)
+    if m:  # Emulex be2net: 'u' upstream, 'r' RHEL, 's' SLES in-tree builds (4.1.307r)
+        return DriverVersion(
+            raw=raw, base=m.group(1), in_kernel=True, distro=_BE2NET_DISTRO[m.group(2)],
+            flavor=(m.group(2),), note=note, normalized=s,
+        )
+    parts = body.split("-")
+    head = parts[0]
+    in_kernel = False
+    km = re.match(r"^(.*\d)_([kK]\d*)$", head)  # qla2xxx-style 10.02.06.02_k
+    if km:
+        head, in_kernel = km.group(1), True
+    base_parts = [head]
+    distro: Optional[str] = None
+    pre: Optional[str] = None
+    flavor: list[str] = []
+    tagged = False
+    for p in parts[1:]:
+        if not p:
+            raise VersionError(f"driver version {_show(raw)} has an empty '-' component")
+        if _K_MARK.match(p):
+            in_kernel = tagged = True
+        elif _PRE.match(p) and pre is None:
+            pre, tagged = p, True
+        elif _DISTRO.match(p) and distro is None:
+            distro, tagged = p, True
+        elif _isdigit(p[0]) and not tagged:
+            base_parts.append(p)  # numeric release is part of the version: 3.0-1, 4.9-3.1.5
+        elif _WORD.match(p) or _isdigit(p[0]):
+            flavor.append(p)
+            tagged = True
+        else:
+            raise VersionError(f"driver version {_show(raw)} has an unrecognised part {p!r}")
+    base = "-".join(base_parts)
+    if not _BASE.match(base):
+        raise VersionError(
+            f"driver version {_show(raw)} does not look like a version (must start with a digit)"
+        )
+    return DriverVersion(
+        raw=raw, base=base, in_kernel=in_kernel, distro=distro, prerelease=pre,
+        flavor=tuple(flavor), note=note, normalized=s,
+    )
+
+
+def _split_krel(key: str) -> tuple[str, str]:
+    head, _, tail = key.partition("-")
+    return head, tail
+
+
+def compare_driver(a: DriverVersion, b: DriverVersion) -> int:
+    """Order two parsed driver versions; refuse kernel-release vs vendor (`VersionError`)."""
+    if a.kernel_release != b.kernel_release:
+        raise VersionError(
+            f"cannot compare driver version {a.normalized!r} ({a.scheme_label}) with "
+            f"{b.normalized!r} ({b.scheme_label}): different schemes"
+        )
+    if a.kernel_release:
+        (va, ra), (vb, rb) = _split_krel(a.key), _split_krel(b.key)
+        return _rpmvercmp(va, vb) or _rpmvercmp(ra, rb)
+    return _rpmvercmp(a.key, b.key)
+
+
+def _compare_driver(a: str, b: str, kernel: Optional[str] = None) -> int:
+    return compare_driver(parse_driver_version(a, kernel), parse_driver_version(b, kernel))
+
+
+# ---------------------------------------------------------------------------------------------
+# firmware
+
+_HEX = re.compile(r"^0[xX][0-9a-fA-F]+$")
+_FW_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+~^:/-]*$")
+_FW_NAME = re.compile(r"^[A-Za-z][A-Za-z_-]*$")
+# unnamed layouts by token kinds: names for each position and which one is principal
+_FW_LAYOUTS: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("version",): ("version",),
+    ("hex",): ("etrack",),
+    ("version", "hex", "version"): ("nvm", "etrack", "oem"),  # Intel i40e/ice: NVM eTrack OEM
+    ("hex", "version"): ("etrack", "orom"),  # Intel ixgbe: eTrack, option ROM
+    ("version", "hex"): ("nvm", "etrack"),
+}
+
+
+@dataclass(frozen=True)
+class Firmware:
+    """A firmware version string split into named parts; `principal` orders it.
+
+    `shape` is the tuple of part names and `kinds` their kinds ('version' or 'hex');
+    only firmware strings of the same shape and kinds are comparable."""
+
+    raw: str
+    parts: dict[str, str] = field(hash=False)
+    principal_name: str = ""
+    shape: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    note: Optional[str] = None
+
+    @property
+    def principal(self) -> str:
+        """The principal comparable version (e.g. '5.2.3' for 'bc 5.2.3 NCSI 2.0.12')."""
+        return self.parts[self.principal_name]
+
+
+def _fw_kind(tok: str) -> str:
+    return "hex" if _HEX.match(tok) else "version"
+
+
+def parse_firmware(raw: str) -> Firmware:
+    """Parse an ethtool firmware-version string (Broadcom named parts, Intel NVM/eTrack/OEM,
+    Emulex dotted, e1000e '2.1-0') into a `Firmware`."""
+    s, note = _normalise(raw, "firmware version")
+    tokens = [t for t in re.split(r"[\s,]+", s) if t]
+    if not any(_isdigit(c) for c in s):
+        raise VersionError(f"firmware version {_show(raw)} is not a version (no digits)")
+    for t in tokens:
+        is_value = any(_isdigit(c) for c in t) and _FW_VALUE.match(t)
+        if not (is_value or _FW_NAME.match(t)):
+            raise VersionError(f"firmware version {_show(raw)} has an unrecognised part {t!r}")
+    parts: dict[str, str] = {}
+    if any(not any(_isdigit(c) for c in t) for t in tokens):  # named form: bc 5.2.3 NCSI 2.0.12
+        pending: Optional[str] = None
+        for t in tokens:
+            if not any(_isdigit(c) for c in t):
+                if pending is not None:
+                    raise VersionError(
+                        f"firmware version {_show(raw)}: part {pending!r} has no version"
+                    )
+                pending = t.lower()
+                continue
+            name = pending or ("main" if not parts else f"part{len(parts) + 1}")
+            if name in parts:
+                raise VersionError(f"firmware version {_show(raw)} names {name!r} twice")
+            parts[name] = t
+            pending = None
+        if pending is not None:
+            raise VersionError(f"firmware version {_show(raw)}: part {pending!r} has no version")
+    else:
+        kinds = tuple(_fw_kind(t) for t in tokens)
+        names = _FW_LAYOUTS.get(kinds) or tuple(f"{k}{i}" for i, k in enumerate(kinds, 1))
+        parts = dict(zip(names, tokens))
+    shape = tuple(parts)
+    return Firmware(
+        raw=raw, parts=parts, principal_name=shape[0], shape=shape,
+        kinds=tuple(_fw_kind(v) for v in parts.values()), note=note,
+    )
+
+
+def _fw_value_cmp(a: str, b: str) -> int:
+    if _HEX.match(a) and _HEX.match(b):
+        x, y = int(a, 16), int(b, 16)
+        return (x > y) - (x < y)
+
+    def strip_v(v: str) -> str:
+        return v[1:] if v[:1] in "vV" and v[1:2].isdigit() else v
+
+    return _rpmvercmp(strip_v(a), strip_v(b))
+
+
+def compare_firmware(a: Firmware, b: Firmware) -> int:
+    """Order two parsed firmware versions: principal part first, the others in order break
+    ties; different shapes raise `VersionError`."""
+    if (a.shape, a.kinds) != (b.shape, b.kinds):
+        raise VersionError(
+            f"cannot compare firmware {a.raw.strip()!r} ({' '.join(a.shape)}) with "
+            f"{b.raw.strip()!r} ({' '.join(b.shape)}): different shapes"
+        )
+    order = [a.principal_name] + [n for n in a.shape if n != a.principal_name]
+    for name in order:
+        rc = _fw_value_cmp(a.parts[name], b.parts[name])
+        if rc:
+            return rc
+    return 0
+
+
+def _compare_firmware(a: str, b: str, kernel: Optional[str] = None) -> int:
+    return compare_firmware(parse_firmware(a), parse_firmware(b))
+
+
+# ---------------------------------------------------------------------------------------------
+# registry and the public entry points
+
+Parsed = Union[EVR, DriverVersion, Firmware]
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A named version scheme: how to parse one string and how to order two."""
+
+    name: str
+    summary: str
+    parse: Callable[[str, Optional[str]], Parsed]
+    compare: Callable[[str, str, Optional[str]], int]
+
+
+SCHEMES: dict[str, Scheme] = {}
+
+
+def register_scheme(scheme: Scheme) -> None:
+    """Add (or replace) a scheme in the registry."""
+    SCHEMES[scheme.name] = scheme
+
+
+register_scheme(Scheme(
+    "rpm", "rpm [epoch:]version[-release], ordered like rpmvercmp/rpmdev-vercmp",
+    lambda raw, kernel=None: parse_evr(raw), _compare_rpm,
+))
+register_scheme(Scheme(
+    "driver", "driver versions as ethtool -i / modinfo report them (5.1.0-k-rh7.6, 4.1.307r)",
+    parse_driver_version, _compare_driver,
+))
+register_scheme(Scheme(
+    "firmware", "NIC firmware strings (bc 5.2.3 NCSI 2.0.12, 6.00 0x800036cb 1.1747.0)",
+    lambda raw, kernel=None: parse_firmware(raw), _compare_firmware,
+))
+
+
+def scheme_names() -> list[str]:
+    """Names of the registered schemes, in registration order."""
+    return list(SCHEMES)
+
+
+def get_scheme(name: str) -> Scheme:
+    """The registered scheme called `name`; `VersionError` listing the known ones otherwise."""
+    try:
+        return SCHEMES[name]
+    except (KeyError, TypeError):
+        raise VersionError(
+            f"unknown version scheme {_show(name)}; known schemes: {', '.join(SCHEMES)}"
+        ) from None
+
+
+def parse(raw: str, scheme: str = "rpm", *, kernel: Optional[str] = None) -> Parsed:
+    """Parse one version string with a scheme (validates it; raises `VersionError`)."""
+    return get_scheme(scheme).parse(raw, kernel)
+
+
+def compare(a: str, b: str, scheme: str = "rpm", *, kernel: Optional[str] = None) -> int:
+    """Compare two version strings under `scheme`: -1 (a older), 0 (same), 1 (a newer).
+
+    `kernel` (running kernel release) only matters to the driver scheme."""
+    return get_scheme(scheme).compare(a, b, kernel)
+
+
+def sort_key(scheme: str = "rpm", *, kernel: Optional[str] = None) -> Callable[[str], object]:
+    """A `key=` function for sorted() that orders version strings by `scheme`, oldest first."""
+    sch = get_scheme(scheme)
+    return functools.cmp_to_key(lambda x, y: sch.compare(x, y, kernel))
+
+
+def newest(versions: Iterable[str], scheme: str = "rpm", *, kernel: Optional[str] = None) -> str:
+    """The newest of `versions` under `scheme` (`VersionError` when the list is empty)."""
+    items = list(versions)
+    if not items:
+        raise VersionError("no versions to choose from")
+    return max(items, key=sort_key(scheme, kernel=kernel))
