@@ -16,7 +16,8 @@ def make_tree(root: Path) -> Host:
     (dev / "junk").write_bytes(b"\xff\xfe\x00bad\n")
     (root / "sys/bus/pci/devices").mkdir(parents=True)
     # relative link, as the kernel makes it
-    os.symlink("../../../devices/pci0000:00/0000:00:03.0", root / "sys/bus/pci/devices/0000:00:03.0")
+    devs = root / "sys/bus/pci/devices"
+    os.symlink("../../../devices/pci0000:00/0000:00:03.0", devs / "0000:00:03.0")
     # absolute link: must be re-rooted, not read from the analysing machine
     os.symlink("/sys/devices/pci0000:00/0000:00:03.0", root / "sys/bus/pci/devices/abs")
     os.symlink("../../../../../../../../etc", root / "sys/bus/pci/devices/escape")
