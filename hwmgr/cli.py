@@ -25,6 +25,12 @@ VERBS: dict[str, tuple[str, str]] = {
     "snapshot": ("hwmgr.commands.snapshot", "capture this host for offline analysis"),
     "catalog": ("hwmgr.commands.catalog", "validate or show the driver catalog"),
     "vercmp": ("hwmgr.commands.vercmp", "compare two versions (prints <, = or >)"),
+    "plan": ("hwmgr.commands.plan", "dry run of an upgrade or rollback"),
+    "fetch": ("hwmgr.commands.fetch", "download and verify a driver's vendor package"),
+    "upgrade": ("hwmgr.commands.upgrade", "upgrade a driver (DKMS build, keeps the old .ko)"),
+    "rollback": ("hwmgr.commands.rollback", "restore a driver exactly as it was before"),
+    "recover": ("hwmgr.commands.recover", "finish or undo an interrupted transaction"),
+    "history": ("hwmgr.commands.history", "show upgrades, rollbacks and their results"),
 }
 
 DEFAULT_STATE_DIR = "/var/lib/hwmgr"
@@ -81,6 +87,19 @@ def common_options(json_flag: bool = True, root: bool = False) -> argparse.Argum
         help="catalog file(s) to use instead of the bundled/installed ones",
     )
     p.add_argument("--debug", action="store_true", help="show tracebacks on internal errors")
+    return p
+
+
+def lifecycle_options(mutating: bool = True) -> argparse.ArgumentParser:
+    """Options of the verbs that plan or change drivers (state/cache dirs, safety)."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--state-dir", metavar="DIR",
+                   help=f"journal, lock, backups (default $HWMGR_STATE_DIR or {DEFAULT_STATE_DIR})")
+    p.add_argument("--cache-dir", metavar="DIR",
+                   help=f"downloads (default $HWMGR_CACHE_DIR or {DEFAULT_CACHE_DIR})")
+    if mutating:
+        p.add_argument("--wait", type=float, default=0, metavar="SECONDS",
+                       help="wait this long for another hwmgr's lock (default: refuse at once)")
     return p
 
 

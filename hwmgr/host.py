@@ -317,6 +317,17 @@ class Host:
             return False
         return True
 
+    def remove_tree(self, logical: str) -> bool:
+        """Remove a directory tree (or file); False when nothing was there."""
+        p = self.path(logical)
+        if p.is_symlink() or p.is_file():
+            p.unlink()
+            return True
+        if not p.exists():
+            return False
+        shutil.rmtree(p)
+        return True
+
     def free_bytes(self, logical: str) -> int | None:
         """Free space for unprivileged writes on the filesystem holding `logical`."""
         p = self.path(logical)

@@ -1,0 +1,54 @@
+"""Download a driver's vendor package into the cache and verify size and sha256."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from hwmgr.commands import lifeview
+from hwmgr.errors import NotFoundError, RefusedError
+from hwmgr.output import Outcome
+
+NAME = "fetch"
+HELP = "download and verify a driver's vendor package"
+EXAMPLES = """\
+examples:
+  hwmgr fetch be2net --to 10.2.470.14               into /var/cache/hwmgr
+  hwmgr fetch be2net --to 10.2.470.14 --offline --mirror /srv/mirror
+exit codes: 0 verified file in the cache, 3 not found (404, not in the catalog, offline miss),
+            9 refused (checksum/size mismatch, insecure URL or redirect)
+"""
+
+
+def PARENTS() -> list[argparse.ArgumentParser]:
+    return lifeview.parents(mutating=False)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("driver")
+    p.add_argument("--to", metavar="VERSION", required=True)
+    p.add_argument("--offline", action="store_true", help="use only the cache or --mirror")
+    p.add_argument("--mirror", metavar="DIR", help="directory holding vendor packages by name")
+
+
+def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    from hwmgr.catalog import load_catalog, source_refusal
+    from hwmgr.fetch import Source, fetch
+    from hwmgr.lifecycle import settings_from
+
+    settings = settings_from(args)
+    entry = load_catalog(args.catalog).entry(args.driver)
+    info = entry.get("versions", {}).get(args.to)
+    if info is None:
+        raise NotFoundError(f"{args.driver} {args.to} is not in the catalog")
+    why = source_refusal(info.get("source"))
+    if why:
+        raise RefusedError(f"{args.driver} {args.to}: {why}")
+    src = Source.from_catalog(info["source"])
+    res = fetch(src, ctx.host.path(settings.cache_dir), offline=args.offline,
+                mirror=Path(args.mirror) if args.mirror else None)
+    data = {"path": str(res.path), "sha256": res.sha256, "size": res.size,
+            "origin": res.origin, "from_cache": res.from_cache, "seconds": res.seconds}
+    return Outcome(NAME, data=data, render=lambda c: c.print(
+        f"{res.path} ({res.size} bytes, sha256 ok, {res.origin})", markup=False))

@@ -1,0 +1,65 @@
+"""Upgrades, rollbacks and recoveries on this host, newest first, with their results."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from hwmgr.commands import lifeview
+from hwmgr.output import Outcome
+
+NAME = "history"
+HELP = "show upgrades, rollbacks and their results"
+EXAMPLES = """\
+examples:
+  hwmgr history
+  hwmgr history be2net --json
+  hwmgr history --root /tmp/host.tar.gz
+"""
+
+
+def PARENTS() -> list[argparse.ArgumentParser]:
+    return lifeview.parents(mutating=False, root=True)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("driver", nargs="?", help="only this driver")
+    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--steps", action="store_true", help="show every step")
+
+
+def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    from hwmgr.lifecycle import settings_from
+    from hwmgr.state import StateDir
+    from hwmgr.transaction import history
+
+    state = StateDir(ctx.host, settings_from(args).state_dir)
+    txns = history(state, limit=args.limit, target=args.driver)
+    rows = [
+        {"id": t["id"], "kind": t["kind"], "driver": t["target"],
+         "version": t["params"].get("version"), "state": t["state"],
+         "started": t["started"], "ended": t["ended"], "error": t.get("error"),
+         "results": t.get("results") or {}, "notes": t.get("notes") or {},
+         "steps": [{"name": s["name"], "state": s["state"]} for s in t["steps"]]}
+        for t in txns
+    ]
+
+    def render(c: Any) -> None:
+        from rich.table import Table
+
+        if not rows:
+            c.print("no transactions recorded", markup=False)
+            return
+        t = Table(show_edge=False)
+        for col in ("#", "when", "action", "driver", "version", "state", "results"):
+            t.add_column(col)
+        for r in rows:
+            res = ", ".join(f"{k}={v}" for k, v in r["results"].items()) or "-"
+            t.add_row(str(r["id"]), r["started"] or "", r["kind"], r["driver"] or "",
+                      r["version"] or "", r["state"], res)
+            if args.steps:
+                for s in r["steps"]:
+                    t.add_row("", "", f"  {s['name']}", "", "", s["state"], "")
+        c.print(t)
+
+    return Outcome(NAME, data={"transactions": rows}, render=render)

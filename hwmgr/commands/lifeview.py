@@ -1,0 +1,81 @@
+"""Shared pieces of the lifecycle verbs: option wiring, plan and transaction rendering."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from hwmgr.errors import EXIT_FAILED, EXIT_REFUSED, PermissionError_, UsageError
+from hwmgr.output import Outcome
+
+
+def parents(mutating: bool = True, root: bool = False) -> list[argparse.ArgumentParser]:
+    from hwmgr.cli import common_options, lifecycle_options
+
+    return [common_options(root=root), lifecycle_options(mutating)]
+
+
+def require_root(host: Any) -> None:
+    """Mutating the live host needs root; say so before anything happens."""
+    if host.live and os.geteuid() != 0:
+        raise PermissionError_("this command changes drivers and must run as root")
+
+
+def confirm(args: argparse.Namespace, what: str) -> None:
+    """Ask on a terminal; without one, require --yes."""
+    if getattr(args, "yes", False):
+        return
+    if not sys.stdin.isatty():
+        raise UsageError(f"refusing to {what} without confirmation: add --yes")
+    answer = input(f"{what}? [y/N] ").strip().lower()
+    if answer not in ("y", "yes"):
+        raise UsageError("cancelled")
+
+
+def plan_outcome(command: str, plan: Any) -> Outcome:
+    data = plan.as_dict()
+    if plan.refusals:
+        return Outcome(command, status="refused", data=data, errors=list(plan.refusals),
+                       exit_code=EXIT_REFUSED, render=lambda c: render_plan(c, data))
+    return Outcome(command, data=data, render=lambda c: render_plan(c, data))
+
+
+def render_plan(console: Any, d: dict[str, Any]) -> None:
+    target = d["to_version"]
+    console.print(f"[bold]{d['action']} {d['driver']} → {target}[/]", highlight=False)
+    for k in d["kernels"]:
+        console.print(f"  kernel {k}: now {d['from_versions'].get(k) or 'no module'}"
+                      + ("  (module is in the initramfs)" if d["initramfs"].get(k) else ""),
+                      markup=False)
+    if d["devices"]:
+        for dev in d["devices"]:
+            console.print(f"  device {dev['address']} {dev['vendor_id']}:{dev['device_id']} "
+                          f"interfaces {', '.join(dev['interfaces']) or '-'}", markup=False)
+    else:
+        console.print("  no device is bound to this driver right now", markup=False)
+    console.print("  steps:", markup=False)
+    for i, step in enumerate(d["steps"], 1):
+        console.print(f"    {i}. {step}", markup=False)
+    for b in d["backups"]:
+        console.print(f"  keeps: {b['kernel']} {b['module']}: {b['path'] or '(none)'} "
+                      f"{b['version'] or ''}", markup=False)
+    console.print(f"  reboot required: {'yes' if d['reboot_required'] else 'no'}", markup=False)
+    for w in d["warnings"]:
+        console.print(f"  [yellow]warning:[/] {w}")
+    for r in d["refusals"]:
+        console.print(f"  [bold red]refused:[/] {r}")
+
+
+def txn_outcome(command: str, plan: Any, result: Any) -> Outcome:
+    data = {"plan": plan.as_dict(), "transaction": result.as_dict()}
+    ok = result.state == "committed"
+    errors = [] if ok else [result.error or f"transaction ended {result.state}"]
+    msg = (f"{plan.action} of {plan.driver} to {plan.to_version}: {result.state} "
+           f"(transaction #{result.id})")
+    if ok and plan.reboot_required:
+        msg += "; reboot to load it, then 'hwmgr verify'"
+    return Outcome(command, status="ok" if ok else result.state, data=data, errors=errors,
+                   exit_code=0 if ok else EXIT_FAILED,
+                   render=lambda c: c.print(msg, markup=False))

@@ -1,0 +1,53 @@
+"""Dry run: every step of an upgrade or rollback, what is kept, and why it would refuse."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from hwmgr.commands import lifeview
+from hwmgr.output import Outcome
+
+NAME = "plan"
+HELP = "dry run of an upgrade or rollback"
+EXAMPLES = """\
+examples:
+  hwmgr plan upgrade be2net --to 10.2.470.14
+  hwmgr plan upgrade e1000e --to 3.8.7-lab --kernel 6.1.0-56-amd64 --json
+  hwmgr plan rollback be2net                 back to what the last upgrade replaced
+  hwmgr plan rollback be2net --to inbox
+exit codes: 0 the plan would run, 9 it would be refused (reasons listed), 4 nothing to do
+"""
+
+
+def PARENTS() -> list[argparse.ArgumentParser]:
+    return lifeview.parents(mutating=False, root=True)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=["upgrade", "rollback"])
+    p.add_argument("driver")
+    p.add_argument("--to", metavar="VERSION", help="target version (rollback: VERSION|inbox)")
+    p.add_argument("--kernel", action="append", metavar="KVER",
+                   help="target kernel (repeatable; default: running + all with headers)")
+    p.add_argument("--force", action="store_true", help="downgrade refusals to warnings "
+                   "where that is safe (route/SSH interface, deprecated version)")
+
+
+def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    from hwmgr.lifecycle import plan_rollback, plan_upgrade, settings_from
+
+    settings = settings_from(args)
+    if args.action == "upgrade":
+        if not args.to:
+            from hwmgr.errors import UsageError
+
+            raise UsageError("plan upgrade needs --to VERSION")
+        from hwmgr.catalog import load_catalog
+
+        plan = plan_upgrade(ctx.host, load_catalog(args.catalog), args.driver, args.to,
+                            settings=settings, kernels=args.kernel, force=args.force)
+    else:
+        plan = plan_rollback(ctx.host, args.driver, settings=settings, to=args.to,
+                             force=args.force)
+    return lifeview.plan_outcome(NAME, plan)

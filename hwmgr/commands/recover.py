@@ -1,0 +1,47 @@
+"""Finish or undo transactions a crash or power cut interrupted."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from hwmgr.commands import lifeview
+from hwmgr.errors import EXIT_FAILED
+from hwmgr.output import Outcome
+
+NAME = "recover"
+HELP = "finish or undo an interrupted transaction"
+EXAMPLES = """\
+examples:
+  hwmgr recover            after a crash: leaves exactly the old or the new driver
+  hwmgr recover --json
+exit codes: 0 nothing open or all settled, 1 a transaction could not be settled, 10 locked
+"""
+
+
+def PARENTS() -> list[argparse.ArgumentParser]:
+    return lifeview.parents(mutating=True)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    pass
+
+
+def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    from hwmgr.lifecycle import recover, settings_from
+
+    lifeview.require_root(ctx.host)
+    results = recover(ctx.host, settings_from(args), wait=args.wait)
+    data = [r.as_dict() for r in results]
+    bad = [r for r in results if not r.closed]
+
+    def render(c: Any) -> None:
+        if not results:
+            c.print("no interrupted transaction", markup=False)
+        for r in results:
+            c.print(f"transaction #{r.id} {r.kind} {r.target}: {r.state}"
+                    + (f" ({r.error})" if r.error else ""), markup=False)
+
+    return Outcome(NAME, status="failed" if bad else "ok", data=data,
+                   errors=[f"transaction #{r.id} is still open: {r.error}" for r in bad],
+                   exit_code=EXIT_FAILED if bad else 0, render=render)

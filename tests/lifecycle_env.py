@@ -1,0 +1,103 @@
+"""A real lifecycle test bed: test-module SRPMs on a local HTTP server, a catalog naming them
+with sha256/size, and private state/cache/signing-key dirs. Cleans DKMS up afterwards."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import json
+import os
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from srpmfactory import build_srpm
+
+from hwmgr.dkms import Dkms, kernels_with_headers
+from hwmgr.host import Host
+from hwmgr.runner import SubprocessRunner
+
+MODULE = "hwmgrtest"
+
+
+@dataclass
+class Bed:
+    root: Path
+    url: str
+    kver: str
+    catalog: Path
+    env: dict[str, str] = field(default_factory=dict)
+    srpms: dict[str, Path] = field(default_factory=dict)
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def serve(directory: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
+    handler = functools.partial(_Quiet, directory=str(directory))
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, f"http://127.0.0.1:{srv.server_address[1]}"
+
+
+def write_catalog(path: Path, url: str, srpms: dict[str, Path], **extra: dict) -> Path:
+    versions = {}
+    for ver, p in srpms.items():
+        data = p.read_bytes()
+        versions[ver] = {
+            "status": "known-good", "reason": "test build", "evidence": "tests/kmod",
+            "source": {"type": "srpm", "url": f"{url}/{p.name}", "allow_http": True,
+                       "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)},
+        }
+        versions[ver].update(extra.get(ver, {}))
+    doc = {
+        "schema_version": 1, "catalog_version": "2026.11.99", "released": "2026-11-21",
+        "drivers": {MODULE: {
+            "version_scheme": "driver", "description": "hwmgr test module",
+            "devices": [{"vendor": "1d0f", "device": "ffff", "name": "no such device"}],
+            "versions": versions}},
+    }
+    path.write_text(json.dumps(doc, indent=1))
+    return path
+
+
+def headers_kernel() -> str | None:
+    ks = kernels_with_headers(Host("/", SubprocessRunner()))
+    return ks[0] if ks else None
+
+
+def cleanup_dkms(kver: str) -> None:
+    """Remove every hwmgrtest trace from DKMS, /usr/src and the kernel's module dir."""
+    host = Host("/", SubprocessRunner())
+    d = Dkms(host)
+    for e in d.status(MODULE):
+        d.remove(MODULE, e.version, "all", delete_source=True, depmod=False)
+    for p in Path("/usr/src").glob(f"{MODULE}-*"):
+        shutil.rmtree(p, ignore_errors=True)
+    for p in Path(f"/lib/modules/{kver}").rglob(f"{MODULE}.ko*"):
+        p.unlink()
+    shutil.rmtree(f"/var/lib/dkms/{MODULE}", ignore_errors=True)
+
+
+def make_bed(tmp: Path, versions: tuple[str, ...] = ("1.0", "1.1")) -> tuple[Bed, object]:
+    kver = headers_kernel()
+    assert kver, "linux-headers-amd64 must be installed (make test installs it)"
+    served = tmp / "served"
+    served.mkdir()
+    srpms = {v: build_srpm(MODULE, v, served) for v in versions}
+    srv, url = serve(served)
+    bed = Bed(root=tmp, url=url, kver=kver, catalog=tmp / "catalog.json", srpms=srpms)
+    write_catalog(bed.catalog, url, srpms)
+    keys = tmp / "keys"
+    keys.mkdir()
+    bed.env = {
+        "HWMGR_STATE_DIR": str(tmp / "state"), "HWMGR_CACHE_DIR": str(tmp / "cache"),
+        "HWMGR_SIGN_KEY": str(keys / "mok.key"), "HWMGR_SIGN_CERT": str(keys / "mok.pub"),
+        "SSH_CONNECTION": "",
+    }
+    os.environ.pop("HWMGR_CRASH_AT", None)
+    return bed, srv
