@@ -31,6 +31,9 @@ VERBS: dict[str, tuple[str, str]] = {
     "rollback": ("hwmgr.commands.rollback", "restore a driver exactly as it was before"),
     "recover": ("hwmgr.commands.recover", "finish or undo an interrupted transaction"),
     "history": ("hwmgr.commands.history", "show upgrades, rollbacks and their results"),
+    "verify": ("hwmgr.commands.verify", "after a reboot: prove the armed driver state is live"),
+    "throughput": ("hwmgr.commands.throughput", "quick iperf3 check against a peer"),
+    "package": ("hwmgr.commands.package", "wrap a driver as a noarch <driver>-dkms RPM"),
 }
 
 DEFAULT_STATE_DIR = "/var/lib/hwmgr"
