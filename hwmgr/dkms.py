@@ -398,6 +398,19 @@ class Dkms:
                 raise HwmgrError(f"{exc} (dkms said: {_tail(res)})") from None
         return out
 
+    def uninstall(self, name: str, version: str, kver: str, *, depmod: bool = True) -> None:
+        """`dkms uninstall` one kernel: the module file goes, the build stays (re-installable)."""
+        check_kernel(kver)
+        known = [e for e in self.status(name) if e.version == version and e.kernel == kver]
+        if not known or known[0].state != "installed":
+            return
+        args = ["-m", name, "-v", version, "-k", kver]
+        if not depmod:
+            args.append("--no-depmod")
+        res = self._dkms("uninstall", *args, timeout=INSTALL_TIMEOUT)
+        if not res.ok:
+            raise HwmgrError(f"dkms uninstall of {name}/{version} ({kver}) failed: {_tail(res)}")
+
     def dest_locations(self, name: str, version: str) -> list[str]:
         """Where DKMS may install this module version: the distro override, then dkms.conf."""
         locs = [loc for i in _os_ids(self.host) if (loc := _DISTRO_DEST.get(i))]

@@ -256,6 +256,8 @@ def plan_rollback(
     if not saved:
         raise HwmgrError(f"transaction #{target['id']} recorded no backup of {driver}")
     dest = {k: saved[k] for k in ks}
+    reinstall = next((st["data"].get("uninstalled") for st in target["steps"]
+                      if st["name"] == "install"), None) or {}
     plan.to_version = dest[ks[0]][modules[0]]["version"] or "inbox"
     for k in ks:
         for m in modules:
@@ -282,6 +284,7 @@ def plan_rollback(
     plan.params = {
         "driver": driver, "version": plan.to_version, "modules": modules, "kernels": ks,
         "remove_versions": remove, "undo_upgrade": target["id"], "restore": dest,
+        "reinstall": reinstall,
         "initramfs": [k for k in ks if plan.initramfs.get(k)],
         "settings": asdict(settings), "devices": plan.devices,
     }
@@ -406,10 +409,14 @@ def _noop(ctx: Ctx) -> None:
 def _install_do(ctx: Ctx) -> dict[str, Any]:
     d, name, ver = _dkms(ctx), ctx.params["driver"], ctx.params["version"]
     after: dict[str, dict[str, Any]] = {}
+    if "uninstalled" not in ctx.data:  # DKMS versions this install displaces, per kernel
+        ctx.save(uninstalled={k: [e.version for e in d.status(name) if e.kernel == k
+                                  and e.version != ver and e.state == "installed"]
+                              for k in ctx.params["kernels"]})
     for k in ctx.params["kernels"]:
-        for other in d.status(name):  # one DKMS version installed per kernel at a time
-            if other.version != ver and other.kernel == k and other.state == "installed":
-                d.remove(name, other.version, k, depmod=False)
+        for other in ctx.data["uninstalled"].get(k, []):
+            # one DKMS version installed per kernel; uninstall keeps its build for rollback
+            d.uninstall(name, other, k, depmod=False)
         # --force: the catalog, not DKMS's "is it newer" guess, decides what is installed
         d.install(name, ver, k, force=True)
         kmod.depmod(ctx.host, k)
@@ -421,6 +428,7 @@ def _install_do(ctx: Ctx) -> dict[str, Any]:
                     f"after dkms install, {m} for {k} resolves to {got.describe()}, not {ver}"
                 )
             after[k][m] = got.as_dict()
+        ctx.save(after=after)
     return {"after": after}
 
 
@@ -430,12 +438,18 @@ def _install_check(ctx: Ctx) -> bool:
                for k in ctx.params["kernels"] for m in ctx.params["modules"])
 
 
-def _restore(ctx: Ctx, wanted: dict[str, dict[str, Any]], versions: list[str]) -> None:
-    """Remove DKMS `versions`, then make each module file exactly what `wanted` records."""
+def _restore(ctx: Ctx, wanted: dict[str, dict[str, Any]], versions: list[str],
+             reinstall: dict[str, list[str]]) -> None:
+    """Remove DKMS `versions`, re-install the DKMS versions that were installed before
+    (`reinstall`, so DKMS's own records match again), then make each module file exactly
+    what `wanted` records (sha256 checked)."""
     d, name = _dkms(ctx), ctx.params["driver"]
     for k, mods in wanted.items():
         for v in versions:
             d.remove(name, v, k, depmod=False)
+        for v in reinstall.get(k, []):
+            if any(e.version == v and e.kernel == k for e in d.status(name)):
+                d.install(name, v, k, force=True, depmod=False)
         for m, rec in mods.items():
             now = kmod.resolve(ctx.host, m, k)
             backup = rec.get("backup")
@@ -463,7 +477,7 @@ def _matches(ctx: Ctx, wanted: dict[str, dict[str, Any]]) -> bool:
 
 def _install_undo(ctx: Ctx) -> None:
     saved = ctx.output("backup").get("saved", {})
-    _restore(ctx, saved, [ctx.params["version"]])
+    _restore(ctx, saved, [ctx.params["version"]], ctx.data.get("uninstalled", {}))
 
 
 def _initramfs_do(ctx: Ctx) -> dict[str, Any]:
@@ -514,6 +528,12 @@ def _arm_undo(ctx: Ctx) -> None:
         ctx.host.remove(_expect_path(ctx))
 
 
+def _resolved(ctx: Ctx) -> dict[str, dict[str, Any]]:
+    """What the modules resolve to now: the truth to arm, even after a crash mid-step."""
+    return {k: {m: kmod.resolve(ctx.host, m, k).as_dict() for m in ctx.params["modules"]}
+            for k in ctx.params["kernels"]}
+
+
 def upgrade_steps(params: dict[str, Any]) -> list[Step]:
     """fetch → unpack → dkms add → build → back up → install (commit) → initramfs → arm."""
     return [
@@ -525,13 +545,13 @@ def upgrade_steps(params: dict[str, Any]) -> list[Step]:
         Step("backup", _backup_do, _noop, lambda c: "saved" in c.data),
         Step("install", _install_do, _install_undo, _install_check, commit_point=True),
         Step("initramfs", _initramfs_do, _noop, lambda c: "rebuilt" in c.data),
-        Step("arm", _arm_do_with(lambda c: c.output("install")["after"]), _arm_undo,
-             _arm_check),
+        Step("arm", _arm_do_with(_resolved), _arm_undo, _arm_check),
     ]
 
 
 def _rb_restore_do(ctx: Ctx) -> dict[str, Any]:
-    _restore(ctx, ctx.params["restore"], ctx.params["remove_versions"])
+    _restore(ctx, ctx.params["restore"], ctx.params["remove_versions"],
+             ctx.params.get("reinstall", {}))
     if not _matches(ctx, ctx.params["restore"]):
         raise HwmgrError("after rollback the module files do not match the recorded ones")
     return {}

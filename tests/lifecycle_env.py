@@ -81,6 +81,8 @@ def cleanup_dkms(kver: str) -> None:
     for p in Path(f"/lib/modules/{kver}").rglob(f"{MODULE}.ko*"):
         p.unlink()
     shutil.rmtree(f"/var/lib/dkms/{MODULE}", ignore_errors=True)
+    if Path(f"/lib/modules/{kver}/modules.dep").exists():
+        host.run(["depmod", "-a", kver])  # forget the files just deleted
 
 
 def make_bed(tmp: Path, versions: tuple[str, ...] = ("1.0", "1.1")) -> tuple[Bed, object]:
