@@ -27,6 +27,7 @@ _FUNC_ENTRIES = re.compile(
 RAID_CLASSES = ("0104", "0107")
 NET_CLASS_PREFIX = "02"
 ETHTOOL_EMPTY = {"", "n/a", "N/A", "unknown"}
+UNKNOWN_SPEEDS = {65535, 4294967295}  # SPEED_UNKNOWN as old kernels print it
 
 
 def hex_id(raw: str | None, width: int) -> str | None:
@@ -153,7 +154,7 @@ class Inventory:
         cls_full = hex_id(attr("class"), 6)
         revision = hex_id(attr("revision"), 2)
         cls = cls_full[:4] if cls_full else None
-        pci_driver = _link_name(h.readlink(f"{base}/driver")) if "driver" in present else None
+        pci_driver = _driver_link(h.readlink(f"{base}/driver")) if "driver" in present else None
         ifnames = self._netdevs(base, entries)
         ifaces = [self._interface(name, addr) for name in ifnames]
         # The driver a user knows this function by: the NIC driver ethtool reports when there is
@@ -221,7 +222,8 @@ class Inventory:
             "address": addr,
             "mac": mac.lower() if mac and _MAC.match(mac) else None,
             "mtu": _int(h.read_attr(f"{base}/mtu")),
-            "speed_mbps": speed if speed is not None and speed > 0 else None,
+            "speed_mbps": speed if speed is not None and speed > 0 and speed not in
+            UNKNOWN_SPEEDS else None,
             "duplex": duplex if duplex in ("full", "half") else None,
             "operstate": h.read_attr(f"{base}/operstate"),
             "carrier": _int(h.read_attr(f"{base}/carrier")),
@@ -373,6 +375,14 @@ def _link_name(target: str | None) -> str | None:
         return None
     name = target.rstrip("/").rsplit("/", 1)[-1]
     return name if name and name not in (".", "..") else None
+
+
+def _driver_link(target: str | None) -> str | None:
+    """Driver name from a `driver` link; the kernel's always ends in .../drivers/NAME."""
+    parts = (target or "").rstrip("/").split("/")
+    if len(parts) < 2 or parts[-2] != "drivers":
+        return None
+    return _driver_name(parts[-1])
 
 
 def _driver_name(raw: str | None) -> str | None:

@@ -25,6 +25,7 @@ SNAPSHOT_FORMAT = "hwmgr-snapshot"
 SNAPSHOT_VERSION = 1
 MAX_TAR_BYTES = 512 << 20
 MAX_TAR_MEMBERS = 200_000
+KEEP = ".hwmgr-keep"
 
 Cleanup = Callable[[], None]
 
@@ -176,6 +177,7 @@ def write_snapshot(
                 p = root / d.lstrip("/") / name
                 if not p.is_symlink() and not p.exists():
                     p.mkdir(parents=True)
+                    (p / KEEP).touch()  # git (and some tar tools) drop empty directories
         index = []
         seen: set[tuple[str, ...]] = set()
         cmd_dir = root / "commands"
