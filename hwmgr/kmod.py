@@ -45,7 +45,8 @@ class ModuleFile:
 
 
 def _base_args(host: Host) -> list[str]:
-    return [] if host.live else ["-b", str(host.root)]
+    """`-b ROOT` for a scratch root; none for `/` or a snapshot (whose outputs are replayed)."""
+    return [] if host.live or host.meta else ["-b", str(host.root)]
 
 
 def resolve(host: Host, module: str, kver: str) -> ModuleFile:

@@ -608,11 +608,11 @@ def recover(host: Host, settings: Settings, *, wait: bool | float = False) -> li
 def settings_from(args: Any, env: Mapping[str, str] | None = None) -> Settings:
     """Settings from CLI args, then HWMGR_* environment variables, then defaults."""
     env = env if env is not None else os.environ
+    state = getattr(args, "state_dir", None) or env.get("HWMGR_STATE_DIR") or Settings.state_dir
+    cache = getattr(args, "cache_dir", None) or env.get("HWMGR_CACHE_DIR") or Settings.cache_dir
     return Settings(
-        state_dir=getattr(args, "state_dir", None) or env.get("HWMGR_STATE_DIR")
-        or Settings.state_dir,
-        cache_dir=getattr(args, "cache_dir", None) or env.get("HWMGR_CACHE_DIR")
-        or Settings.cache_dir,
+        state_dir=os.path.abspath(state),  # host paths are absolute; ./x means here
+        cache_dir=os.path.abspath(cache),
         offline=bool(getattr(args, "offline", False)),
         mirror=getattr(args, "mirror", None),
         drivers_dir=env.get("HWMGR_DRIVERS_DIR"),

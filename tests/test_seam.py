@@ -32,6 +32,7 @@ OWN_FILES = {
     "srpm.py": "inspects the downloaded SRPM's tarball in a private work dir",
     "dkms.py": "renders dkms.conf into a tree resolved via Host.path",
     "transaction.py": "journal and backups under the state dir resolved via Host.path",
+    "package.py": "packs the unpacked SRPM tree from its private work dir under the cache dir",
 }
 
 

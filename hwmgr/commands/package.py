@@ -1,0 +1,61 @@
+"""Wrap a driver version as a noarch <driver>-dkms RPM (DKMS builds it on each target host)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from hwmgr.commands import lifeview
+from hwmgr.output import Outcome
+
+NAME = "package"
+HELP = "wrap a prepared DKMS tree as a noarch <driver>-dkms RPM"
+EXAMPLES = """\
+examples:
+  hwmgr package be2net --to 10.2.470.14      writes ./be2net-dkms-10.2.470.14-1.noarch.rpm
+  hwmgr package be2net --to 10.2.470.14 --out /srv/repo --json
+  hwmgr package be2net --to 10.2.470.14 --offline --mirror /srv/hwmgr-mirror --keep-spec
+The vendor SRPM is fetched and checked exactly as for 'hwmgr upgrade'; this host's DKMS state
+is not touched. Installing the RPM runs dkms add/build/install for the running kernel.
+exit codes: 0 written, 3 not found (driver, version, offline miss), 8 bad input,
+            9 refused (known-bad version, unverified source, checksum mismatch), 1 build failed
+"""
+
+
+def PARENTS() -> list[argparse.ArgumentParser]:
+    return lifeview.parents(mutating=False)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("driver")
+    p.add_argument("--to", metavar="VERSION", required=True, help="catalog version to wrap")
+    p.add_argument("--out", metavar="DIR", default=".",
+                   help="where to write the RPM (default: current directory)")
+    p.add_argument("--offline", action="store_true", help="use only the cache or --mirror")
+    p.add_argument("--mirror", metavar="DIR", help="directory holding vendor packages by name")
+    p.add_argument("--keep-spec", action="store_true",
+                   help="also write the generated <driver>-dkms-<version>.spec to --out")
+    p.add_argument("--packager", metavar="'NAME <EMAIL>'", default=None,
+                   help="Packager tag and changelog author (default: hwmgr <root@localhost>)")
+
+
+def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    from hwmgr.catalog import load_catalog
+    from hwmgr.lifecycle import settings_from
+    from hwmgr.package import DEFAULT_PACKAGER, build_dkms_rpm
+
+    settings = settings_from(args)
+    res = build_dkms_rpm(
+        ctx.host, load_catalog(args.catalog), args.driver, args.to, settings=settings,
+        out_dir=args.out, keep_spec=args.keep_spec, packager=args.packager or DEFAULT_PACKAGER,
+    )
+    data = res.as_dict()
+
+    def render(console: Any) -> None:
+        console.print(f"{res.path} ({res.size} bytes, sha256 {res.sha256})", markup=False)
+        if res.spec_path:
+            console.print(f"spec: {res.spec_path}", markup=False)
+        for w in res.warnings:
+            console.print(f"[yellow]warning:[/] {w}")
+
+    return Outcome(NAME, data=data, render=render)

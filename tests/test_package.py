@@ -1,0 +1,266 @@
+"""RPM packaging with the real tools: rpmlint on both specs, an rpmbuild of hwmgr itself, and
+`hwmgr package` end to end (test SRPM over HTTP → <driver>-dkms RPM → rpm -qp / rpmlint).
+
+The RPMs are only built and inspected, never installed on this (Debian) host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from lifecycle_env import MODULE, make_bed, write_catalog  # noqa: E402
+
+import hwmgr  # noqa: E402
+from hwmgr import cli, snapshot  # noqa: E402
+from hwmgr.dkms import render_dkms_conf  # noqa: E402
+from hwmgr.host import Host  # noqa: E402
+from hwmgr.package import changelog_date, render_spec  # noqa: E402
+from hwmgr.recipe import load_recipe  # noqa: E402
+from hwmgr.runner import RecordingRunner, SubprocessRunner  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SPECS = REPO / "specs"
+HWMGR_SPEC = SPECS / "hwmgr.spec"
+TEMPLATE = SPECS / "driver-dkms.spec.in"
+RPMLINTRC = SPECS / "rpmlintrc"
+VERIFY_UNIT = REPO / "contrib" / "systemd" / "hwmgr-verify.service"
+KMOD = REPO / "tests" / "kmod"
+SUMMARY_RE = re.compile(
+    r"^\s*(\d+) packages and (\d+) specfiles checked; (\d+) errors, (\d+) warnings", re.M)
+UNITDIR = "/usr/lib/systemd/system"  # the spec's fallback for a bare rpm without systemd macros
+
+pytestmark = pytest.mark.skipif(
+    not all(shutil.which(t) for t in ("rpm", "rpmbuild", "rpmlint")),
+    reason="rpm, rpmbuild and rpmlint are needed (make apt-test installs them)",
+)
+
+
+def sh(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
+                          check=False, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+                                            "LC_ALL": "C", "HOME": "/root"})
+
+
+def rpmlint(target: Path, *, rc_file: Path | None = None) -> tuple[int, int, str]:
+    """Run rpmlint 2.x on one file; returns (errors, warnings, output) from its summary line."""
+    argv = ["rpmlint", *(["-r", str(rc_file)] if rc_file else []), str(target)]
+    res = sh(*argv)
+    out = res.stdout + res.stderr
+    mo = SUMMARY_RE.search(out)
+    assert mo, f"rpmlint did not run or printed no summary: {out}"
+    packages, specs, errors, warnings = map(int, mo.groups())
+    is_spec = target.suffix in (".spec", ".in")
+    assert (packages, specs) == ((0, 1) if is_spec else (1, 0)), out
+    assert (res.returncode == 0) == (errors == 0), out  # rpmlint exits non-zero on errors
+    return errors, warnings, out
+
+
+def query(rpm: Path, *args: str) -> str:
+    res = sh("rpm", "-qp", "--nosignature", *args, str(rpm))
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+# ------------------------------------------------------------------------ hwmgr.spec
+def test_spec_version_is_the_package_version() -> None:
+    mo = re.search(r"^Version:\s*(\S+)\s*$", HWMGR_SPEC.read_text(), re.M)
+    assert mo and mo.group(1) == hwmgr.__version__
+
+
+def test_rpmlint_hwmgr_spec_has_no_errors() -> None:
+    errors, _, out = rpmlint(HWMGR_SPEC)
+    assert errors == 0, out
+
+
+def test_rpmlint_counts_errors_in_a_broken_spec(tmp_path: Path) -> None:
+    """The summary parsing above must be able to fail: a spec without License is an error."""
+    broken = tmp_path / "broken.spec"
+    broken.write_text(re.sub(r"^License:.*\n", "", HWMGR_SPEC.read_text(), flags=re.M))
+    errors, _, out = rpmlint(broken)
+    assert errors >= 1, out
+
+
+def _source_tarball(dest_dir: Path) -> Path:
+    """hwmgr-VERSION.tar.gz of the working tree (uncommitted work included, caches left out)."""
+    top = f"hwmgr-{hwmgr.__version__}"
+    tarball = dest_dir / f"{top}.tar.gz"
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
+    with tarfile.open(tarball, "w:gz") as tar:
+        for name in ("hwmgr", "catalogs", "drivers", "contrib", "specs", "README.md",
+                     "setup.cfg", "pyproject.toml"):
+            src = REPO / name
+            if src.is_dir():
+                stage = dest_dir / "stage" / top / name
+                shutil.copytree(src, stage, ignore=skip)
+                tar.add(stage, arcname=f"{top}/{name}")
+            else:
+                tar.add(src, arcname=f"{top}/{name}")
+    return tarball
+
+
+@pytest.fixture(scope="module")
+def hwmgr_rpm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not VERIFY_UNIT.is_file():
+        pytest.skip(f"{VERIFY_UNIT.relative_to(REPO)} is not written yet; the spec ships it")
+    top = tmp_path_factory.mktemp("rpmbuild")
+    (top / "SOURCES").mkdir()
+    _source_tarball(top / "SOURCES")
+    # --nodeps: BuildRequires (python3-devel, systemd-rpm-macros) are Fedora/RHEL packages that
+    # Debian's empty rpm database cannot know; the spec carries fallbacks for their macros.
+    res = sh("rpmbuild", "-bb", "--nodeps", "--define", f"_topdir {top}",
+             "--define", "packager hwmgr tests <root@localhost>", str(HWMGR_SPEC))
+    built = top / "RPMS" / "noarch" / f"hwmgr-{hwmgr.__version__}-1.noarch.rpm"
+    assert res.returncode == 0 and built.is_file(), res.stdout[-3000:] + res.stderr
+    return built
+
+
+def test_hwmgr_rpm_contents(hwmgr_rpm: Path) -> None:
+    files = set(query(hwmgr_rpm, "-l").split())
+    for f in sorted((REPO / "catalogs").glob("*.json")):
+        assert f"/usr/share/hwmgr/catalogs/{f.name}" in files
+    recipes = sorted((REPO / "drivers").glob("*/recipe.json"))
+    assert recipes
+    for f in recipes:
+        assert f"/usr/share/hwmgr/drivers/{f.parent.name}/recipe.json" in files
+        assert f"/usr/share/hwmgr/drivers/{f.parent.name}/dkms.conf.in" in files
+    assert "/usr/share/hwmgr/specs/driver-dkms.spec.in" in files
+    assert f"{UNITDIR}/hwmgr-verify.service" in files
+    for unit in sorted((REPO / "contrib" / "systemd").glob("*.timer")):
+        assert f"{UNITDIR}/{unit.name}" in files
+    assert {"/usr/bin/hwmgr", "/var/lib/hwmgr", "/var/cache/hwmgr"} <= files
+    assert any(f.endswith("/site-packages/hwmgr/cli.py") for f in files)
+    assert any(f.endswith("/site-packages/hwmgr/schemas/catalog.schema.json") for f in files)
+
+    dirs = query(hwmgr_rpm, "--qf", "[%{FILEMODES:perms} %{FILENAMES}\n]")
+    assert re.search(r"^d\S+ /var/lib/hwmgr$", dirs, re.M)
+    assert re.search(r"^d\S+ /var/cache/hwmgr$", dirs, re.M)
+
+    head = query(hwmgr_rpm, "--qf", "%{NAME} %{VERSION} %{ARCH} %{LICENSE}")
+    assert head == f"hwmgr {hwmgr.__version__} noarch GPL-2.0-or-later"
+    requires = set(query(hwmgr_rpm, "-R").split())
+    assert {"dkms", "rpm", "kmod", "ethtool", "iperf3", "python3-requests",
+            "python3-jsonschema", "python3-rich"} <= requires
+    scripts = query(hwmgr_rpm, "--scripts")
+    for phase in ("postinstall", "preuninstall", "postuninstall"):
+        block = scripts.split(f"{phase} scriptlet")[1].split("scriptlet")[0]
+        assert "hwmgr-verify.service" in block or "daemon-reload" in block, scripts
+
+
+def test_hwmgr_rpm_rpmlint_has_no_errors(hwmgr_rpm: Path) -> None:
+    errors, _, out = rpmlint(hwmgr_rpm, rc_file=RPMLINTRC)
+    assert errors == 0, out
+
+
+# ------------------------------------------------------------------------ the DKMS template
+def test_rpmlint_rendered_template_has_no_errors(tmp_path: Path) -> None:
+    values = {
+        "@DRIVER@": "be2net", "@VERSION@": "10.2.470.14", "@LICENSE@": "GPL-2.0-only",
+        "@URL@": "https://example.invalid/be2net", "@DATE@": changelog_date(),
+        "@DESCRIPTION@": "The be2net driver as a DKMS source tree.",
+        "@PACKAGER@": "hwmgr <root@localhost>", "@CHANGELOG@": "Wrapped by hwmgr",
+    }
+    spec = tmp_path / "be2net-dkms.spec"
+    spec.write_text(render_spec(TEMPLATE.read_text(), values))
+    errors, _, out = rpmlint(spec)
+    assert errors == 0, out
+
+
+# ------------------------------------------------------------------------ hwmgr package
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory: pytest.TempPathFactory):
+    b, srv = make_bed(tmp_path_factory.mktemp("package-bed"), versions=("1.0",))
+    try:
+        yield b
+    finally:
+        srv.shutdown()
+
+
+def _package(bed, monkeypatch, capsys, *args: str) -> tuple[int, dict, list[tuple[str, ...]]]:
+    """Run the verb in-process on the live host; also return every command it ran."""
+    for k, v in bed.env.items():
+        monkeypatch.setenv(k, v)
+    runner = RecordingRunner(SubprocessRunner())
+    monkeypatch.setattr(snapshot, "open_host", lambda root: (Host("/", runner), None))
+    rc = cli.main(["package", MODULE, "--catalog", str(bed.catalog), "--json", *args])
+    return rc, json.loads(capsys.readouterr().out), [c.argv for c in runner.calls]
+
+
+def test_package_end_to_end(bed, tmp_path: Path, monkeypatch, capsys) -> None:
+    out = tmp_path / "out"
+    rc, doc, calls = _package(bed, monkeypatch, capsys, "--to", "1.0", "--out", str(out),
+                       "--keep-spec")
+    assert rc == 0, doc
+    data = doc["data"]
+    rpm = out / f"{MODULE}-dkms-1.0-1.noarch.rpm"
+    assert Path(data["path"]) == rpm.resolve() and rpm.is_file()
+    assert data["sha256"] == hashlib.sha256(rpm.read_bytes()).hexdigest()
+    assert data["source"]["sha256"] == hashlib.sha256(bed.srpms["1.0"].read_bytes()).hexdigest()
+
+    head = query(rpm, "--qf", "%{NAME} %{VERSION} %{RELEASE} %{ARCH} %{LICENSE}")
+    assert head == f"{MODULE}-dkms 1.0 1 noarch GPL-2.0-only"  # License from the vendor SRPM
+    digests = dict(line.split()[::-1] for line in
+                   query(rpm, "--qf", "[%{FILEDIGESTS} %{FILENAMES}\n]").splitlines()
+                   if len(line.split()) == 2)
+    src = f"/usr/src/{MODULE}-1.0"
+    assert {f"{src}/dkms.conf", f"{src}/{MODULE}.c", f"{src}/Makefile",
+            f"{src}/version.h"} <= set(digests)
+    conf = render_dkms_conf(load_recipe(MODULE), "1.0")
+    assert digests[f"{src}/dkms.conf"] == hashlib.sha256(conf.encode()).hexdigest()
+    c_src = (KMOD / "hwmgrtest.c").read_bytes()
+    assert digests[f"{src}/{MODULE}.c"] == hashlib.sha256(c_src).hexdigest()
+
+    scripts = query(rpm, "--scripts")
+    post = scripts.split("postinstall scriptlet")[1].split("preuninstall scriptlet")[0]
+    preun = scripts.split("preuninstall scriptlet")[1]
+    assert f"dkms add -m {MODULE} -v 1.0" in post
+    assert f"dkms build -m {MODULE} -v 1.0" in post
+    assert f"dkms install -m {MODULE} -v 1.0" in post
+    assert re.search(rf"dkms remove -m {MODULE} -v 1\.0 .*--all", preun)
+    assert "dkms" in query(rpm, "-R").split()
+
+    errors, _, lint = rpmlint(rpm, rc_file=RPMLINTRC)
+    assert errors == 0, lint
+    spec = out / f"{MODULE}-dkms-1.0.spec"
+    assert Path(data["spec"]) == spec.resolve()
+    errors, _, lint = rpmlint(spec)
+    assert errors == 0, lint
+
+    # packaging never touches this host's DKMS: it only runs rpm (unpack, query) and rpmbuild
+    assert calls and {c[0] for c in calls} == {"rpm", "rpmbuild"}, calls
+    assert not any(c[:2] == ("rpm", "-i") and "--dbpath" not in c for c in calls)
+    work = Path(bed.env["HWMGR_CACHE_DIR"]) / "package"
+    assert not any(work.iterdir())  # the temp work dir is gone
+
+
+def test_package_unknown_version(bed, tmp_path: Path, monkeypatch, capsys) -> None:
+    rc, doc, _ = _package(bed, monkeypatch, capsys, "--to", "9.9", "--out", str(tmp_path))
+    assert rc == 3 and doc["status"] == "error"
+    assert "9.9 is not in the catalog" in doc["errors"][0]
+    assert not list(tmp_path.glob("*.rpm"))
+
+
+def test_package_refuses_known_bad(bed, tmp_path: Path, monkeypatch, capsys) -> None:
+    cat = write_catalog(tmp_path / "bad.json", bed.url, bed.srpms,
+                        **{"1.0": {"status": "known-bad", "reason": "drops links"}})
+    monkeypatch.setattr(bed, "catalog", cat)
+    rc, doc, _ = _package(bed, monkeypatch, capsys, "--to", "1.0", "--out", str(tmp_path))
+    assert rc == 9 and "known-bad: drops links" in doc["errors"][0]
+    assert not list(tmp_path.glob("*.rpm"))
+
+
+def test_package_offline_miss(bed, tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setitem(bed.env, "HWMGR_CACHE_DIR", str(tmp_path / "empty-cache"))
+    rc, doc, _ = _package(bed, monkeypatch, capsys, "--to", "1.0", "--out", str(tmp_path),
+                       "--offline")
+    assert rc == 3 and doc["errors"][0].startswith("offline:")
