@@ -6,7 +6,7 @@ VENV      ?= .venv
 BIN       := $(VENV)/bin
 STAMP     := $(VENV)/.installed
 APT_RUN   := python3 python3-venv python3-pip pciutils ethtool kmod iproute2
-APT_TEST  := $(APT_RUN) rpm rpmlint dkms linux-headers-amd64 iperf3 lshw curl \
+APT_TEST  := $(APT_RUN) rpm rpmlint dkms linux-headers-amd64 iperf3 lshw curl openssl \
              build-essential libpci-dev
 PYTEST_ARGS ?=
 
@@ -48,6 +48,8 @@ lint: venv
 
 bench: apt-test venv
 	$(BIN)/python bench/inventory
+	$(BIN)/python bench/fetch
+	@test ! -f bench/throughput || $(BIN)/python bench/throughput
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -215,11 +215,40 @@ class Host:
         return None if data is None else data.decode("utf-8", errors="replace")
 
     def read_attr(self, logical: str) -> str | None:
-        """A sysfs-style one-value attribute, stripped; None when missing or empty."""
-        text = self.read_text(logical)
-        if text is None:
+        """A sysfs-style one-value attribute, stripped; None when missing or empty.
+
+        The hot path of an inventory (tens of thousands of calls on a big host), so the
+        common case — a regular file in an already-resolved directory — is inlined.
+        """
+        data: bytes | None = None
+        if self.recorder is None:
+            parent, _, leaf = logical.rpartition("/")
+            base = self._dir_cache.get(parent, "") if not self.live else parent
+            if base and leaf not in ("", ".", ".."):
+                try:
+                    flags = os.O_RDONLY if self.live else os.O_RDONLY | os.O_NOFOLLOW
+                    fd = os.open(f"{base}/{leaf}", flags)
+                except OSError as exc:
+                    if exc.errno == errno.ELOOP:
+                        data = self.read_bytes(logical)
+                    else:
+                        return None
+                else:
+                    try:
+                        data = os.read(fd, 4096)
+                        if len(data) == 4096:
+                            data += self._read_fd(os.dup(fd), MAX_ATTR_BYTES - 4096)
+                    except OSError:
+                        return None
+                    finally:
+                        os.close(fd)
+            else:
+                data = self.read_bytes(logical)
+        else:
+            data = self.read_bytes(logical)
+        if data is None:
             return None
-        text = text.strip().replace("\x00", "")
+        text = data.decode("utf-8", errors="replace").strip().replace("\x00", "")
         return text or None
 
     def listdir(self, logical: str, pattern: re.Pattern[str] | None = None) -> list[str]:
