@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -316,8 +317,9 @@ def _fetch_do(ctx: Ctx) -> dict[str, Any]:
 
     s = _settings(ctx)
     src = Source.from_catalog(ctx.params["source"])
+    progress = ctx.ui.download(src.name(), src.size) if ctx.ui else None
     res = fetch(src, ctx.host.path(s.cache_dir), offline=s.offline,
-                mirror=Path(s.mirror) if s.mirror else None)
+                mirror=Path(s.mirror) if s.mirror else None, progress=progress)
     return {"path": str(res.path), "sha256": res.sha256, "origin": res.origin,
             "seconds": round(res.seconds, 3)}
 
@@ -374,7 +376,8 @@ def _build_do(ctx: Ctx) -> dict[str, Any]:
     d, name, ver = _dkms(ctx), ctx.params["driver"], ctx.params["version"]
     built: dict[str, dict[str, str]] = {}
     for k in ctx.params["kernels"]:
-        kos = d.build(name, ver, k)
+        with ctx.ui.activity(f"dkms build {name}/{ver} for {k}") if ctx.ui else nullcontext():
+            kos = d.build(name, ver, k)
         built[k] = {m: str(p) for m, p in kos.items()}
         ctx.save(built=built)
     return {"built": built}
@@ -583,7 +586,7 @@ REGISTRY: dict[str, Callable[[dict[str, Any]], list[Step]]] = {
 
 
 def run_plan(host: Host, plan: Plan, settings: Settings, *, command: str,
-             wait: bool | float = False) -> TxnResult:
+             wait: bool | float = False, ui: Any = None) -> TxnResult:
     """Run a refusal-free plan as one transaction under the host lock."""
     if plan.refusals:
         raise RefusedError(plan.refusals[0])
@@ -593,7 +596,7 @@ def run_plan(host: Host, plan: Plan, settings: Settings, *, command: str,
             if not r.closed:
                 raise RefusedError(f"an earlier transaction #{r.id} is still open: {r.error}")
         return Transaction(state, REGISTRY, plan.action, plan.params,
-                           target=plan.driver, command=command).run()
+                           target=plan.driver, command=command, ui=ui).run()
 
 
 def recover(host: Host, settings: Settings, *, wait: bool | float = False) -> list[TxnResult]:

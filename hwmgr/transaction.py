@@ -97,6 +97,7 @@ class Ctx:
         self.kind = txn.kind
         self.target = txn.target
         self.params: dict[str, Any] = txn.params
+        self.ui = getattr(txn, "ui", None)  # progress reporter, None in recovery and tests
 
     @property
     def data(self) -> dict[str, Any]:
@@ -194,8 +195,10 @@ class Transaction:
         *,
         target: str = "",
         command: str = "",
+        ui: Any = None,
     ) -> None:
         self.state = state
+        self.ui = ui  # optional progress reporter (step(name, phase)); never journaled
         self.kind = kind
         self.target = target
         self.command = command
@@ -251,6 +254,8 @@ class Transaction:
                 continue
             self._set(seq, "started")
             _crash_point(step, seq, "before")
+            if self.ui is not None:
+                self.ui.step(step.name, "start")
             try:
                 out = step.do(Ctx(self, seq, "do"))
                 if out is not None and not isinstance(out, dict):

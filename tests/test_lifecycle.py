@@ -77,6 +77,9 @@ def test_full_cycle(bed: Bed) -> None:
     assert module_state(bed) == (None, None)
     res = upgrade(bed, "1.0")
     assert res.returncode == 0, res.stderr
+    # not a terminal: one quiet log line per event on stderr, stdout keeps the result
+    assert "step fetch: start" in res.stderr and f"for {bed.kver}: " in res.stderr
+    assert "committed" in res.stdout
     v10 = module_state(bed)
     assert v10[0] == "1.0"
     assert "installed" in host_fingerprint(bed)["dkms"]

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from hwmgr.errors import EXIT_FAILED, EXIT_REFUSED, PermissionError_, UsageError
 from hwmgr.output import Outcome
@@ -79,3 +81,70 @@ def txn_outcome(command: str, plan: Any, result: Any) -> Outcome:
     return Outcome(command, status="ok" if ok else result.state, data=data, errors=errors,
                    exit_code=0 if ok else EXIT_FAILED,
                    render=lambda c: c.print(msg, markup=False))
+
+
+class ProgressUI:
+    """Step progress for a transaction: rich bars on a terminal, one log line per event
+    otherwise (cron, Ansible, CI logs). Writes to stderr so --json stdout stays clean."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._console: Any = None
+        self._t0 = time.monotonic()
+
+    @property
+    def console(self) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(file=self.stream, highlight=False)
+        return self._console
+
+    def _line(self, msg: str) -> None:
+        if self.tty:
+            self.console.print(msg, markup=False)
+        else:
+            print(f"hwmgr: [{time.monotonic() - self._t0:6.1f}s] {msg}", file=self.stream,
+                  flush=True)
+
+    def step(self, name: str, phase: str) -> None:
+        self._line(f"step {name}: {phase}")
+
+    def download(self, name: str, total: int) -> Callable[[int, int], None]:
+        """A fetch progress callback (done, total)."""
+        if not self.tty:
+            self._line(f"downloading {name} ({total} bytes)")
+            return lambda done, tot: None
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        bar = Progress("[progress.description]{task.description}", BarColumn(),
+                       DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
+                       console=self.console, transient=True)
+        task = bar.add_task(name, total=total)
+        bar.start()
+
+        def update(done: int, tot: int) -> None:
+            bar.update(task, completed=done, total=tot or total)
+            if done >= (tot or total):
+                bar.stop()
+
+        return update
+
+    @contextmanager
+    def activity(self, what: str) -> Iterator[None]:
+        """A spinner with elapsed time on a terminal (builds give no byte counts)."""
+        t0 = time.monotonic()
+        if self.tty:
+            with self.console.status(what):
+                yield
+        else:
+            self._line(f"{what} ...")
+            yield
+        self._line(f"{what}: {time.monotonic() - t0:.1f}s")

@@ -44,5 +44,5 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         return lifeview.plan_outcome(NAME, plan)
     lifeview.confirm(args, f"roll {args.driver} back to {plan.to_version}")
     result = run_plan(host, plan, settings, command=f"hwmgr rollback {args.driver}",
-                      wait=args.wait)
+                      wait=args.wait, ui=lifeview.ProgressUI())
     return lifeview.txn_outcome(NAME, plan, result)

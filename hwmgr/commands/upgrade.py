@@ -50,5 +50,5 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         return lifeview.plan_outcome(NAME, plan)
     lifeview.confirm(args, f"upgrade {args.driver} to {args.to}")
     result = run_plan(host, plan, settings, command=f"hwmgr upgrade {args.driver} {args.to}",
-                      wait=args.wait)
+                      wait=args.wait, ui=lifeview.ProgressUI())
     return lifeview.txn_outcome(NAME, plan, result)

@@ -1,0 +1,171 @@
+"""Quick iperf3 throughput check against a peer, judged against the catalog or a site floor."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from hwmgr.errors import EXIT_FAILED, EXIT_OK, EXIT_UNKNOWN, UsageError
+from hwmgr.output import Outcome
+
+NAME = "throughput"
+HELP = "quick iperf3 check against a peer"
+EXAMPLES = """\
+examples:
+  peer$ hwmgr throughput --serve                      one-off iperf3 server (exits after a test)
+  hwmgr throughput --peer 10.0.0.2 --bind-dev eth2    3 s check over eth2, this host sending
+  hwmgr throughput --peer bench1 --both --floor 9000  both directions against 9 Gbit/s
+  hwmgr throughput --peer 10.0.0.2 --json
+floor: --floor, else throughput_floor_mbps in the site config, else the catalog's
+       throughput.min_fraction_of_link x the interface's negotiated speed.
+refuses the interface carrying the default route or the SSH session unless --force.
+exit codes: 0 at or above the floor (or measured, no floor), 1 below the floor,
+            3 no such interface, 9 refused, 11 unknown (no trustworthy measurement)
+"""
+
+STATUS_EXIT = {"ok": EXIT_OK, "measured": EXIT_OK, "failed": EXIT_FAILED,
+               "unknown": EXIT_UNKNOWN, "served": EXIT_OK}
+
+
+def PARENTS() -> list[argparse.ArgumentParser]:
+    from hwmgr.cli import common_options, lifecycle_options
+
+    return [common_options(), lifecycle_options(mutating=False)]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--peer", metavar="HOST", help="iperf3 server (default: throughput_peer "
+                   "from the site config)")
+    p.add_argument("--serve", action="store_true",
+                   help="run a one-off iperf3 server here instead (iperf3 -s -1)")
+    p.add_argument("--bind-dev", metavar="IFACE",
+                   help="send over this interface (default: bind_dev, else the route)")
+    p.add_argument("--duration", type=float, metavar="SECONDS",
+                   help="seconds per direction including 1 s of skipped slow start "
+                   "(default 3)")
+    way = p.add_mutually_exclusive_group()
+    way.add_argument("--reverse", action="store_true", help="the peer sends (iperf3 -R)")
+    way.add_argument("--both", action="store_true", help="send, then receive")
+    p.add_argument("--floor", type=float, metavar="MBIT/S", help="absolute floor in Mbit/s")
+    p.add_argument("--streams", type=int, metavar="N",
+                   help="parallel streams (default: sized to the link speed)")
+    p.add_argument("--port", type=int, metavar="PORT", help="iperf3 port (default 5201)")
+    p.add_argument("--connect-timeout", type=int, metavar="MS",
+                   help="give up connecting after this many ms (default 3000)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="hard limit per iperf3 run (default: duration + connect + 4 s; "
+                   "with --serve: 300)")
+    p.add_argument("--force", action="store_true",
+                   help="allow the interface carrying the default route or SSH session")
+    p.add_argument("--no-record", action="store_true",
+                   help="do not keep the result in the state dir (used as 'before' by verify)")
+
+
+def options_from(args: argparse.Namespace, cfg: Any, peer: str | None) -> Any:
+    """throughput.Options from flags over site config over defaults; UsageError if bad."""
+    from hwmgr.throughput import Options
+
+    def opt(name: str) -> Any:
+        return getattr(args, name, None)
+
+    duration = opt("duration") if opt("duration") is not None else cfg.throughput_duration
+    if not 2 <= duration <= 600:
+        raise UsageError(f"--duration {duration:g}: expected 2 to 600 seconds")
+    if opt("floor") is not None and not opt("floor") > 0:
+        raise UsageError(f"--floor {opt('floor'):g}: expected a positive Mbit/s value")
+    if opt("streams") is not None and not 1 <= opt("streams") <= 128:
+        raise UsageError(f"--streams {opt('streams')}: expected 1 to 128")
+    if opt("timeout") is not None and not opt("timeout") > 0:
+        raise UsageError(f"--timeout {opt('timeout'):g}: expected a positive number of seconds")
+    port = opt("port") if opt("port") is not None else cfg.throughput_port
+    if not 0 < port < 65536:
+        raise UsageError(f"--port {port}: expected 1 to 65535")
+    ct = opt("connect_timeout") if opt("connect_timeout") is not None else cfg.connect_timeout_ms
+    if not ct > 0:
+        raise UsageError(f"--connect-timeout {ct}: expected a positive number of ms")
+    floor, source = opt("floor"), "--floor" if opt("floor") is not None else None
+    if floor is None and cfg.throughput_floor_mbps is not None:
+        floor, source = cfg.throughput_floor_mbps, f"throughput_floor_mbps in {cfg.source}"
+    dirs = ("send", "receive") if opt("both") else (
+        ("receive",) if opt("reverse") else ("send",))
+    return Options(peer=peer or "", port=port, duration=duration,
+                   bind_dev=opt("bind_dev") or cfg.bind_dev, directions=dirs, floor_mbps=floor,
+                   floor_source=source, streams=opt("streams"), connect_timeout_ms=ct,
+                   timeout=opt("timeout"), force=bool(opt("force")))
+
+
+def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    from hwmgr import throughput as tp
+    from hwmgr.config import load_config
+
+    host = ctx.host
+    cfg = load_config(host)
+    if args.serve:
+        port = args.port if args.port is not None else cfg.throughput_port
+        out = tp.serve(host, port, args.timeout or 300.0)
+        return Outcome(NAME, status=out["status"], data={"serve": out},
+                       errors=[out["reason"]] if out["status"] != "served" else [],
+                       exit_code=STATUS_EXIT[out["status"]],
+                       render=lambda c: _render_serve(c, out))
+    peer = args.peer or cfg.throughput_peer
+    if not peer:
+        raise UsageError("no peer: pass --peer HOST or set throughput_peer in the site config")
+    opts = options_from(args, cfg, peer)
+    catalog = None
+    if opts.floor_mbps is None:
+        catalog = _catalog(args)
+    report = tp.check(host, opts, catalog=catalog)
+    data = report.as_dict()
+    if not args.no_record and report.status != "unknown":
+        from hwmgr.lifecycle import settings_from
+
+        data["recorded"] = tp.record(host, settings_from(args).state_dir, report)
+    errors = [r.reason for r in report.runs if r.status in ("failed", "unknown")]
+    return Outcome(NAME, status=report.status, data=data, errors=errors,
+                   exit_code=STATUS_EXIT[report.status], render=lambda c: _render(c, data))
+
+
+def _catalog(args: argparse.Namespace) -> Any:
+    """The catalog for the fraction-of-link floor; None (no floor) when none loads."""
+    from hwmgr.catalog import load_catalog
+    from hwmgr.errors import HwmgrError
+
+    try:
+        return load_catalog(args.catalog)
+    except HwmgrError:
+        if args.catalog:
+            raise
+        return None
+
+
+def _render(console: Any, d: dict[str, Any]) -> None:
+    speed = f"{d['link_speed_mbps']} Mbit/s link" if d["link_speed_mbps"] else "link speed ?"
+    console.print(f"throughput to {d['peer']} ({d['address'] or '?'}) over "
+                  f"{d['interface'] or '?'}, {speed}, {d['streams']} stream(s)", markup=False)
+    if d["floor_mbps"] is not None:
+        console.print(f"  floor {d['floor_mbps']:g} Mbit/s ({d['floor_source']})", markup=False)
+    for r in d["runs"]:
+        colour = {"ok": "green", "failed": "red", "unknown": "yellow"}.get(r["status"], "")
+        rate = f"{r['gbps']:.3f} Gbit/s" if r["gbps"] is not None else "-"
+        extra = []
+        if r["retransmits"] is not None:
+            extra.append(f"{r['retransmits']} retransmits")
+        if r["cpu_local_pct"] is not None:
+            extra.append(f"cpu here {r['cpu_local_pct']:.0f}%")
+        if r["cpu_remote_pct"] is not None:
+            extra.append(f"peer {r['cpu_remote_pct']:.0f}%")
+        status = f"[{colour}]{r['status']}[/]" if colour else r["status"]
+        console.print(f"  {r['direction']:<8} {rate:>16}  {status}  {', '.join(extra)}",
+                      highlight=False)
+        if r["reason"] and r["status"] != "ok":
+            console.print(f"    {r['reason']}", markup=False)
+    for n in d["notes"]:
+        console.print(f"  note: {n}", markup=False)
+
+
+def _render_serve(console: Any, out: dict[str, Any]) -> None:
+    if out["status"] == "served":
+        console.print(f"served one test on port {out['port']}: {out['mbps']:.0f} Mbit/s "
+                      "received", markup=False)
+    else:
+        console.print(f"iperf3 server on port {out['port']}: {out['reason']}", markup=False)
