@@ -69,12 +69,18 @@ def _affected_devices(host: Host, driver: str, modules: list[str]) -> list[dict[
 
     names = {driver, *modules}
     scan = Inventory(host).scan()
+    ifs = {i["name"]: i for i in scan.interfaces}
     out = []
     for d in scan.devices:
         if d["driver"] in names or d["pci_driver"] in names:
+            # link baseline and firmware: verify compares them after the reboot
             out.append({"address": d["address"], "vendor_id": d["vendor_id"],
                         "device_id": d["device_id"], "interfaces": d["interfaces"],
-                        "driver_version": d["driver_version"]})
+                        "driver_version": d["driver_version"],
+                        "firmware_version": d["firmware_version"],
+                        "links": {n: {"operstate": ifs[n]["operstate"],
+                                      "speed_mbps": ifs[n]["speed_mbps"]}
+                                  for n in d["interfaces"] if n in ifs}})
     return out
 
 

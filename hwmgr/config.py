@@ -1,0 +1,126 @@
+"""Site configuration: `/etc/hwmgr/hwmgr.json` (or `$HWMGR_CONFIG`), read through the host seam.
+
+It holds the site's choices the lifecycle verbs need unattended: what `verify` does on a
+failure, how the runner reboots (the QEMU lab plugs its own command), the iperf3 peer and the
+throughput floor. Unknown keys are refused so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping
+
+from hwmgr.errors import BadInputError
+from hwmgr.host import Host
+
+DEFAULT_CONFIG = "/etc/hwmgr/hwmgr.json"
+ON_FAILURE = ("report", "rollback")
+
+
+@dataclass
+class SiteConfig:
+    """The site's settings, with the defaults used when the file or a key is absent."""
+
+    on_failure: str = "report"
+    reboot_command: list[str] = field(default_factory=lambda: ["systemctl", "reboot"])
+    throughput_peer: str | None = None
+    throughput_floor_mbps: float | None = None
+    throughput_port: int = 5201
+    throughput_duration: float = 3.0
+    connect_timeout_ms: int = 3000
+    bind_dev: str | None = None
+    max_boot_attempts: int = 3
+    link_wait_seconds: float = 20.0
+    source: str | None = None  # the file these settings came from (None: defaults only)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _check(key: str, value: Any, where: str) -> Any:
+    """Validate one key; BadInputError naming the file and key otherwise."""
+
+    def bad(expected: str) -> BadInputError:
+        return BadInputError(f"{where}: '{key}' must be {expected}, not {json.dumps(value)}")
+
+    if key == "on_failure":
+        if value not in ON_FAILURE:
+            raise bad("one of " + ", ".join(ON_FAILURE))
+    elif key == "reboot_command":
+        if (not isinstance(value, list) or not value
+                or not all(isinstance(a, str) and a for a in value)):
+            raise bad("a non-empty list of strings (an argv, no shell)")
+    elif key in ("throughput_peer", "bind_dev"):
+        if value is not None and (not isinstance(value, str) or not value.strip()
+                                  or any(c.isspace() for c in value)):
+            raise bad("a host name/address or interface without spaces, or null")
+    elif key == "throughput_floor_mbps":
+        if value is not None and not (_is_num(value) and value > 0):
+            raise bad("a positive number of Mbit/s, or null")
+    elif key == "throughput_port":
+        if not (isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536):
+            raise bad("a TCP port number")
+    elif key == "throughput_duration":
+        if not (_is_num(value) and 2 <= value <= 600):
+            raise bad("a number of seconds between 2 and 600")
+    elif key == "connect_timeout_ms":
+        if not (isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 600000):
+            raise bad("a positive number of milliseconds")
+    elif key == "max_boot_attempts":
+        if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            raise bad("an integer >= 1")
+    elif key == "link_wait_seconds" and not (_is_num(value) and 0 <= value <= 600):
+        raise bad("a number of seconds between 0 and 600")
+    return value
+
+
+KNOWN_KEYS = tuple(k for k in SiteConfig.__dataclass_fields__ if k != "source")
+
+
+def parse_config(raw: bytes, where: str) -> SiteConfig:
+    """Parse and validate a config document (one JSON object)."""
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadInputError(f"{where}: not valid JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise BadInputError(f"{where}: expected a JSON object")
+    unknown = sorted(set(doc) - set(KNOWN_KEYS) - {"comment"})
+    if unknown:
+        raise BadInputError(
+            f"{where}: unknown key '{unknown[0]}' (known: {', '.join(KNOWN_KEYS)})")
+    values = {k: _check(k, v, where) for k, v in doc.items() if k != "comment"}
+    return SiteConfig(**values, source=where)
+
+
+def config_path(env: Mapping[str, str] | None = None) -> str:
+    """The config file in effect: `$HWMGR_CONFIG`, else /etc/hwmgr/hwmgr.json."""
+    env = env if env is not None else os.environ
+    return env.get("HWMGR_CONFIG") or DEFAULT_CONFIG
+
+
+def load_config(host: Host, env: Mapping[str, str] | None = None) -> SiteConfig:
+    """Read the site config through `host`; defaults when the file does not exist.
+
+    `$HWMGR_CONFIG` names a file on the machine running hwmgr (read through a live Host on the
+    same runner), so a snapshot under `--root` never supplies a config by accident.
+    """
+    path = config_path(env)
+    reader = Host("/", host.runner) if path != DEFAULT_CONFIG and not host.live else host
+    if not path.startswith("/"):
+        raise BadInputError(f"HWMGR_CONFIG={path}: expected an absolute path")
+    raw = reader.read_bytes(path)
+    if raw is None:
+        if path != DEFAULT_CONFIG and not reader.exists(path):
+            raise BadInputError(f"{path}: config file named by HWMGR_CONFIG does not exist")
+        if reader.exists(path):
+            raise BadInputError(f"{path}: config file is not readable")
+        return SiteConfig()
+    return parse_config(raw, path)
