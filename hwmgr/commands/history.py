@@ -54,7 +54,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         for col in ("#", "when", "action", "driver", "version", "state", "results"):
             t.add_column(col)
         for r in rows:
-            res = ", ".join(f"{k}={v}" for k, v in r["results"].items()) or "-"
+            res = results_text(r["results"])
             t.add_row(str(r["id"]), r["started"] or "", r["kind"], r["driver"] or "",
                       r["version"] or "", r["state"], res)
             if args.steps:
@@ -63,3 +63,29 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         c.print(t)
 
     return Outcome(NAME, data={"transactions": rows}, render=render)
+
+
+def _rate(rec: Any) -> str | None:
+    if not isinstance(rec, dict):
+        return None
+    rates = [f"{rec[k]:g}" for k in ("send_mbps", "receive_mbps") if isinstance(rec.get(k),
+                                                                            (int, float))]
+    return "/".join(rates) or None
+
+
+def results_text(results: dict[str, Any]) -> str:
+    """One readable cell: verify verdict, throughput before → after, automatic rollback."""
+    parts = []
+    verify = results.get("verify")
+    if isinstance(verify, dict) and verify.get("status"):
+        parts.append(f"verify {verify['status']}")
+    before, after = _rate(results.get("throughput_before")), _rate(results.get(
+        "throughput_after"))
+    if before or after:
+        parts.append(f"throughput {before or '?'} → {after or '?'} Mbit/s")
+    rb = results.get("auto_rollback")
+    if isinstance(rb, dict):
+        parts.append(f"auto-rollback #{rb.get('txn')}")
+    shown = {"verify", "throughput_before", "throughput_after", "auto_rollback"}
+    parts += [f"{k}={v}" for k, v in results.items() if k not in shown]
+    return ", ".join(parts) or "-"
