@@ -322,6 +322,19 @@ class Dkms:
             raise HwmgrError(f"dkms add of {name}/{version} failed: {_tail(res)}")
         return dest
 
+    def _kernel_args(self, name: str, version: str, kver: str, *, force: bool = False,
+                     depmod: bool = True) -> list[str]:
+        """Checked `-m/-v/-k` arguments for a per-kernel action (headers must be there)."""
+        check_name(name)
+        check_version(version)
+        self.check_headers(kver)
+        args = ["-m", name, "-v", version, "-k", kver]
+        if not depmod:
+            args.append("--no-depmod")
+        if force:
+            args.append("--force")
+        return args
+
     def build(
         self,
         name: str,
@@ -332,12 +345,7 @@ class Dkms:
         force: bool = False,
     ) -> dict[str, Path]:
         """`dkms build` for one kernel, then check each module's .ko; returns module -> .ko."""
-        check_name(name)
-        check_version(version)
-        self.check_headers(kver)
-        args = ["-m", name, "-v", version, "-k", kver]
-        if force:
-            args.append("--force")
+        args = self._kernel_args(name, version, kver, force=force)
         res = self._dkms("build", *args, timeout=BUILD_TIMEOUT)
         if not res.ok:
             logs = re.findall(r"Consult (\S+make\.log)", res.stdout + res.stderr)
@@ -377,14 +385,7 @@ class Dkms:
         force: bool = False,
     ) -> dict[str, Path]:
         """`dkms install` for one kernel, then check each module landed; returns module -> .ko."""
-        check_name(name)
-        check_version(version)
-        self.check_headers(kver)
-        args = ["-m", name, "-v", version, "-k", kver]
-        if not depmod:
-            args.append("--no-depmod")
-        if force:
-            args.append("--force")
+        args = self._kernel_args(name, version, kver, force=force, depmod=depmod)
         res = self._dkms("install", *args, timeout=INSTALL_TIMEOUT)
         if not res.ok:
             raise HwmgrError(

@@ -514,3 +514,11 @@ def test_broken_command_index(name: str) -> None:
         assert ".." in index[0]["stdout"].split("/")
     with pytest.raises(BadInputError):
         open_host(root)
+
+
+def test_no_fixture_directory_is_empty() -> None:
+    """git does not keep empty directories: a fresh clone would silently lose them."""
+    root = Path(__file__).parent / "fixtures"
+    empty = [str(p) for p in root.rglob("*") if p.is_dir() and not p.is_symlink()
+             and not any(p.iterdir())]
+    assert not empty, empty
