@@ -25,7 +25,8 @@ apt-test:
 $(STAMP): setup.cfg pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	# compat editable mode: a plain .pth path entry, not an import hook (~19 ms per start)
+	$(BIN)/python -m pip install -q -e '.[dev]' --config-settings editable_mode=compat
 	@touch $(STAMP)
 
 venv: $(STAMP)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -329,6 +328,8 @@ class Host:
 
     def copy_file(self, src_logical: str, dest_logical: str) -> None:
         """Copy a file with metadata, atomically at the destination."""
+        import shutil  # writers only; readers stay light at start-up
+
         src, dest = self.path(src_logical), self.path(dest_logical)
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(f".{dest.name}.hwmgr-tmp")
@@ -354,6 +355,8 @@ class Host:
             return True
         if not p.exists():
             return False
+        import shutil
+
         shutil.rmtree(p)
         return True
 

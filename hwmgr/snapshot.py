@@ -7,19 +7,18 @@ live host through a recording Host, then writes exactly what was read and run.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 import re
-import shutil
-import tarfile
-import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from hwmgr.errors import BadInputError, NotFoundError, UsageError
 from hwmgr.host import Host, Recorder
 from hwmgr.runner import RC_NOT_AVAILABLE, RecordingRunner, ReplayRunner, SubprocessRunner
+
+if TYPE_CHECKING:
+    import tarfile
 
 SNAPSHOT_FORMAT = "hwmgr-snapshot"
 SNAPSHOT_VERSION = 1
@@ -40,6 +39,9 @@ def open_host(spec: str | os.PathLike[str] | None) -> tuple[Host, Cleanup | None
     if path.is_dir():
         return _open_dir(path), None
     if path.name.endswith((".tar.gz", ".tgz", ".tar")):
+        import shutil  # tar handling only: keep everyday start-up light
+        import tempfile
+
         tmp = Path(tempfile.mkdtemp(prefix="hwmgr-snap-"))
         try:
             root = _extract(path, tmp)
@@ -92,6 +94,8 @@ def load_meta(host: Host, label: str) -> dict[str, Any]:
 
 def _extract(tar_path: Path, dest: Path) -> Path:
     """Extract a snapshot tarball after checking every member; return the snapshot root."""
+    import shutil
+    import tarfile
     try:
         with tarfile.open(tar_path, "r:*") as tf:
             members = []
@@ -152,6 +156,10 @@ def write_snapshot(
     kernel: str | None,
 ) -> Path:
     """Write what a recording Host saw as a snapshot directory or .tar.gz at `out`."""
+    import datetime as _dt
+    import shutil
+    import tarfile
+    import tempfile
     is_tar = out.name.endswith((".tar.gz", ".tgz"))
     if out.exists() and (is_tar or any(out.iterdir())):
         raise UsageError(f"{out}: already exists; choose a new path")
