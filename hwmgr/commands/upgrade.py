@@ -44,11 +44,41 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     host = ctx.host
     lifeview.require_root(host)
     settings = settings_from(args)
-    plan = plan_upgrade(host, load_catalog(args.catalog), args.driver, args.to,
+    catalog = load_catalog(args.catalog)
+    plan = plan_upgrade(host, catalog, args.driver, args.to,
                         settings=settings, kernels=args.kernel, force=args.force)
     if plan.refusals:
         return lifeview.plan_outcome(NAME, plan)
     lifeview.confirm(args, f"upgrade {args.driver} to {args.to}")
+    before = measure_before(host, plan, settings, catalog)
     result = run_plan(host, plan, settings, command=f"hwmgr upgrade {args.driver} {args.to}",
                       wait=args.wait, ui=lifeview.ProgressUI())
+    if before is not None and result.id is not None:
+        from hwmgr.state import StateDir
+
+        state = StateDir(host, settings.state_dir)
+        with state.lock(command="hwmgr upgrade (results)", wait=30):
+            state.journal().add_results(result.id, throughput_before=before)
     return lifeview.txn_outcome(NAME, plan, result)
+
+
+def measure_before(host: Any, plan: Any, settings: Any, catalog: Any) -> dict | None:
+    """With a throughput peer in the site config, measure the driver's link before anything
+    changes, so `hwmgr history` shows before → after. Best effort: never blocks an upgrade."""
+    from hwmgr import throughput as tp
+    from hwmgr.config import load_config
+    from hwmgr.errors import HwmgrError
+
+    cfg = load_config(host)
+    ifaces = [i for d in plan.devices for i in d["interfaces"]]
+    if not cfg.throughput_peer or not ifaces:
+        return None
+    opts = tp.Options(peer=cfg.throughput_peer, port=cfg.throughput_port,
+                      duration=cfg.throughput_duration, bind_dev=cfg.bind_dev or ifaces[0],
+                      floor_mbps=cfg.throughput_floor_mbps,
+                      connect_timeout_ms=cfg.connect_timeout_ms)
+    try:
+        report = tp.check(host, opts, catalog=catalog, driver=plan.driver)
+    except HwmgrError:
+        return None  # e.g. the interface carries the SSH session: no measurement, no block
+    return tp.record(host, settings.state_dir, report)
