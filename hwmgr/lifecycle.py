@@ -326,14 +326,22 @@ def _fetch_do(ctx: Ctx) -> dict[str, Any]:
     progress = ctx.ui.download(src.name(), src.size) if ctx.ui else None
     res = fetch(src, ctx.host.path(s.cache_dir), offline=s.offline,
                 mirror=Path(s.mirror) if s.mirror else None, progress=progress)
-    return {"path": str(res.path), "sha256": res.sha256, "origin": res.origin,
-            "seconds": round(res.seconds, 3)}
+    out = {"path": str(res.path), "sha256": res.sha256, "origin": res.origin,
+           "seconds": round(res.seconds, 3)}
+    key = ctx.params["source"].get("signing_key")
+    if key:
+        from hwmgr.signature import check_signature
+
+        out["signed_by"] = check_signature(ctx.host, res.path, s.state_dir, key)
+    return out
 
 
 def _fetch_check(ctx: Ctx) -> bool:
     from hwmgr.state import sha256_file
 
     p = ctx.data.get("path")
+    if ctx.params["source"].get("signing_key") and not ctx.data.get("signed_by"):
+        return False  # a crash between download and signature check: check again
     return bool(p) and Path(p).is_file() and sha256_file(p) == ctx.params["source"]["sha256"]
 
 

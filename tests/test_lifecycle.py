@@ -128,6 +128,7 @@ def _variant(bed: Bed, tmp: Path, **extra: dict) -> Path:
         ("bad-checksum", 1, "sha256"),
         ("unverified-source", 9, "verified"),
         ("locked", 10, "locked by pid"),
+        ("no-space", 9, "not enough space in the state dir"),
     ],
 )
 def test_refusals_change_nothing(bed: Bed, tmp_path: Path, case: str, rc: int,
@@ -155,6 +156,13 @@ def test_refusals_change_nothing(bed: Bed, tmp_path: Path, case: str, rc: int,
         catalog = tmp_path / "unverified.json"
         catalog.write_text(json.dumps(data))
     holder = None
+    env = dict(bed.env)
+    small = tmp_path / "small"
+    if case == "no-space":  # a real, nearly full filesystem as the state dir
+        small.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(small)],
+                       check=True)
+        env["HWMGR_STATE_DIR"] = str(small / "state")
     if case == "locked":
         holder = subprocess.Popen(
             ["python3", "-c", (
@@ -168,11 +176,15 @@ def test_refusals_change_nothing(bed: Bed, tmp_path: Path, case: str, rc: int,
         assert holder.stdout.readline().strip() == "held"
     try:
         res = run_cli("upgrade", MODULE, "--to", version, "--kernel", kernel, "--yes",
-                      "--catalog", str(catalog), env=bed.env, timeout=300)
+                      "--catalog", str(catalog), env=env, timeout=300)
+        if case == "no-space":
+            assert not any(small.iterdir()), "refused before writing anything"
     finally:
         if holder:
             holder.kill()
             holder.wait()
+        if case == "no-space":
+            subprocess.run(["umount", str(small)], check=False)
     assert res.returncode == rc, (res.stdout, res.stderr)
     assert fragment in res.stderr + res.stdout
     assert "Traceback" not in res.stderr
