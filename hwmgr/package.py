@@ -259,6 +259,10 @@ def build_dkms_rpm(
 
     got = fetch(Source.from_catalog(source), host.path(settings.cache_dir),
                 offline=settings.offline, mirror=Path(settings.mirror) if settings.mirror else None)
+    if source.get("signing_key"):
+        from hwmgr.signature import check_signature
+
+        check_signature(host, got.path, settings.state_dir, source["signing_key"])
     name = f"{driver}-dkms"
     base = host.makedirs(f"{settings.cache_dir}/package")
     work = Path(tempfile.mkdtemp(prefix=f"{name}-{version}.", dir=base))

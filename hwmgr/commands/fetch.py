@@ -49,6 +49,12 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     res = fetch(src, ctx.host.path(settings.cache_dir), offline=args.offline,
                 mirror=Path(args.mirror) if args.mirror else None)
     data = {"path": str(res.path), "sha256": res.sha256, "size": res.size,
-            "origin": res.origin, "from_cache": res.from_cache, "seconds": res.seconds}
+            "origin": res.origin, "from_cache": res.from_cache, "seconds": res.seconds,
+            "signed_by": None}
+    if info["source"].get("signing_key"):
+        from hwmgr.signature import check_signature
+
+        data["signed_by"] = check_signature(ctx.host, res.path, settings.state_dir,
+                                            info["source"]["signing_key"])
     return Outcome(NAME, data=data, render=lambda c: c.print(
         f"{res.path} ({res.size} bytes, sha256 ok, {res.origin})", markup=False))
