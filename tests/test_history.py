@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import run_cli
+from support import run_cli
 
 from hwmgr.commands.history import results_text
 

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import HOSTS, run_cli, run_json
+from support import HOSTS, run_cli, run_json
 
 from hwmgr.inventory import Inventory, parse_ethtool_i
 from hwmgr.snapshot import open_host

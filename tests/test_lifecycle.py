@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 from lifecycle_env import MODULE, Bed, cleanup_dkms, make_bed, write_catalog
+from support import run_cli
 
 from hwmgr.host import Host
 from hwmgr.runner import SubprocessRunner

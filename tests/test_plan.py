@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import HOSTS, REPO, run_cli
+from support import HOSTS, REPO, run_cli
 
 KVER = "2.6.32-279.el6.x86_64"
 # /proc/net/route of seed 000 ('route' output there: default via eth2 and via eth0)

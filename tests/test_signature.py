@@ -10,9 +10,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 from lifecycle_env import MODULE, cleanup_dkms, make_bed, write_catalog
 from srpmfactory import build_srpm
+from support import run_cli
 
 from hwmgr.errors import RefusedError
 from hwmgr.host import Host

@@ -8,7 +8,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, run_json
+from support import run_cli, run_json
 
 from hwmgr.errors import BadInputError, NotFoundError, UsageError
 from hwmgr.snapshot import open_host

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 from netns import A_IP, B_IP, IP, UNUSED_IP, VethLink, free_port, leftover_namespaces
+from support import REPO
 
 from hwmgr.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNKNOWN
 from hwmgr.runner import Result

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
+from support import REPO, run_cli
 
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
