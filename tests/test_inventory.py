@@ -182,3 +182,16 @@ def test_scan_api_on_snapshot_without_names() -> None:
     scan = Inventory(host).scan()
     assert all(d["vendor_name"] is None for d in scan.devices)  # no names db given
     assert len(scan.devices) == 17
+
+
+def test_live_inventory_without_ethtool_on_path() -> None:
+    """No ethtool (or any tool) on PATH: NIC versions become unknown, nothing crashes."""
+    rc, doc = run_json("inventory", env={"PATH": "/nonexistent"})
+    assert rc == 0, doc
+    data = doc["data"]
+    assert data["devices"]
+    for iface in data["interfaces"]:
+        assert iface["driver"] is None and iface["firmware_version"] is None
+        assert iface["name"] and iface["address"]  # sysfs still tells these
+    for dev in data["devices"]:
+        assert dev["driver_version_source"] in (None, "sysfs")
