@@ -10,6 +10,9 @@ APT_TEST  := $(APT_RUN) rpm rpmlint dkms linux-headers-amd64 iperf3 lshw curl op
              build-essential libpci-dev
 PYTEST_ARGS ?=
 
+# the QEMU lab (issue 5): adds its packages to APT_TEST and the lab targets
+include lab/Makefile.inc
+
 .PHONY: all demo test lint bench apt-run apt-test venv clean
 
 all: test

@@ -273,7 +273,9 @@ def plan_rollback(
             plan.backups.append({"kernel": k, "module": m, "path": current[k][m]["path"],
                                  "version": current[k][m]["version"],
                                  "sha256": current[k][m]["sha256"]})
-    plan.devices = _affected_devices(host, driver, modules)
+    # the devices as the upgrade found them: a broken driver may have left none bound now,
+    # and the restored driver should bring back exactly those (verify checks them)
+    plan.devices = tp.get("devices") or _affected_devices(host, driver, modules)
     _safety(host, plan, settings, env, force)
     plan.reboot_required = any(kmod.loaded_version(host, m)[0] for m in modules) or bool(
         plan.devices)

@@ -23,6 +23,7 @@ examples:
   hwmgr verify be2net --json
   hwmgr verify --throughput --peer 10.0.0.2   also run the quick iperf3 check
   hwmgr verify --boot --on-failure rollback   what hwmgr-verify.service runs at boot
+                                             (+ throughput when the site config names a peer)
   hwmgr verify --root /tmp/host.tar.gz --expectation be2net.json   offline, read-only
 --on-failure rollback (default: on_failure in the site config) restores the previous driver
 and runs reboot_command; at most once per armed expectation. A passing verify marks the
@@ -101,7 +102,9 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         readonly = True
         notes.append(f"state dir {settings.state_dir} is not writable: checking only")
     tp_opts = None
-    if args.throughput:
+    # at boot, a site that configured a throughput peer wants the check: the stock unit
+    # (`hwmgr verify --boot`) then proves speed as well as versions, with no drop-in
+    if args.throughput or (args.boot and cfg.throughput_peer and not readonly):
         tp_opts = options_from(args, cfg, args.peer or cfg.throughput_peer)
     opts = VerifyOptions(
         driver=args.driver, on_failure="report" if readonly else on_failure, boot=args.boot,

@@ -1,0 +1,78 @@
+"""A VM whose boots several lab scenarios share, in order, foreground or in a background thread.
+
+Used by tests/lab: a failure marks the chain broken so later scenarios say why they cannot run.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+
+class Chain:
+    """A VM whose boots several scenarios share, in order; a failure stops the later ones.
+
+    A forked chain runs its scripted boots in a background thread (`start`), so its DKMS
+    build overlaps chain a's; the scenario test then `wait`s for each boot and asserts.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.vm: Any = None
+        self.broken: str | None = None
+        self.data: dict[str, Any] = {}
+        self.boots: list[Any] = []
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._cond = threading.Condition()
+        self._held: Any = None
+
+    def hold(self, lab: Any) -> None:
+        """Keep one of the lab's slots for this (foreground) chain between its boots."""
+        if self._held is None:
+            lab.slots.acquire()
+            self._held = lab.slots
+
+    def release(self) -> None:
+        if self._held is not None:
+            self._held.release()
+            self._held = None
+
+    def need(self) -> None:
+        if self.broken:
+            raise AssertionError(f"chain {self.name} is unusable: {self.broken}")
+
+    def start(self, plan: list[tuple[str, dict[str, Any]]]) -> None:
+        """Boot `plan` (step script, boot() keywords) in order, in the background."""
+
+        def body() -> None:
+            try:
+                for step, kw in plan:
+                    b = self.vm.boot(step, **kw)
+                    with self._cond:
+                        self.boots.append(b)
+                        self._cond.notify_all()
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting test
+                with self._cond:
+                    self._error = exc
+                    self._cond.notify_all()
+            finally:
+                with self._cond:
+                    self._thread = None
+                    self._cond.notify_all()
+
+        self._thread = threading.Thread(target=body, name=f"lab-chain-{self.name}",
+                                        daemon=True)
+        self._thread.start()
+
+    def wait(self, n: int) -> Any:
+        """Boot number `n` (1-based) of a started chain, once it has ended."""
+        with self._cond:
+            while len(self.boots) < n and self._error is None and self._thread is not None:
+                self._cond.wait(timeout=5)
+            if len(self.boots) >= n:
+                return self.boots[n - 1]
+            if self._error is not None:
+                raise AssertionError(f"chain {self.name} failed before its boot {n}: "
+                                     f"{self._error}") from self._error
+            raise AssertionError(f"chain {self.name} was never started or ended early")

@@ -1,0 +1,78 @@
+"""What the guest's own tools say about e1000e and megaraid_sas right now (JSON on stdout).
+
+Independent of hwmgr on purpose: the lab asserts on ethtool, /sys/module, modinfo and
+lspci, so a bug in hwmgr's verify cannot make the lab agree with it. Stdlib only.
+"""
+import json
+import os
+import subprocess
+
+
+def sh(*argv):
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        return r.returncode, r.stdout
+    except OSError as exc:
+        return 127, str(exc)
+
+
+def read(path):
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def ethtool_i(ifname):
+    rc, out = sh("ethtool", "-i", ifname)
+    if rc:
+        return None
+    return {k.strip(): v.strip() for k, v in
+            (ln.split(":", 1) for ln in out.splitlines() if ":" in ln)}
+
+
+def pci():
+    devs = {}
+    base = "/sys/bus/pci/devices"
+    for addr in sorted(os.listdir(base)):
+        d = os.path.join(base, addr)
+        vid, did = read(f"{d}/vendor"), read(f"{d}/device")
+        drv = os.path.basename(os.readlink(f"{d}/driver")) if os.path.exists(f"{d}/driver") \
+            else None
+        net = sorted(os.listdir(f"{d}/net")) if os.path.isdir(f"{d}/net") else []
+        devs[addr] = {"id": f"{vid[2:]}:{did[2:]}", "driver": drv, "net": net,
+                      "subsystem": f"{read(f'{d}/subsystem_vendor')[2:]}:"
+                                   f"{read(f'{d}/subsystem_device')[2:]}"}
+    return devs
+
+
+def module(name):
+    fields = {}
+    rc, out = sh("modinfo", name)
+    for ln in out.splitlines() if rc == 0 else []:
+        k, _, v = ln.partition(":")
+        if k in ("filename", "version", "srcversion", "vermagic") and k not in fields:
+            fields[k] = v.strip()
+    return {"loaded": os.path.isdir(f"/sys/module/{name}"),
+            "sys_version": read(f"/sys/module/{name}/version"),
+            "sys_srcversion": read(f"/sys/module/{name}/srcversion"),
+            "taint": read(f"/sys/module/{name}/taint"),
+            "modinfo": fields}
+
+
+doc = {"kernel": os.uname().release, "pci": pci(),
+       "modules": {m: module(m) for m in ("e1000e", "megaraid_sas")},
+       "ethtool": {i: ethtool_i(i) for i in sorted(os.listdir("/sys/class/net")) if i != "lo"},
+       "scsi_hosts": {h: read(f"/sys/class/scsi_host/{h}/proc_name")
+                      for h in sorted(os.listdir("/sys/class/scsi_host"))}
+       if os.path.isdir("/sys/class/scsi_host") else {}}
+rc, out = sh("dkms", "status", "e1000e")
+doc["dkms_status"] = out.strip().splitlines() if rc == 0 else []
+rc, out = sh("dmesg")
+doc["dmesg_e1000e"] = [ln for ln in out.splitlines() if "e1000e" in ln][-12:]
+e = doc["ethtool"].get("eth0") or {}
+m = doc["modules"]["e1000e"]
+doc["summary"] = (f"ethtool={e.get('version')} sys={m['sys_version']} "
+                  f"modinfo={m['modinfo'].get('version')} file={m['modinfo'].get('filename')}")
+print(json.dumps(doc, indent=1))

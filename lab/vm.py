@@ -1,0 +1,439 @@
+"""Run the lab: host services (HTTP for the catalog's SRPMs, iperf3) and guest boots in QEMU.
+
+A `Lab` owns one run directory, the e1000e SRPMs, the lab catalog and the host servers; a
+`VM` owns a qcow2 overlay on the cached golden disk; `VM.boot(step)` writes a fresh payload
+disk (hwmgr, catalog, recipe, site config, the step script), starts QEMU with -no-reboot,
+streams the serial console into a transcript, and reads back what the guest recorded in
+/lab/out with debugfs (no mounts). A guest reboot ends QEMU; the next `boot()` is the next
+boot of the same disk. `Lab.close()` stops every process it started, whatever happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import http.server
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from lab import image as labimage
+from lab import srpms
+from lab.image import Image, LabError, log, run
+
+REPO = Path(__file__).resolve().parent.parent
+GUEST = Path(__file__).resolve().parent / "guest"
+UNIT = REPO / "contrib" / "systemd" / "hwmgr-verify.service"
+FALLBACK_VERIFY = "hwmgr verify --boot --on-failure rollback --throughput"
+HOST_IP = "10.0.2.2"  # the host as QEMU user networking shows it to the guest
+FLOOR_MBPS = 100.0
+RECOMMENDED = "3.8.8_lab"  # the catalog's pick for 8086:10d3, so inventory has a verdict
+BOOT_TIMEOUT = 600.0
+JOBS_ENV, SMP_ENV, CPU_ENV = "HWMGR_LAB_JOBS", "HWMGR_LAB_SMP", "HWMGR_LAB_CPU"
+GUEST_FILES = ("init.sh", "lib.sh", "facts.py", "summary.py", "reboot")
+
+
+def _die_with_parent(argv: list[str]) -> list[str]:
+    """`argv` under `setpriv --pdeathsig KILL`: the child dies with the harness, even when
+    the harness is SIGKILLed, so no QEMU or iperf3 outlives a cancelled CI job."""
+    if shutil.which("setpriv"):
+        return ["setpriv", "--pdeathsig", "KILL", "--", *argv]
+    return argv
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def verify_command() -> str:
+    """The boot-time verify command: hwmgr-verify.service's ExecStart, verbatim (the lab's
+    site config names the iperf3 peer, so `verify --boot` runs the throughput check too)."""
+    cmd = FALLBACK_VERIFY
+    if UNIT.is_file():
+        for line in UNIT.read_text().splitlines():
+            if line.strip().startswith("ExecStart="):
+                cmd = line.split("=", 1)[1].strip().lstrip("-@+!:")
+    return cmd
+
+
+@dataclass
+class Boot:
+    """One guest boot: its console transcript and what the guest wrote to /lab/out."""
+
+    vm: str
+    n: int
+    log: Path
+    out: Path
+    wall: float
+    killed: bool
+    rc: int | None
+    lines: list[str] = field(default_factory=list)
+
+    def text(self, name: str) -> str | None:
+        p = self.out / name
+        return p.read_text(errors="replace") if p.is_file() else None
+
+    def json(self, name: str) -> Any:
+        t = self.text(name)
+        if t is None:
+            return None
+        try:
+            return json.loads(t)
+        except ValueError as exc:
+            raise AssertionError(f"{self.vm} boot {self.n}: {name} is not JSON: {t[:300]!r}") \
+                from exc
+
+    def rc_of(self, name: str) -> int | None:
+        t = self.text(f"{name}.rc")
+        return int(t.strip()) if t and t.strip().lstrip("-").isdigit() else None
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        """The guest's own view of the drivers at the end of the boot (or its start)."""
+        return self.json("facts-end.json") or self.json("facts-boot.json") or {}
+
+    @property
+    def boot_facts(self) -> dict[str, Any]:
+        """The guest's view right after coldplug, before this boot's step ran."""
+        return self.json("facts-boot.json") or {}
+
+    @property
+    def verify(self) -> dict[str, Any] | None:
+        """The boot-time `hwmgr verify --json` result, if verification ran."""
+        return self.json("boot-verify.json")
+
+    @property
+    def reboot_requested(self) -> bool:
+        return (self.out / "reboot-requested").is_file()
+
+    def console(self, marker: str) -> list[str]:
+        return [ln for ln in self.lines if marker in ln]
+
+    def where(self) -> str:
+        tail = "\n".join(self.lines[-25:])
+        return f"{self.vm} boot {self.n} (transcript {self.log}):\n{tail}"
+
+
+def e1000e_versions(facts: dict[str, Any]) -> dict[str, Any]:
+    """What ethtool -i, /sys/module and modinfo say about e1000e, from a facts document."""
+    m = (facts.get("modules") or {}).get("e1000e") or {}
+    eth = (facts.get("ethtool") or {}).get("eth0") or {}
+    return {"ethtool": eth.get("version"), "ethtool_driver": eth.get("driver"),
+            "sys": m.get("sys_version"), "modinfo": (m.get("modinfo") or {}).get("version"),
+            "file": (m.get("modinfo") or {}).get("filename"), "loaded": m.get("loaded")}
+
+
+class Lab:
+    """One lab run: image, run dir, SRPMs on an HTTP server, iperf3, and its VMs."""
+
+    def __init__(self, run_dir: Path, img: Image | None = None) -> None:
+        self.img = img or labimage.ensure_image()
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._procs: list[subprocess.Popen] = []
+        self._http: http.server.ThreadingHTTPServer | None = None
+        self.vms: list[VM] = []
+        self.srpms: dict[str, Path] = {}
+        self.catalog: dict[str, Any] = {}
+        self.http_port = 0
+        self.timings: dict[str, float] = {}
+        # guests running at once; TCG vCPUs beyond the host's CPUs only slow everyone down
+        self.jobs = max(1, int(os.environ.get(JOBS_ENV) or 2))
+        self.smp = int(os.environ.get(SMP_ENV) or (2 if self.jobs == 1 else 1))
+        self.cpu = os.environ.get(CPU_ENV) or "qemu64"  # ~15% faster builds than "max" (TCG)
+        self.slots = threading.BoundedSemaphore(self.jobs)
+        self.closed = False
+
+    # ------------------------------------------------------------------ host side
+    def start(self) -> Lab:
+        """Make the SRPMs and catalog, start the HTTP server and the iperf3 server."""
+        t0 = time.monotonic()
+        served = self.run_dir / "served"
+        self.srpms = srpms.build_all(self.img.e1000e_src, served)
+        handler = functools.partial(_Quiet, directory=str(served))
+        self._http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.http_port = int(self._http.server_address[1])
+        threading.Thread(target=self._http.serve_forever, daemon=True).start()
+        self.catalog = self._catalog()
+        (self.run_dir / "catalog.json").write_text(json.dumps(self.catalog, indent=1) + "\n")
+        self.pylib = self.run_dir / "pylib"
+        shutil.rmtree(self.pylib, ignore_errors=True)
+        shutil.copytree(REPO / "hwmgr", self.pylib / "hwmgr",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        self.timings["host setup"] = round(time.monotonic() - t0, 1)
+        log(f"lab run dir {self.run_dir}: SRPMs {', '.join(sorted(self.srpms))} on "
+            f"http://{HOST_IP}:{self.http_port}/ (guest view)")
+        return self
+
+    def _catalog(self) -> dict[str, Any]:
+        """The bundled catalog plus the lab's e1000e releases (sha256/size of today's SRPMs)."""
+        base = json.loads((REPO / "catalogs" / "hwmgr-catalog.json").read_text())
+        year, month = base["catalog_version"].split(".")[:2]
+        base["catalog_version"] = f"{year}.{month}.900"
+        base["description"] = ("hwmgr QEMU lab catalog: the bundled catalog plus the lab's "
+                               "e1000e releases, generated by lab/vm.py for one run")
+        versions = {}
+        for lv in srpms.VERSIONS:
+            p = self.srpms[lv.version]
+            data = p.read_bytes()
+            versions[lv.version] = {
+                "status": "recommended" if lv.version == RECOMMENDED else "known-good",
+                "reason": f"lab release ({lv.note}); the catalog does not know it is broken"
+                if lv.broken else f"lab release ({lv.note})",
+                "evidence": "lab/srpms.py: Debian linux-source e1000e with a lab version string",
+                "kernels": ["6.1.0-*-amd64"],
+                "source": {"type": "srpm", "url": f"http://{HOST_IP}:{self.http_port}/{p.name}",
+                           "allow_http": True, "sha256": hashlib.sha256(data).hexdigest(),
+                           "size": len(data)},
+            }
+        base["drivers"]["e1000e"]["versions"] = versions
+        return base
+
+    def iperf_server(self) -> int:
+        """Start one more iperf3 server on 127.0.0.1 (one per VM: iperf3 serves one client)."""
+        port = free_port()
+        logf = open(self.run_dir / f"iperf3-{port}.log", "wb")  # noqa: SIM115 - kept open
+        p = subprocess.Popen(_die_with_parent(["iperf3", "-s", "-B", "127.0.0.1", "-p",
+                                               str(port)]),
+                             stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
+        self._procs.append(p)
+        time.sleep(0.3)
+        if p.poll() is not None:
+            raise LabError(f"iperf3 server on port {port} exited at once (see {logf.name})")
+        return port
+
+    def vm(self, name: str, **kw: Any) -> VM:
+        """A new VM: a fresh overlay on the golden disk, or `fork_of=` another VM's disk."""
+        v = VM(self, name, **kw)
+        self.vms.append(v)
+        return v
+
+    def close(self) -> None:
+        """Stop QEMU, iperf3 and HTTP: everything this lab started."""
+        self.closed = True  # background chains start no new boot from now on
+        for v in self.vms:
+            v.kill()
+        for p in self._procs:
+            if p.poll() is None:
+                with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                    os.killpg(p.pid, signal.SIGTERM)
+                try:
+                    p.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                        os.killpg(p.pid, signal.SIGKILL)
+                    p.wait(timeout=5)
+        self._procs.clear()
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+            self._http = None
+
+    def __enter__(self) -> Lab:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class VM:
+    """One guest disk (qcow2 overlay) and its sequence of boots."""
+
+    def __init__(self, lab: Lab, name: str, *, floor_mbps: float = FLOOR_MBPS,
+                 on_failure: str = "rollback", fork_of: VM | None = None) -> None:
+        self.lab, self.name = lab, name
+        self.dir = lab.run_dir / name
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.mkdir(parents=True)
+        self.overlay = self.dir / "root.qcow2"
+        self.history: list[str] = list(fork_of.history) if fork_of else []
+        if fork_of is not None:  # the same disk as fork_of has now (it is powered off)
+            shutil.copyfile(fork_of.overlay, self.overlay)
+            self.history.append(f"forked from {fork_of.name} after its boot "
+                                f"{len(fork_of.boots)}")
+        else:
+            run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(lab.img.disk), "-F",
+                 "raw", str(self.overlay)], what="qemu-img create overlay")
+        self.iperf_port = lab.iperf_server()
+        self.config = {
+            "comment": "hwmgr QEMU lab site config (lab/vm.py)",
+            "on_failure": on_failure, "reboot_command": ["/lab/reboot"],
+            "throughput_peer": HOST_IP, "throughput_port": self.iperf_port,
+            "throughput_floor_mbps": floor_mbps, "throughput_duration": 3,
+            "link_wait_seconds": 10,
+        }
+        self.boots: list[Boot] = []
+        self._proc: subprocess.Popen | None = None
+
+    # ------------------------------------------------------------------ payload
+    def _payload(self, n: int, step: str, verify: bool, shape: str | None) -> Path:
+        d = self.dir / f"payload{n}"
+        shutil.rmtree(d, ignore_errors=True)
+        (d / "out").mkdir(parents=True)
+        for f in GUEST_FILES:
+            shutil.copy2(GUEST / f, d / f)
+        shutil.copytree(self.lab.pylib, d / "pylib")
+        (d / "catalog").mkdir()
+        shutil.copy2(self.lab.run_dir / "catalog.json", d / "catalog" / "lab.json")
+        (d / "drivers").mkdir()
+        shutil.copytree(REPO / "drivers" / "e1000e", d / "drivers" / "e1000e")
+        (d / "hwmgr.json").write_text(json.dumps(self.config, indent=1) + "\n")
+        if UNIT.is_file():
+            (d / "unit").mkdir()
+            shutil.copy2(UNIT, d / "unit" / UNIT.name)
+        if verify:
+            (d / "verify-command").write_text(verify_command() + " --json\n")
+        if shape:
+            (d / "shape.sh").write_text(f"#!/bin/bash\n{shape}\n")
+            (d / "shape.sh").chmod(0o755)
+        (d / "boot-id").write_text(f"{self.name}#{n}\n")
+        (d / "step.sh").write_text("#!/bin/bash\nsource /lab/lib.sh\n" + step + "\n")
+        img = self.dir / f"payload{n}.img"
+        img.unlink(missing_ok=True)
+        run(["truncate", "-s", "256M", str(img)])
+        run(["mkfs.ext4", "-q", "-F", "-L", "labpayload", "-E", "root_owner=0:0", "-d", str(d),
+             str(img)], what="mkfs.ext4 payload")
+        return img
+
+    def _argv(self, payload: Path) -> list[str]:
+        img = self.lab.img
+        mac = "52:54:00:12:34:56"
+        return [
+            "qemu-system-x86_64", "-accel", "tcg,thread=multi", "-cpu", self.lab.cpu,
+            "-smp", str(self.lab.smp),
+            "-m", "1536", "-display", "none", "-serial", "stdio", "-monitor", "none",
+            "-no-reboot", "-kernel", str(img.vmlinuz), "-initrd", str(img.initrd),
+            "-append", "console=ttyS0 root=/dev/vda rw init=/sbin/lab-init quiet loglevel=3 "
+                       "panic=-1 net.ifnames=0",
+            "-drive", f"file={self.overlay},format=qcow2,if=virtio,cache=writeback",
+            "-drive", f"file={payload},format=raw,if=virtio,cache=writeback",
+            "-netdev", "user,id=n0,ipv6=off",  # no SLAAC default route in the guest
+            "-device", f"e1000e,netdev=n0,mac={mac},romfile=",
+            "-device", "megasas-gen2,id=raid0",
+        ]
+
+    # ------------------------------------------------------------------ boot
+    def boot(self, step: str = "", *, verify: bool = True, shape: str | None = None,
+             kill_on: str | None = None, kill_delay: float = 0.0,
+             timeout: float = BOOT_TIMEOUT, on_line: Callable[[str], None] | None = None,
+             slot: bool = True) -> Boot:
+        """Boot the guest once, run boot-verify and `step` (bash), return what it recorded.
+
+        `kill_on`: SIGKILL QEMU `kill_delay` s after a console line containing it (power cut).
+        `slot`: wait for one of the lab's `jobs` slots (False: the caller holds one).
+        """
+        if not slot:
+            return self._boot(step, verify, shape, kill_on, kill_delay, timeout, on_line)
+        with self.lab.slots:
+            return self._boot(step, verify, shape, kill_on, kill_delay, timeout, on_line)
+
+    def _boot(self, step: str, verify: bool, shape: str | None, kill_on: str | None,
+              kill_delay: float, timeout: float, on_line: Callable[[str], None] | None
+              ) -> Boot:
+        n = len(self.boots) + 1
+        if self.lab.closed:
+            raise LabError(f"{self.name} boot {n}: the lab is closed")
+        payload = self._payload(n, step, verify, shape)
+        logp = self.dir / f"boot{n}.log"
+        lines: list[str] = []
+        killed = threading.Event()
+        t0 = time.monotonic()
+        log(f"{self.name} boot {n}: starting QEMU")
+        with open(logp, "w") as logf:
+            self._proc = subprocess.Popen(_die_with_parent(self._argv(payload)),
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, start_new_session=True)
+            proc = self._proc
+            if self.lab.closed:  # close() ran while this boot was being prepared
+                self._kill_proc(proc)
+            timer = threading.Timer(timeout, self._timeout_kill, args=(proc, killed))
+            timer.start()
+            try:
+                assert proc.stdout is not None
+                for raw in iter(proc.stdout.readline, b""):
+                    line = raw.decode(errors="replace").rstrip("\r\n").replace("\r", "")
+                    if not line.strip():
+                        continue
+                    stamp = f"[{time.monotonic() - t0:7.2f}] {line}"
+                    lines.append(line)
+                    logf.write(stamp + "\n")
+                    logf.flush()
+                    if line.startswith(("LAB", "    ")) or "hwmgr" in line:
+                        log(f"{self.name}#{n} {stamp}")
+                    if on_line:
+                        on_line(line)
+                    if kill_on and kill_on in line and not killed.is_set():
+                        killed.set()
+                        log(f"{self.name}#{n} power cut in {kill_delay:g} s "
+                            f"(console said {kill_on!r})")
+                        threading.Timer(kill_delay, self._kill_proc, args=(proc,)).start()
+                rc = proc.wait()
+            finally:
+                timer.cancel()
+                self.kill()
+        wall = round(time.monotonic() - t0, 1)
+        timed_out = getattr(proc, "_lab_timed_out", False)
+        out = self.dir / f"out{n}"
+        self._read_out(payload, out, dirty=killed.is_set() or timed_out)
+        b = Boot(self.name, n, logp, out, wall, killed.is_set(), rc, lines)
+        self.boots.append(b)
+        log(f"{self.name} boot {n}: QEMU exited rc={rc} after {wall} s"
+            + (" (killed: power cut)" if killed.is_set() else ""))
+        if timed_out:
+            raise LabError(f"{self.name} boot {n} timed out after {timeout:.0f} s; "
+                           f"transcript {logp}")
+        return b
+
+    def _timeout_kill(self, proc: subprocess.Popen, killed: threading.Event) -> None:
+        proc._lab_timed_out = True  # type: ignore[attr-defined]
+        self._kill_proc(proc)
+
+    @staticmethod
+    def _kill_proc(proc: subprocess.Popen) -> None:
+        if proc.poll() is None:
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+    def kill(self) -> None:
+        """Stop this VM's QEMU if it still runs."""
+        p = self._proc
+        if p is not None and p.poll() is None:
+            self._kill_proc(p)
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                p.wait(timeout=10)
+
+    @staticmethod
+    def _read_out(payload: Path, dest: Path, dirty: bool) -> None:
+        """Copy /out from the payload image with debugfs (after fsck if QEMU was killed)."""
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
+        if dirty:
+            subprocess.run(["e2fsck", "-fy", str(payload)], capture_output=True, check=False,
+                           timeout=120)
+        tmp = dest.parent / f".{dest.name}.dump"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        subprocess.run(["debugfs", "-R", f"rdump /out {tmp}", str(payload)],
+                       capture_output=True, check=False, timeout=120)
+        src = tmp / "out"
+        if src.is_dir():
+            for p in src.iterdir():
+                shutil.move(str(p), dest / p.name)
+        shutil.rmtree(tmp, ignore_errors=True)

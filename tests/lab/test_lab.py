@@ -1,0 +1,333 @@
+"""The driver lifecycle on emulated seed-000 hardware, proven with real boots of a QEMU guest.
+
+Every command runs inside the guest with the real CLI; every assertion is on what the guest
+recorded (hwmgr's JSON, and independently ethtool -i, /sys/module, modinfo, lspci via
+lab/guest/facts.py). Boots are shared to keep DKMS builds (about 100 s each under TCG) few:
+
+  chain a: 1 inventory + upgrade 3.8.7 | 2 verify + upgrade 3.8.8 | 3 verify, rollback x2
+  chain b (fresh disk, background): 4 broken 3.8.9 → verify fails → auto-rollback → inbox
+  chain c (disk of a after its boot 2): 5 shaped link → throughput fails → auto-rollback once
+  chain d (fresh disk, background): 6 power cut in `dkms install` → recover → old or new
+Chain a keeps one of the lab's slots (HWMGR_LAB_JOBS, default 2 guests at once); the
+background chains share the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lab.chain import Chain
+from lab.vm import FLOOR_MBPS, Boot, Lab, e1000e_versions
+
+pytestmark = pytest.mark.lab
+
+KVER_GLOB = "6.1.0-"
+V1, V2, BROKEN = "3.8.7_lab", "3.8.8_lab", "3.8.9_lab_broken"
+SHAPE = "tc qdisc add dev eth0 root tbf rate 20mbit burst 32kbit latency 400ms"
+BUILD_BOOT = 900  # seconds: a boot that fetches, builds (~100 s) and installs under TCG
+WAIT = 2400  # a forked chain's test waits for boots that started while chain a ran
+
+
+# ----------------------------------------------------------------------------- helpers
+def ok(b: Boot, name: str) -> dict[str, Any]:
+    """The JSON of a `rec NAME hwmgr ... --json` command that must have exited 0."""
+    rc = b.rc_of(name)
+    doc = b.json(f"{name}.out")
+    assert rc == 0, f"{name} exited {rc}: {doc and doc.get('errors')} {b.text(name + '.err')}" \
+        f"\n{b.where()}"
+    return doc
+
+
+def versions(b: Boot, boot_time: bool = False) -> dict[str, Any]:
+    return e1000e_versions(b.boot_facts if boot_time else b.facts)
+
+
+def assert_vendor(v: dict[str, Any], version: str, where: str) -> None:
+    """ethtool -i, /sys/module/e1000e/version and modinfo all say `version` (DKMS module)."""
+    assert (v["ethtool"], v["sys"], v["modinfo"]) == (version, version, version), (where, v)
+    assert v["ethtool_driver"] == "e1000e", (where, v)
+    assert v["file"].endswith("/updates/dkms/e1000e.ko"), (where, v)
+
+
+def assert_inbox(v: dict[str, Any], kver: str, where: str) -> None:
+    """The in-tree e1000e: no module version, ethtool reports the kernel release."""
+    assert v["ethtool"] == kver and v["ethtool_driver"] == "e1000e", (where, v)
+    assert v["sys"] is None and v["modinfo"] is None, (where, v)
+    assert "/kernel/drivers/net/ethernet/intel/e1000e/" in v["file"], (where, v)
+
+
+def expectation(b: Boot) -> dict[str, Any]:
+    """The single expectation the boot-time verify looked at."""
+    doc = b.verify
+    assert doc is not None, f"boot verify did not run\n{b.where()}"
+    exps = doc["data"]["expectations"]
+    assert len(exps) == 1, (exps, doc.get("data", {}).get("notes"))
+    return exps[0]
+
+
+def throughput_mbps(exp: dict[str, Any]) -> float:
+    runs = (exp.get("throughput") or {}).get("runs") or []
+    got = [r["mbps"] for r in runs if r.get("direction") == "send" and r.get("mbps")]
+    assert got, f"no throughput measured: {exp.get('throughput')}"
+    return float(got[0])
+
+
+def step_upgrade(version: str) -> str:
+    return f"rec upgrade hwmgr upgrade e1000e --to {version} --yes --json\nreboot_after"
+
+
+WATCH_INSTALL = f"""\
+hwmgr upgrade e1000e --to {V1} --yes --json > $OUT/upgrade.out 2> $OUT/upgrade.err &
+while sleep 0.2; do
+  if pgrep -f 'dkms install -m e1000e' > /dev/null; then
+    sync; echo "LAB-MARK dkms-install"; break
+  fi
+done
+wait
+echo "LAB-MARK upgrade finished: the power cut came too late"
+"""
+HISTORY = "rec history hwmgr history e1000e --json\nshow hwmgr history e1000e"
+PLAN_B = [(step_upgrade(BROKEN), {"timeout": BUILD_BOOT}),
+          ("echo this step must not run", {}),
+          (HISTORY, {})]
+PLAN_C = [("echo this step must not run", {"shape": SHAPE}),
+          ("tc qdisc del dev eth0 root\nrec verify hwmgr verify --throughput --json\n"
+           "rec history hwmgr history e1000e --json", {"shape": SHAPE})]
+PLAN_D = [(WATCH_INSTALL, {"kill_on": "LAB-MARK dkms-install", "kill_delay": 3.0,
+                           "timeout": BUILD_BOOT}),
+          ("show hwmgr history e1000e\nrec recover hwmgr recover --json\n"
+           "rec history hwmgr history e1000e --json\nreboot_after", {}),
+          ("rec history hwmgr history e1000e --json", {})]
+
+
+def guarded(chain: Chain, fn: Any) -> Any:
+    """Run part of a chain; if it fails, later scenarios on the chain say why they cannot run."""
+    chain.need()
+    try:
+        return fn()
+    except BaseException as exc:
+        chain.broken = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
+        chain.release()
+        raise
+
+
+def assert_upgraded(b: Boot, version: str) -> dict[str, Any]:
+    doc = ok(b, "upgrade")
+    txn = doc["data"]["transaction"]
+    assert txn["state"] == "committed", txn
+    assert [s["name"] for s in txn["steps"]] == ["fetch", "unpack", "dkms-add", "dkms-build",
+                                                 "backup", "install", "initramfs", "arm"]
+    assert doc["data"]["plan"]["to_version"] == version
+    # what DKMS itself says, and the module files modinfo now resolves to (not yet loaded)
+    assert any(f"e1000e/{version}" in ln and "installed" in ln for ln in b.facts["dkms_status"])
+    assert b.facts["modules"]["e1000e"]["modinfo"].get("version") == version
+    return txn
+
+
+# ----------------------------------------------------------------------------- chain a
+@pytest.mark.timeout(BUILD_BOOT + 300)
+def test_1_inventory_in_the_guest(lab: Lab, chains: dict[str, Chain]) -> None:
+    """Scenario 1: the emulated 82574L and SAS 2108 as hwmgr sees them, then upgrade to 3.8.7."""
+    a = chains["a"]
+
+    def run() -> Boot:
+        a.vm = lab.vm("a")
+        a.hold(lab)
+        for name, plan in (("d", PLAN_D), ("b", PLAN_B)):  # independent: start them now
+            chains[name].vm = lab.vm(name)
+            chains[name].start(plan)
+        return a.vm.boot("rec inventory hwmgr inventory --json\n"
+                         + step_upgrade(V1), timeout=BUILD_BOOT, slot=False)
+
+    b = guarded(a, run)
+    a.data["boot1"] = b
+    inv = ok(b, "inventory")["data"]
+    kver = inv["host"]["kernel"]
+    assert kver.startswith(KVER_GLOB) and kver == b.boot_facts["kernel"]
+    devs = {(d["vendor_id"], d["device_id"]): d for d in inv["devices"]}
+    nic, raid = devs[("8086", "10d3")], devs[("1000", "0079")]
+    # in-tree e1000e: no module version, so ethtool's kernel release is the version
+    assert (nic["driver"], nic["driver_version"], nic["interfaces"]) == ("e1000e", kver, ["eth0"])
+    assert nic["catalog"]["entry"] == "e1000e" and nic["catalog"]["in_tree"] is True
+    assert nic["catalog"]["recommended_version"] == "3.8.8_lab"
+    facts_raid = b.boot_facts["modules"]["megaraid_sas"]
+    assert raid["driver"] == "megaraid_sas" and raid["driver_version"] == facts_raid["sys_version"]
+    assert (raid["subsystem_vendor_id"], raid["subsystem_device_id"]) == ("1000", "9261")
+    assert raid["catalog"]["status"] == "ok" and raid["catalog"]["match"] == "subsystem"
+    assert raid["scsi_hosts"] and b.boot_facts["scsi_hosts"][raid["scsi_hosts"][0]] == \
+        "megaraid_sas"
+    assert_inbox(versions(b, boot_time=True), kver, "a#1 before the upgrade")
+    a.data["kver"] = kver
+
+
+@pytest.mark.timeout(BUILD_BOOT + 300)
+def test_2_upgrade_reboot_verify(lab: Lab, chains: dict[str, Chain]) -> None:
+    """Scenario 2: upgrade → reboot → boot-time verify passes (versions and throughput)."""
+    a = chains["a"]
+    b1 = a.data.get("boot1")
+    assert b1 is not None, "scenario 1 did not boot"
+    guarded(a, lambda: assert_upgraded(b1, V1))
+    b = guarded(a, lambda: a.vm.boot(step_upgrade(V2), timeout=BUILD_BOOT, slot=False))
+    a.data["boot2"] = b
+    if b.rc_of("upgrade") == 0:  # 3.8.8 armed, not yet booted: chain c starts here
+        chains["c"].vm = lab.vm("c", fork_of=a.vm)
+        chains["c"].start(PLAN_C)
+    assert_vendor(versions(b, boot_time=True), V1, "a#2 after reboot")
+    exp = expectation(b)
+    assert exp["expected_version"] == V1 and exp["kind"] == "upgrade"
+    assert exp["status"] == "verified" and exp["action"] == "marked-verified", exp["findings"]
+    assert b.rc_of("boot-verify") == 0
+    fields = {(c["field"], c["result"]) for c in exp["checks"]}
+    assert {("version", "ok"), ("driver", "ok"), ("loaded", "ok")} <= fields
+    mbps = throughput_mbps(exp)
+    assert mbps >= FLOOR_MBPS
+    a.data["throughput"] = mbps
+
+
+@pytest.mark.timeout(600)
+def test_3_upgrade_again_then_rollback_twice(lab: Lab, chains: dict[str, Chain]) -> None:
+    """Scenario 3: 3.8.8 verified; rollback → 3.8.7 is back; rollback --to inbox → in-tree."""
+    a = chains["a"]
+    b2 = a.data.get("boot2")
+    assert b2 is not None, "scenario 2 did not boot"
+    guarded(a, lambda: assert_upgraded(b2, V2))
+    kver = a.data["kver"]
+
+    try:
+        _rollbacks(a, kver)
+    finally:
+        a.release()  # chain a is done: its slot goes to the background chains
+
+
+def _rollbacks(a: Chain, kver: str) -> None:
+    b3 = guarded(a, lambda: a.vm.boot("rec rollback hwmgr rollback e1000e --yes --json\n"
+                                      "reboot_after", slot=False))
+    assert_vendor(versions(b3, boot_time=True), V2, "a#3 after reboot")
+    exp = expectation(b3)
+    assert (exp["expected_version"], exp["status"]) == (V2, "verified"), exp["findings"]
+    rb = ok(b3, "rollback")["data"]
+    assert rb["plan"]["to_version"] == V1 and rb["transaction"]["state"] == "committed"
+
+    b4 = guarded(a, lambda: a.vm.boot(
+        "rec rollback hwmgr rollback e1000e --to inbox --yes --json\nreboot_after", slot=False))
+    # the previous *vendor* version is back, not the inbox driver
+    assert_vendor(versions(b4, boot_time=True), V1, "a#4 after the first rollback")
+    exp = expectation(b4)
+    assert (exp["kind"], exp["expected_version"], exp["status"]) == ("rollback", V1, "verified")
+    rb = ok(b4, "rollback")["data"]
+    assert rb["plan"]["to_version"] == "inbox" and rb["transaction"]["state"] == "committed"
+
+    b5 = guarded(a, lambda: a.vm.boot("rec history hwmgr history e1000e --json\n"
+                                      "show hwmgr history e1000e", slot=False))
+    assert_inbox(versions(b5, boot_time=True), kver, "a#5 after rollback to inbox")
+    exp = expectation(b5)
+    assert exp["kind"] == "rollback" and exp["status"] == "verified", exp["findings"]
+    assert not b5.facts["dkms_status"], "DKMS still lists e1000e after rollback to inbox"
+    story = [(t["kind"], t["version"], t["state"])
+             for t in reversed(ok(b5, "history")["data"]["transactions"])]
+    assert story == [("upgrade", V1, "committed"), ("upgrade", V2, "committed"),
+                     ("rollback", V1, "committed"), ("rollback", "inbox", "committed")]
+
+
+# ----------------------------------------------------------------------------- chain b
+@pytest.mark.timeout(WAIT)
+def test_4_broken_driver_rolls_back_automatically(lab: Lab, chains: dict[str, Chain]) -> None:
+    """Scenario 4: 3.8.9_lab_broken binds nothing → verify fails → auto-rollback → in-tree."""
+    c = chains["b"]
+    b1 = c.wait(1)
+    kver = b1.boot_facts["kernel"]
+    assert_inbox(versions(b1, boot_time=True), kver, "b#1 fresh guest")
+    assert_upgraded(b1, BROKEN)
+
+    b2 = c.wait(2)
+    v = versions(b2, boot_time=True)
+    assert v["sys"] == BROKEN and v["ethtool"] is None, v  # loaded, but no eth0
+    assert "eth0" not in b2.boot_facts["ethtool"]
+    assert any("probe refused" in ln for ln in b2.boot_facts["dmesg_e1000e"])
+    exp = expectation(b2)
+    assert (exp["expected_version"], exp["status"]) == (BROKEN, "failed")
+    failed = {(f["device"], f["field"]) for f in exp["findings"] if f["result"] == "fail"}
+    assert ("eth0", "interface") in failed or any(f == "driver" for _, f in failed), failed
+    assert exp["action"] == "rolled-back", exp
+    assert b2.rc_of("boot-verify") == 1
+    assert b2.reboot_requested and b2.text("step.log") is None
+
+    b3 = c.wait(3)
+    assert_inbox(versions(b3, boot_time=True), kver, "b#3 after the automatic rollback")
+    assert "eth0" in b3.boot_facts["ethtool"]
+    exp = expectation(b3)
+    assert (exp["kind"], exp["expected_version"], exp["status"]) == \
+        ("rollback", "inbox", "verified"), exp["findings"]
+    assert not b3.boot_facts["dkms_status"], "the broken build is still registered in DKMS"
+    txns = list(reversed(ok(b3, "history")["data"]["transactions"]))
+    story = [(t["kind"], t["version"], t["state"]) for t in txns]
+    assert story == [("upgrade", BROKEN, "committed"), ("rollback", "inbox", "committed")]
+    assert txns[0]["results"]["verify"]["status"] == "failed"
+    assert txns[0]["results"]["auto_rollback"]["txn"] == txns[1]["id"]
+    assert txns[1]["results"]["verify"]["status"] == "verified"
+
+
+# ----------------------------------------------------------------------------- chain c
+@pytest.mark.timeout(WAIT)
+def test_5_throughput_floor_rolls_back_once(lab: Lab, chains: dict[str, Chain]) -> None:
+    """Scenario 5: link shaped below the floor → verify fails on throughput → one rollback."""
+    c = chains["c"]
+    b1 = c.wait(1)
+    assert_vendor(versions(b1, boot_time=True), V2, "c#1 shaped boot")
+    exp = expectation(b1)
+    assert (exp["expected_version"], exp["status"], exp["action"]) == \
+        (V2, "failed", "rolled-back"), exp
+    failed = [f for f in exp["findings"] if f["result"] == "fail"]
+    assert failed and all(f["field"].startswith("throughput") for f in failed), failed
+    assert throughput_mbps(exp) < FLOOR_MBPS
+    assert b1.reboot_requested
+
+    # still shaped: the restored 3.8.7 fails too, but there is no second automatic rollback
+    b2 = c.wait(2)
+    assert_vendor(versions(b2, boot_time=True), V1, "c#2 after the automatic rollback")
+    exp = expectation(b2)
+    assert (exp["kind"], exp["expected_version"], exp["status"]) == ("rollback", V1, "failed")
+    assert exp["action"] == "reported" and "no automatic rollback" in exp["action_detail"]
+    assert not b2.reboot_requested
+    # the shaping removed, the same command passes: the link was the problem, not 3.8.7
+    again = ok(b2, "verify")["data"]["expectations"][0]
+    assert again["status"] == "verified" and throughput_mbps(again) >= FLOOR_MBPS
+    story = [(t["kind"], t["version"], t["state"])
+             for t in reversed(ok(b2, "history")["data"]["transactions"])]
+    assert story == [("upgrade", V1, "committed"), ("upgrade", V2, "committed"),
+                     ("rollback", V1, "committed")]
+
+
+
+
+@pytest.mark.timeout(WAIT)
+def test_6_power_cut_during_dkms_install(lab: Lab, chains: dict[str, Chain]) -> None:
+    """Scenario 6: QEMU killed during `dkms install` → `hwmgr recover` → exactly old or new."""
+    c = chains["d"]
+    b1 = c.wait(1)
+    assert b1.killed and not b1.console("power cut came too late"), b1.where()
+
+    b2 = c.wait(2)
+    rec = ok(b2, "recover")["data"]
+    assert len(rec) == 1 and rec[0]["kind"] == "upgrade", rec
+    state = rec[0]["state"]
+    assert state in ("committed", "rolled-back"), rec
+
+    b3 = c.wait(3)
+    v = versions(b3, boot_time=True)
+    dkms = b3.boot_facts["dkms_status"]
+    if state == "committed":  # rolled forward: the new driver, armed and verified
+        assert_vendor(v, V1, "d#3 after recover (rolled forward)")
+        exp = expectation(b3)
+        assert (exp["expected_version"], exp["status"]) == (V1, "verified"), exp["findings"]
+        assert any(f"e1000e/{V1}" in ln and "installed" in ln for ln in dkms), dkms
+    else:  # undone: the in-tree driver, nothing armed, no trace of 3.8.7 in DKMS or on disk
+        assert_inbox(v, b3.boot_facts["kernel"], "d#3 after recover (rolled back)")
+        assert not dkms, dkms
+        assert b3.rc_of("boot-verify") == 4, b3.text("boot-verify.json")
+        assert "eth0" in b3.boot_facts["ethtool"]
+    story = [(t["kind"], t["version"], t["state"])
+             for t in reversed(ok(b3, "history")["data"]["transactions"])]
+    assert story == [("upgrade", V1, state)]
