@@ -8,30 +8,34 @@ and only ever appear under their final name complete and verified (`.part` + fsy
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import hashlib
 import os
-import queue
 import re
-import shutil
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 from urllib.parse import unquote, urljoin, urlsplit
 
-from hwmgr.errors import BadInputError, HwmgrError, LockedError, NotFoundError, RefusedError
+from hwmgr.cache import (
+    CHUNK,
+    Sink,
+    finish,
+    from_mirror,
+    hash_file,
+    locked,
+    mirror_files,
+    part_of,
+    unlink_quietly,
+    verified,
+)
+from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; requests is imported lazily
     import requests
 
-CHUNK = 1 << 20  # stream, hash and write in 1 MiB chunks
 MAX_REDIRECTS = 5
 MAX_BACKOFF = 30.0
-_WRITEBACK = 16 * CHUNK  # start write-back every 16 MiB (keeps the final fsync short)
-_QUEUE_DEPTH = 8  # chunks in flight between the network reader and the disk writer
 _REDIRECTS = (301, 302, 303, 307, 308)
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 _UNSAFE_NAME = re.compile(r"[/\\\0]|\A\.|\.part\Z")  # no paths, dot-files or .part names
@@ -143,143 +147,6 @@ def cache_path(cache_dir: Path, sha256: str, filename: str) -> Path:
     """The cache location of a file: `cache_dir/sha256/<hex>/<filename>` (keyed by content)."""
     hexsum = _check_hex(sha256, "sha256")
     return Path(cache_dir) / "sha256" / hexsum / _check_name(filename, "filename")
-
-
-def _part_of(final: Path) -> Path:
-    return final.with_name(final.name + ".part")
-
-
-def _unlink(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _hash_file(path: Path, hasher: Any, limit: int) -> int:
-    """Feed up to `limit` bytes of `path` into `hasher`; return how many were read."""
-    done = 0
-    with open(path, "rb", buffering=0) as fh:
-        buf = bytearray(CHUNK)
-        view = memoryview(buf)
-        while done < limit:
-            n = fh.readinto(view[: min(CHUNK, limit - done)])
-            if not n:
-                break
-            hasher.update(view[:n])
-            done += n
-    return done
-
-
-def _verified(path: Path, hexsum: str, size: int) -> bool:
-    """True if `path` is a regular file (no symlink) of `size` bytes with sha256 `hexsum`."""
-    try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size != size:
-            return False
-        hasher = hashlib.sha256()
-        return _hash_file(path, hasher, size + 1) == size and hasher.hexdigest() == hexsum
-    except OSError:
-        return False
-
-
-@contextlib.contextmanager
-def _locked(directory: Path, name: str) -> Iterator[None]:
-    """Hold an exclusive flock on the per-checksum cache directory while downloading."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                msg = f"another hwmgr is already downloading {name} into {directory}"
-                raise LockedError(msg) from None
-            raise
-        yield
-    finally:
-        os.close(fd)
-
-
-# ------------------------------------------------------------------ disk side
-class _Sink:
-    """Hashes and writes chunks on a helper thread, so disk and sha256 overlap the network.
-
-    Chunks live in a small pool of reused 1 MiB buffers: no per-chunk allocation or copy.
-    """
-
-    def __init__(self, fd: int, hasher: Any, part: Path, offset: int = 0) -> None:
-        self._fd = fd
-        self._written = self._flushed = offset
-        self._hasher = hasher
-        self._part = part
-        self._full: queue.Queue[tuple[bytearray, int] | None] = queue.Queue()
-        self._free: queue.Queue[bytearray] = queue.Queue()
-        for _ in range(_QUEUE_DEPTH):
-            self._free.put(bytearray(CHUNK))
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="hwmgr-fetch-writer", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            item = self._full.get()
-            if item is None:
-                return
-            buf, n = item
-            if self._error is None:
-                try:
-                    view = memoryview(buf)[:n]
-                    self._hasher.update(view)
-                    while view:
-                        view = view[os.write(self._fd, view) :]
-                    self._written += n
-                    if self._written - self._flushed >= _WRITEBACK:
-                        self._start_writeback()
-                except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-                    self._error = exc
-            self._free.put(buf)
-
-    def _start_writeback(self) -> None:
-        """Start writing dirty pages out now, so the final fsync has little left to do.
-
-        On Linux, DONTNEED on just-written (still dirty) pages queues their write-back
-        without dropping them from the page cache; where unsupported it is a no-op.
-        """
-        if hasattr(os, "posix_fadvise"):
-            length = self._written - self._flushed
-            with contextlib.suppress(OSError):  # only a hint: never fail a download on it
-                os.posix_fadvise(self._fd, self._flushed, length, os.POSIX_FADV_DONTNEED)
-        self._flushed = self._written
-
-    def _raise(self) -> None:
-        exc = self._error
-        if exc is not None:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise HwmgrError(f"cannot write {self._part}: {reason}") from exc
-
-    def buffer(self) -> bytearray:
-        """A free buffer to read into (blocks while the disk side is behind)."""
-        self._raise()
-        return self._free.get()
-
-    def put(self, buf: bytearray, n: int) -> None:
-        """Queue the first `n` bytes of `buf` for hashing and writing; `buf` comes back later."""
-        if n:
-            self._full.put((buf, n))
-        else:
-            self._free.put(buf)
-
-    def close(self) -> None:
-        """Flush every queued chunk and stop the thread; raise the first write error."""
-        if self._thread.is_alive():
-            self._full.put(None)
-            self._thread.join()
-        self._raise()
 
 
 # ------------------------------------------------------------------ network side
@@ -413,20 +280,6 @@ def _fill(readinto: Callable[[memoryview], int], view: memoryview) -> tuple[int,
 
 
 # ------------------------------------------------------------------ one attempt
-def _finish(part: Path, final: Path, fd: int | None = None) -> None:
-    """Make the verified `.part` durable and move it to its final name atomically."""
-    if fd is None:
-        fd = os.open(part, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    else:
-        os.fsync(fd)
-    os.replace(part, final)
-    _fsync_dir(final.parent)
-
-
 @dataclass
 class _Job:
     """What every attempt of one download needs."""
@@ -442,7 +295,7 @@ class _Job:
 
     @property
     def part(self) -> Path:
-        return _part_of(self.final)
+        return part_of(self.final)
 
 
 def _resume_point(job: _Job) -> tuple[int, Any]:
@@ -450,14 +303,14 @@ def _resume_point(job: _Job) -> tuple[int, Any]:
     part, hasher = job.part, hashlib.sha256()
     offset = part.stat().st_size if part.exists() else 0
     if offset > job.size:
-        _unlink(part)
+        unlink_quietly(part)
         return 0, hasher
-    offset = _hash_file(part, hasher, offset) if offset else 0
+    offset = hash_file(part, hasher, offset) if offset else 0
     if offset == job.size:  # complete but never renamed (crash between fsync and rename)
         if hasher.hexdigest() == job.hexsum:
-            _finish(part, job.final)
+            finish(part, job.final)
             return -1, hasher
-        _unlink(part)
+        unlink_quietly(part)
         return 0, hashlib.sha256()
     return offset, hasher
 
@@ -467,12 +320,12 @@ def _body_start(job: _Job, resp: Any, served: str, offset: int) -> int:
     if offset and resp.status_code == 206:
         found = _CONTENT_RANGE.match(resp.headers.get("Content-Range", ""))
         if found and found.group(3) != "*" and int(found.group(3)) != job.size:
-            _unlink(job.part)
+            unlink_quietly(job.part)
             raise RefusedError(
                 f"{served}: server has {found.group(3)} bytes, catalog size is {job.size}"
             )
         if not found or int(found.group(1)) != offset:
-            _unlink(job.part)  # a range we did not ask for: start over next attempt
+            unlink_quietly(job.part)  # a range we did not ask for: start over next attempt
             raise _Transient(f"bad Content-Range {resp.headers.get('Content-Range')!r}")
     elif offset:  # 200: the server ignored Range, so start again from byte 0
         offset = 0
@@ -481,7 +334,7 @@ def _body_start(job: _Job, resp: Any, served: str, offset: int) -> int:
     expected = job.size - offset
     announced = _content_length(resp)
     if announced is not None and announced != expected:
-        _unlink(job.part)
+        unlink_quietly(job.part)
         what = "truncated body" if announced < expected else "oversized body"
         raise RefusedError(
             f"{what}: {served} announces {offset + announced} bytes, catalog size is {job.size}"
@@ -489,7 +342,7 @@ def _body_start(job: _Job, resp: Any, served: str, offset: int) -> int:
     return offset
 
 
-def _stream(job: _Job, resp: Any, served: str, sink: _Sink, done: int) -> int:
+def _stream(job: _Job, resp: Any, served: str, sink: Sink, done: int) -> int:
     """Copy the body into `sink`, never past `size` bytes; return the bytes now on disk."""
     import socket
 
@@ -505,7 +358,7 @@ def _stream(job: _Job, resp: Any, served: str, sink: _Sink, done: int) -> int:
         if done + n > size:
             sink.put(buf, 0)
             sink.close()
-            _unlink(job.part)
+            unlink_quietly(job.part)
             raise RefusedError(f"oversized body: {served} sent more than {size} bytes")
         sink.put(buf, n)
         done += n
@@ -535,7 +388,7 @@ def _attempt(job: _Job) -> str:
         stack.callback(os.close, fd)
         os.ftruncate(fd, start)
         os.lseek(fd, start, os.SEEK_SET)
-        sink = _Sink(fd, hasher, job.part, start)
+        sink = Sink(fd, hasher, job.part, start)
         stack.callback(sink.close)
         done = _stream(job, resp, served, sink, start)
         sink.close()
@@ -543,14 +396,14 @@ def _attempt(job: _Job) -> str:
             raise _Transient(f"connection closed after {done} of {job.size} bytes", cut=True)
         digest = hasher.hexdigest()
         if digest != job.hexsum:
-            _unlink(job.part)
+            unlink_quietly(job.part)
             if start:
                 raise _ResumedMismatch(digest)
             raise RefusedError(
                 f"checksum mismatch for {job.final.name} from {served}: "
                 f"sha256 {digest}, catalog says {job.hexsum}"
             )
-        _finish(job.part, job.final, fd)
+        finish(job.part, job.final, fd)
     return served
 
 
@@ -579,46 +432,6 @@ def _download(job: _Job, retries: int, backoff: float) -> tuple[str, int]:
                 ) from exc
             delay = min(backoff * (2 ** (attempts - 1)), MAX_BACKOFF)
             time.sleep(max(delay, exc.retry_after))
-
-
-# ------------------------------------------------------------------ mirror
-def _copy_verified(src: Path, final: Path, hexsum: str, size: int) -> bool:
-    """Copy `src` into the cache through `.part`; keep it only if the copy's size/sha256 match."""
-    part = _part_of(final)
-    try:
-        if src.stat().st_size != size:
-            return False
-        shutil.copyfile(src, part)  # kernel-side copy; the copy is what gets verified
-        if not _verified(part, hexsum, size):
-            _unlink(part)
-            return False
-        _finish(part, final)
-    except OSError as exc:
-        _unlink(part)
-        raise HwmgrError(f"cannot copy {src} into the cache: {exc.strerror or exc}") from exc
-    return True
-
-
-def _mirror_files(mirror: Path, name: str, hexsum: str) -> list[Path]:
-    """The mirror's regular files that may hold the artifact (flat, or laid out like a cache)."""
-    candidates = [Path(mirror) / name, Path(mirror) / "sha256" / hexsum / name]
-    return [cand for cand in candidates if cand.is_file()]
-
-
-def _from_mirror(mirror: Path, name: str, hexsum: str, size: int, final: Path) -> Path | None:
-    """Find the file in a mirror directory (flat, or laid out like a cache); verify and copy.
-
-    Returns the mirror file used, None if the mirror does not have it, and raises
-    RefusedError if the mirror's copy exists but fails the size/checksum check.
-    """
-    bad: Path | None = None
-    for cand in _mirror_files(mirror, name, hexsum):
-        if _copy_verified(cand, final, hexsum, size):
-            return cand
-        bad = cand
-    if bad is not None:
-        raise RefusedError(f"mirror file {bad} does not match the catalog's size/sha256 {hexsum}")
-    return None
 
 
 # ------------------------------------------------------------------ public entry point
@@ -658,9 +471,9 @@ def fetch(
             origin=origin,
         )
 
-    if _verified(final, hexsum, size):
+    if verified(final, hexsum, size):
         return result("cache", None)
-    if offline and (mirror is None or not _mirror_files(mirror, name, hexsum)):
+    if offline and (mirror is None or not mirror_files(mirror, name, hexsum)):
         where = f"cache {cache_dir}" + (f" or mirror {mirror}" if mirror is not None else "")
         raise NotFoundError(f"offline: {name} (sha256 {hexsum[:12]}...) is not in the {where}")
     try:
@@ -668,14 +481,14 @@ def fetch(
     except OSError as exc:
         raise HwmgrError(f"cannot create cache dir {final.parent}: {exc.strerror}") from exc
 
-    with _locked(final.parent, name):
+    with locked(final.parent, name):
         if final.exists() or final.is_symlink():
-            if _verified(final, hexsum, size):  # another process finished it meanwhile
+            if verified(final, hexsum, size):  # another process finished it meanwhile
                 return result("cache", None)
-            _unlink(final)  # corrupt cache entry: never trust it
+            unlink_quietly(final)  # corrupt cache entry: never trust it
         if mirror is not None:
             try:
-                used = _from_mirror(mirror, name, hexsum, size, final)
+                used = from_mirror(mirror, name, hexsum, size, final)
             except RefusedError:
                 if offline:
                     raise

@@ -28,6 +28,7 @@ OWN_FILES = {
     "recipe.py": "reads drivers/<name>/ recipe files",
     "snapshot.py": "writes/extracts snapshot archives the user named",
     "fetch.py": "writes the download cache dir the caller resolved via Host.path",
+    "cache.py": "the download cache files under the dir the caller resolved via Host.path",
     "state.py": "opens the journal/lock under the state dir resolved via Host.path",
     "srpm.py": "inspects the downloaded SRPM's tarball in a private work dir",
     "dkms.py": "renders dkms.conf into a tree resolved via Host.path",
