@@ -152,11 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             top.print_help(sys.stderr)
             return EXIT_USAGE
         verb = argv[idx]
+        # `hwmgr --json inventory` means `hwmgr inventory --json`: the verbs share these options
         head = [a for a in argv[:idx] if a != "--debug"]
-        if head:
-            raise UsageError(f"hwmgr: options must follow the verb: {' '.join(head)}")
         parser, mod = _verb_parser(verb)
-        args = parser.parse_args(argv[idx + 1 :])
+        args = parser.parse_args(head + argv[idx + 1 :])
         ctx = Context(args)
         outcome: Outcome = mod.run(args, ctx)
         if getattr(args, "json", False):
@@ -189,7 +188,8 @@ def _fail(verb: str, message: str, code: int, want_json: bool, debug: bool) -> i
     if want_json:
         env = Outcome(command=verb, status="error", errors=[message]).envelope()
         write_json(env, sys.stdout)
-    print(f"hwmgr {verb}: error: {message}", file=sys.stderr)
+    prefix = "hwmgr" if verb == "hwmgr" else f"hwmgr {verb}"
+    print(f"{prefix}: error: {message}", file=sys.stderr)
     return code
 
 
