@@ -9,8 +9,10 @@ boot counter, the "verified" mark and the at-most-once automatic rollback.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import signal
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
@@ -584,6 +586,10 @@ class Verifier:
                              f"(transaction #{result.id}); reboot requested")
 
     def _reboot(self) -> dict[str, Any]:
+        # `systemctl reboot` makes systemd stop this very unit (SIGTERM) while the report is
+        # still being written; the rollback is already committed, so finish and exit normally
+        with contextlib.suppress(ValueError):  # not the main thread: nothing to protect
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         argv = list(self.opts.reboot_command)
         r = self.host.run(argv, timeout=120)
         return {"argv": argv, "rc": r.rc, "ok": r.ok,

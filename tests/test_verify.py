@@ -280,7 +280,13 @@ def test_failed_verification_really_rolls_back_and_reboots(tmp_path: Path, vbed:
     assert res.returncode == 0, res.stderr
     ko = list(Path(f"/lib/modules/{kver}").rglob(f"{VMOD}.ko*"))
     assert ko, "the upgrade installed the module"
-    # after the "reboot" the module is not loaded: verification fails → rollback → reboot
+    # after the "reboot" the module is not loaded: verification fails → rollback → reboot.
+    # Like `systemctl reboot` under systemd, the reboot command SIGTERMs hwmgr at once: the
+    # report must still come out whole, with the rollback's real exit code.
+    cfg = Path(env["HWMGR_CONFIG"])
+    conf = json.loads(cfg.read_text())
+    conf["reboot_command"] = ["sh", "-c", f"touch {tmp_path / 'rebooted'}; kill -TERM $PPID"]
+    cfg.write_text(json.dumps(conf))
     rc, doc = verify("--on-failure", "rollback", env=env)
     assert rc == EXIT_FAILED
     exp = doc["data"]["expectations"][0]
