@@ -2,29 +2,35 @@
 
 A `Lab` owns one run directory, the e1000e SRPMs, the lab catalog and the host servers; a
 `VM` owns a qcow2 overlay on the cached golden disk; `VM.boot(step)` writes a fresh payload
-disk (hwmgr, catalog, recipe, site config, the step script), starts QEMU with -no-reboot,
-streams the serial console into a transcript, and reads back what the guest recorded in
-/lab/out with debugfs (no mounts). A guest reboot ends QEMU; the next `boot()` is the next
-boot of the same disk. `Lab.close()` stops every process it started, whatever happened.
+disk (hwmgr, catalog, recipe, site config, the units, the step script), starts QEMU with
+-no-reboot, streams the serial console into a transcript, and reads back what the guest
+recorded in /lab/out with debugfs (no mounts). The guest boots with systemd; a reboot ends
+QEMU, and the next `boot()` is the next boot of the same disk. `VM.paused()` stops a running
+guest over QMP (QEMU flushes its disk caches) so its disk can be copied: a power cut's disk.
+`Lab.close()` stops every process it started, whatever happened.
 """
 
 from __future__ import annotations
 
+import compileall
 import contextlib
 import functools
 import hashlib
 import http.server
 import json
 import os
+import py_compile
+import re
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from lab import image as labimage
 from lab import srpms
@@ -33,13 +39,23 @@ from lab.image import Image, LabError, log, run
 REPO = Path(__file__).resolve().parent.parent
 GUEST = Path(__file__).resolve().parent / "guest"
 UNIT = REPO / "contrib" / "systemd" / "hwmgr-verify.service"
-FALLBACK_VERIFY = "hwmgr verify --boot --on-failure rollback --throughput"
 HOST_IP = "10.0.2.2"  # the host as QEMU user networking shows it to the guest
 FLOOR_MBPS = 100.0
 RECOMMENDED = "3.8.8_lab"  # the catalog's pick for 8086:10d3, so inventory has a verdict
 BOOT_TIMEOUT = 600.0
 JOBS_ENV, SMP_ENV, CPU_ENV = "HWMGR_LAB_JOBS", "HWMGR_LAB_SMP", "HWMGR_LAB_CPU"
-GUEST_FILES = ("init.sh", "lib.sh", "facts.py", "summary.py", "reboot")
+GUEST_FILES = ("init.sh", "lib.sh", "facts.py", "summary.py", "net.sh", "run-step.sh",
+               "verify-done.sh")
+RESTART = "reboot: Restarting system"  # the kernel's last console line of a reboot
+
+
+# journald's console forwarding: "[   39.76] run-step.sh[270]: LAB: ..." → "LAB: ..."
+_UNIT_PREFIX = re.compile(r"^\[\s*\d+\.\d+\] [\w.@:-]+\[\d+\]: ")
+
+
+def _console(raw: str) -> str:
+    """One console line without CR and without journald's timestamp/unit prefix."""
+    return _UNIT_PREFIX.sub("", raw.rstrip("\r\n").replace("\r", ""))
 
 
 def _die_with_parent(argv: list[str]) -> list[str]:
@@ -63,14 +79,26 @@ def free_port() -> int:
 
 
 def verify_command() -> str:
-    """The boot-time verify command: hwmgr-verify.service's ExecStart, verbatim (the lab's
-    site config names the iperf3 peer, so `verify --boot` runs the throughput check too)."""
-    cmd = FALLBACK_VERIFY
-    if UNIT.is_file():
-        for line in UNIT.read_text().splitlines():
-            if line.strip().startswith("ExecStart="):
-                cmd = line.split("=", 1)[1].strip().lstrip("-@+!:")
-    return cmd
+    """hwmgr-verify.service's ExecStart, verbatim (the lab's site config names the iperf3
+    peer, so `verify --boot` runs the throughput check too)."""
+    for line in UNIT.read_text().splitlines():
+        if line.strip().startswith("ExecStart="):
+            return line.split("=", 1)[1].strip()
+    raise LabError(f"{UNIT} has no ExecStart=")
+
+
+def _dropin(verify: bool) -> str:
+    """The lab site's drop-in for hwmgr-verify.service: the shipped command plus --json, its
+    output where the harness reads it, and the exit status kept by an ExecStopPost."""
+    lines = ["# hwmgr QEMU lab site drop-in (written by lab/vm.py)", "[Unit]"]
+    if not verify:
+        lines.append("ConditionPathExists=/lab/verify-at-boot")
+    lines += ["[Service]", "ExecStart=", f"ExecStart={verify_command()} --json",
+              "StandardOutput=file:/lab/out/boot-verify.json",
+              "StandardError=file:/lab/out/boot-verify.err",
+              "ExecStopPost=/lab/verify-done.sh",
+              "Environment=PYTHONDONTWRITEBYTECODE=1 COLUMNS=120"]
+    return "\n".join(lines) + "\n"
 
 
 @dataclass
@@ -121,7 +149,8 @@ class Boot:
 
     @property
     def reboot_requested(self) -> bool:
-        return (self.out / "reboot-requested").is_file()
+        """The boot ended in a reboot (systemctl reboot), not a power-off or a power cut."""
+        return any(RESTART in ln for ln in self.lines)
 
     def console(self, marker: str) -> list[str]:
         return [ln for ln in self.lines if marker in ln]
@@ -157,6 +186,8 @@ class Lab:
         # guests running at once; TCG vCPUs beyond the host's CPUs only slow everyone down
         self.jobs = max(1, int(os.environ.get(JOBS_ENV) or 2))
         self.smp = int(os.environ.get(SMP_ENV) or (2 if self.jobs == 1 else 1))
+        # a boot that runs while nothing else can (the first one) may use every host CPU
+        self.smp_alone = int(os.environ.get(SMP_ENV) or min(2, os.cpu_count() or 1))
         self.cpu = os.environ.get(CPU_ENV) or "qemu64"  # ~15% faster builds than "max" (TCG)
         self.slots = threading.BoundedSemaphore(self.jobs)
         self.closed = False
@@ -177,6 +208,10 @@ class Lab:
         shutil.rmtree(self.pylib, ignore_errors=True)
         shutil.copytree(REPO / "hwmgr", self.pylib / "hwmgr",
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        # bytecode compiled here, checked by source hash: under TCG each hwmgr run in the
+        # guest would otherwise spend seconds compiling the package again
+        compileall.compile_dir(self.pylib, quiet=1,
+                               invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
         self.timings["host setup"] = round(time.monotonic() - t0, 1)
         log(f"lab run dir {self.run_dir}: SRPMs {', '.join(sorted(self.srpms))} on "
             f"http://{HOST_IP}:{self.http_port}/ (guest view)")
@@ -230,6 +265,7 @@ class Lab:
         self.closed = True  # background chains start no new boot from now on
         for v in self.vms:
             v.kill()
+            shutil.rmtree(v.qmp.parent, ignore_errors=True)
         for p in self._procs:
             if p.poll() is None:
                 with contextlib.suppress(OSError, subprocess.TimeoutExpired):
@@ -257,14 +293,24 @@ class VM:
     """One guest disk (qcow2 overlay) and its sequence of boots."""
 
     def __init__(self, lab: Lab, name: str, *, floor_mbps: float = FLOOR_MBPS,
-                 on_failure: str = "rollback", fork_of: VM | None = None) -> None:
+                 on_failure: str = "rollback", fork_of: VM | None = None,
+                 power_cut: bool = False) -> None:
+        """A fresh disk, a copy of powered-off `fork_of`'s disk, or with `power_cut` the disk
+        of running `fork_of` as it is this instant (what a power cut leaves behind)."""
         self.lab, self.name = lab, name
         self.dir = lab.run_dir / name
         shutil.rmtree(self.dir, ignore_errors=True)
         self.dir.mkdir(parents=True)
         self.overlay = self.dir / "root.qcow2"
+        self._qmp_dir = Path(tempfile.mkdtemp(prefix=f"hwmgr-lab-{name}-"))  # short path
+        self.qmp = self._qmp_dir / "qmp.sock"
         self.history: list[str] = list(fork_of.history) if fork_of else []
-        if fork_of is not None:  # the same disk as fork_of has now (it is powered off)
+        if fork_of is not None and power_cut:
+            with fork_of.paused():
+                shutil.copyfile(fork_of.overlay, self.overlay)
+            self.history.append(f"power cut: {fork_of.name}'s disk during its boot "
+                                f"{len(fork_of.boots) + 1}")
+        elif fork_of is not None:  # the same disk as fork_of has now (it is powered off)
             shutil.copyfile(fork_of.overlay, self.overlay)
             self.history.append(f"forked from {fork_of.name} after its boot "
                                 f"{len(fork_of.boots)}")
@@ -274,7 +320,7 @@ class VM:
         self.iperf_port = lab.iperf_server()
         self.config = {
             "comment": "hwmgr QEMU lab site config (lab/vm.py)",
-            "on_failure": on_failure, "reboot_command": ["/lab/reboot"],
+            "on_failure": on_failure,  # reboot_command: hwmgr's default, systemctl reboot
             "throughput_peer": HOST_IP, "throughput_port": self.iperf_port,
             "throughput_floor_mbps": floor_mbps, "throughput_duration": 3,
             "link_wait_seconds": 10,
@@ -295,11 +341,10 @@ class VM:
         (d / "drivers").mkdir()
         shutil.copytree(REPO / "drivers" / "e1000e", d / "drivers" / "e1000e")
         (d / "hwmgr.json").write_text(json.dumps(self.config, indent=1) + "\n")
-        if UNIT.is_file():
-            (d / "unit").mkdir()
-            shutil.copy2(UNIT, d / "unit" / UNIT.name)
-        if verify:
-            (d / "verify-command").write_text(verify_command() + " --json\n")
+        (d / "unit").mkdir()
+        shutil.copy2(UNIT, d / "unit" / UNIT.name)
+        (d / "unit" / "lab.conf").write_text(_dropin(verify))
+        shutil.copytree(GUEST / "units", d / "units")
         if shape:
             (d / "shape.sh").write_text(f"#!/bin/bash\n{shape}\n")
             (d / "shape.sh").chmod(0o755)
@@ -312,13 +357,14 @@ class VM:
              str(img)], what="mkfs.ext4 payload")
         return img
 
-    def _argv(self, payload: Path) -> list[str]:
+    def _argv(self, payload: Path, smp: int) -> list[str]:
         img = self.lab.img
         mac = "52:54:00:12:34:56"
         return [
             "qemu-system-x86_64", "-accel", "tcg,thread=multi", "-cpu", self.lab.cpu,
-            "-smp", str(self.lab.smp),
+            "-smp", str(smp),
             "-m", "1536", "-display", "none", "-serial", "stdio", "-monitor", "none",
+            "-qmp", f"unix:{self.qmp},server=on,wait=off",
             "-no-reboot", "-kernel", str(img.vmlinuz), "-initrd", str(img.initrd),
             "-append", "console=ttyS0 root=/dev/vda rw init=/sbin/lab-init quiet loglevel=3 "
                        "panic=-1 net.ifnames=0",
@@ -333,20 +379,22 @@ class VM:
     def boot(self, step: str = "", *, verify: bool = True, shape: str | None = None,
              kill_on: str | None = None, kill_delay: float = 0.0,
              timeout: float = BOOT_TIMEOUT, on_line: Callable[[str], None] | None = None,
-             slot: bool = True) -> Boot:
+             slot: bool = True, smp: int | None = None) -> Boot:
         """Boot the guest once, run boot-verify and `step` (bash), return what it recorded.
 
         `kill_on`: SIGKILL QEMU `kill_delay` s after a console line containing it (power cut).
         `slot`: wait for one of the lab's `jobs` slots (False: the caller holds one).
+        `smp`: vCPUs for this boot (default the lab's per-guest count).
         """
+        args = (step, verify, shape, kill_on, kill_delay, timeout, on_line, smp or self.lab.smp)
         if not slot:
-            return self._boot(step, verify, shape, kill_on, kill_delay, timeout, on_line)
+            return self._boot(*args)
         with self.lab.slots:
-            return self._boot(step, verify, shape, kill_on, kill_delay, timeout, on_line)
+            return self._boot(*args)
 
     def _boot(self, step: str, verify: bool, shape: str | None, kill_on: str | None,
-              kill_delay: float, timeout: float, on_line: Callable[[str], None] | None
-              ) -> Boot:
+              kill_delay: float, timeout: float, on_line: Callable[[str], None] | None,
+              smp: int) -> Boot:
         n = len(self.boots) + 1
         if self.lab.closed:
             raise LabError(f"{self.name} boot {n}: the lab is closed")
@@ -355,9 +403,10 @@ class VM:
         lines: list[str] = []
         killed = threading.Event()
         t0 = time.monotonic()
-        log(f"{self.name} boot {n}: starting QEMU")
+        log(f"{self.name} boot {n}: starting QEMU ({smp} vCPU)")
+        self.qmp.unlink(missing_ok=True)
         with open(logp, "w") as logf:
-            self._proc = subprocess.Popen(_die_with_parent(self._argv(payload)),
+            self._proc = subprocess.Popen(_die_with_parent(self._argv(payload, smp)),
                                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                           stderr=subprocess.STDOUT, start_new_session=True)
             proc = self._proc
@@ -368,7 +417,7 @@ class VM:
             try:
                 assert proc.stdout is not None
                 for raw in iter(proc.stdout.readline, b""):
-                    line = raw.decode(errors="replace").rstrip("\r\n").replace("\r", "")
+                    line = _console(raw.decode(errors="replace"))
                     if not line.strip():
                         continue
                     stamp = f"[{time.monotonic() - t0:7.2f}] {line}"
@@ -400,6 +449,36 @@ class VM:
             raise LabError(f"{self.name} boot {n} timed out after {timeout:.0f} s; "
                            f"transcript {logp}")
         return b
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Stop the running guest's vCPUs over QMP for the block; QEMU drains and flushes its
+        disks on `stop`, so the overlay file is then exactly what the guest's disk holds."""
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(60)
+            sock.connect(str(self.qmp))
+            f = sock.makefile("rwb")
+
+            def call(cmd: str) -> None:
+                f.write(json.dumps({"execute": cmd}).encode() + b"\n")
+                f.flush()
+                while True:
+                    line = f.readline()
+                    if not line:
+                        raise LabError(f"{self.name}: QMP closed during {cmd}")
+                    msg = json.loads(line)
+                    if "error" in msg:
+                        raise LabError(f"{self.name}: QMP {cmd}: {msg['error']}")
+                    if "return" in msg:
+                        return
+
+            json.loads(f.readline())  # the greeting
+            call("qmp_capabilities")
+            call("stop")
+            try:
+                yield
+            finally:
+                call("cont")
 
     def _timeout_kill(self, proc: subprocess.Popen, killed: threading.Event) -> None:
         proc._lab_timed_out = True  # type: ignore[attr-defined]

@@ -1,0 +1,16 @@
+#!/bin/bash
+# lab-net.service: once udev has coldplugged the PCI devices, eth0 on QEMU user networking
+# (the host is 10.0.2.2; no default route, so hwmgr's default-route guard stays off), the
+# scenario's traffic shaping, and the guest's own view of the drivers before hwmgr runs.
+source /lab/lib.sh
+udevadm settle --timeout=60
+for _ in $(seq 30); do [ -e /sys/class/net/eth0 ] && break; sleep 0.1; done
+say "udev coldplug done: $(ls /sys/class/net | tr '\n' ' ')"
+if [ -e /sys/class/net/eth0 ]; then
+  ip addr add 10.0.2.15/24 dev eth0; ip link set eth0 up
+fi
+[ -x /lab/shape.sh ] && { say "shaping eth0: $(tail -1 /lab/shape.sh)"; /lab/shape.sh; }
+python3 /lab/facts.py > $OUT/facts-boot.json 2>$OUT/facts-boot.err
+say "facts: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"])' \
+  $OUT/facts-boot.json)"
+exit 0
