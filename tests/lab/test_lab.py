@@ -10,7 +10,7 @@ the scenarios share boots and disks, and build each version once:
   chain b (a's disk after boot 1): 4 3.8.7 verified; broken 3.8.9 → verify fails →
            auto-rollback → 3.8.7 verified
   chain c (a's disk after boot 2): 5 shaped link → throughput fails → auto-rollback once
-  chain d (a's disk at the power cut): 6 the disk as it was 2 s into the `dkms install` of
+  chain d (a's disk at the power cut): 6 the disk as it was 1 s into the `dkms install` of
            a's boot 2 (QEMU paused, disk copied: what a power cut leaves) → boot → recover
 Chain a keeps one of the lab's slots (HWMGR_LAB_JOBS, default 2 guests at once); the other
 chains share the rest. Boot 1 runs alone, so it gets every host CPU.
@@ -85,7 +85,7 @@ def step_upgrade(version: str) -> str:
 
 
 DKMS_INSTALL = "LAB-MARK dkms-install"
-CUT_DELAY = 2.0  # seconds into `dkms install` when chain d's disk is taken
+CUT_DELAY = 1.0  # seconds into `dkms install` when chain d's disk is taken
 # a#2: while 3.8.8 installs, say so on the console (the harness then takes the power cut)
 BUILT = f"/var/lib/dkms/e1000e/{V2}/*/*/module/e1000e.ko*"
 UPGRADE_WATCHED = (f"mark_when_running 'dkms install -m e1000e' dkms-install '{BUILT}' &\n"
