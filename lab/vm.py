@@ -91,8 +91,8 @@ def _dropin(verify: bool) -> str:
     """The lab site's drop-in for hwmgr-verify.service: the shipped command plus --json, its
     output where the harness reads it, and the exit status kept by an ExecStopPost."""
     lines = ["# hwmgr QEMU lab site drop-in (written by lab/vm.py)", "[Unit]"]
-    if not verify:
-        lines.append("ConditionPathExists=/lab/verify-at-boot")
+    if not verify:  # this boot skips the unit: the condition names a file that never exists
+        lines.append("ConditionPathExists=/lab/no-such-file-verify-is-off")
     lines += ["[Service]", "ExecStart=", f"ExecStart={verify_command()} --json",
               "StandardOutput=file:/lab/out/boot-verify.json",
               "StandardError=file:/lab/out/boot-verify.err",
