@@ -87,13 +87,11 @@ def verify_command() -> str:
     raise LabError(f"{UNIT} has no ExecStart=")
 
 
-def _dropin(verify: bool) -> str:
+def _dropin() -> str:
     """The lab site's drop-in for hwmgr-verify.service: the shipped command plus --json, its
     output where the harness reads it, and the exit status kept by an ExecStopPost."""
-    lines = ["# hwmgr QEMU lab site drop-in (written by lab/vm.py)", "[Unit]"]
-    if not verify:  # this boot skips the unit: the condition names a file that never exists
-        lines.append("ConditionPathExists=/lab/no-such-file-verify-is-off")
-    lines += ["[Service]", "ExecStart=", f"ExecStart={verify_command()} --json",
+    lines = ["# hwmgr QEMU lab site drop-in (written by lab/vm.py)",
+             "[Service]", "ExecStart=", f"ExecStart={verify_command()} --json",
               "StandardOutput=file:/lab/out/boot-verify.json",
               "StandardError=file:/lab/out/boot-verify.err",
               "ExecStopPost=/lab/verify-done.sh",
@@ -110,7 +108,6 @@ class Boot:
     log: Path
     out: Path
     wall: float
-    killed: bool
     rc: int | None
     lines: list[str] = field(default_factory=list)
 
@@ -329,7 +326,7 @@ class VM:
         self._proc: subprocess.Popen | None = None
 
     # ------------------------------------------------------------------ payload
-    def _payload(self, n: int, step: str, verify: bool, shape: str | None) -> Path:
+    def _payload(self, n: int, step: str, shape: str | None) -> Path:
         d = self.dir / f"payload{n}"
         shutil.rmtree(d, ignore_errors=True)
         (d / "out").mkdir(parents=True)
@@ -343,7 +340,7 @@ class VM:
         (d / "hwmgr.json").write_text(json.dumps(self.config, indent=1) + "\n")
         (d / "unit").mkdir()
         shutil.copy2(UNIT, d / "unit" / UNIT.name)
-        (d / "unit" / "lab.conf").write_text(_dropin(verify))
+        (d / "unit" / "lab.conf").write_text(_dropin())
         shutil.copytree(GUEST / "units", d / "units")
         if shape:
             (d / "shape.sh").write_text(f"#!/bin/bash\n{shape}\n")
@@ -376,32 +373,29 @@ class VM:
         ]
 
     # ------------------------------------------------------------------ boot
-    def boot(self, step: str = "", *, verify: bool = True, shape: str | None = None,
-             kill_on: str | None = None, kill_delay: float = 0.0,
+    def boot(self, step: str = "", *, shape: str | None = None,
              timeout: float = BOOT_TIMEOUT, on_line: Callable[[str], None] | None = None,
              slot: bool = True, smp: int | None = None) -> Boot:
         """Boot the guest once, run boot-verify and `step` (bash), return what it recorded.
 
-        `kill_on`: SIGKILL QEMU `kill_delay` s after a console line containing it (power cut).
+        `on_line`: called with each console line as it arrives (e.g. to take a power cut).
         `slot`: wait for one of the lab's `jobs` slots (False: the caller holds one).
         `smp`: vCPUs for this boot (default the lab's per-guest count).
         """
-        args = (step, verify, shape, kill_on, kill_delay, timeout, on_line, smp or self.lab.smp)
+        args = (step, shape, timeout, on_line, smp or self.lab.smp)
         if not slot:
             return self._boot(*args)
         with self.lab.slots:
             return self._boot(*args)
 
-    def _boot(self, step: str, verify: bool, shape: str | None, kill_on: str | None,
-              kill_delay: float, timeout: float, on_line: Callable[[str], None] | None,
-              smp: int) -> Boot:
+    def _boot(self, step: str, shape: str | None, timeout: float,
+              on_line: Callable[[str], None] | None, smp: int) -> Boot:
         n = len(self.boots) + 1
         if self.lab.closed:
             raise LabError(f"{self.name} boot {n}: the lab is closed")
-        payload = self._payload(n, step, verify, shape)
+        payload = self._payload(n, step, shape)
         logp = self.dir / f"boot{n}.log"
         lines: list[str] = []
-        killed = threading.Event()
         t0 = time.monotonic()
         log(f"{self.name} boot {n}: starting QEMU ({smp} vCPU)")
         self.qmp.unlink(missing_ok=True)
@@ -412,7 +406,7 @@ class VM:
             proc = self._proc
             if self.lab.closed:  # close() ran while this boot was being prepared
                 self._kill_proc(proc)
-            timer = threading.Timer(timeout, self._timeout_kill, args=(proc, killed))
+            timer = threading.Timer(timeout, self._timeout_kill, args=(proc,))
             timer.start()
             try:
                 assert proc.stdout is not None
@@ -428,11 +422,6 @@ class VM:
                         log(f"{self.name}#{n} {stamp}")
                     if on_line:
                         on_line(line)
-                    if kill_on and kill_on in line and not killed.is_set():
-                        killed.set()
-                        log(f"{self.name}#{n} power cut in {kill_delay:g} s "
-                            f"(console said {kill_on!r})")
-                        threading.Timer(kill_delay, self._kill_proc, args=(proc,)).start()
                 rc = proc.wait()
             finally:
                 timer.cancel()
@@ -440,11 +429,10 @@ class VM:
         wall = round(time.monotonic() - t0, 1)
         timed_out = getattr(proc, "_lab_timed_out", False)
         out = self.dir / f"out{n}"
-        self._read_out(payload, out, dirty=killed.is_set() or timed_out)
-        b = Boot(self.name, n, logp, out, wall, killed.is_set(), rc, lines)
+        self._read_out(payload, out, dirty=timed_out)
+        b = Boot(self.name, n, logp, out, wall, rc, lines)
         self.boots.append(b)
-        log(f"{self.name} boot {n}: QEMU exited rc={rc} after {wall} s"
-            + (" (killed: power cut)" if killed.is_set() else ""))
+        log(f"{self.name} boot {n}: QEMU exited rc={rc} after {wall} s")
         if timed_out:
             raise LabError(f"{self.name} boot {n} timed out after {timeout:.0f} s; "
                            f"transcript {logp}")
@@ -480,7 +468,7 @@ class VM:
             finally:
                 call("cont")
 
-    def _timeout_kill(self, proc: subprocess.Popen, killed: threading.Event) -> None:
+    def _timeout_kill(self, proc: subprocess.Popen) -> None:
         proc._lab_timed_out = True  # type: ignore[attr-defined]
         self._kill_proc(proc)
 
@@ -500,7 +488,7 @@ class VM:
 
     @staticmethod
     def _read_out(payload: Path, dest: Path, dirty: bool) -> None:
-        """Copy /out from the payload image with debugfs (after fsck if QEMU was killed)."""
+        """Copy /out from the payload image with debugfs (after fsck if QEMU timed out)."""
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
         if dirty:

@@ -1,4 +1,6 @@
-"""What the guest's own tools say about e1000e and megaraid_sas right now (JSON on stdout).
+"""What the guest's own tools say about e1000e and megaraid_sas right now.
+
+`facts.py OUT.json` writes the JSON document to OUT.json and prints its one-line summary.
 
 Independent of hwmgr on purpose: the lab asserts on ethtool, /sys/module, modinfo and
 lspci, so a bug in hwmgr's verify cannot make the lab agree with it. Stdlib only.
@@ -6,6 +8,7 @@ lspci, so a bug in hwmgr's verify cannot make the lab agree with it. Stdlib only
 import json
 import os
 import subprocess
+import sys
 
 
 def sh(*argv):
@@ -75,4 +78,6 @@ e = doc["ethtool"].get("eth0") or {}
 m = doc["modules"]["e1000e"]
 doc["summary"] = (f"ethtool={e.get('version')} sys={m['sys_version']} "
                   f"modinfo={m['modinfo'].get('version')} file={m['modinfo'].get('filename')}")
-print(json.dumps(doc, indent=1))
+with open(sys.argv[1], "w") as fh:
+    json.dump(doc, fh, indent=1)
+print(doc["summary"])

@@ -11,7 +11,7 @@ rec() {
   local rc=$?
   echo $rc > "$OUT/$name.rc"
   local t1; t1=$(up)
-  echo "LAB-CMD [$name] $* -> exit $rc ($(python3 -c "print(round($t1-$t0,1))") s)"
+  echo "LAB-CMD [$name] $* -> exit $rc ($(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s)"
   case "$*" in *--json*) echo "    $(python3 /lab/summary.py "$OUT/$name.out")";; esac
   [ -s "$OUT/$name.err" ] && sed 's/^/    stderr: /' "$OUT/$name.err" | tail -5
   sync
@@ -20,7 +20,7 @@ rec() {
 # show CMD...: run CMD for the transcript only (human output)
 show() { echo "LAB-SHOW $*"; "$@" 2>&1 | sed 's/^/    /'; }
 # facts_end: the guest's view of the drivers now (after an upgrade, before its reboot)
-facts_end() { python3 /lab/facts.py > "$OUT/facts-end.json" 2>> "$OUT/facts-end.err"; }
+facts_end() { python3 /lab/facts.py "$OUT/facts-end.json" > /dev/null 2>> "$OUT/facts-end.err"; }
 # reboot_after: end this boot with a reboot (QEMU exits; the harness boots again)
 reboot_after() { echo "$(date -u +%FT%TZ) step script" > /run/lab-reboot-requested; }
 # mark_when_running PATTERN MARK [GLOB]: print "LAB-MARK MARK" once a process matching

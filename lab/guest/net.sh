@@ -10,7 +10,5 @@ if [ -e /sys/class/net/eth0 ]; then
   ip addr add 10.0.2.15/24 dev eth0; ip link set eth0 up
 fi
 [ -x /lab/shape.sh ] && { say "shaping eth0: $(tail -1 /lab/shape.sh)"; /lab/shape.sh; }
-python3 /lab/facts.py > $OUT/facts-boot.json 2>$OUT/facts-boot.err
-say "facts: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"])' \
-  $OUT/facts-boot.json)"
+say "facts: $(python3 /lab/facts.py $OUT/facts-boot.json 2>$OUT/facts-boot.err)"
 exit 0
