@@ -30,6 +30,17 @@ class Outcome:
         }
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
+_CONTROL.update({0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"})
+_CONTROL.update({c: f"\\u{c:04x}" for c in range(0x80, 0xA0)})
+
+
+def printable(text: Any) -> str:
+    """`text` with control characters escaped: host- and snapshot-supplied strings reach a
+    terminal only through this, so a hostile hostname cannot move the cursor or recolour."""
+    return str(text).translate(_CONTROL)
+
+
 def write_json(obj: Any, stream: TextIO) -> None:
     """Indented for a terminal; compact (C encoder, one write) for pipes and files."""
     pretty = hasattr(stream, "isatty") and stream.isatty()
