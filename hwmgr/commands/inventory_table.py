@@ -171,7 +171,7 @@ def _layout(rows: list[Row], width: int, gap: int) -> tuple[list[str], dict[str,
         return max(cell_len(head[k]), *(cell_len(r.cells[k]) for r in rows))
 
     widths = {k: natural(k) for k in keys if k != "device"}
-    for step, (key, wants) in enumerate([*MOVE, (None, 0)]):
+    for key, wants in [*MOVE, (None, 0)]:
         budget = width - sum(widths[k] for k in keys if k != "device") - gap * (len(keys) - 1)
         if key is None or budget >= max(wants, _detail_min(rows, _moved(keys))):
             break
