@@ -125,7 +125,7 @@ def test_piped_is_plain_and_fits(name: str, columns: int) -> None:
     assert sum(ln.startswith("ADDRESS") for ln in lines) == 1
 
 
-@pytest.mark.parametrize("columns", [80, 200])
+@pytest.mark.parametrize("columns", [60, 80, 200])
 @pytest.mark.parametrize("name", FIXTURES)
 def test_terminal_is_box_drawn_and_fits(name: str, columns: int) -> None:
     data = data_of(HOSTS / name)
@@ -240,3 +240,5 @@ def test_wrap_never_splits_a_word_that_fits() -> None:
         assert all(len(ln) <= w for ln in lines)
         assert " ".join(" ".join(lines).split()) == " ".join(text.split())
     assert wrap("x" * 25, 10) == ["x" * 10, "x" * 10, "x" * 5]  # only a word wider than w
+    assert wrap("漢字漢字", 3) == ["漢", "字", "漢", "字"]  # wide characters: cut by cells
+    assert wrap("a b", 4, indent=8) == ["a b"] and wrap("aa bb", 3, indent=8)  # no hang

@@ -93,6 +93,7 @@ def is_main(d: dict[str, Any]) -> bool:
 
 
 def _order(d: dict[str, Any]) -> tuple[int, str, str]:
+    """NICs, then storage, then the rest by class and address (lspci-like within a class)."""
     cls = d.get("class") or ""
     rank = {"02": 0, "01": 1}.get(cls[:2], 2 if cls else 3)
     return rank, cls, d["address"]
@@ -129,6 +130,7 @@ def _row(d: dict[str, Any], ifaces: dict[str, dict[str, Any]],
 
 
 def _device_name(d: dict[str, Any]) -> str:
+    """"Vendor Device" without the corporate suffix, which costs width and tells nothing."""
     vendor = d.get("vendor_name") or (f"vendor {d['vendor_id']}" if d["vendor_id"] else "?")
     for suffix in _CORP:
         if vendor.endswith(suffix) and len(vendor) > len(suffix):
@@ -139,6 +141,7 @@ def _device_name(d: dict[str, Any]) -> str:
 
 
 def _links(d: dict[str, Any], ifaces: dict[str, dict[str, Any]]) -> str:
+    """Interfaces with state and speed, SR-IOV VFs in use, and the PF of a VF."""
     parts = []
     for name in d["interfaces"]:
         i = ifaces.get(name, {})
@@ -153,6 +156,7 @@ def _links(d: dict[str, Any], ifaces: dict[str, dict[str, Any]]) -> str:
 
 
 def _speed(mbps: Any) -> str:
+    """10000 -> "10Gb/s": short enough to keep the link column narrow."""
     if not isinstance(mbps, int) or mbps <= 0:
         return ""
     if mbps >= 1000:
@@ -187,6 +191,7 @@ def _layout(rows: list[Row], width: int, gap: int) -> tuple[list[str], dict[str,
 
 
 def _moved(keys: list[str]) -> list[str]:
+    """The columns not shown (their values go into the details), in column order."""
     return [k for k, _ in COLUMNS if k not in keys]
 
 
@@ -241,9 +246,10 @@ def wrap(text: str, w: int, indent: int = 0) -> list[str]:
         if cur:
             lines.append(cur.rstrip())
             room = w - indent
+        room = max(room, 1)
         while cell_len(word.rstrip()) > room:  # a single word wider than the line
             cut = word
-            while cell_len(cut) > room:
+            while len(cut) > 1 and cell_len(cut) > room:
                 cut = cut[:-1]
             lines.append(cut)
             word = word[len(cut):]
@@ -255,6 +261,7 @@ def wrap(text: str, w: int, indent: int = 0) -> list[str]:
 
 def _prose(console: Any, text: str, width: int, style: str | None = None,
            indent: int = 0) -> None:
+    """Print text wrapped to the width at word boundaries, with no markup parsed."""
     for line in wrap(text, width, indent):
         console.out(line, style=style)
 
