@@ -70,8 +70,7 @@ def render(console: Any, data: dict[str, Any], show_all: bool = False) -> None:
         if tty:
             _rich_table(console, rows, keys, widths)
         else:
-            for line in _plain_table(rows, keys, widths, width):
-                console.out(line)
+            console.out("\n".join(_plain_table(rows, keys, widths, width)))
     if hidden:
         _prose(console, f"+{hidden} other function{'s' if hidden != 1 else ''}: --all to list",
                width)
