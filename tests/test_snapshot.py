@@ -290,7 +290,7 @@ def test_hostile_json_is_exit_8_naming_the_file(tmp_path: Path, what: str, where
     (tmp_path / "commands").mkdir()
     (tmp_path / "snapshot.json").write_text(META)
     (tmp_path / where).write_text(text if where == "commands/index.json"
-                                  else '{"format": "hwmgr-snapshot", "version": %s}' % text)
+                                  else '{"format": "hwmgr-snapshot", "version": ' + text + "}")
     res = run_cli("inventory", "--root", str(tmp_path))
     assert res.returncode == 8, res.stderr
     assert f"{tmp_path}/{where}" in res.stderr and len(res.stderr.strip().splitlines()) == 1
