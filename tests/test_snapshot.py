@@ -317,3 +317,13 @@ def test_fifos_in_a_directory_snapshot_never_block(copy_host, where: str) -> Non
     if where == "vendor":
         dev_row = next(d for d in doc["data"]["devices"] if d["address"] == "0000:01:00.0")
         assert dev_row["vendor_id"] is None
+
+
+def test_member_names_reach_the_terminal_escaped(tmp_path: Path) -> None:
+    member = "snap/\x1b]0;owned\x07\x1b[31mred\rX"
+    bad = _tar(tmp_path / "esc.tar.gz", [_file("snap/snapshot.json", META.encode()),
+                                         _link(member, "/etc/passwd", tarfile.LNKTYPE)])
+    res = run_cli("inventory", "--root", str(bad))
+    assert res.returncode == 8
+    assert "\x1b" not in res.stderr and "\r" not in res.stderr and "\x07" not in res.stderr
+    assert "snap/\\x1b]0;owned\\x07\\x1b[31mred\\rX" in res.stderr
