@@ -14,8 +14,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import run_cli
 
 from hwmgr.errors import HwmgrError
 from hwmgr.inventory import Inventory
@@ -113,3 +115,22 @@ def test_damaged_snapshots_never_crash(devices: list[dict], index: str, meta_ok:
         assert "root:" not in json.dumps(scan.to_json())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ CLI: not-a-file inputs
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("kind, code, fragment", [
+    ("directory", 8, "is a directory"),
+    ("devnull", 8, "is a character device"),
+    ("fifo", 8, "is a FIFO"),
+    ("missing", 3, "does not exist"),
+])
+def test_catalog_validate_says_what_a_non_file_is(tmp_path: Path, kind: str, code: int,
+                                                  fragment: str) -> None:
+    path = {"directory": tmp_path, "devnull": Path("/dev/null"), "fifo": tmp_path / "c.json",
+            "missing": tmp_path / "nope.json"}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    res = run_cli("catalog", "validate", str(path), timeout=15)
+    assert res.returncode == code, res.stderr
+    assert res.stderr.count("\n") == 1 and fragment in res.stderr and str(path) in res.stderr

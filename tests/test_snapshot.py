@@ -327,3 +327,30 @@ def test_member_names_reach_the_terminal_escaped(tmp_path: Path) -> None:
     assert res.returncode == 8
     assert "\x1b" not in res.stderr and "\r" not in res.stderr and "\x07" not in res.stderr
     assert "snap/\\x1b]0;owned\\x07\\x1b[31mred\\rX" in res.stderr
+
+
+@pytest.mark.parametrize("case, code, fragment", [
+    ("out-is-a-file", 2, "already exists"),
+    ("out-is-a-file.tar.gz", 2, "already exists"),
+    ("parent-is-a-file", 2, "is not a directory"),
+    ("parent-missing", 3, "does not exist"),
+    ("dangling-link", 2, "already exists"),
+])
+def test_snapshot_out_problems_are_one_line_and_create_nothing(
+        tmp_path: Path, case: str, code: int, fragment: str) -> None:
+    import os
+
+    (tmp_path / "file").write_text("keep")
+    out = {"out-is-a-file": tmp_path / "file", "out-is-a-file.tar.gz": tmp_path / "f.tar.gz",
+           "parent-is-a-file": tmp_path / "file/snap", "parent-missing": tmp_path / "a/b/snap",
+           "dangling-link": tmp_path / "link"}[case]
+    if case == "out-is-a-file.tar.gz":
+        out.write_text("keep")
+    if case == "dangling-link":
+        os.symlink(tmp_path / "nowhere", out)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    res = run_cli("snapshot", str(out))
+    assert res.returncode == code, res.stderr
+    assert res.stderr.count("\n") == 1 and fragment in res.stderr, res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert (tmp_path / "file").read_text() == "keep"
