@@ -228,12 +228,12 @@ def _parse(raw: bytes) -> tuple[Any, list[tuple[str, str]]]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, [("$", f"not UTF-8 text (byte {exc.start})")]
+    from hwmgr import safejson
+
     try:
-        data = json.loads(text, object_pairs_hook=_pairs)
-    except json.JSONDecodeError as exc:
-        return None, [("$", f"invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})")]
-    except (RecursionError, ValueError) as exc:
-        return None, [("$", f"invalid JSON: {type(exc).__name__}")]
+        data = safejson.parse(text, object_pairs_hook=_pairs)
+    except safejson.JSONError as exc:
+        return None, [("$", f"invalid JSON: {exc}")]
     return data, _dup_errors(data, [])
 
 
