@@ -495,7 +495,7 @@ def misc_cases(tar: bool = False) -> list[Case]:
         ("net-file", put("sys/class/net/eth2", b"x"), False, ()),
         ("many-devices", _many_devices(3000), False, ()),
         ("long-name", put(f"sys/bus/pci/devices/{'0' * 250}", DIR), False, ()),
-        ("deep-dirs", put("sys/bus/pci/devices/" + "/".join(["d"] * 400), DIR), False, ()),
+        ("deep-dirs", put("sys/bus/pci/devices/" + "/".join(["d"] * 400), DIR), None, ()),
     ]
     return [dir_case("dir-misc", name, mut, _rot(i), refuse, names, tar=tar)
             for i, (name, mut, refuse, names) in enumerate(spots)]

@@ -258,15 +258,18 @@ def _honest_bomb() -> bytes:
     return b"".join(parts)
 
 
+COUNT_LIMIT = 2_000  # hwmgr.archive.MAX_MEMBERS, lowered for the count bomb
+
+
 @lru_cache(maxsize=1)
 def _count_bomb() -> bytes:
-    """More members than any snapshot has: 200,001 empty files."""
+    """More members than the (lowered) limit: COUNT_LIMIT + 1 empty files."""
     ti = tarfile.TarInfo("snap/m/000000")
     ti.mtime = 1_700_000_000
     head = bytearray(ti.tobuf(tarfile.USTAR_FORMAT, "utf-8", "strict"))
     buf = io.BytesIO()
     name_at = head.index(b"000000")
-    for k in range(200_001):
+    for k in range(COUNT_LIMIT + 1):
         head[name_at:name_at + 6] = b"%06d" % k
         head[148:156] = b" " * 8
         head[148:156] = b"%06o\0 " % sum(head)
@@ -300,9 +303,12 @@ def bomb_cases() -> list[Case]:
         (work / ARCHIVE).write_bytes(gzip.compress(bytes(64 << 20), compresslevel=1))
         return work / ARCHIVE
 
-    for name, make in (("gzip-520MiB", honest), ("200001-members", count),
-                       ("zeros-64MiB", zero_stream)):
+    for name, make in (("gzip-520MiB", honest), ("zeros-64MiB", zero_stream)):
         out.append(raw_case("tar-bomb", name, make, "inventory", frozenset({8}), (ARCHIVE,)))
+    many = raw_case("tar-bomb", f"{COUNT_LIMIT + 1}-members", count, "inventory",
+                    frozenset({8}), (ARCHIVE,))
+    many.patches = (("hwmgr.archive", "MAX_MEMBERS", COUNT_LIMIT),)
+    out.append(many)
     return out
 
 

@@ -1,9 +1,10 @@
 """A snapshot as data: the base host of the hostile corpus, and how to write it as a
 directory or as a tar archive with extra (hostile) members.
 
-The base is a small slice of the seed-000 fixture (one be2net NIC, one e1000e NIC, the
-MegaRAID controller) plus what `plan` and `verify` read (routes, kernel headers, a modinfo
-record, an armed expectation, a journal), so every verb reaches deep into a damaged copy.
+The base is a small slice of the seed-000 fixture (the be2net NIC eth2 and what is recorded
+about it) plus what `plan` and `verify` read (routes, kernel headers, a modinfo record, an
+armed expectation, a journal, a site config), so every verb reaches deep into a damaged copy;
+it is small because ~2,000 copies are written per run.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from support import HOSTS
 
 KVER = "2.6.32-279.el6.x86_64"
 SEED = HOSTS / "seed000-ustor"
-KEEP_DEVICES = ("0000:01:00.0", "0000:02:00.0", "0000:03:00.0")
-KEEP_PREFIXES = ("commands/", "etc/", "proc/", "sys/class/net/eth0/", "sys/class/net/eth2/",
-                 "sys/class/scsi_host/host6/", "sys/module/") + tuple(
-    f"sys/bus/pci/devices/{d}/" for d in KEEP_DEVICES)
+KEEP_PREFIXES = ("commands/index.json/", "commands/ethtool-i-eth2.txt/",
+                 "commands/ethtool-eth2.txt/", "commands/ethtool-k-eth2.txt/",
+                 "commands/modinfo-be2net.txt/", "proc/", "sys/class/net/eth2/",
+                 "sys/module/be2net/", "sys/bus/pci/devices/0000:02:00.0/")
 ROUTE = ("Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
          "eth0\t00000000\t018210AC\t0003\t0\t0\t0\t00000000\t0\t0\t0\n")
 STATE = "var/lib/hwmgr"
@@ -80,7 +81,8 @@ def base_tree() -> Tree:
                     tree[rel] = DIR
                 else:
                     tree[rel] = p.read_bytes()
-    index = json.loads(tree["commands/index.json"])
+    index = [e for e in json.loads(tree["commands/index.json"])
+             if f"commands/{e['stdout'].split('/')[-1]}" in tree]
     index.append({"argv": ["modinfo", "-k", KVER, "be2net"], "rc": 0,
                   "stdout": "commands/modinfo-be2net.txt"})
     tree["commands/index.json"] = json.dumps(index, indent=1).encode()

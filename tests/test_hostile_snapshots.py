@@ -1,26 +1,15 @@
-"""The hostile snapshot corpus (issue 9 §5): over a thousand damaged snapshot directories and
-archives, each through a `--root` verb in-process, each held to the rules of tests/hostile.py;
-one case of every kind also through the real `python -m hwmgr` entry point."""
+"""The hostile snapshot corpus (issue 9 §5): damaged snapshot directories and archives, each
+through a `--root` verb in-process and held to the rules of tests/hostile.py; the middle case
+of every kind also through the real `python -m hwmgr` entry point."""
 
 from __future__ import annotations
 
-import subprocess
 from typing import Iterator
 
 import pytest
-from hostile import (
-    CASE_TIMEOUT,
-    Case,
-    CaseTimeout,
-    Outcome,
-    Sandbox,
-    run_case,
-    run_kind,
-    sandbox_dir,
-)
+from hostile import Case, Sandbox, run_kind, sample_through_cli, sandbox_dir
 from hostile_snap import dir_kinds
 from hostile_tar import tar_kinds
-from support import run_cli
 
 
 def _kinds() -> dict[str, list[Case]]:
@@ -54,26 +43,7 @@ def test_hostile_snapshots(kind: str, sandbox: Sandbox) -> None:
         failures[:30])
 
 
-def _subprocess(sb: Sandbox) -> object:
-    env = {"TMPDIR": str(sb.tmp), "XDG_CACHE_HOME": str(sb.scratch / "cache"),
-           "HWMGR_STATE_DIR": "", "HWMGR_CONFIG": "", "HWMGR_CATALOG_DIR": "", "COLUMNS": "150"}
-
-    def run(argv: list[str]) -> Outcome:
-        try:
-            res = run_cli(*argv, env=env, timeout=3 * CASE_TIMEOUT)
-        except subprocess.TimeoutExpired as exc:
-            raise CaseTimeout(f"no answer within {exc.timeout:g}s") from None
-        return Outcome(res.returncode, res.stdout, res.stderr)
-
-    return run
-
-
 def test_one_case_per_kind_through_the_real_cli(sandbox: Sandbox) -> None:
     """The entry point a user runs (a fresh process, real pipes) behaves like main()."""
-    failures = []
-    for _kind, cases in sorted(KINDS.items()):
-        case = cases[len(cases) // 2]
-        problems = run_case(case, sandbox, sandbox.scratch / "sub", _subprocess(sandbox))
-        if problems:
-            failures.append(f"{case.name}: " + "; ".join(problems))
+    failures = sample_through_cli(KINDS, sandbox)
     assert not failures, "\n".join(failures)
