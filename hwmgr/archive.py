@@ -31,6 +31,12 @@ _DIR_FDS = 256  # open parent directories kept for the next members
 _NUL_BLOCK = bytes(tarfile.BLOCKSIZE)
 
 
+def _show(name: str | None, limit: int = 120) -> str:
+    """A member name for a one-line message: escaped, and cut if it is very long."""
+    text = printable(name)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 class _Refuse(Exception):
     """A member (or the stream) is refused; the message completes "member 'x' ..."."""
 
@@ -150,7 +156,7 @@ class _Writer:
             return fd
         parent = self._dir(parts[:-1])
         leaf = parts[-1]
-        where = "/".join(parts)
+        where = _show("/".join(parts))
         try:
             os.mkdir(leaf, 0o755, dir_fd=parent)
         except FileExistsError:
@@ -241,11 +247,11 @@ def extract(archive: Path, dest: Path) -> None:
             if stream.read(tarfile.BLOCKSIZE) != _NUL_BLOCK:
                 raise _Damaged()
         except _Refuse as exc:
-            who = f"member '{printable(member)}'" if member is not None else "archive"
+            who = f"member '{_show(member)}'" if member is not None else "archive"
             raise BadInputError(f"{label}: {who} {exc}; refusing to open") from None
         except (_Damaged, tarfile.TarError, EOFError, OSError, ValueError, zlib.error,
                 lzma.LZMAError):
-            after = f" after member '{printable(last)}'" if last is not None else ""
+            after = f" after member '{_show(last)}'" if last is not None else ""
             raise BadInputError(f"{label}: cannot read snapshot archive: damaged or "
                                 f"truncated{after}") from None
         finally:

@@ -56,6 +56,7 @@ class Host:
         self.live = os.path.realpath(self.root) == "/"
         self._real_root = os.path.realpath(self.root)
         self._dir_cache: dict[str, str | None] = {}
+        self._kinds: dict[str, dict[str, bool]] = {}  # real dir -> {name: regular} (snapshots)
 
     def __repr__(self) -> str:
         return f"Host(root={str(self.root)!r}, runner={type(self.runner).__name__})"
@@ -217,6 +218,22 @@ class Host:
             return None
         return fd
 
+    def _open_attr(self, base: str, leaf: str) -> int | None:
+        """read_attr's open: None for a non-file (never opened), ELOOP for a symlink."""
+        if self.live:
+            return os.open(f"{base}/{leaf}", _READ_FLAGS)  # fstat'ed by the caller
+        if not self.meta:  # a root that may change under us (tests, writers): lstat each time
+            return self._open_rooted(f"{base}/{leaf}")
+        kinds = self._kinds.get(base)  # a snapshot is static: one scandir per directory
+        if kinds is None:
+            kinds = self._kinds[base] = _entry_kinds(base)
+        regular = kinds.get(leaf)
+        if regular is None:
+            return None  # missing
+        if not regular:  # a link (ELOOP: resolved the slow way), FIFO, device: never opened
+            return self._open_rooted(f"{base}/{leaf}")
+        return os.open(f"{base}/{leaf}", _READ_FLAGS | os.O_NOFOLLOW)
+
     def _read_rooted(self, logical: str, limit: int) -> bytes | None:
         """lstat + open the leaf without following a symlink; resolve links the slow way."""
         parent, _, leaf = ("/" + logical.strip("/")).rpartition("/")
@@ -261,8 +278,7 @@ class Host:
             base = self._dir_cache.get(parent, "") if not self.live else parent
             if base and leaf not in ("", ".", ".."):
                 try:
-                    opened = (os.open(f"{base}/{leaf}", _READ_FLAGS) if self.live
-                              else self._open_rooted(f"{base}/{leaf}"))
+                    opened = self._open_attr(base, leaf)
                 except OSError as exc:
                     if exc.errno == errno.ELOOP:
                         data = self.read_bytes(logical)
@@ -300,10 +316,16 @@ class Host:
         real = self.resolve(logical)
         if real is None:
             return []
-        try:
-            names = sorted(os.listdir(real))
-        except OSError:
-            return []
+        if self.meta and not self.live:  # a static snapshot: keep the types read_attr needs
+            kinds = self._kinds.get(real)
+            if kinds is None:
+                kinds = self._kinds[real] = _entry_kinds(real)
+            names = sorted(kinds)
+        else:
+            try:
+                names = sorted(os.listdir(real))
+            except OSError:
+                return []
         if pattern is not None:
             names = [n for n in names if pattern.fullmatch(n)]
         if self.recorder is not None:
@@ -411,6 +433,15 @@ class Host:
         except OSError:
             return None
         return st.f_bavail * st.f_frsize
+
+
+def _entry_kinds(real_dir: str) -> dict[str, bool]:
+    """{name: is a regular file (not a link)} from one scandir: d_type, no stat per entry."""
+    try:
+        with os.scandir(real_dir) as it:
+            return {e.name: e.is_file(follow_symlinks=False) for e in it}
+    except OSError:
+        return {}
 
 
 def fsync_dir(path: os.PathLike[str] | str) -> None:

@@ -99,11 +99,9 @@ def validate(doc: Any, where: str) -> dict[str, Any]:
 
 def parse_expectation(raw: bytes, where: str) -> dict[str, Any]:
     """Decode and validate one expectation file."""
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise BadInputError(f"{where}: not valid JSON ({exc})") from None
-    return validate(doc, where)
+    from hwmgr import safejson
+
+    return validate(safejson.load(raw, where), where)
 
 
 def load_expectations(host: Host, expect_dir: str, driver: str | None = None

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import run_cli
+from support import HOSTS, run_cli
 
 from hwmgr.errors import HwmgrError
 from hwmgr.inventory import Inventory
@@ -177,3 +177,24 @@ def test_verify_rendering_escapes_host_strings() -> None:
     out = _screen(_render, data)
     assert "\x1b" not in out and "\r" not in out and "\x07" not in out
     assert out.count(SHOWN) >= 4 and out.count("[bol") >= 8, out  # table cells fold
+
+
+@pytest.mark.parametrize("text, fragment", [("[" * 100_000, "nested"), ("9" * 50_000, "digits")])
+def test_hostile_json_elsewhere_in_a_snapshot_is_exit_8_or_ignored(
+        tmp_path: Path, text: str, fragment: str) -> None:
+    """The site config (exit 8, named) and a recorded storcli output (ignored) in a snapshot."""
+    snap = tmp_path / "snap"
+    shutil.copytree(HOSTS / "seed001-bnx2", snap, symlinks=True)
+    (snap / "etc/hwmgr").mkdir()
+    (snap / "etc/hwmgr/hwmgr.json").write_text(text)
+    res = run_cli("verify", "--root", str(snap))
+    assert res.returncode == 8, res.stderr
+    assert "/etc/hwmgr/hwmgr.json" in res.stderr and fragment in res.stderr
+    (snap / "etc/hwmgr/hwmgr.json").unlink()
+    index = json.loads((snap / "commands/index.json").read_text())
+    (snap / "commands/storcli.txt").write_text(text)
+    index.append({"argv": ["storcli64", "/call", "show", "J"], "rc": 0,
+                  "stdout": "commands/storcli.txt"})
+    (snap / "commands/index.json").write_text(json.dumps(index))
+    res = run_cli("inventory", "--root", str(snap))
+    assert res.returncode in (0, 5), res.stderr

@@ -27,6 +27,7 @@ OWN_FILES = {
     "catalog.py": "reads catalog files and its validation cache",
     "recipe.py": "reads drivers/<name>/ recipe files",
     "snapshot.py": "writes/extracts snapshot archives the user named",
+    "archive.py": "extracts the snapshot archive the user named into a private temp dir",
     "fetch.py": "writes the download cache dir the caller resolved via Host.path",
     "cache.py": "the download cache files under the dir the caller resolved via Host.path",
     "state.py": "opens the journal/lock under the state dir resolved via Host.path",

@@ -19,7 +19,8 @@ examples:
   hwmgr catalog show 19a2:0710                the entry that matches a PCI vendor:device
   hwmgr catalog show ixgbe --json             the entry as JSON (format 1)
   hwmgr catalog show be2net --catalog my.json use another catalog file
-exit codes: 0 ok, 3 unknown driver or missing file, 8 invalid catalog
+exit codes: 0 ok, 3 unknown driver or missing file, 8 invalid catalog (or not a regular
+            file: a directory, device or FIFO)
 """
 
 STATUS_STYLE = {"recommended": "bold green", "known-good": "green", "known-bad": "bold red",
