@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hwmgr.output import Outcome
+from hwmgr.output import Outcome, printable
 
 NAME = "inventory"
 HELP = "list PCI functions, NICs and RAID controllers"
@@ -63,33 +63,41 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     return Outcome(command=NAME, data=data, render=lambda c: render(c, data))
 
 
+def _e(value: Any) -> str:
+    """A host- or snapshot-supplied value for a rich string: no control characters, and no
+    markup (a hostname '[/]' would otherwise be an error, '[red]' a colour)."""
+    from rich.markup import escape
+
+    return escape(printable(value))
+
+
 def render(console: Any, data: dict[str, Any]) -> None:
-    """Rich tables, one per PCI class, plus a verdict summary."""
+    """Rich tables, one per PCI class, plus a verdict summary; every value is escaped."""
     from rich.table import Table
 
     host = data["host"]
     devices = data["devices"]
     ifaces = {i["name"]: i for i in data["interfaces"]}
     console.print(
-        f"[bold]{host['hostname'] or 'unknown host'}[/]  kernel {host['kernel'] or 'unknown'}"
-        f"  {len(devices)} PCI functions"
+        f"[bold]{_e(host['hostname'] or 'unknown host')}[/]  kernel "
+        f"{_e(host['kernel'] or 'unknown')}  {len(devices)} PCI functions"
     )
     groups: dict[str, list[dict[str, Any]]] = {}
     for d in devices:
         groups.setdefault(d["class_name"] or f"class {d['class'] or '?'}", []).append(d)
     order = sorted(groups, key=lambda k: (_rank(groups[k][0]["class"]), k))
     for title in order:
-        t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+        t = Table(title=_e(title), title_justify="left", show_edge=False, pad_edge=False)
         for col in COLUMNS:
             t.add_column(col, overflow="fold", no_wrap=col == "address")
         for d in groups[title]:
             t.add_row(
-                d["address"],
-                f"{_device_label(d)} [{d['vendor_id'] or '?'}:{d['device_id'] or '?'}]",
-                d["driver"] or "-",
-                d["driver_version"] or "-",
-                d["firmware_version"] or "-",
-                _links(d, ifaces),
+                _e(d["address"]),
+                _e(f"{_device_label(d)} [{d['vendor_id'] or '?'}:{d['device_id'] or '?'}]"),
+                _e(d["driver"] or "-"),
+                _e(d["driver_version"] or "-"),
+                _e(d["firmware_version"] or "-"),
+                _e(_links(d, ifaces)),
                 _verdict(d["catalog"]),
             )
         console.print(t)
@@ -97,13 +105,14 @@ def render(console: Any, data: dict[str, Any]) -> None:
     for d in [d for d in devices if d["catalog"] and d["catalog"]["status"] in flagged]:
         v = d["catalog"]
         console.print(
-            f"[{STATUS_STYLE[v['status']]}]{v['status']}[/]: {d['address']} {d['driver']} "
-            f"{d['driver_version']} → recommended {v.get('recommended_version') or '-'}"
-            + (f" ({v['reason']})" if v.get("reason") else ""),
+            f"[{STATUS_STYLE[v['status']]}]{v['status']}[/]: "
+            + _e(f"{d['address']} {d['driver']} {d['driver_version']} → recommended "
+                 f"{v.get('recommended_version') or '-'}"
+                 + (f" ({v['reason']})" if v.get("reason") else "")),
             markup=True,
         )
     for note in data.get("notes", []):
-        console.print(f"[dim]note: {note}[/]")
+        console.print(f"[dim]note: {_e(note)}[/]")
 
 
 def _rank(cls: str | None) -> int:
@@ -137,5 +146,5 @@ def _verdict(v: dict[str, Any] | None) -> str:
         return "[dim]-[/]"
     style = STATUS_STYLE.get(v["status"], "")
     rec = v.get("recommended_version")
-    extra = f" → {rec}" if rec and v["status"] in ("outdated", "known-bad") else ""
-    return f"[{style}]{v['status']}[/]{extra}"
+    extra = f" → {_e(rec)}" if rec and v["status"] in ("outdated", "known-bad") else ""
+    return f"[{style}]{_e(v['status'])}[/]{extra}"
