@@ -79,9 +79,10 @@ def load_meta(host: Host, label: str) -> dict[str, Any]:
             f"{where}: format is {printable(repr(meta.get('format')))[:80]}, "
             f"expected {SNAPSHOT_FORMAT!r}"
         )
-    if meta.get("version") != SNAPSHOT_VERSION:
+    version = meta.get("version")
+    if version != SNAPSHOT_VERSION or isinstance(version, bool):  # true == 1 in Python
         raise BadInputError(
-            f"{where}: version {printable(repr(meta.get('version')))[:40]} is not supported "
+            f"{where}: version {printable(repr(version))[:40]} is not supported "
             f"(this hwmgr reads version {SNAPSHOT_VERSION})"
         )
     for key in ("hostname", "kernel", "captured"):
