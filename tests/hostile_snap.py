@@ -457,6 +457,12 @@ def state_cases(tar: bool = False) -> list[Case]:
                ' "links": {"eth2": 5}}]}',
                '{"format": "hwmgr-expectation", "version": 1, "driver": "../../../etc",'
                ' "modules": ["../../x"]}', '\xff\xfe', '']
+    for inner in ('"x"', '{"be2net": "x"}', '{"be2net": {"version": 5, "sha256": []}}',
+                  '{"be2net": {"path": "/../../etc/passwd", "version": "1"}}'):
+        exp_bad.append('{"format": "hwmgr-expectation", "version": 1, "driver": "be2net",'
+                       f' "modules": ["be2net"], "kernels": {{"{KVER}": {inner}}}}}')
+    exp_bad.append('{"format": "hwmgr-expectation", "version": true, "driver": "be2net",'
+                   ' "modules": ["be2net"]}')
     for k, raw in enumerate(exp_bad):
         out.append(dir_case("dir-state", f"expectation:{k}", put(EXPECT, raw.encode(
             "utf-8", "surrogateescape") if raw != '\xff\xfe' else b"\xff\xfe"), "verify",
