@@ -61,13 +61,19 @@ def tar_case(kind: str, name: str, members: Members, verb: str, refuse: bool | N
 
 
 def raw_case(kind: str, name: str, make: Callable[[Path, Sandbox], Path], verb: str,
-             allowed: frozenset[int], names: tuple[str, ...] = ()) -> Case:
+             allowed: frozenset[int], names: tuple[str, ...] = (),
+             any_names: tuple[str, ...] = ()) -> Case:
     """A case whose --root is whatever `make` puts in the work dir."""
 
     def build(work: Path, sb: Sandbox) -> list[str]:
         return VERBS[verb](str(make(work, sb)))
 
-    return Case(kind, f"{kind}/{name}/{verb}", build, allowed, names)
+    return Case(kind, f"{kind}/{name}/{verb}", build, allowed, names, any_names)
+
+
+# damage anywhere in an archive: the error names the archive, or the damaged file by its
+# path on the host (the journal's errors do: /var/lib/hwmgr/journal.sqlite)
+ANYWHERE = (ARCHIVE, "snap.tar", "/var/lib/hwmgr/")
 
 
 def _typed(name: str, kind: str, link: str = "x") -> Member:
@@ -341,7 +347,7 @@ def truncated_cases() -> list[Case]:
             cut = rnd.randrange(0, len(whole))
             out.append(raw_case("tar-truncated", f"{fname}@{cut}",
                                 _bytes_at(fname, whole[:cut]), _rot(i),
-                                codes(_rot(i), None), (fname,)))
+                                codes(_rot(i), None), any_names=ANYWHERE))
             i += 1
     return out
 
@@ -367,7 +373,7 @@ def flip_cases() -> list[Case]:
                 buf[pos] ^= 1 << rnd.randrange(8)
             data = bytes(buf) if where == "gz" else gzip.compress(bytes(buf), 1, mtime=0)
             out.append(raw_case("tar-flip", f"{where}@{flips}", _bytes_at(ARCHIVE, data),
-                                _rot(i), codes(_rot(i), None), (ARCHIVE,)))
+                                _rot(i), codes(_rot(i), None), any_names=ANYWHERE))
             i += 1
     return out
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 from typing import Any
 
 from hwmgr.commands import lifeview
+from hwmgr.errors import BadInputError
 from hwmgr.output import Outcome, printable
 
 NAME = "history"
@@ -37,6 +39,9 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         journal = state.query_journal()  # read-only: history creates and changes nothing
         txns = [] if journal is None else journal.transactions(limit=args.limit,
                                                                target=args.driver)
+    except sqlite3.DatabaseError as exc:  # it opened, but its tables are missing or damaged
+        where = printable(f"{state.path}/journal.sqlite")  # the host's path, not a temp copy
+        raise BadInputError(f"{where}: not a usable hwmgr journal ({exc})") from None
     finally:
         state.close()
     rows = [_row(t) for t in txns]
