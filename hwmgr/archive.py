@@ -118,8 +118,10 @@ def _parts(m: tarfile.TarInfo) -> tuple[str, ...]:
     """The member's path components, or `_Refuse` for absolute, `..`, empty or odd names."""
     name = m.name
     if "\x00" in name or not name.strip("/."):
-        if m.isdir() and name.strip("/.") == "" and "\x00" not in name:
-            return ()
+        if m.isdir() and name and all(p in ("", ".") for p in name.split("/")):
+            return ()  # "./": the destination itself
+        if ".." in name.split("/"):
+            raise _Refuse("climbs out with '..'")
         raise _Refuse("has an empty or invalid name")
     if name.startswith("/"):
         raise _Refuse("has an absolute path")
