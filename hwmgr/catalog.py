@@ -1,8 +1,10 @@
 """The driver catalog: load and validate catalog files, match PCI devices, give verdicts.
 
-Catalog files are hwmgr's own data (not the analysed host's), so they are read directly.
-Schema validation needs jsonschema (slow to import); its verdict is cached by content hash
-so everyday commands never import it. Semantic checks (cheap) run on every load.
+Catalog files are hwmgr's own data (not the analysed host's), so they are read directly,
+but as untrusted input: `hwmgr.catalog_check` reads only regular files of bounded size,
+parses strictly and checks the facts the schema cannot express. Schema validation needs
+jsonschema (slow to import); its verdict is cached by content hash so everyday commands
+never import it. The strict parse and the semantic checks (cheap) run on every load.
 """
 
 from __future__ import annotations
@@ -14,10 +16,19 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence, Union
+from typing import Any, Mapping, Sequence, Union
 
 import hwmgr
 from hwmgr import versions
+from hwmgr.catalog_check import (  # noqa: F401 - json_path, MAX_FILE_BYTES: public here too
+    MAX_FILE_BYTES,
+    device_ref,
+    json_path,
+    parse,
+    read_catalog,
+    ref_hits,
+    semantic_errors,
+)
 from hwmgr.errors import BadInputError, NotFoundError, VersionError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -25,32 +36,18 @@ PathLike = Union[str, "os.PathLike[str]"]
 SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "catalog.schema.json"
 ENV_DIR = "HWMGR_CATALOG_DIR"
 SYSTEM_DIR = Path("/usr/share/hwmgr/catalogs")
-# Bump when the validation rules in this module change: invalidates every cached verdict.
-CHECKS_VERSION = "1"
-MAX_FILE_BYTES = 16 << 20
+# Bump when the validation rules change (here or in catalog_check): invalidates every cached
+# verdict.
+CHECKS_VERSION = "2"
 
 STATUSES = ("recommended", "known-good", "known-bad", "deprecated")
 VERDICTS = ("ok", "outdated", "known-bad", "unknown")
 LEVELS = ("subsystem", "device", "class")  # most specific first
 
 _HEX4 = re.compile(r"^[0-9a-f]{4}$")
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 # ----------------------------------------------------------------------------- small helpers
-def json_path(parts: Iterable[Any]) -> str:
-    """Render a path like $.drivers.be2net.versions['4.1.307r'].status."""
-    out = "$"
-    for p in parts:
-        if isinstance(p, int):
-            out += f"[{p}]"
-        elif _IDENT.match(str(p)):
-            out += f".{p}"
-        else:
-            out += f"[{str(p)!r}]"
-    return out
-
-
 def _one_line(msg: str, limit: int = 240) -> str:
     msg = " ".join(str(msg).split())
     return msg if len(msg) <= limit else msg[: limit - 3] + "..."
@@ -83,21 +80,6 @@ def _kernel_ok(globs: Sequence[str] | None, kernel: str | None) -> bool:
     if not globs or not kernel:
         return True
     return any(fnmatch.fnmatchcase(kernel, g) for g in globs)
-
-
-def _device_ref(rule: Mapping[str, Any]) -> str | None:
-    if "device" not in rule:
-        return None
-    ref = f"{rule['vendor']}:{rule['device']}"
-    if "subvendor" in rule:
-        ref += f":{rule['subvendor']}:{rule['subdevice']}"
-    return ref
-
-
-def _ref_hits(ref: str, ids: tuple[str | None, ...]) -> bool:
-    """Does an applies_to ref ('v:d' or 'v:d:sv:sd') name the device with these IDs?"""
-    want = ref.split(":")
-    return all(w == have for w, have in zip(want, ids))
 
 
 def source_refusal(source: Mapping[str, Any] | None) -> str | None:
@@ -133,8 +115,8 @@ def discover(paths: Sequence[PathLike] | None = None) -> list[Path]:
         for p in map(Path, paths):
             if p.is_dir():
                 files += sorted(p.glob("*.json"))
-            elif p.is_file():
-                files.append(p)
+            elif p.exists() or _loops(p):
+                files.append(p)  # a FIFO, device or link loop: _check_file says what it is
             else:
                 raise NotFoundError(f"catalog file {p} does not exist")
         return files
@@ -148,6 +130,17 @@ def discover(paths: Sequence[PathLike] | None = None) -> list[Path]:
         if found:
             return found
     return []
+
+
+def _loops(p: Path) -> bool:
+    """A name that is there but cannot be resolved (a symlink loop), unlike a missing one."""
+    try:
+        p.stat()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return False
 
 
 # ----------------------------------------------------------------------------- cache
@@ -190,53 +183,6 @@ def _remember_ok(digest: str, path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- parsing + schema
-class _Obj(dict):  # type: ignore[type-arg]
-    """A JSON object that remembers keys that appeared twice (json keeps the last)."""
-
-    dups: list[str]
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> _Obj:
-    obj = _Obj()
-    obj.dups = []
-    for k, v in pairs:
-        if k in obj:
-            obj.dups.append(k)
-        obj[k] = v
-    return obj
-
-
-def _dup_errors(node: Any, parts: list[Any]) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    stack: list[tuple[Any, list[Any]]] = [(node, parts)]
-    while stack:
-        cur, where = stack.pop()
-        if isinstance(cur, dict):
-            for k in getattr(cur, "dups", []):
-                out.append((json_path(where), f"duplicate key {k!r} (JSON keeps only the last)"))
-            stack.extend((v, where + [k]) for k, v in cur.items())
-        elif isinstance(cur, list):
-            stack.extend((v, where + [i]) for i, v in enumerate(cur))
-    return sorted(out)
-
-
-def _parse(raw: bytes) -> tuple[Any, list[tuple[str, str]]]:
-    """JSON bytes -> (data, [(path, message)])."""
-    if len(raw) > MAX_FILE_BYTES:
-        return None, [("$", f"file is larger than {MAX_FILE_BYTES} bytes")]
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return None, [("$", f"not UTF-8 text (byte {exc.start})")]
-    try:
-        data = json.loads(text, object_pairs_hook=_pairs)
-    except json.JSONDecodeError as exc:
-        return None, [("$", f"invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})")]
-    except (RecursionError, ValueError) as exc:
-        return None, [("$", f"invalid JSON: {type(exc).__name__}")]
-    return data, _dup_errors(data, [])
-
-
 _VALIDATOR: Any = None
 
 
@@ -262,49 +208,6 @@ def _schema_errors(data: Any) -> list[tuple[str, str]]:
 
 
 # ----------------------------------------------------------------------------- semantic checks
-def _semantic_errors(data: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Rules JSON Schema cannot say: versions parse, applies_to names a listed device, at most
-    one recommended version per device (per kernel set). Duplicate device rules: Catalog._add."""
-    out: list[tuple[str, str]] = []
-    for name, drv in data["drivers"].items():
-        base = ["drivers", name]
-        scheme = drv["version_scheme"]
-        refs = [_device_ref(r) for r in drv["devices"]]
-        pairs = {r[:9] for r in refs if r}
-        recs: list[tuple[str, Mapping[str, Any]]] = []
-        for ver, ve in drv["versions"].items():
-            where = base + ["versions", ver]
-            try:
-                versions.parse(ver, scheme)
-            except VersionError as exc:
-                out.append((json_path(where), f"does not parse under scheme {scheme!r}: {exc}"))
-            fw = ve.get("firmware")
-            if fw:
-                try:
-                    versions.parse(fw["min"], "firmware")
-                except VersionError as exc:
-                    out.append((json_path(where + ["firmware", "min"]), str(exc)))
-            for i, ref in enumerate(ve.get("applies_to", [])):
-                if ref not in refs and ref[:9] not in pairs:  # 'v:d' prefix narrows a rule
-                    out.append((json_path(where + ["applies_to", i]),
-                                f"{ref} is not one of the devices of {name!r}"))
-            if ve["status"] == "recommended":
-                recs.append((ver, ve))
-        for rule in drv["devices"]:
-            ref = _device_ref(rule)
-            ids = tuple(ref.split(":")) if ref else ()
-            hits = [(v, ve) for v, ve in recs if "applies_to" not in ve
-                    or (ids and any(_ref_hits(r, ids) for r in ve["applies_to"]))]
-            for a, (va, ea) in enumerate(hits):
-                for vb, eb in hits[a + 1:]:
-                    ka, kb = ea.get("kernels"), eb.get("kernels")
-                    if not ka or not kb or sorted(ka) == sorted(kb):
-                        out.append((json_path(base + ["versions"]),
-                                    f"{va} and {vb} are both recommended for "
-                                    f"{rule['name']!r} on the same kernels"))
-    return sorted(set(out))
-
-
 def _rule_key(rule: Mapping[str, Any]) -> tuple[str | None, ...]:
     if "device" in rule:
         if "subvendor" in rule:
@@ -351,20 +254,19 @@ class _Check:
 def _check_file(path: Path, *, use_cache: bool) -> _Check:
     """Read, parse, schema-validate (cached) and semantically check one file."""
     chk = _Check(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        chk.errors.append(f"{path}: cannot read: {exc.strerror or exc}")
+    raw, why = read_catalog(path)
+    if raw is None:
+        chk.errors.append(f"{path}: {why}")
         return chk
     chk.digest = hashlib.sha256(raw).hexdigest()
-    data, errs = _parse(raw)
+    data, errs = parse(raw)
     if not errs:
         if not (use_cache and _cached_ok(chk.digest)):
             errs = _schema_errors(data)
             if not errs:
                 _remember_ok(chk.digest, path)
         if not errs:
-            errs = _semantic_errors(data)
+            errs = semantic_errors(data)
     chk.data = data if not errs else None
     chk.errors += [f"{path}: {p}: {m}" for p, m in errs]
     return chk
@@ -466,7 +368,7 @@ class Catalog:
                     ("vendor_id", "device_id", "subsystem_vendor_id", "subsystem_device_id"))
         out = {}
         for ver, ve in m.entry["versions"].items():
-            if "applies_to" in ve and not any(_ref_hits(r, ids) for r in ve["applies_to"]):
+            if "applies_to" in ve and not any(ref_hits(r, ids) for r in ve["applies_to"]):
                 continue
             if _kernel_ok(ve.get("kernels"), kernel):
                 out[ver] = ve

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from hwmgr import __version__
 from hwmgr.errors import EXIT_INTERNAL, EXIT_USAGE, HwmgrError, UsageError
-from hwmgr.output import Outcome, make_console, write_json
+from hwmgr.output import Outcome, make_console, printable, write_json
 
 # verb -> (module, one-line help). Order is the order shown in --help.
 VERBS: dict[str, tuple[str, str]] = {
@@ -163,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif outcome.render is not None:
             outcome.render(make_console(sys.stdout))
         for err in outcome.errors if not getattr(args, "json", False) else []:
-            print(f"hwmgr {verb}: {err}", file=sys.stderr)
+            print(f"hwmgr {verb}: {printable(err)}", file=sys.stderr)
         return outcome.exit_code
     except SystemExit as exc:  # argparse --help / --version
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
@@ -185,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _fail(verb: str, message: str, code: int, want_json: bool, debug: bool) -> int:
     message = " ".join(message.split()) if "\n" in message else message
+    message = printable(message)  # errors quote member, file and device names from snapshots
     if want_json:
         env = Outcome(command=verb, status="error", errors=[message]).envelope()
         write_json(env, sys.stdout)

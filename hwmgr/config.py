@@ -86,10 +86,9 @@ KNOWN_KEYS = tuple(k for k in SiteConfig.__dataclass_fields__ if k != "source")
 
 def parse_config(raw: bytes, where: str) -> SiteConfig:
     """Parse and validate a config document (one JSON object)."""
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise BadInputError(f"{where}: not valid JSON ({exc})") from None
+    from hwmgr import safejson
+
+    doc = safejson.load(raw, where)  # a snapshot's config is untrusted: bounded depth
     if not isinstance(doc, dict):
         raise BadInputError(f"{where}: expected a JSON object")
     unknown = sorted(set(doc) - set(KNOWN_KEYS) - {"comment"})

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -19,6 +20,8 @@ from hwmgr.runner import DEFAULT_TIMEOUT, Result, Runner
 
 MAX_SYMLINK_FOLLOWS = 40
 MAX_ATTR_BYTES = 1 << 20
+# O_NONBLOCK: opening a FIFO for reading must not wait for a writer (it then reads empty)
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 @dataclass
@@ -53,6 +56,7 @@ class Host:
         self.live = os.path.realpath(self.root) == "/"
         self._real_root = os.path.realpath(self.root)
         self._dir_cache: dict[str, str | None] = {}
+        self._kinds: dict[str, dict[str, bool]] = {}  # real dir -> {name: regular} (snapshots)
 
     def __repr__(self) -> str:
         return f"Host(root={str(self.root)!r}, runner={type(self.runner).__name__})"
@@ -178,13 +182,60 @@ class Host:
             os.close(fd)
 
     def _read_live(self, logical: str, limit: int) -> bytes | None:
+        """The live host: O_NONBLOCK so a FIFO cannot hang the open; regular files only."""
         try:
-            return self._read_fd(os.open("/" + logical.lstrip("/"), os.O_RDONLY), limit)
+            fd = os.open("/" + logical.lstrip("/"), _READ_FLAGS)
         except OSError:
             return None
+        return self._read_regular(fd, limit)
+
+    def _read_regular(self, fd: int, limit: int) -> bytes | None:
+        """Read (and close) `fd` if it is a regular file; None (closed) for anything else."""
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                return None
+            return self._read_fd(fd, limit)
+        except OSError:  # EISDIR, EAGAIN and friends
+            return None
+
+    @staticmethod
+    def _open_rooted(real: str) -> int | None:
+        """Open a real path under the root without following a link or opening a non-file.
+
+        The type is checked (lstat) *before* the open: a hostile snapshot directory may hold
+        FIFOs or device nodes (opening some devices has effects). ELOOP for a symlink.
+        """
+        st = os.lstat(real)
+        if stat.S_ISLNK(st.st_mode):
+            raise OSError(errno.ELOOP, "a symlink")
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        fd = os.open(real, _READ_FLAGS | os.O_NOFOLLOW)
+        check = os.fstat(fd)
+        if (check.st_ino, check.st_dev) != (st.st_ino, st.st_dev):  # swapped meanwhile
+            os.close(fd)
+            return None
+        return fd
+
+    def _open_attr(self, base: str, leaf: str) -> int | None:
+        """read_attr's open: None for a non-file (never opened), ELOOP for a symlink."""
+        if self.live:
+            return os.open(f"{base}/{leaf}", _READ_FLAGS)  # fstat'ed by the caller
+        if not self.meta:  # a root that may change under us (tests, writers): lstat each time
+            return self._open_rooted(f"{base}/{leaf}")
+        kinds = self._kinds.get(base)  # a snapshot is static: one scandir per directory
+        if kinds is None:
+            kinds = self._kinds[base] = _entry_kinds(base)
+        regular = kinds.get(leaf)
+        if regular is None:
+            return None  # missing
+        if not regular:  # a link (ELOOP: resolved the slow way), FIFO, device: never opened
+            return self._open_rooted(f"{base}/{leaf}")
+        return os.open(f"{base}/{leaf}", _READ_FLAGS | os.O_NOFOLLOW)
 
     def _read_rooted(self, logical: str, limit: int) -> bytes | None:
-        """Open the leaf without following a symlink (one syscall); resolve links the slow way."""
+        """lstat + open the leaf without following a symlink; resolve links the slow way."""
         parent, _, leaf = ("/" + logical.strip("/")).rpartition("/")
         base = self._resolve_dir(parent or "/")
         if base is None:
@@ -192,7 +243,7 @@ class Host:
         try:
             if leaf in ("", ".", ".."):
                 raise OSError(errno.ELOOP, "resolve the slow way")
-            fd = os.open(f"{base}/{leaf}", os.O_RDONLY | os.O_NOFOLLOW)
+            fd = self._open_rooted(f"{base}/{leaf}")
         except OSError as exc:
             if exc.errno != errno.ELOOP:
                 return None
@@ -200,12 +251,14 @@ class Host:
             if real is None:
                 return None
             try:
-                fd = os.open(real, os.O_RDONLY)
+                fd = self._open_rooted(real)
             except OSError:
                 return None
+        if fd is None:
+            return None
         try:
             return self._read_fd(fd, limit)
-        except OSError:  # EISDIR and friends
+        except OSError:
             return None
 
     def read_text(self, logical: str) -> str | None:
@@ -225,15 +278,19 @@ class Host:
             base = self._dir_cache.get(parent, "") if not self.live else parent
             if base and leaf not in ("", ".", ".."):
                 try:
-                    flags = os.O_RDONLY if self.live else os.O_RDONLY | os.O_NOFOLLOW
-                    fd = os.open(f"{base}/{leaf}", flags)
+                    opened = self._open_attr(base, leaf)
                 except OSError as exc:
                     if exc.errno == errno.ELOOP:
                         data = self.read_bytes(logical)
                     else:
                         return None
                 else:
+                    if opened is None:
+                        return None  # not a regular file: never opened
+                    fd = opened
                     try:
+                        if self.live and not stat.S_ISREG(os.fstat(fd).st_mode):
+                            return None  # a FIFO or device: never read (could block)
                         data = os.read(fd, 4096)
                         if len(data) == 4096:
                             data += self._read_fd(os.dup(fd), MAX_ATTR_BYTES - 4096)
@@ -259,10 +316,16 @@ class Host:
         real = self.resolve(logical)
         if real is None:
             return []
-        try:
-            names = sorted(os.listdir(real))
-        except OSError:
-            return []
+        if self.meta and not self.live:  # a static snapshot: keep the types read_attr needs
+            kinds = self._kinds.get(real)
+            if kinds is None:
+                kinds = self._kinds[real] = _entry_kinds(real)
+            names = sorted(kinds)
+        else:
+            try:
+                names = sorted(os.listdir(real))
+            except OSError:
+                return []
         if pattern is not None:
             names = [n for n in names if pattern.fullmatch(n)]
         if self.recorder is not None:
@@ -370,6 +433,15 @@ class Host:
         except OSError:
             return None
         return st.f_bavail * st.f_frsize
+
+
+def _entry_kinds(real_dir: str) -> dict[str, bool]:
+    """{name: is a regular file (not a link)} from one scandir: d_type, no stat per entry."""
+    try:
+        with os.scandir(real_dir) as it:
+            return {e.name: e.is_file(follow_symlinks=False) for e in it}
+    except OSError:
+        return {}
 
 
 def fsync_dir(path: os.PathLike[str] | str) -> None:

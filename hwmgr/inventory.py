@@ -6,11 +6,11 @@ that cannot be read is `None` ("unknown"); nothing is invented.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from hwmgr import safejson
 from hwmgr.host import Host
 
 PCI_DEVICES = "/sys/bus/pci/devices"
@@ -325,8 +325,8 @@ class Inventory:
             if not res.ok:
                 continue
             try:
-                doc = json.loads(res.stdout)
-            except json.JSONDecodeError:
+                doc = safejson.parse(res.stdout)  # recorded output may be hostile
+            except safejson.JSONError:
                 continue
             out = []
             for ctl in doc.get("Controllers", []) if isinstance(doc, dict) else []:

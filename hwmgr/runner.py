@@ -8,7 +8,6 @@ keeps every call, so `hwmgr snapshot` can store exactly what the tool ran.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Protocol, Sequence
 
 from hwmgr.errors import BadInputError
+from hwmgr.output import printable
 
 RC_NOT_AVAILABLE = 127
 RC_TIMEOUT = 124
@@ -151,14 +151,14 @@ class ReplayRunner:
         raw = read_file("commands/index.json")
         if raw is None:
             return
-        try:
-            entries = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BadInputError(f"{root}/commands/index.json: not valid JSON ({exc})") from None
+        from hwmgr import safejson
+
+        index = f"{printable(root)}/commands/index.json"
+        entries = safejson.load(raw, index)
         if not isinstance(entries, list):
-            raise BadInputError(f"{root}/commands/index.json: expected a list of entries")
+            raise BadInputError(f"{index}: expected a list of entries")
         for i, entry in enumerate(entries):
-            where = f"{root}/commands/index.json[{i}]"
+            where = f"{index}[{i}]"
             if not isinstance(entry, dict):
                 raise BadInputError(f"{where}: expected an object")
             argv = entry.get("argv")
@@ -189,7 +189,8 @@ class ReplayRunner:
             raise BadInputError(f"{where}: expected a relative path inside the snapshot")
         data = read_file(ref)
         if data is None:
-            raise BadInputError(f"{where}: recorded output file '{ref}' is missing")
+            raise BadInputError(f"{where}: recorded output file '{printable(ref)}' is missing "
+                                "or not a regular file")
         return data.decode("utf-8", errors="replace")
 
     @property

@@ -10,20 +10,18 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
+from hwmgr import safejson
 from hwmgr.errors import BadInputError, NotFoundError, UsageError
 from hwmgr.host import Host, Recorder
+from hwmgr.output import printable
 from hwmgr.runner import RC_NOT_AVAILABLE, RecordingRunner, ReplayRunner, SubprocessRunner
-
-if TYPE_CHECKING:
-    import tarfile
 
 SNAPSHOT_FORMAT = "hwmgr-snapshot"
 SNAPSHOT_VERSION = 1
-MAX_TAR_BYTES = 512 << 20
-MAX_TAR_MEMBERS = 200_000
 KEEP = ".hwmgr-keep"
 
 Cleanup = Callable[[], None]
@@ -35,7 +33,7 @@ def open_host(spec: str | os.PathLike[str] | None) -> tuple[Host, Cleanup | None
         return Host("/", SubprocessRunner()), None
     path = Path(spec)
     if not path.exists():
-        raise NotFoundError(f"{path}: no such snapshot (directory or .tar.gz)")
+        raise NotFoundError(f"{printable(path)}: no such snapshot (directory or .tar.gz)")
     if path.is_dir():
         return _open_dir(path), None
     if path.name.endswith((".tar.gz", ".tgz", ".tar")):
@@ -50,7 +48,7 @@ def open_host(spec: str | os.PathLike[str] | None) -> tuple[Host, Cleanup | None
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return host, lambda: shutil.rmtree(tmp, ignore_errors=True)
-    raise UsageError(f"{path}: --root expects a snapshot directory or a .tar.gz file")
+    raise UsageError(f"{printable(path)}: --root expects a snapshot directory or a .tar.gz file")
 
 
 def _open_dir(root: Path, label: str | None = None) -> Host:
@@ -68,76 +66,50 @@ def _open_dir(root: Path, label: str | None = None) -> Host:
 
 def load_meta(host: Host, label: str) -> dict[str, Any]:
     """Read and check snapshot.json; a clear BadInputError when it is missing or wrong."""
+    where = f"{printable(label)}/snapshot.json"
     raw = host.read_bytes("/snapshot.json")
     if raw is None:
-        raise BadInputError(f"{label}: not a hwmgr snapshot (snapshot.json is missing)")
-    try:
-        meta = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadInputError(f"{label}/snapshot.json: not valid JSON ({exc})") from None
+        why = "is not a regular file" if host.exists("/snapshot.json") else "is missing"
+        raise BadInputError(f"{printable(label)}: not a hwmgr snapshot (snapshot.json {why})")
+    meta = safejson.load(raw, where)
     if not isinstance(meta, dict):
-        raise BadInputError(f"{label}/snapshot.json: expected a JSON object")
+        raise BadInputError(f"{where}: expected a JSON object")
     if meta.get("format") != SNAPSHOT_FORMAT:
         raise BadInputError(
-            f"{label}/snapshot.json: format is {meta.get('format')!r}, expected {SNAPSHOT_FORMAT!r}"
+            f"{where}: format is {printable(repr(meta.get('format')))[:80]}, "
+            f"expected {SNAPSHOT_FORMAT!r}"
         )
-    if meta.get("version") != SNAPSHOT_VERSION:
+    version = meta.get("version")
+    if version != SNAPSHOT_VERSION or isinstance(version, bool):  # true == 1 in Python
         raise BadInputError(
-            f"{label}/snapshot.json: version {meta.get('version')!r} is not supported "
+            f"{where}: version {printable(repr(version))[:40]} is not supported "
             f"(this hwmgr reads version {SNAPSHOT_VERSION})"
         )
     for key in ("hostname", "kernel", "captured"):
         if key in meta and meta[key] is not None and not isinstance(meta[key], str):
-            raise BadInputError(f"{label}/snapshot.json: '{key}' must be a string")
+            raise BadInputError(f"{where}: '{key}' must be a string")
     return meta
 
 
 def _extract(tar_path: Path, dest: Path) -> Path:
-    """Extract a snapshot tarball after checking every member; return the snapshot root."""
-    import shutil
-    import tarfile
-    try:
-        with tarfile.open(tar_path, "r:*") as tf:
-            members = []
-            total = 0
-            for m in tf:
-                _check_member(tar_path, m)
-                total += max(m.size, 0)
-                members.append(m)
-                if total > MAX_TAR_BYTES or len(members) > MAX_TAR_MEMBERS:
-                    raise BadInputError(f"{tar_path}: archive is too large for a snapshot")
-            for m in members:
-                target = dest / m.name
-                if m.isdir():
-                    target.mkdir(parents=True, exist_ok=True)
-                elif m.issym():
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    os.symlink(m.linkname, target)
-                elif m.isfile():
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    src = tf.extractfile(m)
-                    if src is None:
-                        continue
-                    with src, open(target, "wb") as out:
-                        shutil.copyfileobj(src, out)
-    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
-        raise BadInputError(f"{tar_path}: cannot read snapshot archive ({exc})") from None
-    if (dest / "snapshot.json").exists():
+    """Extract a snapshot tarball safely (hwmgr.archive); return the snapshot root in it."""
+    from hwmgr.archive import extract
+
+    extract(tar_path, dest)
+    if _is_file(dest, "snapshot.json"):
         return dest
-    tops = [p for p in dest.iterdir()]
-    if len(tops) == 1 and tops[0].is_dir() and not tops[0].is_symlink():
-        return tops[0]
+    tops = list(os.scandir(dest))
+    if len(tops) == 1 and tops[0].is_dir(follow_symlinks=False):
+        return Path(tops[0].path)
     return dest
 
 
-def _check_member(tar_path: Path, m: tarfile.TarInfo) -> None:
-    name = m.name
-    parts = name.split("/")
-    if name.startswith("/") or ".." in parts:
-        raise BadInputError(f"{tar_path}: member '{name}' escapes the snapshot; refusing to open")
-    if not (m.isdir() or m.isfile() or m.issym()):
-        kind = "hard link" if m.islnk() else "device node or special file"
-        raise BadInputError(f"{tar_path}: member '{name}' is a {kind}; refusing to open")
+def _is_file(base: Path, name: str) -> bool:
+    """A regular file, not a link to one (the archive's links are never followed)."""
+    try:
+        return stat.S_ISREG(os.lstat(base / name).st_mode)
+    except OSError:
+        return False
 
 
 # ---------------------------------------------------------------------------- capture

@@ -16,11 +16,13 @@ import hashlib
 import json
 import os
 import sqlite3
+import stat
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
+from hwmgr import safejson
 from hwmgr.errors import (
     BadInputError,
     HwmgrError,
@@ -29,6 +31,7 @@ from hwmgr.errors import (
     PermissionError_,
 )
 from hwmgr.host import Host
+from hwmgr.output import printable
 
 DEFAULT_STATE_DIR = "/var/lib/hwmgr"
 SCHEMA_VERSION = 1
@@ -62,6 +65,7 @@ class StateDir:
         self.path = "/" + path.strip("/")
         self.real = host.path(self.path)
         self._journal: Journal | None = None
+        self._ro_journal: Journal | None = None
         self._lock: Lock | None = None
 
     def __repr__(self) -> str:
@@ -116,7 +120,11 @@ class StateDir:
         return self._journal
 
     def read_journal(self) -> Journal | None:
-        """The journal for reading, or None when this host never ran a transaction."""
+        """The journal for reading, or None when this host never ran a transaction.
+
+        A snapshot's journal (`host.meta` set) is opened read-only, resolved inside its root."""
+        if self.host.meta:
+            return self.query_journal()
         if self._journal is not None:
             return self._journal
         if not self.journal_file.is_file():
@@ -124,10 +132,37 @@ class StateDir:
         self._journal = Journal(self.journal_file)
         return self._journal
 
+    def query_journal(self) -> Journal | None:
+        """The journal opened read-only (SQLite `mode=ro`) for showing it, or None when there
+        is none; creates nothing. Under a snapshot root, links resolve inside the root."""
+        if self._ro_journal is not None:
+            return self._ro_journal
+        host = self.host
+        real_dir = host.resolve(self.path) if not host.live else self.path
+        if real_dir is None or not os.path.lexists(real_dir):
+            return None
+        if not os.path.isdir(real_dir):
+            raise BadInputError(f"state dir {printable(self.path)} is not a directory")
+        logical = f"{self.path}/journal.sqlite"
+        real = host.resolve(logical) if not host.live else logical
+        try:
+            mode = os.stat(real).st_mode if real is not None else None
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise BadInputError(f"{printable(logical)}: cannot read ({exc.strerror})") from None
+        if mode is None:
+            return None
+        if not stat.S_ISREG(mode):  # a FIFO would block SQLite's open
+            raise BadInputError(f"{printable(logical)}: not a regular file")
+        self._ro_journal = Journal(Path(real), readonly=True)  # type: ignore[arg-type]
+        return self._ro_journal
+
     def close(self) -> None:
-        if self._journal is not None:
-            self._journal.close()
-            self._journal = None
+        for journal in (self._journal, self._ro_journal):
+            if journal is not None:
+                journal.close()
+        self._journal = self._ro_journal = None
 
     # ------------------------------------------------------------------ backups
     def backup_file(self, logical: str, txn_id: int) -> dict[str, Any]:
@@ -296,19 +331,26 @@ class Journal:
     survives a crash of this process (and, with FULL, a power cut).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
         self.path = path
         try:
-            self.db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
+            if readonly:  # `history` and snapshots: never create, migrate or write anything
+                uri = f"{path.absolute().as_uri()}?mode=ro"
+                self.db = sqlite3.connect(uri, uri=True, timeout=10.0, isolation_level=None)
+            else:
+                self.db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
             self.db.row_factory = sqlite3.Row
-            self.db.execute("PRAGMA journal_mode=DELETE")
-            self.db.execute("PRAGMA synchronous=FULL")
+            if not readonly:
+                self.db.execute("PRAGMA journal_mode=DELETE")
+                self.db.execute("PRAGMA synchronous=FULL")
             self.db.execute("PRAGMA foreign_keys=ON")
             version = self.db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
                 raise BadInputError(
                     f"{path}: journal schema {version} is newer than this hwmgr ({SCHEMA_VERSION})"
                 )
+            if version < SCHEMA_VERSION and readonly:
+                raise BadInputError(f"{printable(path)}: not a hwmgr journal (no schema)")
             if version < SCHEMA_VERSION:
                 with self._tx():
                     for stmt in _SCHEMA.split(";"):
@@ -316,7 +358,11 @@ class Journal:
                             self.db.execute(stmt)
                     self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except sqlite3.DatabaseError as exc:
-            raise BadInputError(f"{path}: not a usable hwmgr journal ({exc})") from None
+            hint = ""
+            if readonly and os.path.exists(f"{path}-journal"):
+                hint = "; an interrupted write is pending: run 'hwmgr recover'"
+            raise BadInputError(f"{printable(path)}: not a usable hwmgr journal ({exc}){hint}"
+                                ) from None
 
     def close(self) -> None:
         self.db.close()
@@ -474,8 +520,9 @@ class Journal:
         if row is None:
             raise NotFoundError(f"transaction {txn_id} is not in {self.path}")
         txn = dict(row)
+        where = f"{printable(self.path)}: transaction {txn_id}"
         for key in ("params", "notes", "results"):
-            txn[key] = json.loads(txn[key] or "{}")
+            txn[key] = safejson.load(txn[key] or "{}", f"{where} {key}")
         steps = self.db.execute(
             "SELECT seq, name, state, reversible, commit_point, data, error, started, ended"
             " FROM steps WHERE txn_id=? ORDER BY seq",
@@ -484,7 +531,7 @@ class Journal:
         txn["steps"] = [
             {
                 **dict(s),
-                "data": json.loads(s["data"] or "{}"),
+                "data": safejson.load(s["data"] or "{}", f"{where} step {s['seq']}"),
                 "reversible": bool(s["reversible"]),
                 "commit_point": bool(s["commit_point"]),
             }

@@ -16,7 +16,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hwmgr import safety
+from hwmgr import safejson, safety
 from hwmgr.errors import NotFoundError, RefusedError
 from hwmgr.host import Host
 from hwmgr.runner import RC_NOT_AVAILABLE, RC_TIMEOUT, Result
@@ -443,7 +443,7 @@ def record(host: Host, state_dir: str, report: Report) -> dict[str, Any] | None:
     entry = {**report.summary(), "at": utcnow()}
     path = f"{state_dir.rstrip('/')}/{RECORD_DIR}/{report.interface}.json"
     try:
-        old = json.loads(host.read_text(path) or "[]")
+        old = safejson.parse(host.read_text(path) or "[]")
     except ValueError:
         old = []
     old = [e for e in old if isinstance(e, dict)] if isinstance(old, list) else []
@@ -459,7 +459,7 @@ def previous(host: Host, state_dir: str, iface: str, before: str) -> dict[str, A
     """The newest recorded measurement on `iface` taken before the ISO time `before`."""
     path = f"{state_dir.rstrip('/')}/{RECORD_DIR}/{iface}.json"
     try:
-        entries = json.loads(host.read_text(path) or "[]")
+        entries = safejson.parse(host.read_text(path) or "[]")
     except ValueError:
         return None
     if not isinstance(entries, list):

@@ -77,7 +77,7 @@ def validate(doc: Any, where: str) -> dict[str, Any]:
     if doc.get("format") != EXPECTATION_FORMAT:
         raise BadInputError(f"{where}: format is {doc.get('format')!r}, "
                             f"expected {EXPECTATION_FORMAT!r}")
-    if doc.get("version") != 1:
+    if doc.get("version") != 1 or isinstance(doc.get("version"), bool):
         raise BadInputError(f"{where}: version {doc.get('version')!r} is not supported (1)")
     if not isinstance(doc.get("driver"), str) or not doc["driver"]:
         raise BadInputError(f"{where}: 'driver' must be a non-empty string")
@@ -94,16 +94,18 @@ def validate(doc: Any, where: str) -> dict[str, Any]:
         ifs = d.get("interfaces", [])
         if not isinstance(ifs, list) or not all(isinstance(x, str) for x in ifs):
             raise BadInputError(f"{where}: devices[{i}].interfaces must be a list of names")
+        links = d.get("links") or {}
+        if not isinstance(links, dict) or not all(isinstance(v, dict) for v in links.values()):
+            raise BadInputError(f"{where}: devices[{i}].links must be an object of objects "
+                                "keyed by interface")
     return doc
 
 
 def parse_expectation(raw: bytes, where: str) -> dict[str, Any]:
     """Decode and validate one expectation file."""
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise BadInputError(f"{where}: not valid JSON ({exc})") from None
-    return validate(doc, where)
+    from hwmgr import safejson
+
+    return validate(safejson.load(raw, where), where)
 
 
 def load_expectations(host: Host, expect_dir: str, driver: str | None = None

@@ -25,8 +25,10 @@ HOST_PREFIXES = ("/sys", "/proc", "/dev", "/lib/modules", "/etc", "/boot", "/var
 OWN_FILES = {
     "pciids.py": "reads the analysing machine's pci.ids name database",
     "catalog.py": "reads catalog files and its validation cache",
+    "catalog_check.py": "reads the catalog files the user named (regular files only)",
     "recipe.py": "reads drivers/<name>/ recipe files",
     "snapshot.py": "writes/extracts snapshot archives the user named",
+    "archive.py": "extracts the snapshot archive the user named into a private temp dir",
     "fetch.py": "writes the download cache dir the caller resolved via Host.path",
     "cache.py": "the download cache files under the dir the caller resolved via Host.path",
     "state.py": "opens the journal/lock under the state dir resolved via Host.path",

@@ -137,3 +137,222 @@ def test_bad_snapshot_json(tmp_path: Path, content: bytes, fragment: str) -> Non
     res = run_cli("inventory", "--root", str(tmp_path))
     assert res.returncode == 8
     assert fragment in res.stderr and "Traceback" not in res.stderr
+
+
+# ------------------------------------------------------------------ hostile archives, end to end
+def _link(name: str, target: str, kind: bytes = tarfile.SYMTYPE) -> tuple[tarfile.TarInfo, None]:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.linkname = target
+    return info, None
+
+
+def _special(name: str, kind: bytes) -> tuple[tarfile.TarInfo, None]:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.devmajor, info.devminor = 1, 5
+    return info, None
+
+
+def _dir(name: str) -> tuple[tarfile.TarInfo, None]:
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.DIRTYPE
+    return info, None
+
+
+def _refused(res, archive: Path, member: str) -> str:
+    """Exit 8 and one short stderr line naming the archive and the member."""
+    assert res.returncode == 8, (res.returncode, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    shown = f"'{member}'" if len(member) < 120 else f"'{member[:100]}"  # long names are cut
+    assert str(archive) in lines[0] and shown in lines[0], lines[0]
+    assert len(lines[0]) < 400, "one short line"
+    assert "Traceback" not in res.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("verb", ["inventory", "history", "verify"])
+@pytest.mark.parametrize("target", ["absolute", "relative"])
+def test_symlink_then_write_through_it_never_leaves_the_scratch_dir(
+        tmp_path: Path, verb: str, target: str) -> None:
+    """`snap/esc` -> a directory outside, then `snap/esc/FILE`: refused, nothing written."""
+    scratch, canary = tmp_path / "scratch", tmp_path / "canary"
+    scratch.mkdir()
+    canary.mkdir()
+    # extraction happens in $TMPDIR/hwmgr-snap-XXXX/; ../../../canary climbs from snap/ to it
+    link = str(canary) if target == "absolute" else "../../../canary"
+    bad = _tar(tmp_path / "esc.tar.gz", [
+        _file("snap/snapshot.json", META.encode()),
+        _link("snap/esc", link),
+        _file("snap/esc/FILE", b"pwned"),
+    ])
+    res = run_cli(verb, "--root", str(bad), env={"TMPDIR": str(scratch)})
+    line = _refused(res, bad, "snap/esc/FILE")
+    assert "symlink" in line
+    assert list(canary.iterdir()) == []
+    assert list(scratch.iterdir()) == [], "the partial extraction is cleaned up"
+
+
+@pytest.mark.parametrize("kind, member, fragment", [
+    ("duplicate", "snap/a", "twice"),
+    ("dir-then-symlink", "snap/d", "twice"),
+    ("file-then-dir-under-it", "snap/f/x", "not a directory"),
+    ("hardlink", "snap/passwd", "hard link"),
+    ("chardev", "snap/zero", "device node"),
+    ("blockdev", "snap/sda", "device node"),
+    ("fifo", "snap/pipe", "FIFO"),
+    ("dotdot", "snap/../../evil", "'..'"),
+    ("absolute", "/tmp/evil", "absolute"),
+    ("deep", "snap/" + "d/" * 200 + "x", "deep"),
+])
+def test_hostile_members_are_refused_naming_the_member(
+        tmp_path: Path, kind: str, member: str, fragment: str) -> None:
+    canary = tmp_path / "canary"
+    canary.mkdir()
+    members = [_file("snap/snapshot.json", META.encode())]
+    if kind == "duplicate":
+        members += [_file("snap/a", b"1"), _file("snap/a", b"2")]
+    elif kind == "dir-then-symlink":
+        members += [_dir("snap/d"), _file("snap/d/x", b"1"), _link("snap/d", str(canary))]
+    elif kind == "file-then-dir-under-it":
+        members += [_file("snap/f", b"1"), _file("snap/f/x", b"2")]
+    elif kind == "hardlink":
+        members.append(_link("snap/passwd", "/etc/passwd", tarfile.LNKTYPE))
+    elif kind in ("chardev", "blockdev", "fifo"):
+        members.append(_special(member, {"chardev": tarfile.CHRTYPE, "blockdev": tarfile.BLKTYPE,
+                                         "fifo": tarfile.FIFOTYPE}[kind]))
+    else:
+        members.append(_file(member, b"x"))
+    bad = _tar(tmp_path / "bad.tar.gz", members)
+    line = _refused(run_cli("inventory", "--root", str(bad)), bad, member)
+    assert fragment in line and "refusing" in line
+    assert list(canary.iterdir()) == [] and not (tmp_path / "evil").exists()
+
+
+def test_truncated_archives_are_one_line_not_tarfile_text(tmp_path: Path) -> None:
+    body = b"x" * 5000
+    members = [_file("snap/snapshot.json", META.encode()), _file("snap/big", body),
+               _file("snap/last", b"1")]
+    good = _tar(tmp_path / "good.tar", members)
+    plain = io.BytesIO()
+    with tarfile.open(fileobj=plain, mode="w") as tf:
+        for info, data in members:
+            tf.addfile(info, io.BytesIO(data))
+    raw = plain.getvalue()
+    cuts = {
+        "mid-data.tar": raw[:512 * 3 + 1000],  # inside snap/big's data
+        "at-header.tar": raw[:512 * 3 + 5120],  # right before snap/last's header: no end block
+        "mid-header.tar": raw[:512 * 3 + 5120 + 100],
+    }
+    import gzip
+    cuts["gzip-cut.tar.gz"] = gzip.compress(raw)[:-30]
+    for name, data in cuts.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        res = run_cli("inventory", "--root", str(path))
+        assert res.returncode == 8, (name, res.stderr)
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1 and "damaged or truncated" in lines[0], (name, res.stderr)
+        assert "end of data" not in lines[0] and "truncated header" not in lines[0], lines[0]
+    assert good.stat().st_size > 0
+
+
+@pytest.mark.timeout(20)
+def test_a_fifo_named_like_an_archive_does_not_block(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "snap.tar.gz"
+    os.mkfifo(fifo)
+    res = run_cli("inventory", "--root", str(fifo), timeout=15)
+    assert res.returncode == 8 and "not a regular file" in res.stderr, res.stderr
+
+
+def test_directory_snapshot_never_follows_a_link_out_of_its_root(tmp_path: Path) -> None:
+    """snapshot.json linked to a valid one outside the root is not read (links re-root)."""
+    import os
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "snapshot.json").write_text(META)
+    root = tmp_path / "root"
+    root.mkdir()
+    for i, target in enumerate([str(outside / "snapshot.json"), "../outside/snapshot.json"]):
+        snap = root / f"s{i}"
+        snap.mkdir()
+        os.symlink(target, snap / "snapshot.json")
+        res = run_cli("inventory", "--root", str(snap))
+        assert res.returncode == 8 and "snapshot.json is missing" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("what", ["deep", "bigint"])
+@pytest.mark.parametrize("where", ["snapshot.json", "commands/index.json"])
+def test_hostile_json_is_exit_8_naming_the_file(tmp_path: Path, what: str, where: str) -> None:
+    text = "[" * 100_000 + "]" * 100_000 if what == "deep" else "9" * 50_000
+    (tmp_path / "commands").mkdir()
+    (tmp_path / "snapshot.json").write_text(META)
+    (tmp_path / where).write_text(text if where == "commands/index.json"
+                                  else '{"format": "hwmgr-snapshot", "version": ' + text + "}")
+    res = run_cli("inventory", "--root", str(tmp_path))
+    assert res.returncode == 8, res.stderr
+    assert f"{tmp_path}/{where}" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert ("nested" if what == "deep" else "digits") in res.stderr
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("where", ["snapshot.json", "commands/index.json", "vendor"])
+def test_fifos_in_a_directory_snapshot_never_block(copy_host, where: str) -> None:
+    import os
+
+    snap = copy_host("seed001-bnx2")
+    dev = "sys/bus/pci/devices/0000:01:00.0"
+    path = snap / (f"{dev}/vendor" if where == "vendor" else where)
+    real = Path(os.path.realpath(path))
+    real.unlink()
+    os.mkfifo(real)
+    rc, doc = run_json("inventory", "--root", str(snap))
+    if where == "snapshot.json":
+        assert rc == 8 and "snapshot.json is not a regular file" in doc["errors"][0]
+        return
+    assert rc in (0, 5), doc
+    assert doc["status"] != "error"
+    if where == "vendor":
+        dev_row = next(d for d in doc["data"]["devices"] if d["address"] == "0000:01:00.0")
+        assert dev_row["vendor_id"] is None
+
+
+def test_member_names_reach_the_terminal_escaped(tmp_path: Path) -> None:
+    member = "snap/\x1b]0;owned\x07\x1b[31mred\rX"
+    bad = _tar(tmp_path / "esc.tar.gz", [_file("snap/snapshot.json", META.encode()),
+                                         _link(member, "/etc/passwd", tarfile.LNKTYPE)])
+    res = run_cli("inventory", "--root", str(bad))
+    assert res.returncode == 8
+    assert "\x1b" not in res.stderr and "\r" not in res.stderr and "\x07" not in res.stderr
+    assert "snap/\\x1b]0;owned\\x07\\x1b[31mred\\rX" in res.stderr
+
+
+@pytest.mark.parametrize("case, code, fragment", [
+    ("out-is-a-file", 2, "already exists"),
+    ("out-is-a-file.tar.gz", 2, "already exists"),
+    ("parent-is-a-file", 2, "is not a directory"),
+    ("parent-missing", 3, "does not exist"),
+    ("dangling-link", 2, "already exists"),
+])
+def test_snapshot_out_problems_are_one_line_and_create_nothing(
+        tmp_path: Path, case: str, code: int, fragment: str) -> None:
+    import os
+
+    (tmp_path / "file").write_text("keep")
+    out = {"out-is-a-file": tmp_path / "file", "out-is-a-file.tar.gz": tmp_path / "f.tar.gz",
+           "parent-is-a-file": tmp_path / "file/snap", "parent-missing": tmp_path / "a/b/snap",
+           "dangling-link": tmp_path / "link"}[case]
+    if case == "out-is-a-file.tar.gz":
+        out.write_text("keep")
+    if case == "dangling-link":
+        os.symlink(tmp_path / "nowhere", out)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    res = run_cli("snapshot", str(out))
+    assert res.returncode == code, res.stderr
+    assert res.stderr.count("\n") == 1 and fragment in res.stderr, res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert (tmp_path / "file").read_text() == "keep"

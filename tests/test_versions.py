@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hwmgr.cli import main
-from hwmgr.errors import EXIT_BAD_INPUT, VersionError
+from hwmgr.errors import EXIT_BAD_INPUT, EXIT_USAGE, VersionError
 from hwmgr.runner import SubprocessRunner
 from hwmgr.versions import (
     EVR,
@@ -406,9 +406,14 @@ def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert env["data"]["scheme"] == "driver" and env["data"]["result"] == "<"
 
 
+def test_an_unknown_scheme_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["vercmp", "--scheme", "bogus", "1", "2"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "invalid choice: 'bogus'" in err
+
+
 @pytest.mark.parametrize("argv", [
     ["vercmp", "", "1.0"],
-    ["vercmp", "--scheme", "nope", "1", "2"],
     ["vercmp", "--scheme", "driver", "6.1.0-56-amd64", "5.1.0-k"],
     ["vercmp", "--scheme", "firmware", "bc 5.2.3 NCSI 2.0.12", "10.0.803.19"],
 ])

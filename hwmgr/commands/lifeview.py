@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from hwmgr.errors import EXIT_FAILED, EXIT_REFUSED, PermissionError_, UsageError
-from hwmgr.output import Outcome
+from hwmgr.output import Outcome, printable
 
 
 def parents(mutating: bool = True, root: bool = False) -> list[argparse.ArgumentParser]:
@@ -45,29 +45,33 @@ def plan_outcome(command: str, plan: Any) -> Outcome:
 
 
 def render_plan(console: Any, d: dict[str, Any]) -> None:
-    target = d["to_version"]
-    console.print(f"[bold]{d['action']} {d['driver']} → {target}[/]", highlight=False)
+    """The plan as lines; every value may come from the host, so it is escaped first."""
+    from rich.markup import escape
+
+    p = printable
+    console.print(f"[bold]{escape(p(d['action']))} {escape(p(d['driver']))} → "
+                  f"{escape(p(d['to_version']))}[/]", highlight=False)
     for k in d["kernels"]:
-        console.print(f"  kernel {k}: now {d['from_versions'].get(k) or 'no module'}"
-                      + ("  (module is in the initramfs)" if d["initramfs"].get(k) else ""),
+        console.print(p(f"  kernel {k}: now {d['from_versions'].get(k) or 'no module'}"
+                        + ("  (module is in the initramfs)" if d["initramfs"].get(k) else "")),
                       markup=False)
     if d["devices"]:
         for dev in d["devices"]:
-            console.print(f"  device {dev['address']} {dev['vendor_id']}:{dev['device_id']} "
-                          f"interfaces {', '.join(dev['interfaces']) or '-'}", markup=False)
+            console.print(p(f"  device {dev['address']} {dev['vendor_id']}:{dev['device_id']} "
+                            f"interfaces {', '.join(dev['interfaces']) or '-'}"), markup=False)
     else:
         console.print("  no device is bound to this driver right now", markup=False)
     console.print("  steps:", markup=False)
     for i, step in enumerate(d["steps"], 1):
-        console.print(f"    {i}. {step}", markup=False)
+        console.print(p(f"    {i}. {step}"), markup=False)
     for b in d["backups"]:
-        console.print(f"  keeps: {b['kernel']} {b['module']}: {b['path'] or '(none)'} "
-                      f"{b['version'] or ''}", markup=False)
+        console.print(p(f"  keeps: {b['kernel']} {b['module']}: {b['path'] or '(none)'} "
+                        f"{b['version'] or ''}"), markup=False)
     console.print(f"  reboot required: {'yes' if d['reboot_required'] else 'no'}", markup=False)
     for w in d["warnings"]:
-        console.print(f"  [yellow]warning:[/] {w}")
+        console.print(f"  [yellow]warning:[/] {escape(p(w))}")
     for r in d["refusals"]:
-        console.print(f"  [bold red]refused:[/] {r}")
+        console.print(f"  [bold red]refused:[/] {escape(p(r))}")
 
 
 def txn_outcome(command: str, plan: Any, result: Any) -> Outcome:
@@ -80,7 +84,7 @@ def txn_outcome(command: str, plan: Any, result: Any) -> Outcome:
         msg += "; reboot to load it, then 'hwmgr verify'"
     return Outcome(command, status="ok" if ok else result.state, data=data, errors=errors,
                    exit_code=0 if ok else EXIT_FAILED,
-                   render=lambda c: c.print(msg, markup=False))
+                   render=lambda c: c.print(printable(msg), markup=False))
 
 
 class ProgressUI:

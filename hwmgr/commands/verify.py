@@ -13,7 +13,7 @@ from hwmgr.errors import (
     EXIT_UNKNOWN,
     UsageError,
 )
-from hwmgr.output import Outcome
+from hwmgr.output import Outcome, printable
 
 NAME = "verify"
 HELP = "after a reboot: prove the armed driver state is live"
@@ -146,39 +146,45 @@ def _cell(v: Any) -> str:
 
 
 def _render(console: Any, d: dict[str, Any]) -> None:
+    """Values come from the host (and maybe a snapshot): escaped, never rich markup."""
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
+    p = printable
     if not d["expectations"]:
         for n in d["notes"]:
-            console.print(n, markup=False)
+            console.print(p(n), markup=False)
         return
     for e in d["expectations"]:
         colour = {"verified": "green", "failed": "red"}.get(e["status"], "yellow")
         kind = f"{e['kind']} #{e['txn']}" if e["txn"] is not None else str(e["kind"])
-        console.print(f"[bold]{e['driver']} {e['expected_version']}[/] ({kind}): "
-                      f"[{colour}]{e['status'].upper()}[/]", highlight=False)
+        console.print(f"[bold]{escape(p(e['driver']))} {escape(p(e['expected_version']))}[/] "
+                      f"({escape(p(kind))}): [{colour}]{escape(p(e['status'].upper()))}[/]",
+                      highlight=False)
         t = Table(show_edge=False, pad_edge=False)
         for col in ("", "device", "field", "expected", "actual", "source / note"):
             t.add_column(col, overflow="fold")
         for c in e["checks"]:
-            mark = f"[{COLOUR[c['result']]}]{c['result']}[/]"
-            note = "; ".join(x for x in (c["source"], c["message"]) if x)
-            t.add_row(mark, c["device"], c["field"], _cell(c["expected"]), _cell(c["actual"]),
-                      note)
+            mark = Text(p(c["result"]), style=COLOUR.get(c["result"], ""))
+            note = "; ".join(str(x) for x in (c["source"], c["message"]) if x)
+            t.add_row(mark, *(Text(p(v)) for v in (c["device"], c["field"], _cell(c["expected"]),
+                                                   _cell(c["actual"]), note)))
         console.print(t)
         if e["action"] not in ("none",):
-            console.print(f"  action: {e['action']}" + (f" — {e['action_detail']}"
-                          if e["action_detail"] else ""), markup=False)
+            console.print(p(f"  action: {e['action']}" + (f" — {e['action_detail']}"
+                            if e["action_detail"] else "")), markup=False)
         tp = e.get("throughput") or {}
         if tp.get("before") or tp.get("after"):
             b, a = tp.get("before") or {}, tp.get("after") or {}
             for way in ("send", "receive"):
                 if a.get(f"{way}_mbps") is not None:
-                    console.print(f"  throughput {way}: before {_cell(b.get(f'{way}_mbps'))} → "
-                                  f"after {_cell(a.get(f'{way}_mbps'))} Mbit/s", markup=False)
+                    console.print(p(f"  throughput {way}: before {_cell(b.get(f'{way}_mbps'))}"
+                                    f" → after {_cell(a.get(f'{way}_mbps'))} Mbit/s"),
+                                  markup=False)
     if d.get("reboot"):
         r = d["reboot"]
-        console.print(f"reboot requested: {' '.join(r['argv'])} → "
-                      f"{'ok' if r['ok'] else r['error']}", markup=False)
+        console.print(p(f"reboot requested: {' '.join(r['argv'])} → "
+                        f"{'ok' if r['ok'] else r['error']}"), markup=False)
     for n in d["notes"]:
-        console.print(f"note: {n}", markup=False)
+        console.print(p(f"note: {n}"), markup=False)
