@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from hwmgr.errors import EXIT_FAILED, EXIT_REFUSED, PermissionError_, UsageError
-from hwmgr.output import Outcome
+from hwmgr.output import Outcome, printable
 
 
 def parents(mutating: bool = True, root: bool = False) -> list[argparse.ArgumentParser]:
@@ -38,17 +38,25 @@ def confirm(args: argparse.Namespace, what: str) -> None:
 
 def plan_outcome(command: str, plan: Any) -> Outcome:
     data = plan.as_dict()
-    if plan.refusals:
-        return Outcome(command, status="refused", data=data, errors=list(plan.refusals),
-                       exit_code=EXIT_REFUSED, render=lambda c: render_plan(c, data))
+    if plan.refusals:  # the exit code is the first refusal's (they are in fix-first order)
+        return Outcome(command, status="refused", data=data,
+                       errors=[r["reason"] for r in data["refusals"]],
+                       exit_code=getattr(plan, "exit_code", EXIT_REFUSED),
+                       render=lambda c: render_plan(c, data))
     return Outcome(command, data=data, render=lambda c: render_plan(c, data))
 
 
 def render_plan(console: Any, d: dict[str, Any]) -> None:
-    target = d["to_version"]
-    console.print(f"[bold]{d['action']} {d['driver']} → {target}[/]", highlight=False)
+    from rich.markup import escape
+
+    head = printable(f"{d['action']} {d['driver']} → {d['to_version']}")
+    console.print(f"[bold]{escape(head)}[/]", highlight=False)
+    if not d["kernels"]:
+        console.print("  target kernel: none", markup=False)
     for k in d["kernels"]:
-        console.print(f"  kernel {k}: now {d['from_versions'].get(k) or 'no module'}"
+        now = ("unknown (not in the snapshot)" if k in d.get("unread", [])
+               else d["from_versions"].get(k) or "no module")
+        console.print(printable(f"  target kernel {k}: now {now}")
                       + ("  (module is in the initramfs)" if d["initramfs"].get(k) else ""),
                       markup=False)
     if d["devices"]:
@@ -65,9 +73,10 @@ def render_plan(console: Any, d: dict[str, Any]) -> None:
                       f"{b['version'] or ''}", markup=False)
     console.print(f"  reboot required: {'yes' if d['reboot_required'] else 'no'}", markup=False)
     for w in d["warnings"]:
-        console.print(f"  [yellow]warning:[/] {w}")
+        console.print(f"  [yellow]warning:[/] {escape(printable(w))}")
     for r in d["refusals"]:
-        console.print(f"  [bold red]refused:[/] {r}")
+        console.print(f"  [bold red]refused (exit {r['code']}):[/] ", end="")
+        console.print(printable(r["reason"]), markup=False, highlight=False)
 
 
 def txn_outcome(command: str, plan: Any, result: Any) -> Outcome:
