@@ -76,7 +76,7 @@ def render_plan(console: Any, d: dict[str, Any]) -> None:
         console.print(f"  [yellow]warning:[/] {escape(printable(w))}")
     for r in d["refusals"]:
         console.print(f"  [bold red]refused (exit {r['code']}):[/] ", end="")
-        console.print(printable(r["reason"]), markup=False, highlight=False)
+        console.print(printable(r["reason"]), markup=False, highlight=False, soft_wrap=True)
 
 
 def txn_outcome(command: str, plan: Any, result: Any) -> Outcome:
