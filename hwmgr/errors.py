@@ -67,6 +67,12 @@ class RefusedError(HwmgrError):
     exit_code = EXIT_REFUSED
 
 
+class UnknownError(HwmgrError):
+    """Something could not be read (e.g. a snapshot lacks a recorded output): no verdict."""
+
+    exit_code = EXIT_UNKNOWN
+
+
 class LockedError(HwmgrError):
     """Another hwmgr process holds the host lock."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from hwmgr.errors import HwmgrError
+from hwmgr.errors import HwmgrError, UnknownError
 from hwmgr.host import Host
 from hwmgr.state import sha256_file
 
@@ -52,8 +52,12 @@ def _base_args(host: Host) -> list[str]:
 def resolve(host: Host, module: str, kver: str) -> ModuleFile:
     """Ask modinfo which file `module` is for kernel `kver` (what modprobe would load)."""
     res = host.run(["modinfo", *_base_args(host), "-k", kver, module], timeout=QUICK)
+    if res.unrecorded:  # a snapshot without it: say so, never blame the snapshot host's kmod
+        from hwmgr.capture import retake
+
+        raise UnknownError(retake(f"output of `modinfo -k {kver} {module}`"))
     if not res.available:
-        raise HwmgrError("modinfo is not available: install the 'kmod' package")
+        raise HwmgrError("modinfo is not available on this machine: install the 'kmod' package")
     if not res.ok:
         return ModuleFile(module, kver)
     fields: dict[str, str] = {}
@@ -101,7 +105,8 @@ def in_initramfs(host: Host, modules: list[str], kver: str) -> bool | None:
     if image is None:
         return False
     path, family = image
-    argv = ["lsinitramfs", str(host.path(path))] if family == "debian" else [
+    image_arg = path if host.meta else str(host.path(path))  # a snapshot replays by logical path
+    argv = ["lsinitramfs", image_arg] if family == "debian" else [
         "lsinitrd", "-k", kver]
     res = host.run(argv, timeout=QUICK)
     if not res.ok:

@@ -13,14 +13,46 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
-from hwmgr import kmod, safety
-from hwmgr.errors import HwmgrError, NotFoundError, NothingToDo, RefusedError
+from hwmgr import capture, kmod, safety
+from hwmgr.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_NOT_FOUND,
+    EXIT_REFUSED,
+    EXIT_UNKNOWN,
+    HwmgrError,
+    NotFoundError,
+    NothingToDo,
+    RefusedError,
+    UnknownError,
+    VersionError,
+)
 from hwmgr.host import Host
 from hwmgr.state import StateDir
 from hwmgr.transaction import Transaction, TxnResult, history
 
 EXPECT_DIR = "expectations"
 MIN_FREE = 64 << 20
+MAX_VERSION_LEN = 64
+
+# Refusals are listed in the order a human should fix them: the command line, then the
+# catalog's verdict, then kernel support, then what a snapshot could not answer, then the
+# host's own safety checks. The plan's exit code is the first refusal's.
+INPUT, CATALOG, KERNEL, UNREAD, HOST = range(5)
+
+
+class Refusal(str):
+    """Why a plan must not run (a str, so it reads as its message) with its exit code."""
+
+    code: int
+    rank: int
+
+    def __new__(cls, reason: str, code: int = EXIT_REFUSED, rank: int = HOST) -> Refusal:
+        obj = super().__new__(cls, reason)
+        obj.code, obj.rank = code, rank
+        return obj
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"reason": str(self), "code": self.code}
 
 
 @dataclass
@@ -54,10 +86,23 @@ class Plan:
     refusals: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
+    unread: list[str] = field(default_factory=list)  # kernels whose module a snapshot lacks
+
+    def refuse(self, reason: str, code: int = EXIT_REFUSED, rank: int = HOST) -> None:
+        """Add a refusal, keeping the list in fix-first order (stable within a rank)."""
+        self.refusals.append(Refusal(reason, code, rank))
+        self.refusals.sort(key=lambda r: getattr(r, "rank", HOST))
+
+    @property
+    def exit_code(self) -> int:
+        """The first refusal's code (0 when nothing refuses)."""
+        return getattr(self.refusals[0], "code", EXIT_REFUSED) if self.refusals else 0
 
     def as_dict(self) -> dict[str, Any]:
+        refusals = [r if isinstance(r, Refusal) else Refusal(r) for r in self.refusals]
         d = asdict(self)
         d.pop("params")
+        d["refusals"] = [r.as_dict() for r in refusals]
         return d
 
 
@@ -86,6 +131,9 @@ def _safety(host: Host, plan: Plan, settings: Settings, env: Mapping[str, str] |
             force: bool) -> None:
     """Add refusals for routes/SSH, Secure Boot and free space (nothing is changed)."""
     ifaces = {i for d in plan.devices for i in d["interfaces"]}
+    if ifaces and capture.lacks(host, capture.ROUTES):
+        plan.refuse(capture.retake("routing table (/proc/net/route, /proc/net/ipv6_route)"),
+                    EXIT_UNKNOWN, UNREAD)
     critical = []
     for iface in sorted(ifaces & safety.default_route_interfaces(host)):
         critical.append(f"{iface} carries the default route")
@@ -94,20 +142,25 @@ def _safety(host: Host, plan: Plan, settings: Settings, env: Mapping[str, str] |
         critical.append(f"{ssh_if} carries the current SSH session")
     for c in critical:
         msg = f"{plan.driver} drives {c}; a failed driver would cut this host off"
-        (plan.warnings if force else plan.refusals).append(
-            msg + (" (--force given)" if force else " (use --force after arranging console access)")
-        )
-    sb = safety.secure_boot(host)
+        if force:
+            plan.warnings.append(msg + " (--force given)")
+        else:
+            plan.refuse(msg + " (use --force after arranging console access)")
+    if capture.lacks(host, capture.SECURE_BOOT):
+        plan.refuse(capture.retake("Secure Boot state (mokutil --sb-state, /sys/firmware/efi)"),
+                    EXIT_UNKNOWN, UNREAD)
+        sb: bool | None = False
+    else:
+        sb = safety.secure_boot(host)
     if sb and not safety.signing_key(host, settings.sign_key, settings.sign_cert):
-        plan.refusals.append(
+        plan.refuse(
             "Secure Boot is enabled and no module-signing key is configured "
             f"({settings.sign_key or safety.DKMS_MOK_KEY}): the new module would not load"
         )
     for what, path in (("state", settings.state_dir), ("cache", settings.cache_dir)):
         free = host.free_bytes(path)
         if free is not None and free < MIN_FREE:
-            plan.refusals.append(
-                f"not enough space in the {what} dir {path}: {free >> 20} MiB free")
+            plan.refuse(f"not enough space in the {what} dir {path}: {free >> 20} MiB free")
 
 
 def _kernels(host: Host, requested: list[str] | None) -> list[str]:
@@ -124,15 +177,51 @@ def _check_headers(host: Host, kernels: list[str], plan: Plan) -> None:
     from hwmgr.dkms import Dkms
 
     d = Dkms(host)
+    unrecorded = capture.lacks(host, capture.HEADERS)
     for k in kernels:
         try:
             d.check_headers(k)
+        except NotFoundError as exc:
+            if unrecorded:  # an older snapshot: absence proves nothing
+                plan.refuse(capture.retake(f"kernel headers listing (/lib/modules/{k}/build)"),
+                            EXIT_UNKNOWN, UNREAD)
+            else:
+                plan.refuse(str(exc), EXIT_REFUSED, KERNEL)
         except HwmgrError as exc:
-            plan.refusals.append(str(exc))
+            plan.refuse(str(exc), exc.exit_code, INPUT)
 
 
-def _current(host: Host, modules: list[str], kernels: list[str]) -> dict[str, dict[str, Any]]:
-    return {k: {m: kmod.resolve(host, m, k).as_dict() for m in modules} for k in kernels}
+def _current(host: Host, modules: list[str], kernels: list[str],
+             plan: Plan | None = None) -> dict[str, dict[str, Any]]:
+    """What each module resolves to per kernel; with `plan`, what a snapshot lacks is a
+    refusal (exit 11) and the module reads as unknown, instead of ending the plan."""
+    out: dict[str, dict[str, Any]] = {}
+    for k in kernels:
+        out[k] = {}
+        for m in modules:
+            try:
+                out[k][m] = kmod.resolve(host, m, k).as_dict()
+            except UnknownError as exc:
+                if plan is None:
+                    raise
+                plan.refuse(str(exc), exc.exit_code, UNREAD)
+                plan.unread.append(k)
+                out[k][m] = kmod.ModuleFile(m, k).as_dict()
+    return out
+
+
+def _version_refusal(version: str, scheme: str) -> str | None:
+    """Why `--to VERSION` is not a version string at all (too long, or unparseable)."""
+    from hwmgr.versions import parse
+
+    if len(version) > MAX_VERSION_LEN:
+        return (f"--to {version[:24]!r}... is {len(version)} characters long; a version is at "
+                f"most {MAX_VERSION_LEN}")
+    try:
+        parse(version, scheme)
+    except VersionError as exc:
+        return f"--to: {exc}"
+    return None
 
 
 def plan_upgrade(
@@ -149,31 +238,43 @@ def plan_upgrade(
     modules = recipe.module_names
     ks = _kernels(host, kernels)
     versions = entry.get("versions", {})
-    info = versions.get(version)
-    current = _current(host, modules, ks)
-    plan = Plan("upgrade", driver, version,
-                {k: current[k][modules[0]]["version"] for k in ks}, ks, modules)
-    if info is None:
+    bad_version = _version_refusal(version, str(entry.get("version_scheme") or "rpm"))
+    info = None if bad_version else versions.get(version)
+    shown = version if len(version) <= MAX_VERSION_LEN else f"{version[:24]}..."
+    plan = Plan("upgrade", driver, shown, {}, ks, modules)
+    current = _current(host, modules, ks, plan)
+    plan.from_versions = {k: current[k][modules[0]]["version"] for k in ks}
+    if bad_version:
+        plan.refuse(bad_version, EXIT_BAD_INPUT, INPUT)
+    elif info is None:
         listed = ", ".join(sorted(versions)) or "none"
-        raise NotFoundError(f"{driver} {version} is not in the catalog (listed: {listed})")
+        plan.refuse(f"{driver} {version} is not in the catalog (listed: {listed})",
+                    EXIT_NOT_FOUND, CATALOG)
+    info = info or {}
     if info.get("status") == "known-bad":
-        plan.refusals.append(f"{driver} {version} is known-bad: {info.get('reason', '')}".strip())
+        plan.refuse(f"{driver} {version} is known-bad: {info.get('reason', '')}".strip(),
+                    EXIT_REFUSED, CATALOG)
     if info.get("status") == "deprecated" and not force:
-        plan.refusals.append(f"{driver} {version} is deprecated in the catalog (--force to use)")
+        plan.refuse(f"{driver} {version} is deprecated in the catalog (--force to use)",
+                    EXIT_REFUSED, CATALOG)
     source = info.get("source")
-    why = source_refusal(source)
+    why = source_refusal(source) if info else None
     if why:
-        plan.refusals.append(f"{driver} {version}: {why}")
+        plan.refuse(f"{driver} {version}: {why}", EXIT_REFUSED, CATALOG)
     globs = info.get("kernels") or ["*"]
     for k in ks:
         if not any(fnmatch.fnmatchcase(k, g) for g in globs):
-            plan.refusals.append(f"{driver} {version} is not for kernel {k} (catalog: {globs})")
+            plan.refuse(f"{driver} {version} is not for kernel {k} (catalog: {globs})",
+                        EXIT_REFUSED, KERNEL)
         if not recipe.supports_kernel(k):
-            plan.refusals.append(f"the {driver} recipe does not support kernel {k}")
+            plan.refuse(f"the {driver} recipe does not support kernel {k}", EXIT_REFUSED, KERNEL)
     if not ks:
-        plan.refusals.append("no target kernel: pass --kernel or install kernel headers")
+        plan.refuse("no target kernel: pass --kernel or install kernel headers",
+                    EXIT_REFUSED, KERNEL)
     _check_headers(host, ks, plan)
-    if ks and all(current[k][m]["version"] == version for k in ks for m in modules):
+    fix_first = any(getattr(r, "rank", HOST) <= CATALOG for r in plan.refusals)
+    if (ks and not fix_first and not plan.unread
+            and all(current[k][m]["version"] == version for k in ks for m in modules)):
         raise NothingToDo(f"{driver} {version} is already installed for {', '.join(ks)}")
     plan.devices = _affected_devices(host, driver, modules)
     _safety(host, plan, settings, env, force)
@@ -194,7 +295,7 @@ def plan_upgrade(
         *[f"dkms install {driver}/{version} for {k} + depmod" for k in ks],
         *[f"rebuild the initramfs for {k}" for k in ks if plan.initramfs.get(k)],
         f"arm post-reboot verification of {driver} {version}",
-    ]
+    ] if not bad_version else []  # no steps for a string that is not a version
     plan.params = {
         "driver": driver, "version": version, "modules": modules, "kernels": ks,
         "source": source if isinstance(source, dict) else {},
@@ -269,7 +370,10 @@ def plan_rollback(
             if current[k][m]["version"] != top["version"]:
                 msg = (f"{m} for {k} is {current[k][m]['version'] or 'absent'}, not the "
                        f"{top['version']} hwmgr installed: something else changed it")
-                (plan.warnings if force else plan.refusals).append(msg)
+                if force:
+                    plan.warnings.append(msg)
+                else:
+                    plan.refuse(msg, EXIT_REFUSED, CATALOG)
             plan.backups.append({"kernel": k, "module": m, "path": current[k][m]["path"],
                                  "version": current[k][m]["version"],
                                  "sha256": current[k][m]["sha256"]})
@@ -302,7 +406,7 @@ def run_plan(host: Host, plan: Plan, settings: Settings, *, command: str,
              wait: bool | float = False, ui: Any = None) -> TxnResult:
     """Run a refusal-free plan as one transaction under the host lock."""
     if plan.refusals:
-        raise RefusedError(plan.refusals[0])
+        raise HwmgrError(plan.refusals[0], exit_code=plan.exit_code)
     state = StateDir(host, settings.state_dir)
     from hwmgr.steps import REGISTRY
 

@@ -2,7 +2,8 @@
 
 `SubprocessRunner` runs real commands (argv only, `LC_ALL=C`, a timeout, rc 127 for a missing
 binary). `ReplayRunner` serves a snapshot's recorded outputs (design.md §4) and answers
-anything unrecorded as "not available" (rc 127). `RecordingRunner` wraps another runner and
+anything unrecorded as "not available" (rc 127) with `unrecorded` set, so callers can tell
+"the snapshot lacks it" from "the binary is missing". `RecordingRunner` wraps another runner and
 keeps every call, so `hwmgr snapshot` can store exactly what the tool ran.
 """
 
@@ -30,6 +31,7 @@ class Result:
     rc: int
     stdout: str = ""
     stderr: str = ""
+    unrecorded: bool = False  # a snapshot has no recorded output for this argv
 
     @property
     def ok(self) -> bool:
@@ -142,7 +144,8 @@ class ReplayRunner:
     """Serves a snapshot's `commands/index.json` by exact argv match.
 
     argv[0] is matched as a bare command name, so `/usr/sbin/ethtool -i eth0` and
-    `ethtool -i eth0` are the same call. Unrecorded calls answer rc 127 ("not available").
+    `ethtool -i eth0` are the same call. Unrecorded calls answer rc 127 ("not available")
+    with `unrecorded=True`.
     """
 
     def __init__(self, root: Path, read_file: Callable[[str], bytes | None]) -> None:
@@ -210,4 +213,5 @@ class ReplayRunner:
         hit = self._table.get(key)
         if hit is not None:
             return hit
-        return Result(key, RC_NOT_AVAILABLE, "", f"{key[0]}: not recorded in snapshot")
+        return Result(key, RC_NOT_AVAILABLE, "", f"{key[0]}: not recorded in snapshot",
+                      unrecorded=True)

@@ -125,13 +125,17 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 def write_snapshot(
     out: Path, rec: Recorder, runner: RecordingRunner, *, hostname: str | None,
-    kernel: str | None,
+    kernel: str | None, records: list[str] | None = None,
 ) -> Path:
-    """Write what a recording Host saw as a snapshot directory or .tar.gz at `out`."""
+    """Write what a recording Host saw as a snapshot directory or .tar.gz at `out`;
+    `records` names what was captured in full (hwmgr.capture), so readers can tell "absent on
+    the host" from "not recorded"."""
     import datetime as _dt
     import shutil
     import tarfile
     import tempfile
+
+    from hwmgr import __version__
     is_tar = out.name.endswith((".tar.gz", ".tgz"))
     if out.exists() and (is_tar or any(out.iterdir())):
         raise UsageError(f"{out}: already exists; choose a new path")
@@ -183,6 +187,8 @@ def write_snapshot(
             "hostname": hostname,
             "kernel": kernel,
             "captured": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "hwmgr": __version__,
+            "records": sorted(records or []),
         }
         (root / "snapshot.json").write_text(json.dumps(meta, indent=1) + "\n")
         if is_tar:

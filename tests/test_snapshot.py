@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 from support import run_cli, run_json
 
+from hwmgr import capture
 from hwmgr.errors import BadInputError, NotFoundError, UsageError
+from hwmgr.host import Host
+from hwmgr.runner import SubprocessRunner
 from hwmgr.snapshot import open_host
 
 
@@ -39,12 +42,14 @@ def test_snapshot_holds_only_what_was_read(tmp_path: Path) -> None:
     assert meta["format"] == "hwmgr-snapshot" and meta["version"] == 1
     assert set(meta) >= {"hostname", "kernel", "captured"}
     tops = {p.name for p in target.iterdir()}
-    assert tops <= {"snapshot.json", "sys", "proc", "commands"}, tops
+    assert tops <= {"snapshot.json", "sys", "proc", "commands", "lib", "boot"}, tops
     # every recorded command output file exists and argv[0] is a bare name
     index = json.loads((target / "commands/index.json").read_text())
     for entry in index:
         assert "/" not in entry["argv"][0]
-        assert (target / entry["stdout"]).is_file()
+        refs = [entry[k] for k in ("stdout", "stderr") if k in entry]
+        assert refs or entry["rc"] != 0  # a failed query may print nothing at all
+        assert all((target / ref).is_file() for ref in refs)
     # no config-space dumps or other attributes the tool never reads
     assert not list(target.glob("sys/bus/pci/devices/*/config"))
 
@@ -356,3 +361,78 @@ def test_snapshot_out_problems_are_one_line_and_create_nothing(
     assert res.stderr.count("\n") == 1 and fragment in res.stderr, res.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     assert (tmp_path / "file").read_text() == "keep"
+
+
+# ------------------------------------------------------------- what plan/verify/check read
+def test_capture_records_what_plan_verify_and_check_read(tmp_path: Path) -> None:
+    """On this machine: modinfo -k per bound driver and target kernel, every ethtool query
+    per interface, ip -d link, the net sysctls as files, routes, headers, Secure Boot."""
+    target = tmp_path / "snap"
+    assert run_cli("snapshot", str(target)).returncode == 0
+    meta = json.loads((target / "snapshot.json").read_text())
+    assert meta["records"] == sorted(capture.RECORDS)
+    assert meta["hwmgr"] == capture.CAPTURE_SINCE
+    index = {tuple(e["argv"]): e for e in json.loads((target / "commands/index.json").read_text())}
+    live = Host("/", SubprocessRunner())
+    kernels = capture.target_kernels(live)
+    rc, inv = run_json("inventory", "--no-catalog")
+    assert rc == 0
+    drivers = {d[k] for d in inv["data"]["devices"] for k in ("driver", "pci_driver") if d[k]}
+    assert drivers and kernels
+    for k in kernels:
+        for m in drivers:
+            entry = index[("modinfo", "-k", k, m)]
+            real = live.run(["modinfo", "-k", k, m])
+            assert entry["rc"] == real.rc
+            if real.stdout:
+                assert (target / entry["stdout"]).read_text() == real.stdout
+    ifaces = [n for n in live.listdir("/sys/class/net") if n != "lo"]
+    assert ifaces
+    for ifname in ifaces:
+        for q in capture.ETHTOOL_QUERIES:
+            assert ("ethtool", *q, ifname) in index, (q, ifname)
+    link = index[capture.IP_LINK_ARGV]
+    assert link["rc"] == 0 and "link/" in (target / link["stdout"]).read_text()
+    for name in capture.NET_SYSCTLS:
+        path = capture.sysctl_path(name)
+        real = live.read_bytes(path)
+        if real is not None:  # the live kernel has it: the snapshot holds the same bytes
+            assert (target / path.lstrip("/")).read_bytes() == real, name
+    assert (target / "proc/sys/net/ipv4/tcp_rmem").is_file()
+    assert (target / "proc/net/route").read_bytes() == Path("/proc/net/route").read_bytes()
+    for k in capture.target_kernels(live):
+        if Path(f"/lib/modules/{k}/build/Makefile").exists():
+            assert (target / f"lib/modules/{k}/build/Makefile").is_file()
+
+
+def test_plan_reads_a_fresh_snapshot_like_the_live_host(tmp_path: Path) -> None:
+    """Replaying a capture: the module each target kernel resolves to, routes and Secure
+    Boot read the same as on the live host, and nothing reads as "not recorded"."""
+    from hwmgr import kmod, safety
+
+    target = tmp_path / "snap.tar.gz"
+    assert run_cli("snapshot", str(target)).returncode == 0
+    snap, cleanup = open_host(target)
+    assert cleanup is not None
+    try:
+        live = Host("/", SubprocessRunner())
+        assert not capture.lacks(snap, capture.ROUTES) and capture.lacks(snap, "no-such")
+        assert not capture.lacks(live, "no-such")
+        assert capture.target_kernels(snap) == capture.target_kernels(live)
+        for k in capture.target_kernels(live):
+            for m in capture.bound_modules(collect_devices(live)):
+                assert kmod.resolve(snap, m, k).version == kmod.resolve(live, m, k).version
+        assert safety.default_route_interfaces(snap) == safety.default_route_interfaces(live)
+        assert safety.secure_boot(snap) == safety.secure_boot(live)
+        missing = snap.run(["modinfo", "-k", "0.0.0-none", "nosuchmod"])
+        assert missing.rc == 127 and missing.unrecorded and not missing.available
+        absent = live.run(["hwmgr-no-such-binary"])
+        assert absent.rc == 127 and not absent.unrecorded
+    finally:
+        cleanup()
+
+
+def collect_devices(host: Host) -> list[dict]:
+    from hwmgr.inventory import Inventory
+
+    return Inventory(host).scan().devices

@@ -38,22 +38,27 @@ def confirm(args: argparse.Namespace, what: str) -> None:
 
 def plan_outcome(command: str, plan: Any) -> Outcome:
     data = plan.as_dict()
-    if plan.refusals:
-        return Outcome(command, status="refused", data=data, errors=list(plan.refusals),
-                       exit_code=EXIT_REFUSED, render=lambda c: render_plan(c, data))
+    if plan.refusals:  # the exit code is the first refusal's (they are in fix-first order)
+        return Outcome(command, status="refused", data=data,
+                       errors=[r["reason"] for r in data["refusals"]],
+                       exit_code=getattr(plan, "exit_code", EXIT_REFUSED),
+                       render=lambda c: render_plan(c, data))
     return Outcome(command, data=data, render=lambda c: render_plan(c, data))
 
 
 def render_plan(console: Any, d: dict[str, Any]) -> None:
-    """The plan as lines; every value may come from the host, so it is escaped first."""
     from rich.markup import escape
 
     p = printable
-    console.print(f"[bold]{escape(p(d['action']))} {escape(p(d['driver']))} → "
-                  f"{escape(p(d['to_version']))}[/]", highlight=False)
+    head = p(f"{d['action']} {d['driver']} → {d['to_version']}")
+    console.print(f"[bold]{escape(head)}[/]", highlight=False)
+    if not d["kernels"]:
+        console.print("  target kernel: none", markup=False)
     for k in d["kernels"]:
-        console.print(p(f"  kernel {k}: now {d['from_versions'].get(k) or 'no module'}"
-                        + ("  (module is in the initramfs)" if d["initramfs"].get(k) else "")),
+        now = ("unknown (not in the snapshot)" if k in d.get("unread", [])
+               else d["from_versions"].get(k) or "no module")
+        console.print(printable(f"  target kernel {k}: now {now}")
+                      + ("  (module is in the initramfs)" if d["initramfs"].get(k) else ""),
                       markup=False)
     if d["devices"]:
         for dev in d["devices"]:
@@ -69,9 +74,10 @@ def render_plan(console: Any, d: dict[str, Any]) -> None:
                         f"{b['version'] or ''}"), markup=False)
     console.print(f"  reboot required: {'yes' if d['reboot_required'] else 'no'}", markup=False)
     for w in d["warnings"]:
-        console.print(f"  [yellow]warning:[/] {escape(p(w))}")
+        console.print(f"  [yellow]warning:[/] {escape(printable(w))}")
     for r in d["refusals"]:
-        console.print(f"  [bold red]refused:[/] {escape(p(r))}")
+        console.print(f"  [bold red]refused (exit {r['code']}):[/] ", end="")
+        console.print(printable(r["reason"]), markup=False, highlight=False, soft_wrap=True)
 
 
 def txn_outcome(command: str, plan: Any, result: Any) -> Outcome:

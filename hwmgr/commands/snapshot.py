@@ -34,7 +34,11 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     host, rec, runner = recording_host()
     hostname, kernel = host_identity(host)
     scan = collect(host, args.catalog, use_catalog=False)
-    out = write_snapshot(Path(args.out), rec, runner, hostname=hostname, kernel=kernel)
+    from hwmgr.capture import record_all  # what plan/verify/check read beyond the inventory
+
+    records = record_all(host, scan.devices)
+    out = write_snapshot(Path(args.out), rec, runner, hostname=hostname, kernel=kernel,
+                         records=records)
     data = {
         "path": str(out),
         "hostname": hostname,
