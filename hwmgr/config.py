@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from hwmgr.errors import BadInputError
-from hwmgr.host import Host
+from hwmgr.host.seam import Host
 
 DEFAULT_CONFIG = "/etc/hwmgr/hwmgr.json"
 ON_FAILURE = ("report", "rollback")

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hwmgr.errors import HwmgrError
-from hwmgr.inventory import Inventory
-from hwmgr.snapshot import open_host
+from hwmgr.host.snapshot import open_host
+from hwmgr.inventory.scan import Inventory
 
 ATTRS = ["vendor", "device", "subsystem_vendor", "subsystem_device", "class", "revision",
          "numa_node", "current_link_speed", "current_link_width", "sriov_totalvfs",

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hwmgr import catalog as catmod
-from hwmgr.catalog import Catalog, load_catalog, source_refusal
+from hwmgr.catalog import load as catmod
+from hwmgr.catalog.load import Catalog, load_catalog, source_refusal
 from hwmgr.cli import main
 from hwmgr.errors import BadInputError, NotFoundError
 
@@ -260,7 +260,7 @@ def test_seed_002_and_lab_verdicts_with_shipped_catalog() -> None:
 def test_this_machine_virtio_nic() -> None:
     """The real inventory of the build host: its virtio NIC gets a catalog verdict."""
     from hwmgr.commands.inventory import collect
-    from hwmgr.snapshot import open_host
+    from hwmgr.host.snapshot import open_host
 
     host, cleanup = open_host(None)
     scan = collect(host, [str(SHIPPED)])
@@ -276,7 +276,7 @@ def test_this_machine_virtio_nic() -> None:
 
 # ------------------------------------------------------------------------------ cache
 def _load_in_subprocess(path: Path, env: dict[str, str]) -> dict[str, Any]:
-    code = ("import json, sys; from hwmgr.catalog import load_catalog; "
+    code = ("import json, sys; from hwmgr.catalog.load import load_catalog; "
             "c = load_catalog([sys.argv[1]]); "
             "print(json.dumps({'jsonschema': 'jsonschema' in sys.modules, 'n': len(c.names())}))")
     out = subprocess.run([sys.executable, "-c", code, str(path)], env=env, cwd=REPO,

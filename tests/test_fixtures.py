@@ -21,7 +21,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import pytest
 
 from hwmgr.errors import BadInputError
-from hwmgr.snapshot import open_host
+from hwmgr.host.snapshot import open_host
 
 HOSTS_DIR = Path(__file__).resolve().parent / "fixtures" / "hosts"
 GOOD = ["seed000-ustor", "seed001-bnx2", "seed002-router"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hwmgr.host import Host
-from hwmgr.runner import SubprocessRunner
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
 
 
 def make_tree(root: Path) -> Host:

@@ -11,7 +11,7 @@ import pytest
 from support import run_cli, run_json
 
 from hwmgr.errors import BadInputError, NotFoundError, UsageError
-from hwmgr.snapshot import open_host
+from hwmgr.host.snapshot import open_host
 
 
 def _data(doc: dict) -> dict:

@@ -1,4 +1,4 @@
-"""Tests for hwmgr.versions and `hwmgr vercmp`: real rpm is the oracle for the rpm scheme."""
+"""Tests for hwmgr.catalog.versions and `hwmgr vercmp`: rpm is the oracle for its scheme."""
 
 from __future__ import annotations
 
@@ -14,10 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hwmgr.cli import main
-from hwmgr.errors import EXIT_BAD_INPUT, VersionError
-from hwmgr.runner import SubprocessRunner
-from hwmgr.versions import (
+from hwmgr.catalog.versions import (
     EVR,
     compare,
     get_scheme,
@@ -30,6 +27,9 @@ from hwmgr.versions import (
     scheme_names,
     sort_key,
 )
+from hwmgr.cli import main
+from hwmgr.errors import EXIT_BAD_INPUT, VersionError
+from hwmgr.host.runner import SubprocessRunner
 
 RPM = shutil.which("rpm")
 needs_rpm = pytest.mark.skipif(RPM is None, reason="rpm is not installed (the oracle)")

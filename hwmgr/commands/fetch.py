@@ -33,9 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.catalog import load_catalog, source_refusal
-    from hwmgr.fetch import Source, fetch
-    from hwmgr.lifecycle import settings_from
+    from hwmgr.catalog.load import load_catalog, source_refusal
+    from hwmgr.lifecycle.fetch import Source, fetch
+    from hwmgr.lifecycle.plan import settings_from
 
     settings = settings_from(args)
     entry = load_catalog(args.catalog).entry(args.driver)
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             "origin": res.origin, "from_cache": res.from_cache, "seconds": res.seconds,
             "signed_by": None}
     if info["source"].get("signing_key"):
-        from hwmgr.signature import check_signature
+        from hwmgr.lifecycle.signature import check_signature
 
         data["signed_by"] = check_signature(ctx.host, res.path, settings.state_dir,
                                             info["source"]["signing_key"])

@@ -29,9 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.lifecycle import settings_from
-    from hwmgr.state import StateDir
-    from hwmgr.transaction import history
+    from hwmgr.lifecycle.plan import settings_from
+    from hwmgr.transaction.engine import history
+    from hwmgr.transaction.state import StateDir
 
     state = StateDir(ctx.host, settings_from(args).state_dir)
     txns = history(state, limit=args.limit, target=args.driver)

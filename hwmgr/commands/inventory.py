@@ -22,7 +22,7 @@ STATUS_STYLE = {"ok": "green", "outdated": "yellow", "known-bad": "bold red", "u
 
 
 def PARENTS() -> list[argparse.ArgumentParser]:
-    from hwmgr.cli import common_options
+    from hwmgr.ui.options import common_options
 
     return [common_options(root=True)]
 
@@ -41,12 +41,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def collect(host: Any, catalog_paths: list[str] | None, use_catalog: bool = True) -> Any:
     """Scan `host` with names and catalog verdicts; shared by inventory, snapshot and check."""
-    from hwmgr.inventory import Inventory
-    from hwmgr.pciids import default_names
+    from hwmgr.catalog.pciids import default_names
+    from hwmgr.inventory.scan import Inventory
 
     verdict = None
     if use_catalog:
-        from hwmgr.catalog import load_catalog
+        from hwmgr.catalog.load import load_catalog
 
         verdict = load_catalog(catalog_paths).verdict
     return Inventory(host, names=default_names(), verdict=verdict).scan()

@@ -40,9 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.catalog import load_catalog
-    from hwmgr.lifecycle import settings_from
-    from hwmgr.package import DEFAULT_PACKAGER, build_dkms_rpm
+    from hwmgr.catalog.load import load_catalog
+    from hwmgr.lifecycle.package import DEFAULT_PACKAGER, build_dkms_rpm
+    from hwmgr.lifecycle.plan import settings_from
 
     settings = settings_from(args)
     res = build_dkms_rpm(

@@ -35,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.lifecycle import plan_rollback, plan_upgrade, settings_from
+    from hwmgr.lifecycle.plan import plan_rollback, plan_upgrade, settings_from
 
     settings = settings_from(args)
     if args.action == "upgrade":
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             from hwmgr.errors import UsageError
 
             raise UsageError("plan upgrade needs --to VERSION")
-        from hwmgr.catalog import load_catalog
+        from hwmgr.catalog.load import load_catalog
 
         plan = plan_upgrade(ctx.host, load_catalog(args.catalog), args.driver, args.to,
                             settings=settings, kernels=args.kernel, force=args.force)

@@ -28,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.lifecycle import recover, settings_from
+    from hwmgr.lifecycle.plan import recover, settings_from
 
     lifeview.require_root(ctx.host)
     results = recover(ctx.host, settings_from(args), wait=args.wait)

@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.lifecycle import plan_rollback, run_plan, settings_from
+    from hwmgr.lifecycle.plan import plan_rollback, run_plan, settings_from
 
     host = ctx.host
     lifeview.require_root(host)

@@ -28,7 +28,7 @@ STATUS_EXIT = {"ok": EXIT_OK, "measured": EXIT_OK, "failed": EXIT_FAILED,
 
 
 def PARENTS() -> list[argparse.ArgumentParser]:
-    from hwmgr.cli import common_options, lifecycle_options
+    from hwmgr.ui.options import common_options, lifecycle_options
 
     return [common_options(), lifecycle_options(mutating=False)]
 
@@ -63,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def options_from(args: argparse.Namespace, cfg: Any, peer: str | None) -> Any:
     """throughput.Options from flags over site config over defaults; UsageError if bad."""
-    from hwmgr.throughput import Options
+    from hwmgr.verify.throughput import Options
 
     def opt(name: str) -> Any:
         return getattr(args, name, None)
@@ -95,8 +95,8 @@ def options_from(args: argparse.Namespace, cfg: Any, peer: str | None) -> Any:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr import throughput as tp
     from hwmgr.config import load_config
+    from hwmgr.verify import throughput as tp
 
     host = ctx.host
     cfg = load_config(host)
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     report = tp.check(host, opts, catalog=catalog)
     data = report.as_dict()
     if not args.no_record and report.status != "unknown":
-        from hwmgr.lifecycle import settings_from
+        from hwmgr.lifecycle.plan import settings_from
 
         data["recorded"] = tp.record(host, settings_from(args).state_dir, report)
     errors = [r.reason for r in report.runs if r.status in ("failed", "unknown")]
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
 
 def _catalog(args: argparse.Namespace) -> Any:
     """The catalog for the fraction-of-link floor; None (no floor) when none loads."""
-    from hwmgr.catalog import load_catalog
+    from hwmgr.catalog.load import load_catalog
     from hwmgr.errors import HwmgrError
 
     try:

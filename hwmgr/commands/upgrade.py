@@ -38,8 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.catalog import load_catalog
-    from hwmgr.lifecycle import plan_upgrade, run_plan, settings_from
+    from hwmgr.catalog.load import load_catalog
+    from hwmgr.lifecycle.plan import plan_upgrade, run_plan, settings_from
 
     host = ctx.host
     lifeview.require_root(host)
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     result = run_plan(host, plan, settings, command=f"hwmgr upgrade {args.driver} {args.to}",
                       wait=args.wait, ui=lifeview.ProgressUI())
     if before is not None and result.id is not None:
-        from hwmgr.state import StateDir
+        from hwmgr.transaction.state import StateDir
 
         state = StateDir(host, settings.state_dir)
         with state.lock(command="hwmgr upgrade (results)", wait=30):
@@ -65,9 +65,9 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
 def measure_before(host: Any, plan: Any, settings: Any, catalog: Any) -> dict | None:
     """With a throughput peer in the site config, measure the driver's link before anything
     changes, so `hwmgr history` shows before → after. Best effort: never blocks an upgrade."""
-    from hwmgr import throughput as tp
     from hwmgr.config import load_config
     from hwmgr.errors import HwmgrError
+    from hwmgr.verify import throughput as tp
 
     cfg = load_config(host)
     ifaces = [i for d in plan.devices for i in d["interfaces"]]

@@ -48,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     """Compare A with B; a `VersionError` (exit 8) propagates to the CLI as one line."""
-    from hwmgr.versions import compare
+    from hwmgr.catalog.versions import compare
 
     rc = compare(args.a, args.b, args.scheme, kernel=args.kernel)
     symbol = SYMBOLS[rc]

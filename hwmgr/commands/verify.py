@@ -38,7 +38,7 @@ COLOUR = {"ok": "green", "fail": "red", "unknown": "yellow", "warn": "yellow", "
 
 
 def PARENTS() -> list[argparse.ArgumentParser]:
-    from hwmgr.cli import common_options, lifecycle_options
+    from hwmgr.ui.options import common_options, lifecycle_options
 
     return [common_options(root=True), lifecycle_options(mutating=True)]
 
@@ -67,8 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _explicit(host: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
     """An expectation file named on the command line, read from this machine."""
     from hwmgr.errors import NotFoundError
-    from hwmgr.host import Host
-    from hwmgr.verify import parse_expectation
+    from hwmgr.host.seam import Host
+    from hwmgr.verify.checks import parse_expectation
 
     local = Host("/", host.runner)
     real = os.path.abspath(path)
@@ -81,8 +81,8 @@ def _explicit(host: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     from hwmgr.commands.throughput import options_from
     from hwmgr.config import load_config
-    from hwmgr.lifecycle import settings_from
-    from hwmgr.verify import Verifier, VerifyOptions
+    from hwmgr.lifecycle.plan import settings_from
+    from hwmgr.verify.checks import Verifier, VerifyOptions
 
     host = ctx.host
     cfg = load_config(host)

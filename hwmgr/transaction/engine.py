@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from hwmgr.errors import EXIT_INTERNAL, HwmgrError, RefusedError
-from hwmgr.state import Journal, StateDir
+from hwmgr.transaction.state import Journal, StateDir
 
 CRASH_ENV = "HWMGR_CRASH_AT"
 CRASH_PHASES = ("before", "saved", "after", "done", "undo")

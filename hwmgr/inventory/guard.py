@@ -10,7 +10,7 @@ import ipaddress
 import os
 from typing import Mapping
 
-from hwmgr.host import Host
+from hwmgr.host.seam import Host
 
 SB_VAR = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 DKMS_MOK_KEY = "/var/lib/dkms/mok.key"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from hwmgr.errors import HwmgrError, LockedError, RefusedError
-from hwmgr.host import fsync_dir
+from hwmgr.host.seam import fsync_dir
 
 CHUNK = 1 << 20  # stream, hash and write in 1 MiB chunks
 WRITEBACK = 16 * CHUNK  # start write-back every 16 MiB (keeps the final fsync short)

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from hwmgr.errors import BadInputError, NotFoundError, UsageError
-from hwmgr.host import Host, Recorder
-from hwmgr.runner import RC_NOT_AVAILABLE, RecordingRunner, ReplayRunner, SubprocessRunner
+from hwmgr.host.runner import RC_NOT_AVAILABLE, RecordingRunner, ReplayRunner, SubprocessRunner
+from hwmgr.host.seam import Host, Recorder
 
 if TYPE_CHECKING:
     import tarfile

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Sequence
 
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
-from hwmgr.host import Host
-from hwmgr.recipe import Recipe, check_kernel, check_name, check_version
-from hwmgr.runner import Result
+from hwmgr.host.runner import Result
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.recipe import Recipe, check_kernel, check_name, check_version
 
 SOURCE_TREE = "/usr/src"
 DKMS_TREE = "/var/lib/dkms"

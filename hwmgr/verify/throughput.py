@@ -16,10 +16,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hwmgr import safety
 from hwmgr.errors import NotFoundError, RefusedError
-from hwmgr.host import Host
-from hwmgr.runner import RC_NOT_AVAILABLE, RC_TIMEOUT, Result
+from hwmgr.host.runner import RC_NOT_AVAILABLE, RC_TIMEOUT, Result
+from hwmgr.host.seam import Host
+from hwmgr.inventory import guard as safety
 
 IPERF3 = "iperf3"
 MAX_SANE_BPS = 10e12  # 10 Tbit/s: above that a counter overflowed
@@ -321,7 +321,7 @@ def link_speed(host: Host, iface: str) -> int | None:
 
 def device_ids(host: Host, iface: str) -> dict[str, Any] | None:
     """Catalog-matchable IDs of the PCI function behind `iface` (None for virtual links)."""
-    from hwmgr.inventory import hex_id
+    from hwmgr.inventory.scan import hex_id
 
     base = f"/sys/class/net/{iface}/device"
     vendor = hex_id(host.read_attr(f"{base}/vendor"), 4)
@@ -436,7 +436,7 @@ def record(host: Host, state_dir: str, report: Report) -> dict[str, Any] | None:
     `hwmgr verify --throughput` takes the newest record older than an upgrade as its
     "before". Best effort: returns None when the state dir is not writable.
     """
-    from hwmgr.state import utcnow
+    from hwmgr.transaction.state import utcnow
 
     if not report.interface:
         return None

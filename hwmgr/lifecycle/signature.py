@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from hwmgr.errors import HwmgrError, RefusedError
-from hwmgr.host import Host
+from hwmgr.host.seam import Host
 
 KEYRING = "keyring"
 _SIG = re.compile(r"(?i)\bsignature, key ID ([0-9a-f]{8,16}): (\S+)")

@@ -22,7 +22,7 @@ RECIPE_VERSION = 1
 RECIPE_FILE = "recipe.json"
 DKMS_TEMPLATE = "dkms.conf.in"
 SYSTEM_DRIVERS_DIR = Path("/usr/share/hwmgr/drivers")
-REPO_DRIVERS_DIR = Path(__file__).resolve().parent.parent / "drivers"
+REPO_DRIVERS_DIR = Path(__file__).resolve().parents[2] / "drivers"
 ENV_DRIVERS_DIR = "HWMGR_DRIVERS_DIR"
 
 DRIVER_RE = re.compile(r"[a-z0-9_][a-z0-9_.-]{0,63}")

@@ -23,12 +23,12 @@ from typing import Any
 
 from hwmgr import __version__
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
-from hwmgr.host import Host
-from hwmgr.lifecycle import Settings
-from hwmgr.recipe import Recipe, check_version
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.plan import Settings
+from hwmgr.lifecycle.recipe import Recipe, check_version
 
 TEMPLATE_NAME = "driver-dkms.spec.in"
-REPO_SPECS_DIR = Path(__file__).resolve().parent.parent / "specs"
+REPO_SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
 SYSTEM_SPECS_DIR = Path("/usr/share/hwmgr/specs")
 ENV_SPECS_DIR = "HWMGR_SPECS_DIR"
 DEFAULT_PACKAGER = "hwmgr <root@localhost>"
@@ -199,7 +199,7 @@ def _rpmbuild_available(host: Host) -> None:
 
 def _catalog_source(catalog: Any, driver: str, version: str) -> tuple[dict[str, Any], list[str]]:
     """The version's verified source entry, or the refusal lifecycle would give."""
-    from hwmgr.catalog import source_refusal
+    from hwmgr.catalog.load import source_refusal
 
     versions = catalog.entry(driver).get("versions", {})
     info = versions.get(version)
@@ -235,11 +235,11 @@ def build_dkms_rpm(
     The RPM is written to `out_dir` (created if needed); with `keep_spec` the generated spec
     goes beside it. Work files live in a temp dir under the cache dir and are removed.
     """
-    from hwmgr.dkms import render_dkms_conf
-    from hwmgr.fetch import Source, fetch
-    from hwmgr.recipe import load_recipe
-    from hwmgr.srpm import unpack_srpm
-    from hwmgr.state import sha256_file
+    from hwmgr.lifecycle.dkms import render_dkms_conf
+    from hwmgr.lifecycle.fetch import Source, fetch
+    from hwmgr.lifecycle.recipe import load_recipe
+    from hwmgr.lifecycle.srpm import unpack_srpm
+    from hwmgr.transaction.state import sha256_file
 
     started = time.monotonic()
     version = check_version(version)
@@ -260,7 +260,7 @@ def build_dkms_rpm(
     got = fetch(Source.from_catalog(source), host.path(settings.cache_dir),
                 offline=settings.offline, mirror=Path(settings.mirror) if settings.mirror else None)
     if source.get("signing_key"):
-        from hwmgr.signature import check_signature
+        from hwmgr.lifecycle.signature import check_signature
 
         check_signature(host, got.path, settings.state_dir, source["signing_key"])
     name = f"{driver}-dkms"

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
-from hwmgr.host import Host
-from hwmgr.recipe import Recipe, check_version
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.recipe import Recipe, check_version
 
 RPM_TIMEOUT = 120.0
 MAX_TAR_BYTES = 2 << 30  # uncompressed size of all regular members

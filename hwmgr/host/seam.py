@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from hwmgr.runner import DEFAULT_TIMEOUT, Result, Runner
+from hwmgr.host.runner import DEFAULT_TIMEOUT, Result, Runner
 
 MAX_SYMLINK_FOLLOWS = 40
 MAX_ATTR_BYTES = 1 << 20

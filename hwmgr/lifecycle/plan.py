@@ -13,11 +13,12 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
-from hwmgr import kmod, safety
 from hwmgr.errors import HwmgrError, NotFoundError, NothingToDo, RefusedError
-from hwmgr.host import Host
-from hwmgr.state import StateDir
-from hwmgr.transaction import Transaction, TxnResult, history
+from hwmgr.host.seam import Host
+from hwmgr.inventory import guard as safety
+from hwmgr.lifecycle import kmod
+from hwmgr.transaction.engine import Transaction, TxnResult, history
+from hwmgr.transaction.state import StateDir
 
 EXPECT_DIR = "expectations"
 MIN_FREE = 64 << 20
@@ -63,7 +64,7 @@ class Plan:
 
 # ============================================================================ planning
 def _affected_devices(host: Host, driver: str, modules: list[str]) -> list[dict[str, Any]]:
-    from hwmgr.inventory import Inventory
+    from hwmgr.inventory.scan import Inventory
 
     names = {driver, *modules}
     scan = Inventory(host).scan()
@@ -111,7 +112,7 @@ def _safety(host: Host, plan: Plan, settings: Settings, env: Mapping[str, str] |
 
 
 def _kernels(host: Host, requested: list[str] | None) -> list[str]:
-    from hwmgr.dkms import kernels_with_headers
+    from hwmgr.lifecycle.dkms import kernels_with_headers
 
     if requested:
         return list(dict.fromkeys(requested))
@@ -121,7 +122,7 @@ def _kernels(host: Host, requested: list[str] | None) -> list[str]:
 
 
 def _check_headers(host: Host, kernels: list[str], plan: Plan) -> None:
-    from hwmgr.dkms import Dkms
+    from hwmgr.lifecycle.dkms import Dkms
 
     d = Dkms(host)
     for k in kernels:
@@ -141,8 +142,8 @@ def plan_upgrade(
     env: Mapping[str, str] | None = None,
 ) -> Plan:
     """Decide an upgrade of `driver` to `version`; refusals say why it must not run."""
-    from hwmgr.catalog import source_refusal
-    from hwmgr.recipe import load_recipe
+    from hwmgr.catalog.load import source_refusal
+    from hwmgr.lifecycle.recipe import load_recipe
 
     entry = catalog.entry(driver)  # NotFoundError for an unknown driver
     recipe = load_recipe(driver, settings.drivers_dir)
@@ -304,7 +305,7 @@ def run_plan(host: Host, plan: Plan, settings: Settings, *, command: str,
     if plan.refusals:
         raise RefusedError(plan.refusals[0])
     state = StateDir(host, settings.state_dir)
-    from hwmgr.steps import REGISTRY
+    from hwmgr.lifecycle.steps import REGISTRY
 
     with state.lock(command=command, wait=wait):
         for r in Transaction.recover(state, REGISTRY):
@@ -319,7 +320,7 @@ def recover(host: Host, settings: Settings, *, wait: bool | float = False) -> li
     state = StateDir(host, settings.state_dir)
     if state.read_journal() is None:
         return []
-    from hwmgr.steps import REGISTRY
+    from hwmgr.lifecycle.steps import REGISTRY
 
     with state.lock(command="hwmgr recover", wait=wait):
         return Transaction.recover(state, REGISTRY)

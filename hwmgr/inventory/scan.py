@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from hwmgr.host import Host
+from hwmgr.host.seam import Host
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 _ADDR = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")

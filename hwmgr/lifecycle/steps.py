@@ -11,10 +11,10 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable
 
-from hwmgr import kmod
 from hwmgr.errors import HwmgrError
-from hwmgr.lifecycle import EXPECT_DIR, Settings
-from hwmgr.transaction import Ctx, Step
+from hwmgr.lifecycle import kmod
+from hwmgr.lifecycle.plan import EXPECT_DIR, Settings
+from hwmgr.transaction.engine import Ctx, Step
 
 
 def _settings(ctx: Ctx) -> Settings:
@@ -22,7 +22,7 @@ def _settings(ctx: Ctx) -> Settings:
 
 
 def _dkms(ctx: Ctx) -> Any:
-    from hwmgr.dkms import Dkms
+    from hwmgr.lifecycle.dkms import Dkms
 
     s = _settings(ctx)
     return Dkms(ctx.host, mok_key=s.sign_key, mok_cert=s.sign_cert)
@@ -37,7 +37,7 @@ def _expect_path(ctx: Ctx) -> str:
 
 
 def _fetch_do(ctx: Ctx) -> dict[str, Any]:
-    from hwmgr.fetch import Source, fetch
+    from hwmgr.lifecycle.fetch import Source, fetch
 
     s = _settings(ctx)
     src = Source.from_catalog(ctx.params["source"])
@@ -48,14 +48,14 @@ def _fetch_do(ctx: Ctx) -> dict[str, Any]:
            "seconds": round(res.seconds, 3)}
     key = ctx.params["source"].get("signing_key")
     if key:
-        from hwmgr.signature import check_signature
+        from hwmgr.lifecycle.signature import check_signature
 
         out["signed_by"] = check_signature(ctx.host, res.path, s.state_dir, key)
     return out
 
 
 def _fetch_check(ctx: Ctx) -> bool:
-    from hwmgr.state import sha256_file
+    from hwmgr.transaction.state import sha256_file
 
     p = ctx.data.get("path")
     if ctx.params["source"].get("signing_key") and not ctx.data.get("signed_by"):
@@ -64,8 +64,8 @@ def _fetch_check(ctx: Ctx) -> bool:
 
 
 def _unpack_do(ctx: Ctx) -> dict[str, Any]:
-    from hwmgr.recipe import load_recipe
-    from hwmgr.srpm import unpack_srpm
+    from hwmgr.lifecycle.recipe import load_recipe
+    from hwmgr.lifecycle.srpm import unpack_srpm
 
     recipe = load_recipe(ctx.params["driver"], _settings(ctx).drivers_dir)
     srpm = Path(ctx.output("fetch")["path"])
@@ -80,8 +80,8 @@ def _unpack_undo(ctx: Ctx) -> None:
 
 
 def _add_do(ctx: Ctx) -> dict[str, Any]:
-    from hwmgr.dkms import render_dkms_conf
-    from hwmgr.recipe import load_recipe
+    from hwmgr.lifecycle.dkms import render_dkms_conf
+    from hwmgr.lifecycle.recipe import load_recipe
 
     d, name, ver = _dkms(ctx), ctx.params["driver"], ctx.params["version"]
     if "pre_existing" not in ctx.data:

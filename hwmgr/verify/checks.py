@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from hwmgr.errors import BadInputError, HwmgrError
-from hwmgr.host import Host
-from hwmgr.inventory import hex_id, parse_ethtool_i
+from hwmgr.host.seam import Host
+from hwmgr.inventory.scan import hex_id, parse_ethtool_i
 
 EXPECTATION_FORMAT = "hwmgr-expectation"
 MAX_MODULE_BYTES = 256 << 20
@@ -394,7 +394,7 @@ class Verifier:
     """Runs verification for a host and state dir, then acts on the outcome (mark/rollback)."""
 
     def __init__(self, host: Host, settings: Any, opts: VerifyOptions) -> None:
-        from hwmgr.state import StateDir
+        from hwmgr.transaction.state import StateDir
 
         self.host = host
         self.settings = settings
@@ -441,7 +441,7 @@ class Verifier:
         return res
 
     def _throughput(self, exp: dict[str, Any], res: ExpectationResult) -> list[Check]:
-        from hwmgr import throughput as tp
+        from hwmgr.verify import throughput as tp
 
         opts = self.opts.throughput
         ifaces = [i for d in exp.get("devices", []) for i in d.get("interfaces", [])]
@@ -482,7 +482,7 @@ class Verifier:
         return out
 
     def _before(self, exp: dict[str, Any], iface: str) -> dict[str, Any] | None:
-        from hwmgr import throughput as tp
+        from hwmgr.verify import throughput as tp
 
         started = self._txn_field(exp, "started")
         return tp.previous(self.host, self.state.path, iface, started) if started else None
@@ -510,7 +510,7 @@ class Verifier:
             return
 
     def _act(self, path: str, exp: dict[str, Any], res: ExpectationResult) -> None:
-        from hwmgr.state import utcnow
+        from hwmgr.transaction.state import utcnow
 
         now = utcnow()
         summary = {"status": res.status, "at": now,
@@ -548,8 +548,8 @@ class Verifier:
         return None
 
     def _rollback(self, path: str, exp: dict[str, Any], res: ExpectationResult) -> None:
-        from hwmgr.lifecycle import plan_rollback, run_plan
-        from hwmgr.state import utcnow
+        from hwmgr.lifecycle.plan import plan_rollback, run_plan
+        from hwmgr.transaction.state import utcnow
 
         reason = next((c.line() for c in res.findings if c.result == "fail"), "")
         exp["auto_rollback"] = {"started": utcnow(), "reason": reason}

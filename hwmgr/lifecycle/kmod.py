@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from hwmgr.errors import HwmgrError
-from hwmgr.host import Host
-from hwmgr.state import sha256_file
+from hwmgr.host.seam import Host
+from hwmgr.transaction.state import sha256_file
 
 QUICK = 120.0
 INITRAMFS_TIMEOUT = 900.0

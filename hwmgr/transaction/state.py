@@ -28,7 +28,7 @@ from hwmgr.errors import (
     NotFoundError,
     PermissionError_,
 )
-from hwmgr.host import Host
+from hwmgr.host.seam import Host
 
 DEFAULT_STATE_DIR = "/var/lib/hwmgr"
 SCHEMA_VERSION = 1

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 import hwmgr
-from hwmgr import versions
+from hwmgr.catalog import versions
 from hwmgr.errors import BadInputError, NotFoundError, VersionError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "catalog.schema.json"
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "catalog.schema.json"
 ENV_DIR = "HWMGR_CATALOG_DIR"
 SYSTEM_DIR = Path("/usr/share/hwmgr/catalogs")
 # Bump when the validation rules in this module change: invalidates every cached verdict.

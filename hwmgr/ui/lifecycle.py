@@ -14,7 +14,7 @@ from hwmgr.output import Outcome
 
 
 def parents(mutating: bool = True, root: bool = False) -> list[argparse.ArgumentParser]:
-    from hwmgr.cli import common_options, lifecycle_options
+    from hwmgr.ui.options import common_options, lifecycle_options
 
     return [common_options(root=root), lifecycle_options(mutating)]
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 from urllib.parse import unquote, urljoin, urlsplit
 
-from hwmgr.cache import (
+from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
+from hwmgr.lifecycle.cache import (
     CHUNK,
     Sink,
     finish,
@@ -29,7 +30,6 @@ from hwmgr.cache import (
     unlink_quietly,
     verified,
 )
-from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; requests is imported lazily
     import requests
