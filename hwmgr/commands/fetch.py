@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from hwmgr.commands import lifeview
 from hwmgr.errors import NotFoundError, RefusedError
 from hwmgr.output import Outcome
+from hwmgr.ui import lifecycle as ui
 
 NAME = "fetch"
 HELP = "download and verify a driver's vendor package"
@@ -22,7 +22,7 @@ exit codes: 0 verified file in the cache, 3 not found (404, not in the catalog, 
 
 
 def PARENTS() -> list[argparse.ArgumentParser]:
-    return lifeview.parents(mutating=False)
+    return ui.parents(mutating=False)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

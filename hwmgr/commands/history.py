@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hwmgr.commands import lifeview
 from hwmgr.output import Outcome
+from hwmgr.ui import lifecycle as ui
 
 NAME = "history"
 HELP = "show upgrades, rollbacks and their results"
@@ -19,7 +19,7 @@ examples:
 
 
 def PARENTS() -> list[argparse.ArgumentParser]:
-    return lifeview.parents(mutating=False, root=True)
+    return ui.parents(mutating=False, root=True)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hwmgr.commands import lifeview
 from hwmgr.output import Outcome
+from hwmgr.ui import lifecycle as ui
 
 NAME = "package"
 HELP = "wrap a prepared DKMS tree as a noarch <driver>-dkms RPM"
@@ -23,7 +23,7 @@ exit codes: 0 written, 3 not found (driver, version, offline miss), 8 bad input,
 
 
 def PARENTS() -> list[argparse.ArgumentParser]:
-    return lifeview.parents(mutating=False)
+    return ui.parents(mutating=False)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hwmgr.commands import lifeview
 from hwmgr.output import Outcome
+from hwmgr.ui import lifecycle as ui
 
 NAME = "plan"
 HELP = "dry run of an upgrade or rollback"
@@ -21,7 +21,7 @@ exit codes: 0 the plan would run, 9 it would be refused (reasons listed), 4 noth
 
 
 def PARENTS() -> list[argparse.ArgumentParser]:
-    return lifeview.parents(mutating=False, root=True)
+    return ui.parents(mutating=False, root=True)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -50,4 +50,4 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     else:
         plan = plan_rollback(ctx.host, args.driver, settings=settings, to=args.to,
                              force=args.force)
-    return lifeview.plan_outcome(NAME, plan)
+    return ui.plan_outcome(NAME, plan)
