@@ -43,6 +43,7 @@ class Context:
 
     args: argparse.Namespace
     _host: Any = field(default=None, repr=False)
+    _config: Any = field(default=None, repr=False)
     _cleanup: list[Any] = field(default_factory=list, repr=False)
 
     @property
@@ -55,6 +56,15 @@ class Context:
             if cleanup is not None:
                 self._cleanup.append(cleanup)
         return self._host
+
+    @property
+    def config(self) -> Any:
+        """Paths and switches for this run, from flags and HWMGR_* variables (read once)."""
+        if self._config is None:
+            from hwmgr.config import config_from
+
+            self._config = config_from(self.args)
+        return self._config
 
     def close(self) -> None:
         for fn in reversed(self._cleanup):

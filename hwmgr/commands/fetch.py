@@ -35,9 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     from hwmgr.catalog.load import load_catalog, source_refusal
     from hwmgr.lifecycle.fetch import Source, fetch
-    from hwmgr.lifecycle.plan import settings_from
 
-    settings = settings_from(args)
+    settings = ctx.config
     entry = load_catalog(args.catalog).entry(args.driver)
     info = entry.get("versions", {}).get(args.to)
     if info is None:

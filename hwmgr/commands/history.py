@@ -29,11 +29,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.lifecycle.plan import settings_from
     from hwmgr.transaction.engine import history
     from hwmgr.transaction.state import StateDir
 
-    state = StateDir(ctx.host, settings_from(args).state_dir)
+    state = StateDir(ctx.host, ctx.config.state_dir)
     txns = history(state, limit=args.limit, target=args.driver)
     rows = [
         {"id": t["id"], "kind": t["kind"], "driver": t["target"],

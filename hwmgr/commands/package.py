@@ -42,9 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     from hwmgr.catalog.load import load_catalog
     from hwmgr.lifecycle.package import DEFAULT_PACKAGER, build_dkms_rpm
-    from hwmgr.lifecycle.plan import settings_from
 
-    settings = settings_from(args)
+    settings = ctx.config
     res = build_dkms_rpm(
         ctx.host, load_catalog(args.catalog), args.driver, args.to, settings=settings,
         out_dir=args.out, keep_spec=args.keep_spec, packager=args.packager or DEFAULT_PACKAGER,

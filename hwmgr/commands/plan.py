@@ -35,9 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.lifecycle.plan import plan_rollback, plan_upgrade, settings_from
+    from hwmgr.lifecycle.plan import plan_rollback, plan_upgrade
 
-    settings = settings_from(args)
+    settings = ctx.config
     if args.action == "upgrade":
         if not args.to:
             from hwmgr.errors import UsageError

@@ -28,10 +28,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.lifecycle.plan import recover, settings_from
+    from hwmgr.lifecycle.plan import recover
 
     ui.require_root(ctx.host)
-    results = recover(ctx.host, settings_from(args), wait=args.wait)
+    results = recover(ctx.host, ctx.config, wait=args.wait)
     data = [r.as_dict() for r in results]
     bad = [r for r in results if not r.closed]
 

@@ -34,11 +34,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.lifecycle.plan import plan_rollback, run_plan, settings_from
+    from hwmgr.lifecycle.plan import plan_rollback, run_plan
 
     host = ctx.host
     ui.require_root(host)
-    settings = settings_from(args)
+    settings = ctx.config
     plan = plan_rollback(host, args.driver, settings=settings, to=args.to, force=args.force)
     if plan.refusals:
         return ui.plan_outcome(NAME, plan)

@@ -117,9 +117,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     report = tp.check(host, opts, catalog=catalog)
     data = report.as_dict()
     if not args.no_record and report.status != "unknown":
-        from hwmgr.lifecycle.plan import settings_from
 
-        data["recorded"] = tp.record(host, settings_from(args).state_dir, report)
+        data["recorded"] = tp.record(host, ctx.config.state_dir, report)
     errors = [r.reason for r in report.runs if r.status in ("failed", "unknown")]
     return Outcome(NAME, status=report.status, data=data, errors=errors,
                    exit_code=STATUS_EXIT[report.status], render=lambda c: _render(c, data))

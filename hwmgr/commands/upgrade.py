@@ -39,11 +39,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     from hwmgr.catalog.load import load_catalog
-    from hwmgr.lifecycle.plan import plan_upgrade, run_plan, settings_from
+    from hwmgr.lifecycle.plan import plan_upgrade, run_plan
 
     host = ctx.host
     ui.require_root(host)
-    settings = settings_from(args)
+    settings = ctx.config
     catalog = load_catalog(args.catalog)
     plan = plan_upgrade(host, catalog, args.driver, args.to,
                         settings=settings, kernels=args.kernel, force=args.force)

@@ -81,7 +81,6 @@ def _explicit(host: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     from hwmgr.commands.throughput import options_from
     from hwmgr.config import load_config
-    from hwmgr.lifecycle.plan import settings_from
     from hwmgr.verify.checks import Verifier, VerifyOptions
 
     host = ctx.host
@@ -92,7 +91,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         raise UsageError("--on-failure rollback needs the live host, not a --root snapshot")
     if snapshot and args.throughput:
         raise UsageError("--throughput needs the live host, not a --root snapshot")
-    settings = settings_from(args)
+    settings = ctx.config
     notes = []
     readonly = snapshot or bool(args.expectation)
     if not readonly and not os.access(host.path(settings.state_dir), os.W_OK):

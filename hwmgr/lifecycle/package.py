@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from hwmgr import __version__
+from hwmgr.config import Config
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.plan import Settings
 from hwmgr.lifecycle.recipe import Recipe, check_version
 
 TEMPLATE_NAME = "driver-dkms.spec.in"
@@ -224,7 +224,7 @@ def build_dkms_rpm(
     driver: str,
     version: str,
     *,
-    settings: Settings,
+    settings: Config,
     out_dir: str | os.PathLike[str],
     keep_spec: bool = False,
     packager: str = DEFAULT_PACKAGER,

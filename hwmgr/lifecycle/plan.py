@@ -9,10 +9,10 @@ journal alone.
 from __future__ import annotations
 
 import fnmatch
-import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
+from hwmgr.config import Config
 from hwmgr.errors import HwmgrError, NotFoundError, NothingToDo, RefusedError
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard as safety
@@ -20,21 +20,7 @@ from hwmgr.lifecycle import kmod
 from hwmgr.transaction.engine import Transaction, TxnResult, history
 from hwmgr.transaction.state import StateDir
 
-EXPECT_DIR = "expectations"
 MIN_FREE = 64 << 20
-
-
-@dataclass
-class Settings:
-    """Where hwmgr keeps its state and downloads, and how it may fetch."""
-
-    state_dir: str = "/var/lib/hwmgr"
-    cache_dir: str = "/var/cache/hwmgr"
-    offline: bool = False
-    mirror: str | None = None
-    drivers_dir: str | None = None
-    sign_key: str | None = None
-    sign_cert: str | None = None
 
 
 @dataclass
@@ -83,7 +69,7 @@ def _affected_devices(host: Host, driver: str, modules: list[str]) -> list[dict[
     return out
 
 
-def _safety(host: Host, plan: Plan, settings: Settings, env: Mapping[str, str] | None,
+def _safety(host: Host, plan: Plan, settings: Config, env: Mapping[str, str] | None,
             force: bool) -> None:
     """Add refusals for routes/SSH, Secure Boot and free space (nothing is changed)."""
     ifaces = {i for d in plan.devices for i in d["interfaces"]}
@@ -137,7 +123,7 @@ def _current(host: Host, modules: list[str], kernels: list[str]) -> dict[str, di
 
 
 def plan_upgrade(
-    host: Host, catalog: Any, driver: str, version: str, *, settings: Settings,
+    host: Host, catalog: Any, driver: str, version: str, *, settings: Config,
     kernels: list[str] | None = None, force: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> Plan:
@@ -224,7 +210,7 @@ def upgrade_chain(state: StateDir, driver: str) -> list[dict[str, Any]]:
 
 
 def plan_rollback(
-    host: Host, driver: str, *, settings: Settings, to: str | None = None,
+    host: Host, driver: str, *, settings: Config, to: str | None = None,
     force: bool = False, env: Mapping[str, str] | None = None,
 ) -> Plan:
     """Decide a rollback: restore the module files an earlier upgrade backed up."""
@@ -299,7 +285,7 @@ def plan_rollback(
     return plan
 
 
-def run_plan(host: Host, plan: Plan, settings: Settings, *, command: str,
+def run_plan(host: Host, plan: Plan, settings: Config, *, command: str,
              wait: bool | float = False, ui: Any = None) -> TxnResult:
     """Run a refusal-free plan as one transaction under the host lock."""
     if plan.refusals:
@@ -315,7 +301,7 @@ def run_plan(host: Host, plan: Plan, settings: Settings, *, command: str,
                            target=plan.driver, command=command, ui=ui).run()
 
 
-def recover(host: Host, settings: Settings, *, wait: bool | float = False) -> list[TxnResult]:
+def recover(host: Host, settings: Config, *, wait: bool | float = False) -> list[TxnResult]:
     """Finish or undo interrupted transactions (exactly old or new state afterwards)."""
     state = StateDir(host, settings.state_dir)
     if state.read_journal() is None:
@@ -324,19 +310,3 @@ def recover(host: Host, settings: Settings, *, wait: bool | float = False) -> li
 
     with state.lock(command="hwmgr recover", wait=wait):
         return Transaction.recover(state, REGISTRY)
-
-
-def settings_from(args: Any, env: Mapping[str, str] | None = None) -> Settings:
-    """Settings from CLI args, then HWMGR_* environment variables, then defaults."""
-    env = env if env is not None else os.environ
-    state = getattr(args, "state_dir", None) or env.get("HWMGR_STATE_DIR") or Settings.state_dir
-    cache = getattr(args, "cache_dir", None) or env.get("HWMGR_CACHE_DIR") or Settings.cache_dir
-    return Settings(
-        state_dir=os.path.abspath(state),  # host paths are absolute; ./x means here
-        cache_dir=os.path.abspath(cache),
-        offline=bool(getattr(args, "offline", False)),
-        mirror=getattr(args, "mirror", None),
-        drivers_dir=env.get("HWMGR_DRIVERS_DIR"),
-        sign_key=env.get("HWMGR_SIGN_KEY"),
-        sign_cert=env.get("HWMGR_SIGN_CERT"),
-    )

@@ -11,14 +11,14 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable
 
+from hwmgr.config import Config
 from hwmgr.errors import HwmgrError
 from hwmgr.lifecycle import kmod
-from hwmgr.lifecycle.plan import EXPECT_DIR, Settings
 from hwmgr.transaction.engine import Ctx, Step
 
 
-def _settings(ctx: Ctx) -> Settings:
-    return Settings(**ctx.params["settings"])
+def _settings(ctx: Ctx) -> Config:
+    return Config(**ctx.params["settings"])
 
 
 def _dkms(ctx: Ctx) -> Any:
@@ -33,7 +33,7 @@ def _work(ctx: Ctx) -> str:
 
 
 def _expect_path(ctx: Ctx) -> str:
-    return f"{ctx.state.path}/{EXPECT_DIR}/{ctx.params['driver']}.json"
+    return f"{ctx.state.expectations}/{ctx.params['driver']}.json"
 
 
 def _fetch_do(ctx: Ctx) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
+from hwmgr.config import DEFAULT_STATE_DIR
 from hwmgr.errors import (
     BadInputError,
     HwmgrError,
@@ -30,7 +31,6 @@ from hwmgr.errors import (
 )
 from hwmgr.host.seam import Host
 
-DEFAULT_STATE_DIR = "/var/lib/hwmgr"
 SCHEMA_VERSION = 1
 OPEN_STATES = ("running", "interrupted", "failed")
 LOCK_POLL_SECONDS = 0.05

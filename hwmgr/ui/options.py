@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-DEFAULT_STATE_DIR = "/var/lib/hwmgr"
-DEFAULT_CACHE_DIR = "/var/cache/hwmgr"
+from hwmgr.config import DEFAULT_CACHE_DIR, DEFAULT_STATE_DIR
 
 
 def common_options(json_flag: bool = True, root: bool = False) -> argparse.ArgumentParser:
