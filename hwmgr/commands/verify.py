@@ -68,7 +68,7 @@ def _explicit(host: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
     """An expectation file named on the command line, read from this machine."""
     from hwmgr.errors import NotFoundError
     from hwmgr.host.seam import Host
-    from hwmgr.verify.checks import parse_expectation
+    from hwmgr.lifecycle.expect import parse_expectation
 
     local = Host("/", host.runner)
     real = os.path.abspath(path)
@@ -81,7 +81,7 @@ def _explicit(host: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     from hwmgr.commands.throughput import options_from
     from hwmgr.config import load_config
-    from hwmgr.verify.checks import Verifier, VerifyOptions
+    from hwmgr.verify.policy import Verifier, VerifyOptions
 
     host = ctx.host
     cfg = load_config(host)

@@ -14,6 +14,7 @@ from typing import Any, Callable
 from hwmgr.config import Config
 from hwmgr.errors import HwmgrError
 from hwmgr.lifecycle import kmod
+from hwmgr.lifecycle.expect import EXPECTATION_FORMAT
 from hwmgr.transaction.engine import Ctx, Step
 
 
@@ -222,7 +223,7 @@ def _initramfs_do(ctx: Ctx) -> dict[str, Any]:
 
 def _expectation(ctx: Ctx, version: str, files: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {
-        "format": "hwmgr-expectation", "version": 1,
+        "format": EXPECTATION_FORMAT, "version": 1,
         "driver": ctx.params["driver"], "expected_version": version,
         "modules": ctx.params["modules"], "txn": ctx.txn_id, "kind": ctx.kind,
         "kernels": {k: {m: {"path": r.get("path"), "version": r.get("version"),
