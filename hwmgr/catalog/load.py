@@ -24,9 +24,10 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "catalog.schema.json"
 ENV_DIR = "HWMGR_CATALOG_DIR"
+FIRMWARE_SCHEME = "firmware"  # an entry's firmware_scheme when it names none
 SYSTEM_DIR = Path("/usr/share/hwmgr/catalogs")
 # Bump when the validation rules in this module change: invalidates every cached verdict.
-CHECKS_VERSION = "1"
+CHECKS_VERSION = "2"
 MAX_FILE_BYTES = 16 << 20
 
 STATUSES = ("recommended", "known-good", "known-bad", "deprecated")
@@ -269,6 +270,16 @@ def _semantic_errors(data: Mapping[str, Any]) -> list[tuple[str, str]]:
     for name, drv in data["drivers"].items():
         base = ["drivers", name]
         scheme = drv["version_scheme"]
+        fw_scheme = drv.get("firmware_scheme", FIRMWARE_SCHEME)
+        bad_scheme = False
+        for key, sch in (("version_scheme", scheme), ("firmware_scheme", fw_scheme)):
+            try:
+                versions.get_scheme(sch)
+            except VersionError as exc:
+                out.append((json_path(base + [key]), str(exc)))
+                bad_scheme = True
+        if bad_scheme:
+            continue
         refs = [_device_ref(r) for r in drv["devices"]]
         pairs = {r[:9] for r in refs if r}
         recs: list[tuple[str, Mapping[str, Any]]] = []
@@ -281,7 +292,7 @@ def _semantic_errors(data: Mapping[str, Any]) -> list[tuple[str, str]]:
             fw = ve.get("firmware")
             if fw:
                 try:
-                    versions.parse(fw["min"], "firmware")
+                    versions.parse(fw["min"], fw_scheme)
                 except VersionError as exc:
                     out.append((json_path(where + ["firmware", "min"]), str(exc)))
             for i, ref in enumerate(ve.get("applies_to", [])):
@@ -513,7 +524,8 @@ def _decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) 
     out: dict[str, Any] = {"entry": name, "status": "unknown", "recommended_version": rec_ver,
                            "reason": "", "match": m.level, "device_name": m.name}
     if rec and rec[1].get("firmware"):
-        out["firmware"] = _firmware(rec[1]["firmware"]["min"], dev.get("firmware_version"))
+        out["firmware"] = _firmware(rec[1]["firmware"]["min"], dev.get("firmware_version"),
+                                    entry.get("firmware_scheme", FIRMWARE_SCHEME))
 
     def unknown(reason: str) -> dict[str, Any]:
         out["reason"] = reason
@@ -573,12 +585,12 @@ def _decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) 
     return out
 
 
-def _firmware(minimum: str, current: Any) -> dict[str, Any]:
+def _firmware(minimum: str, current: Any, scheme: str) -> dict[str, Any]:
     """Firmware requirement of the recommended version vs what the device runs."""
     fw: dict[str, Any] = {"min": minimum, "current": current, "ok": None}
     if isinstance(current, str) and current.strip():
         try:
-            fw["ok"] = versions.compare(current, minimum, "firmware") >= 0
+            fw["ok"] = versions.compare(current, minimum, scheme) >= 0
         except VersionError as exc:
             fw["note"] = str(exc)
     return fw

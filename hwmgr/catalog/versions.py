@@ -255,8 +255,7 @@ _DISTRO = re.compile(
 )
 _WORD = re.compile(r"^[A-Za-z][A-Za-z0-9._+]*$")
 _BASE = re.compile(r"^\d[A-Za-z0-9._+~^-]*$")
-_BE2NET_FLAVOR = re.compile(r"^(\d+(?:\.\d+){2,})([urs])$")
-_BE2NET_DISTRO = {"u": None, "r": "rhel", "s": "sles"}
+_FLAVOR_TAIL = re.compile(r"^(\d+(?:\.\d+){2,})([A-Za-z])$")
 
 
 @dataclass(frozen=True)
@@ -298,9 +297,11 @@ def _looks_like_kernel_release(s: str, kernel: Optional[str]) -> bool:
     return bool(_KREL_BASE.match(s) and _KREL_MARK.search(s))
 
 
-def parse_driver_version(raw: str, kernel: Optional[str] = None) -> DriverVersion:
+def parse_driver_version(raw: str, kernel: Optional[str] = None,
+                         suffixes: Optional[dict[str, Optional[str]]] = None) -> DriverVersion:
     """Parse what ethtool -i / modinfo / /sys/module/X/version report into a `DriverVersion`;
-    `kernel` is the running kernel release, to recognise drivers that report it."""
+    `kernel` is the running kernel release, to recognise drivers that report it; `suffixes`
+    maps a vendor's trailing build letter to a distro (a vendor scheme's data, schemes.json)."""
     s, note = _normalise(raw, "driver version")
     if any(c.isspace() for c in s):
         raise VersionError(f"driver version {_show(raw)} contains spaces; expected one token")
@@ -311,10 +312,10 @@ def parse_driver_version(raw: str, kernel: Optional[str] = None) -> DriverVersio
             kernel_release=True, note=note, normalized=s,
         )
     body = s[1:] if s[:1] in "vV" and s[1:2].isdigit() else s
-    m = _BE2NET_FLAVOR.match(body)
-    if m:  # Emulex be2net: 'u' upstream, 'r' RHEL, 's' SLES in-tree builds (4.1.307r)
+    m = _FLAVOR_TAIL.match(body) if suffixes else None
+    if m and m.group(2) in suffixes:  # e.g. Emulex: 4.1.307r is a RHEL in-tree build
         return DriverVersion(
-            raw=raw, base=m.group(1), in_kernel=True, distro=_BE2NET_DISTRO[m.group(2)],
+            raw=raw, base=m.group(1), in_kernel=True, distro=suffixes[m.group(2)],
             flavor=(m.group(2),), note=note, normalized=s,
         )
     parts = body.split("-")
@@ -383,13 +384,11 @@ def _compare_driver(a: str, b: str, kernel: Optional[str] = None) -> int:
 _HEX = re.compile(r"^0[xX][0-9a-fA-F]+$")
 _FW_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+~^:/-]*$")
 _FW_NAME = re.compile(r"^[A-Za-z][A-Za-z_-]*$")
-# unnamed layouts by token kinds: names for each position and which one is principal
+# unnamed layouts by token kinds: names for each position (the first one is principal);
+# vendors' own layouts are data (schemes.json) and extend these per scheme
 _FW_LAYOUTS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("version",): ("version",),
     ("hex",): ("etrack",),
-    ("version", "hex", "version"): ("nvm", "etrack", "oem"),  # Intel i40e/ice: NVM eTrack OEM
-    ("hex", "version"): ("etrack", "orom"),  # Intel ixgbe: eTrack, option ROM
-    ("version", "hex"): ("nvm", "etrack"),
 }
 
 
@@ -417,9 +416,10 @@ def _fw_kind(tok: str) -> str:
     return "hex" if _HEX.match(tok) else "version"
 
 
-def parse_firmware(raw: str) -> Firmware:
-    """Parse an ethtool firmware-version string (Broadcom named parts, Intel NVM/eTrack/OEM,
-    Emulex dotted, e1000e '2.1-0') into a `Firmware`."""
+def parse_firmware(raw: str,
+                   layouts: Optional[dict[tuple[str, ...], tuple[str, ...]]] = None) -> Firmware:
+    """Parse an ethtool firmware-version string (Broadcom named parts, Emulex dotted, e1000e
+    '2.1-0'; unnamed parts by `layouts`, e.g. Intel NVM/eTrack/OEM) into a `Firmware`."""
     s, note = _normalise(raw, "firmware version")
     tokens = [t for t in re.split(r"[\s,]+", s) if t]
     if not any(_isdigit(c) for c in s):
@@ -448,7 +448,8 @@ def parse_firmware(raw: str) -> Firmware:
             raise VersionError(f"firmware version {_show(raw)}: part {pending!r} has no version")
     else:
         kinds = tuple(_fw_kind(t) for t in tokens)
-        names = _FW_LAYOUTS.get(kinds) or tuple(f"{k}{i}" for i, k in enumerate(kinds, 1))
+        names = ((layouts or {}).get(kinds) or _FW_LAYOUTS.get(kinds)
+                 or tuple(f"{k}{i}" for i, k in enumerate(kinds, 1)))
         parts = dict(zip(names, tokens))
     shape = tuple(parts)
     return Firmware(
@@ -524,6 +525,44 @@ register_scheme(Scheme(
     "firmware", "NIC firmware strings (bc 5.2.3 NCSI 2.0.12, 6.00 0x800036cb 1.1747.0)",
     lambda raw, kernel=None: parse_firmware(raw), _compare_firmware,
 ))
+
+
+def _vendor_scheme(spec: dict) -> Scheme:
+    """A scheme from one schemes.json object: a base scheme plus the vendor's data."""
+    name, base = spec["name"], spec["base"]
+    if base == "driver":
+        sfx = dict(spec.get("flavor_suffixes") or {})
+
+        def parse_d(raw: str, kernel: Optional[str] = None) -> Parsed:
+            return parse_driver_version(raw, kernel, sfx)
+
+        def cmp_d(a: str, b: str, kernel: Optional[str] = None) -> int:
+            return compare_driver(parse_d(a, kernel), parse_d(b, kernel))  # type: ignore[arg-type]
+
+        return Scheme(name, spec["summary"], parse_d, cmp_d)
+    if base == "firmware":
+        lay = {tuple(k.split()): tuple(v) for k, v in (spec.get("layouts") or {}).items()}
+
+        def parse_f(raw: str, kernel: Optional[str] = None) -> Parsed:
+            return parse_firmware(raw, lay)
+
+        def cmp_f(a: str, b: str, kernel: Optional[str] = None) -> int:
+            return compare_firmware(parse_firmware(a, lay), parse_firmware(b, lay))
+
+        return Scheme(name, spec["summary"], parse_f, cmp_f)
+    raise ValueError(f"schemes.json: scheme {name!r} has an unknown base {base!r}")
+
+
+def _load_vendor_schemes() -> None:
+    import json
+    from pathlib import Path
+
+    doc = json.loads((Path(__file__).resolve().parent / "schemes.json").read_text())
+    for spec in doc["schemes"]:
+        register_scheme(_vendor_scheme(spec))
+
+
+_load_vendor_schemes()
 
 
 def scheme_names() -> list[str]:
