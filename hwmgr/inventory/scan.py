@@ -6,7 +6,6 @@ that cannot be read is `None` ("unknown"); nothing is invented.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -304,70 +303,11 @@ class Inventory:
                         break
                 if dev["firmware_version"]:
                     break
-        pending = [d for d in raid if not d["firmware_version"] and d["driver"] == "megaraid_sas"]
-        if not pending:
-            return
-        fws = self._storcli() or self._megacli()
-        if not fws:
-            return
-        by_addr = {a: fw for a, fw, _ in fws if a}
-        for i, dev in enumerate(pending):
-            fw = by_addr.get(dev["address"])
-            if fw is None and len(fws) == len(pending):
-                fw = fws[i][1]  # controllers enumerate in PCI order
-            if fw:
-                dev["firmware_version"] = fw
-                dev["firmware_source"] = fws[0][2]
+        pending = [d for d in raid if not d["firmware_version"] and d["driver"]]
+        if pending:
+            from hwmgr.inventory.raid import tool_firmware
 
-    def _storcli(self) -> list[tuple[str | None, str | None, str]]:
-        for tool in ("storcli64", "storcli"):
-            res = self.host.run([tool, "/call", "show", "J"], timeout=60)
-            if not res.ok:
-                continue
-            try:
-                doc = json.loads(res.stdout)
-            except json.JSONDecodeError:
-                continue
-            out = []
-            for ctl in doc.get("Controllers", []) if isinstance(doc, dict) else []:
-                data = ctl.get("Response Data", {}) if isinstance(ctl, dict) else {}
-                basics = data.get("Basics", {}) if isinstance(data, dict) else {}
-                ver = data.get("Version", {}) if isinstance(data, dict) else {}
-                fw = ver.get("Firmware Version") if isinstance(ver, dict) else None
-                pci = basics.get("PCI Address") if isinstance(basics, dict) else None
-                out.append((_storcli_addr(pci), fw if isinstance(fw, str) else None, tool))
-            if out:
-                return out
-        return []
-
-    def _megacli(self) -> list[tuple[str | None, str | None, str]]:
-        for tool in ("MegaCli64", "MegaCli", "megacli"):
-            res = self.host.run([tool, "-AdpAllInfo", "-aALL", "-NoLog"], timeout=60)
-            if not res.ok:
-                continue
-            out: list[tuple[str | None, str | None, str]] = []
-            for chunk in re.split(r"(?m)^\s*Adapter #\d+", res.stdout)[1:]:
-                m = re.search(r"(?m)^\s*FW Version\s*:\s*(\S.*?)\s*$", chunk) or re.search(
-                    r"(?m)^\s*FW Package Build\s*:\s*(\S.*?)\s*$", chunk
-                )
-                out.append((None, m.group(1) if m else None, tool))
-            if out:
-                return out
-        return []
-
-
-def _storcli_addr(raw: Any) -> str | None:
-    """storcli prints the PCI address as '00:01:00:00' (domain:bus:dev:func)."""
-    if not isinstance(raw, str):
-        return None
-    parts = raw.strip().split(":")
-    if len(parts) != 4:
-        return None
-    try:
-        dom, bus, dev, fn = (int(p, 16) for p in parts)
-    except ValueError:
-        return None
-    return f"{dom:04x}:{bus:02x}:{dev:02x}.{fn:x}"
+            tool_firmware(self.host, pending)
 
 
 def _link_name(target: str | None) -> str | None:
