@@ -259,7 +259,7 @@ def test_seed_002_and_lab_verdicts_with_shipped_catalog() -> None:
 
 def test_this_machine_virtio_nic() -> None:
     """The real inventory of the build host: its virtio NIC gets a catalog verdict."""
-    from hwmgr.commands.inventory import collect
+    from hwmgr.inventory.scan import collect
     from hwmgr.host.snapshot import open_host
 
     host, cleanup = open_host(None)

@@ -39,20 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def collect(host: Any, catalog_paths: list[str] | None, use_catalog: bool = True) -> Any:
-    """Scan `host` with names and catalog verdicts; shared by inventory, snapshot and check."""
-    from hwmgr.catalog.pciids import default_names
-    from hwmgr.inventory.scan import Inventory
-
-    verdict = None
-    if use_catalog:
-        from hwmgr.catalog.load import load_catalog
-
-        verdict = load_catalog(catalog_paths).verdict
-    return Inventory(host, names=default_names(), verdict=verdict).scan()
-
-
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    from hwmgr.inventory.scan import collect
+
     scan = collect(ctx.host, args.catalog, use_catalog=not args.no_catalog)
     if args.klass:
         want = args.klass.lower().removeprefix("0x")

@@ -23,9 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.commands.inventory import collect
     from hwmgr.host.snapshot import recording_host, write_snapshot
-    from hwmgr.inventory.scan import host_identity
+    from hwmgr.inventory.scan import collect, host_identity
 
     host, rec, runner = recording_host()
     hostname, kernel = host_identity(host)

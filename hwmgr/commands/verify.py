@@ -79,8 +79,8 @@ def _explicit(host: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.commands.throughput import options_from
     from hwmgr.config import load_config
+    from hwmgr.ui.throughput import floor_catalog, options_from
     from hwmgr.verify.policy import Verifier, VerifyOptions
 
     host = ctx.host
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         driver=args.driver, on_failure="report" if readonly else on_failure, boot=args.boot,
         readonly=readonly, link_wait=cfg.link_wait_seconds,
         max_boot_attempts=cfg.max_boot_attempts, reboot_command=cfg.reboot_command,
-        throughput=tp_opts, catalog=lambda: _catalog(args))
+        throughput=tp_opts, catalog=lambda: floor_catalog(args))
     armed = _explicit(host, args.expectation) if args.expectation else None
     report = Verifier(host, settings, opts).run(armed)
     report.notes[:0] = notes
@@ -125,12 +125,6 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         errors.append(f"reboot request failed: {report.reboot['error']}")
     return Outcome(NAME, status=report.status, data=data, errors=errors,
                    exit_code=STATUS_EXIT[report.status], render=lambda c: _render(c, data))
-
-
-def _catalog(args: argparse.Namespace) -> Any:
-    from hwmgr.commands.throughput import _catalog as load
-
-    return load(args)
 
 
 def _cell(v: Any) -> str:

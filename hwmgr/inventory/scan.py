@@ -310,6 +310,18 @@ class Inventory:
             tool_firmware(self.host, pending)
 
 
+def collect(host: Any, catalog_paths: list[str] | None, use_catalog: bool = True) -> Any:
+    """Scan `host` with names and catalog verdicts; shared by inventory, snapshot and check."""
+    from hwmgr.catalog.pciids import default_names
+
+    verdict = None
+    if use_catalog:
+        from hwmgr.catalog.load import load_catalog
+
+        verdict = load_catalog(catalog_paths).verdict
+    return Inventory(host, names=default_names(), verdict=verdict).scan()
+
+
 def _link_name(target: str | None) -> str | None:
     if not target:
         return None
