@@ -259,8 +259,8 @@ def test_seed_002_and_lab_verdicts_with_shipped_catalog() -> None:
 
 def test_this_machine_virtio_nic() -> None:
     """The real inventory of the build host: its virtio NIC gets a catalog verdict."""
-    from hwmgr.inventory.scan import collect
     from hwmgr.host.snapshot import open_host
+    from hwmgr.inventory.scan import collect
 
     host, cleanup = open_host(None)
     scan = collect(host, [str(SHIPPED)])
