@@ -24,6 +24,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Union
 
+from hwmgr.catalog.rpmver import (
+    EVR,
+    compare_evr,
+    is_digit,
+    parse_evr,
+    rpmvercmp,
+    shown,
+    vercmp_raw,
+)
 from hwmgr.errors import VersionError
 
 __all__ = [
@@ -47,168 +56,6 @@ __all__ = [
 ]
 
 
-def _show(raw: object, limit: int = 60) -> str:
-    """A short printable repr of user input for one-line error messages."""
-    text = repr(raw)
-    return text if len(text) <= limit else text[: limit - 4] + "...'"
-
-
-def _isdigit(c: str) -> bool:
-    return "0" <= c <= "9"
-
-
-def _isalpha(c: str) -> bool:
-    return "a" <= c <= "z" or "A" <= c <= "Z"
-
-
-def _isalnum(c: str) -> bool:
-    return _isdigit(c) or _isalpha(c)
-
-
-# ---------------------------------------------------------------------------------------------
-# rpm: rpmvercmp and EVR
-
-
-def _rpmvercmp(a: str, b: str) -> int:
-    """rpm 4.18 rpmvercmp on two str (ASCII classes only, as rpm's risalnum/risdigit)."""
-    if a == b:
-        return 0
-    i = j = 0
-    n, m = len(a), len(b)
-    while i < n or j < m:
-        # skip separators: anything that is not ASCII alnum, '~' or '^'
-        while i < n and not _isalnum(a[i]) and a[i] not in "~^":
-            i += 1
-        while j < m and not _isalnum(b[j]) and b[j] not in "~^":
-            j += 1
-        ca = a[i] if i < n else ""
-        cb = b[j] if j < m else ""
-        # tilde sorts before everything, even the end of the string
-        if ca == "~" or cb == "~":
-            if ca != "~":
-                return 1
-            if cb != "~":
-                return -1
-            i += 1
-            j += 1
-            continue
-        # caret sorts after the end of the string but before anything else
-        if ca == "^" or cb == "^":
-            if not ca:
-                return -1
-            if not cb:
-                return 1
-            if ca != "^":
-                return 1
-            if cb != "^":
-                return -1
-            i += 1
-            j += 1
-            continue
-        if not (ca and cb):
-            break
-        si, sj = i, j
-        isnum = _isdigit(ca)
-        same = _isdigit if isnum else _isalpha
-        while i < n and same(a[i]):
-            i += 1
-        while j < m and same(b[j]):
-            j += 1
-        seg1, seg2 = a[si:i], b[sj:j]
-        if not seg2:  # segments of different types: numeric is newer than alpha
-            return 1 if isnum else -1
-        if isnum:
-            seg1 = seg1.lstrip("0")
-            seg2 = seg2.lstrip("0")
-            if len(seg1) != len(seg2):
-                return 1 if len(seg1) > len(seg2) else -1
-        if seg1 != seg2:
-            return 1 if seg1 > seg2 else -1
-    if i >= n and j >= m:
-        return 0
-    return -1 if i >= n else 1
-
-
-def rpmvercmp(a: str, b: str) -> int:
-    """Compare two version (or release) strings exactly like rpm's rpmvercmp: -1, 0 or 1."""
-    for s in (a, b):
-        if not isinstance(s, str):
-            raise VersionError(f"version must be a string, got {type(s).__name__} {_show(s)}")
-        if "\0" in s:
-            raise VersionError(f"version {_show(s)} contains a NUL byte")
-    return _rpmvercmp(a, b)
-
-
-@dataclass(frozen=True)
-class EVR:
-    """An rpm [epoch:]version[-release], split the way rpm's parseEVR splits it."""
-
-    epoch: Optional[str]
-    version: str
-    release: Optional[str]
-
-    def __str__(self) -> str:
-        head = f"{self.epoch}:" if self.epoch is not None else ""
-        tail = f"-{self.release}" if self.release is not None else ""
-        return f"{head}{self.version}{tail}"
-
-
-_BAD_CHARS = re.compile(r"[^\x21-\x7e]")
-
-
-def parse_evr(raw: str) -> EVR:
-    """Split an rpm EVR string as rpm does (epoch = leading digits before ':', release after
-    the last '-'); reject empty, whitespace, control or non-ASCII input with `VersionError`."""
-    if raw is None or not isinstance(raw, str):
-        raise VersionError(f"rpm version is missing or not a string: {_show(raw)}")
-    s = raw.strip()
-    if not s:
-        raise VersionError("rpm version is empty")
-    bad = _BAD_CHARS.search(s)
-    if bad:
-        raise VersionError(
-            f"rpm version {_show(raw)} contains {bad.group()!r}: only printable ASCII "
-            "without spaces is allowed"
-        )
-    k = 0
-    while k < len(s) and _isdigit(s[k]):
-        k += 1
-    se = s.rfind("-", k)  # strrchr from the end of the epoch digits
-    if k < len(s) and s[k] == ":":
-        epoch: Optional[str] = s[:k] or "0"
-        vstart = k + 1
-    else:
-        epoch = None
-        vstart = 0
-    if se != -1:
-        version, release = s[vstart:se], s[se + 1 :]
-    else:
-        version, release = s[vstart:], None
-    if not any(_isalnum(c) for c in version):
-        raise VersionError(f"rpm version {_show(raw)} has no version part (no letters or digits)")
-    if release is not None and not any(_isalnum(c) for c in release):
-        raise VersionError(f"rpm version {_show(raw)} has an empty release after '-'")
-    return EVR(epoch, version, release)
-
-
-def compare_evr(a: EVR, b: EVR) -> int:
-    """Order two EVRs like rpm 4.18's rpmverCmp (rpm.vercmp, labelCompare, rpmdev-vercmp):
-    epoch (missing = 0), version, then release; a missing release sorts before any release."""
-    rc = _rpmvercmp("0" if a.epoch is None else a.epoch, "0" if b.epoch is None else b.epoch)
-    if rc:
-        return rc
-    rc = _rpmvercmp(a.version, b.version)
-    if rc:
-        return rc
-    if a.release is None or b.release is None:  # verified against rpm: '1.0-~1' > '1.0'
-        return (a.release is not None) - (b.release is not None)
-    return _rpmvercmp(a.release, b.release)
-
-
-def _compare_rpm(a: str, b: str, kernel: Optional[str] = None) -> int:
-    return compare_evr(parse_evr(a), parse_evr(b))
-
-
 # ---------------------------------------------------------------------------------------------
 # common normalisation for what the kernel/ethtool report
 
@@ -219,17 +66,17 @@ _LABEL = re.compile(r"^(?:version|firmware-version|firmware version)\s*:\s*", re
 def _normalise(raw: object, what: str) -> tuple[str, Optional[str]]:
     """Strip whitespace, a leading 'version:' label and one trailing '(note)'."""
     if raw is None or not isinstance(raw, str):
-        raise VersionError(f"{what} is missing or not a string: {_show(raw)}")
+        raise VersionError(f"{what} is missing or not a string: {shown(raw)}")
     s = _LABEL.sub("", raw.strip())
     note = None
     m = _NOTE.match(s)
     if m and m.group("head"):
         s, note = m.group("head").strip(), m.group("note").strip() or None
     if not s:
-        raise VersionError(f"{what} is empty" + (f" (got {_show(raw)})" if raw.strip() else ""))
+        raise VersionError(f"{what} is empty" + (f" (got {shown(raw)})" if raw.strip() else ""))
     bad = re.search(r"[^\x20-\x7e]", s)
     if bad:
-        raise VersionError(f"{what} {_show(raw)} contains a non-printable or non-ASCII character")
+        raise VersionError(f"{what} {shown(raw)} contains a non-printable or non-ASCII character")
     return s, note
 
 
@@ -304,7 +151,7 @@ def parse_driver_version(raw: str, kernel: Optional[str] = None,
     maps a vendor's trailing build letter to a distro (a vendor scheme's data, schemes.json)."""
     s, note = _normalise(raw, "driver version")
     if any(c.isspace() for c in s):
-        raise VersionError(f"driver version {_show(raw)} contains spaces; expected one token")
+        raise VersionError(f"driver version {shown(raw)} contains spaces; expected one token")
     if _looks_like_kernel_release(s, kernel):
         dist = _KREL_DIST.search(s)
         return DriverVersion(
@@ -331,24 +178,24 @@ def parse_driver_version(raw: str, kernel: Optional[str] = None,
     tagged = False
     for p in parts[1:]:
         if not p:
-            raise VersionError(f"driver version {_show(raw)} has an empty '-' component")
+            raise VersionError(f"driver version {shown(raw)} has an empty '-' component")
         if _K_MARK.match(p):
             in_kernel = tagged = True
         elif _PRE.match(p) and pre is None:
             pre, tagged = p, True
         elif _DISTRO.match(p) and distro is None:
             distro, tagged = p, True
-        elif _isdigit(p[0]) and not tagged:
+        elif is_digit(p[0]) and not tagged:
             base_parts.append(p)  # numeric release is part of the version: 3.0-1, 4.9-3.1.5
-        elif _WORD.match(p) or _isdigit(p[0]):
+        elif _WORD.match(p) or is_digit(p[0]):
             flavor.append(p)
             tagged = True
         else:
-            raise VersionError(f"driver version {_show(raw)} has an unrecognised part {p!r}")
+            raise VersionError(f"driver version {shown(raw)} has an unrecognised part {p!r}")
     base = "-".join(base_parts)
     if not _BASE.match(base):
         raise VersionError(
-            f"driver version {_show(raw)} does not look like a version (must start with a digit)"
+            f"driver version {shown(raw)} does not look like a version (must start with a digit)"
         )
     return DriverVersion(
         raw=raw, base=base, in_kernel=in_kernel, distro=distro, prerelease=pre,
@@ -370,8 +217,8 @@ def compare_driver(a: DriverVersion, b: DriverVersion) -> int:
         )
     if a.kernel_release:
         (va, ra), (vb, rb) = _split_krel(a.key), _split_krel(b.key)
-        return _rpmvercmp(va, vb) or _rpmvercmp(ra, rb)
-    return _rpmvercmp(a.key, b.key)
+        return vercmp_raw(va, vb) or vercmp_raw(ra, rb)
+    return vercmp_raw(a.key, b.key)
 
 
 def _compare_driver(a: str, b: str, kernel: Optional[str] = None) -> int:
@@ -422,30 +269,30 @@ def parse_firmware(raw: str,
     '2.1-0'; unnamed parts by `layouts`, e.g. Intel NVM/eTrack/OEM) into a `Firmware`."""
     s, note = _normalise(raw, "firmware version")
     tokens = [t for t in re.split(r"[\s,]+", s) if t]
-    if not any(_isdigit(c) for c in s):
-        raise VersionError(f"firmware version {_show(raw)} is not a version (no digits)")
+    if not any(is_digit(c) for c in s):
+        raise VersionError(f"firmware version {shown(raw)} is not a version (no digits)")
     for t in tokens:
-        is_value = any(_isdigit(c) for c in t) and _FW_VALUE.match(t)
+        is_value = any(is_digit(c) for c in t) and _FW_VALUE.match(t)
         if not (is_value or _FW_NAME.match(t)):
-            raise VersionError(f"firmware version {_show(raw)} has an unrecognised part {t!r}")
+            raise VersionError(f"firmware version {shown(raw)} has an unrecognised part {t!r}")
     parts: dict[str, str] = {}
-    if any(not any(_isdigit(c) for c in t) for t in tokens):  # named form: bc 5.2.3 NCSI 2.0.12
+    if any(not any(is_digit(c) for c in t) for t in tokens):  # named form: bc 5.2.3 NCSI 2.0.12
         pending: Optional[str] = None
         for t in tokens:
-            if not any(_isdigit(c) for c in t):
+            if not any(is_digit(c) for c in t):
                 if pending is not None:
                     raise VersionError(
-                        f"firmware version {_show(raw)}: part {pending!r} has no version"
+                        f"firmware version {shown(raw)}: part {pending!r} has no version"
                     )
                 pending = t.lower()
                 continue
             name = pending or ("main" if not parts else f"part{len(parts) + 1}")
             if name in parts:
-                raise VersionError(f"firmware version {_show(raw)} names {name!r} twice")
+                raise VersionError(f"firmware version {shown(raw)} names {name!r} twice")
             parts[name] = t
             pending = None
         if pending is not None:
-            raise VersionError(f"firmware version {_show(raw)}: part {pending!r} has no version")
+            raise VersionError(f"firmware version {shown(raw)}: part {pending!r} has no version")
     else:
         kinds = tuple(_fw_kind(t) for t in tokens)
         names = ((layouts or {}).get(kinds) or _FW_LAYOUTS.get(kinds)
@@ -466,7 +313,7 @@ def _fw_value_cmp(a: str, b: str) -> int:
     def strip_v(v: str) -> str:
         return v[1:] if v[:1] in "vV" and v[1:2].isdigit() else v
 
-    return _rpmvercmp(strip_v(a), strip_v(b))
+    return vercmp_raw(strip_v(a), strip_v(b))
 
 
 def compare_firmware(a: Firmware, b: Firmware) -> int:
@@ -511,6 +358,10 @@ SCHEMES: dict[str, Scheme] = {}
 def register_scheme(scheme: Scheme) -> None:
     """Add (or replace) a scheme in the registry."""
     SCHEMES[scheme.name] = scheme
+
+
+def _compare_rpm(a: str, b: str, kernel: Optional[str] = None) -> int:
+    return compare_evr(parse_evr(a), parse_evr(b))
 
 
 register_scheme(Scheme(
@@ -576,7 +427,7 @@ def get_scheme(name: str) -> Scheme:
         return SCHEMES[name]
     except (KeyError, TypeError):
         raise VersionError(
-            f"unknown version scheme {_show(name)}; known schemes: {', '.join(SCHEMES)}"
+            f"unknown version scheme {shown(name)}; known schemes: {', '.join(SCHEMES)}"
         ) from None
 
 
