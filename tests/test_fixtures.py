@@ -1,4 +1,4 @@
-"""Conformance tests for the host snapshot fixtures in tests/fixtures/hosts/ (design.md §4).
+"""Conformance tests for the host snapshot fixtures in tests/fixtures/hosts/ (docs/formats.md).
 
 They check that each good snapshot is well-formed (kernel-format ID files, plausible driver
 links, relative in-root symlinks, a replayable command index), that the parts agree with each

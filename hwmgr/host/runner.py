@@ -1,7 +1,7 @@
 """Command runners: the only place hwmgr spawns processes.
 
 `SubprocessRunner` runs real commands (argv only, `LC_ALL=C`, a timeout, rc 127 for a missing
-binary). `ReplayRunner` serves a snapshot's recorded outputs (design.md §4) and answers
+binary). `ReplayRunner` serves a snapshot's recorded outputs (docs/formats.md) and answers
 anything unrecorded as "not available" (rc 127). `RecordingRunner` wraps another runner and
 keeps every call, so `hwmgr snapshot` can store exactly what the tool ran.
 """

@@ -1,4 +1,4 @@
-"""Host snapshots (design.md §4): open one as a Host, or capture the running host into one.
+"""Host snapshots (docs/formats.md): open one as a Host, or capture the running host into one.
 
 A snapshot is a directory (or `.tar.gz` of one) mirroring the host's paths, plus
 `snapshot.json` and `commands/index.json`. Capturing runs the same inventory code against the

@@ -1,4 +1,4 @@
-"""Driver upgrade and rollback as journaled transactions (design.md §7).
+"""Driver upgrade and rollback as journaled transactions (docs/architecture.md, "Transactions").
 
 `plan_upgrade` / `plan_rollback` decide everything up front (versions, kernels, devices,
 backups, refusals) without changing the host. `run_plan` turns a plan into a `Transaction`

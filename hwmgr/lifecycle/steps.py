@@ -1,7 +1,7 @@
 """The journaled steps of driver upgrades and rollbacks, registered by transaction kind.
 
-Each step has do / undo / check (design.md §7); `REGISTRY` lets `hwmgr recover` rebuild the
-steps of an interrupted transaction from its journaled params alone.
+Each step has do / undo / check (docs/architecture.md, "Transactions"); `REGISTRY` lets
+`hwmgr recover` rebuild the steps of an interrupted transaction from its journaled params alone.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Journaled, undoable transactions: ordered steps with do / undo / check (design.md §7).
+"""Journaled, undoable transactions: ordered steps with do / undo / check.
+
+The contract is in docs/architecture.md, "Transactions".
 
 Every mutating command (upgrade, rollback, recover) is a `Transaction` of `Step`s built by a
 factory registered under the transaction's kind, so recovery can rebuild the steps from the
