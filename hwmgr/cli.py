@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _verb_parser(verb: str) -> tuple[argparse.ArgumentParser, Any]:
     modname, helptext = VERBS[verb]
     mod = importlib.import_module(modname)
-    parents = list(getattr(mod, "PARENTS", lambda: [common_options()])())
+    parents = list(getattr(mod, "option_parents", lambda: [common_options()])())
     p = _Parser(
         prog=f"hwmgr {verb}",
         description=mod.__doc__.strip().splitlines()[0] if mod.__doc__ else helptext,

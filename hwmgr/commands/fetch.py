@@ -21,7 +21,7 @@ exit codes: 0 verified file in the cache, 3 not found (404, not in the catalog, 
 """
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
+def option_parents() -> list[argparse.ArgumentParser]:
     return ui.parents(mutating=False)
 
 

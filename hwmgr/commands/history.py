@@ -18,7 +18,7 @@ examples:
 """
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
+def option_parents() -> list[argparse.ArgumentParser]:
     return ui.parents(mutating=False, root=True)
 
 

@@ -21,7 +21,7 @@ COLUMNS = ("address", "device", "driver", "version", "firmware", "links", "catal
 STATUS_STYLE = {"ok": "green", "outdated": "yellow", "known-bad": "bold red", "unknown": "dim"}
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
+def option_parents() -> list[argparse.ArgumentParser]:
     from hwmgr.ui.options import common_options
 
     return [common_options(root=True)]

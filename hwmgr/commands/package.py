@@ -22,7 +22,7 @@ exit codes: 0 written, 3 not found (driver, version, offline miss), 8 bad input,
 """
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
+def option_parents() -> list[argparse.ArgumentParser]:
     return ui.parents(mutating=False)
 
 

@@ -20,7 +20,7 @@ exit codes: 0 the plan would run, 9 it would be refused (reasons listed), 4 noth
 """
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
+def option_parents() -> list[argparse.ArgumentParser]:
     return ui.parents(mutating=False, root=True)
 
 

@@ -19,7 +19,7 @@ exit codes: 0 nothing open or all settled, 1 a transaction could not be settled,
 """
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
+def option_parents() -> list[argparse.ArgumentParser]:
     return ui.parents(mutating=True)
 
 

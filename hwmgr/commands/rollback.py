@@ -20,7 +20,7 @@ exit codes: 0 restored (reboot to load), 1 failed (undone), 3 no such recorded v
 """
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
+def option_parents() -> list[argparse.ArgumentParser]:
     return ui.parents(mutating=True)
 
 

@@ -28,7 +28,7 @@ STATUS_EXIT = {"ok": EXIT_OK, "measured": EXIT_OK, "failed": EXIT_FAILED,
                "unknown": EXIT_UNKNOWN, "served": EXIT_OK}
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
+def option_parents() -> list[argparse.ArgumentParser]:
     from hwmgr.ui.options import common_options, lifecycle_options
 
     return [common_options(), lifecycle_options(mutating=False)]

@@ -21,7 +21,7 @@ exit codes: 0 installed (reboot to load), 1 failed and rolled back, 4 already th
 """
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
+def option_parents() -> list[argparse.ArgumentParser]:
     return ui.parents(mutating=True)
 
 

@@ -37,7 +37,7 @@ STATUS_EXIT = {"verified": EXIT_OK, "failed": EXIT_FAILED, "unknown": EXIT_UNKNO
 COLOUR = {"ok": "green", "fail": "red", "unknown": "yellow", "warn": "yellow", "info": "dim"}
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
+def option_parents() -> list[argparse.ArgumentParser]:
     from hwmgr.ui.options import common_options, lifecycle_options
 
     return [common_options(root=True), lifecycle_options(mutating=True)]

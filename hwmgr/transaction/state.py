@@ -27,7 +27,7 @@ from hwmgr.errors import (
     HwmgrError,
     LockedError,
     NotFoundError,
-    PermissionError_,
+    NotPermittedError,
 )
 from hwmgr.host.seam import Host
 
@@ -91,7 +91,7 @@ class StateDir:
             for logical in (self.path, self.backups, self.expectations):
                 self.host.makedirs(logical)
         except PermissionError:
-            raise PermissionError_(
+            raise NotPermittedError(
                 f"cannot create state dir {self.real}: permission denied (run as root)"
             ) from None
         except OSError as exc:
@@ -218,7 +218,7 @@ class Lock:
         try:
             fd = os.open(self.state.lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except PermissionError:
-            raise PermissionError_(
+            raise NotPermittedError(
                 f"cannot open lock {self.state.lock_file}: permission denied (run as root)"
             ) from None
         start = time.monotonic()

@@ -9,7 +9,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from hwmgr.errors import EXIT_FAILED, EXIT_REFUSED, PermissionError_, UsageError
+from hwmgr.errors import EXIT_FAILED, EXIT_REFUSED, NotPermittedError, UsageError
 from hwmgr.output import Outcome
 
 
@@ -22,7 +22,7 @@ def parents(mutating: bool = True, root: bool = False) -> list[argparse.Argument
 def require_root(host: Any) -> None:
     """Mutating the live host needs root; say so before anything happens."""
     if host.live and os.geteuid() != 0:
-        raise PermissionError_("this command changes drivers and must run as root")
+        raise NotPermittedError("this command changes drivers and must run as root")
 
 
 def confirm(args: argparse.Namespace, what: str) -> None:
