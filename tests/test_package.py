@@ -23,7 +23,7 @@ from lifecycle_env import MODULE, make_bed, write_catalog  # noqa: E402
 
 import hwmgr  # noqa: E402
 from hwmgr import cli
-from hwmgr.host.seam import snapshot  # noqa: E402
+from hwmgr.host import snapshot  # noqa: E402
 from hwmgr.host.runner import RecordingRunner, SubprocessRunner  # noqa: E402
 from hwmgr.host.seam import Host  # noqa: E402
 from hwmgr.lifecycle.dkms import render_dkms_conf  # noqa: E402
