@@ -79,7 +79,7 @@ class LockedError(HwmgrError):
     exit_code = EXIT_LOCKED
 
 
-class PermissionError_(HwmgrError):
+class NotPermittedError(HwmgrError):
     """The operation needs privileges the caller does not have."""
 
     exit_code = EXIT_PERMISSION

@@ -50,7 +50,7 @@ def shipped() -> Any:
 
 
 def jpath(parts: list[Any]) -> str:
-    from hwmgr.catalog import json_path
+    from hwmgr.catalog.load import json_path
 
     return json_path(parts)
 

@@ -59,7 +59,7 @@ Tree = dict[str, Node]
 
 def _journal_bytes() -> bytes:
     """A real, empty hwmgr journal (as `hwmgr` creates it)."""
-    from hwmgr.state import Journal
+    from hwmgr.transaction.journal import Journal
 
     with tempfile.TemporaryDirectory() as d:
         j = Journal(Path(d) / "journal.sqlite")

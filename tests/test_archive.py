@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hwmgr import archive
 from hwmgr.errors import BadInputError
+from hwmgr.host import archive
 
 
 def _tarball(path: Path, files: dict[str, bytes], *, pax: dict[str, str] | None = None,

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from support import HOSTS, run_cli
 
 from hwmgr.errors import HwmgrError
-from hwmgr.inventory import Inventory
-from hwmgr.snapshot import open_host
+from hwmgr.host.snapshot import open_host
+from hwmgr.inventory.scan import Inventory
 
 ATTRS = ["vendor", "device", "subsystem_vendor", "subsystem_device", "class", "revision",
          "numa_node", "current_link_speed", "current_link_width", "sriov_totalvfs",
@@ -152,7 +152,7 @@ def _screen(render, data) -> str:
 
 
 def test_plan_rendering_escapes_host_strings() -> None:
-    from hwmgr.commands.lifeview import render_plan
+    from hwmgr.ui.lifecycle import render_plan
 
     plan = {"action": "upgrade", "driver": EVIL, "to_version": EVIL, "kernels": [EVIL],
             "from_versions": {EVIL: EVIL}, "initramfs": {}, "reboot_required": False,

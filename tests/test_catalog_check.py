@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hwmgr.catalog_check import glob_problem, parse, read_catalog
+from hwmgr.catalog.validate import glob_problem, parse, read_catalog
 
 
 @pytest.mark.parametrize("glob, problem", [

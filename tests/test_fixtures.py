@@ -1,4 +1,4 @@
-"""Conformance tests for the host snapshot fixtures in tests/fixtures/hosts/ (design.md §4).
+"""Conformance tests for the host snapshot fixtures in tests/fixtures/hosts/ (docs/formats.md).
 
 They check that each good snapshot is well-formed (kernel-format ID files, plausible driver
 links, relative in-root symlinks, a replayable command index), that the parts agree with each
@@ -21,7 +21,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import pytest
 
 from hwmgr.errors import BadInputError
-from hwmgr.snapshot import open_host
+from hwmgr.host.snapshot import open_host
 
 HOSTS_DIR = Path(__file__).resolve().parent / "fixtures" / "hosts"
 GOOD = ["seed000-ustor", "seed001-bnx2", "seed002-router"]

@@ -30,7 +30,7 @@ def test_history_on_an_empty_state_dir(tmp_path: Path) -> None:
 
 def _journal(state_dir: Path, target: str = "be2net", params: str | None = None) -> Path:
     """A real journal with one transaction (raw SQL for the hostile bits)."""
-    from hwmgr.state import Journal
+    from hwmgr.transaction.journal import Journal
 
     state_dir.mkdir(parents=True, exist_ok=True)
     j = Journal(state_dir / "journal.sqlite")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hwmgr.host import Host
-from hwmgr.runner import SubprocessRunner
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
 
 
 def make_tree(root: Path) -> Host:

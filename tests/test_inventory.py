@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from support import HOSTS, run_cli, run_json
 
-from hwmgr.inventory import Inventory, parse_ethtool_i
-from hwmgr.snapshot import open_host
+from hwmgr.host.snapshot import open_host
+from hwmgr.inventory.scan import Inventory, parse_ethtool_i
 
 SECTION5 = ["address", "vendor_id", "device_id", "subsystem_vendor_id", "subsystem_device_id",
             "class", "vendor_name", "device_name", "driver", "driver_version",

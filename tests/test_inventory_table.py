@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from support import HOSTS, HWMGR, REPO, run_json
 
-from hwmgr.commands.inventory_table import wrap
+from hwmgr.ui.inventory_table import wrap
 
 FIXTURES = sorted(p.name for p in HOSTS.iterdir() if (p / "snapshot.json").is_file())
 BOX = set("─━│┃┏┓┗┛╇╋┼┡┩")

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from support import run_cli, run_json
 
-from hwmgr import capture
 from hwmgr.errors import BadInputError, NotFoundError, UsageError
-from hwmgr.host import Host
-from hwmgr.runner import SubprocessRunner
-from hwmgr.snapshot import open_host
+from hwmgr.host import capture
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
+from hwmgr.host.snapshot import open_host
+from hwmgr.lifecycle import bundle
 
 
 def _data(doc: dict) -> dict:
@@ -374,7 +375,7 @@ def test_capture_records_what_plan_verify_and_check_read(tmp_path: Path) -> None
     assert meta["hwmgr"] == capture.CAPTURE_SINCE
     index = {tuple(e["argv"]): e for e in json.loads((target / "commands/index.json").read_text())}
     live = Host("/", SubprocessRunner())
-    kernels = capture.target_kernels(live)
+    kernels = bundle.target_kernels(live)
     rc, inv = run_json("inventory", "--no-catalog")
     assert rc == 0
     drivers = {d[k] for d in inv["data"]["devices"] for k in ("driver", "pci_driver") if d[k]}
@@ -400,7 +401,7 @@ def test_capture_records_what_plan_verify_and_check_read(tmp_path: Path) -> None
             assert (target / path.lstrip("/")).read_bytes() == real, name
     assert (target / "proc/sys/net/ipv4/tcp_rmem").is_file()
     assert (target / "proc/net/route").read_bytes() == Path("/proc/net/route").read_bytes()
-    for k in capture.target_kernels(live):
+    for k in bundle.target_kernels(live):
         if Path(f"/lib/modules/{k}/build/Makefile").exists():
             assert (target / f"lib/modules/{k}/build/Makefile").is_file()
 
@@ -408,7 +409,8 @@ def test_capture_records_what_plan_verify_and_check_read(tmp_path: Path) -> None
 def test_plan_reads_a_fresh_snapshot_like_the_live_host(tmp_path: Path) -> None:
     """Replaying a capture: the module each target kernel resolves to, routes and Secure
     Boot read the same as on the live host, and nothing reads as "not recorded"."""
-    from hwmgr import kmod, safety
+    from hwmgr.inventory import guard as safety
+    from hwmgr.lifecycle import kmod
 
     target = tmp_path / "snap.tar.gz"
     assert run_cli("snapshot", str(target)).returncode == 0
@@ -418,9 +420,9 @@ def test_plan_reads_a_fresh_snapshot_like_the_live_host(tmp_path: Path) -> None:
         live = Host("/", SubprocessRunner())
         assert not capture.lacks(snap, capture.ROUTES) and capture.lacks(snap, "no-such")
         assert not capture.lacks(live, "no-such")
-        assert capture.target_kernels(snap) == capture.target_kernels(live)
-        for k in capture.target_kernels(live):
-            for m in capture.bound_modules(collect_devices(live)):
+        assert bundle.target_kernels(snap) == bundle.target_kernels(live)
+        for k in bundle.target_kernels(live):
+            for m in bundle.bound_modules(collect_devices(live)):
                 assert kmod.resolve(snap, m, k).version == kmod.resolve(live, m, k).version
         assert safety.default_route_interfaces(snap) == safety.default_route_interfaces(live)
         assert safety.secure_boot(snap) == safety.secure_boot(live)
@@ -433,6 +435,6 @@ def test_plan_reads_a_fresh_snapshot_like_the_live_host(tmp_path: Path) -> None:
 
 
 def collect_devices(host: Host) -> list[dict]:
-    from hwmgr.inventory import Inventory
+    from hwmgr.inventory.scan import Inventory
 
     return Inventory(host).scan().devices

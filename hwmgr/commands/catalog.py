@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
 
 
 def _validate(files: list[str]) -> Outcome:
-    from hwmgr.catalog import Catalog
+    from hwmgr.catalog.load import Catalog
 
     for f in files:
         _regular_file(f)
@@ -118,7 +118,7 @@ def _summary(path: str, ok: bool) -> dict[str, Any]:
 
 
 def _show(what: str, paths: list[str] | None) -> Outcome:
-    from hwmgr.catalog import load_catalog
+    from hwmgr.catalog.load import load_catalog
 
     cat = load_catalog(paths)
     if not cat.files:

@@ -6,9 +6,9 @@ import argparse
 import sqlite3
 from typing import Any
 
-from hwmgr.commands import lifeview
 from hwmgr.errors import BadInputError
 from hwmgr.output import Outcome, printable
+from hwmgr.ui import lifecycle as ui
 
 NAME = "history"
 HELP = "show upgrades, rollbacks and their results"
@@ -20,8 +20,8 @@ examples:
 """
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
-    return lifeview.parents(mutating=False, root=True)
+def option_parents() -> list[argparse.ArgumentParser]:
+    return ui.parents(mutating=False, root=True)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,10 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.lifecycle import settings_from
-    from hwmgr.state import StateDir
+    from hwmgr.transaction.state import StateDir
 
-    state = StateDir(ctx.host, settings_from(args).state_dir)
+    state = StateDir(ctx.host, ctx.config.state_dir)
     try:
         journal = state.query_journal()  # read-only: history creates and changes nothing
         txns = [] if journal is None else journal.transactions(limit=args.limit,

@@ -20,8 +20,8 @@ examples:
 
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
-    from hwmgr.cli import common_options
+def option_parents() -> list[argparse.ArgumentParser]:
+    from hwmgr.ui.options import common_options
 
     return [common_options(root=True)]
 
@@ -42,20 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def collect(host: Any, catalog_paths: list[str] | None, use_catalog: bool = True) -> Any:
-    """Scan `host` with names and catalog verdicts; shared by inventory, snapshot and check."""
-    from hwmgr.inventory import Inventory
-    from hwmgr.pciids import default_names
-
-    verdict = None
-    if use_catalog:
-        from hwmgr.catalog import load_catalog
-
-        verdict = load_catalog(catalog_paths).verdict
-    return Inventory(host, names=default_names(), verdict=verdict).scan()
-
-
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    from hwmgr.inventory.scan import collect
+
     scan = collect(ctx.host, args.catalog, use_catalog=not args.no_catalog)
     if args.klass:
         want = args.klass.lower().removeprefix("0x")
@@ -66,7 +55,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     show_all = bool(args.all or args.klass)  # a --class filter is an explicit request: list it
 
     def _render(console: Any) -> None:
-        from hwmgr.commands.inventory_table import render
+        from hwmgr.ui.inventory_table import render
 
         render(console, data, show_all=show_all)
 

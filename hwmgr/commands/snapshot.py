@@ -26,15 +26,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.commands.inventory import collect
-    from hwmgr.inventory import host_identity
-    from hwmgr.snapshot import recording_host, write_snapshot
+    from hwmgr.host.snapshot import recording_host, write_snapshot
+    from hwmgr.inventory.scan import collect, host_identity
 
     check_out(Path(args.out))
     host, rec, runner = recording_host()
     hostname, kernel = host_identity(host)
     scan = collect(host, args.catalog, use_catalog=False)
-    from hwmgr.capture import record_all  # what plan/verify/check read beyond the inventory
+    from hwmgr.lifecycle.bundle import (
+        record_all,  # what plan/verify/check read beyond the inventory
+    )
 
     records = record_all(host, scan.devices)
     out = write_snapshot(Path(args.out), rec, runner, hostname=hostname, kernel=kernel,

@@ -37,8 +37,8 @@ STATUS_EXIT = {"verified": EXIT_OK, "failed": EXIT_FAILED, "unknown": EXIT_UNKNO
 COLOUR = {"ok": "green", "fail": "red", "unknown": "yellow", "warn": "yellow", "info": "dim"}
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
-    from hwmgr.cli import common_options, lifecycle_options
+def option_parents() -> list[argparse.ArgumentParser]:
+    from hwmgr.ui.options import common_options, lifecycle_options
 
     return [common_options(root=True), lifecycle_options(mutating=True)]
 
@@ -67,8 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _explicit(host: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
     """An expectation file named on the command line, read from this machine."""
     from hwmgr.errors import NotFoundError
-    from hwmgr.host import Host
-    from hwmgr.verify import parse_expectation
+    from hwmgr.host.seam import Host
+    from hwmgr.lifecycle.expect import parse_expectation
 
     local = Host("/", host.runner)
     real = os.path.abspath(path)
@@ -79,10 +79,9 @@ def _explicit(host: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.commands.throughput import options_from
     from hwmgr.config import load_config
-    from hwmgr.lifecycle import settings_from
-    from hwmgr.verify import Verifier, VerifyOptions
+    from hwmgr.ui.throughput import floor_catalog, options_from
+    from hwmgr.verify.policy import Verifier, VerifyOptions
 
     host = ctx.host
     cfg = load_config(host)
@@ -92,7 +91,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         raise UsageError("--on-failure rollback needs the live host, not a --root snapshot")
     if snapshot and args.throughput:
         raise UsageError("--throughput needs the live host, not a --root snapshot")
-    settings = settings_from(args)
+    settings = ctx.config
     notes = []
     readonly = snapshot or bool(args.expectation)
     if not readonly and not os.access(host.path(settings.state_dir), os.W_OK):
@@ -110,7 +109,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         driver=args.driver, on_failure="report" if readonly else on_failure, boot=args.boot,
         readonly=readonly, link_wait=cfg.link_wait_seconds,
         max_boot_attempts=cfg.max_boot_attempts, reboot_command=cfg.reboot_command,
-        throughput=tp_opts, catalog=lambda: _catalog(args))
+        throughput=tp_opts, catalog=lambda: floor_catalog(args))
     armed = _explicit(host, args.expectation) if args.expectation else None
     report = Verifier(host, settings, opts).run(armed)
     report.notes[:0] = notes
@@ -126,12 +125,6 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         errors.append(f"reboot request failed: {report.reboot['error']}")
     return Outcome(NAME, status=report.status, data=data, errors=errors,
                    exit_code=STATUS_EXIT[report.status], render=lambda c: _render(c, data))
-
-
-def _catalog(args: argparse.Namespace) -> Any:
-    from hwmgr.commands.throughput import _catalog as load
-
-    return load(args)
 
 
 def _cell(v: Any) -> str:
