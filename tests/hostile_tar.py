@@ -264,7 +264,7 @@ def _honest_bomb() -> bytes:
     return b"".join(parts)
 
 
-COUNT_LIMIT = 2_000  # hwmgr.archive.MAX_MEMBERS, lowered for the count bomb
+COUNT_LIMIT = 2_000  # hwmgr.host.archive.MAX_MEMBERS, lowered for the count bomb
 
 
 @lru_cache(maxsize=1)
@@ -313,7 +313,7 @@ def bomb_cases() -> list[Case]:
         out.append(raw_case("tar-bomb", name, make, "inventory", frozenset({8}), (ARCHIVE,)))
     many = raw_case("tar-bomb", f"{COUNT_LIMIT + 1}-members", count, "inventory",
                     frozenset({8}), (ARCHIVE,))
-    many.patches = (("hwmgr.archive", "MAX_MEMBERS", COUNT_LIMIT),)
+    many.patches = (("hwmgr.host.archive", "MAX_MEMBERS", COUNT_LIMIT),)
     out.append(many)
     return out
 

@@ -1,4 +1,4 @@
-"""hwmgr.archive: the stream and member limits hold whatever the tar headers claim."""
+"""hwmgr.host.archive: the stream and member limits hold whatever the tar headers claim."""
 
 from __future__ import annotations
 

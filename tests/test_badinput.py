@@ -159,7 +159,7 @@ def test_plan_rendering_escapes_host_strings() -> None:
             "devices": [{"address": EVIL, "vendor_id": "19a2", "device_id": "0710",
                          "interfaces": [EVIL]}], "steps": [EVIL],
             "backups": [{"kernel": EVIL, "module": EVIL, "path": EVIL, "version": EVIL}],
-            "warnings": [EVIL], "refusals": [EVIL]}
+            "warnings": [EVIL], "refusals": [{"code": 9, "reason": EVIL}]}
     out = _screen(render_plan, plan)
     assert "\x1b" not in out and "\r" not in out and "\x07" not in out
     assert out.count(SHOWN) >= 10, out
