@@ -14,20 +14,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Union
+
+from hwmgr.compliance.items import Status
 
 RC_EOPNOTSUPP = 95
 
 Value = Union[int, bool, str, None]
-
-
-class Status(Enum):
-    """What one ethtool sub-command (or one item) told us."""
-
-    OK = "ok"
-    UNSUPPORTED = "unsupported"
-    UNKNOWN = "unknown"
 
 
 @dataclass
