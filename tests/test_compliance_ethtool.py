@@ -196,3 +196,11 @@ def test_requested_marker_and_pause_negotiated() -> None:
                         "TX:\t\toff\nRX negotiated:\ton\nTX negotiated:\toff\n")
     assert pause.values == {"autoneg": True, "rx": True, "tx": False,
                             "rx-negotiated": True, "tx-negotiated": False}
+
+
+def test_hostile_long_lines_parse_in_linear_time() -> None:
+    """A damaged snapshot's 200 kB lines must not send a regex into quadratic backtracking."""
+    for text in ("a" + " " * 200_000 + "b", "x " * 100_000, "Features for x: " + "a-" * 100_000):
+        assert parse_features(text).status is Status.UNKNOWN
+        assert parse_coalesce(text).status is Status.UNKNOWN
+        assert parse_rings(text).status is Status.UNKNOWN

@@ -212,7 +212,7 @@ def parse_channels(text: str, rc: int | None = None) -> Reading:
 
 
 _FEATURE_LINE_RE = re.compile(
-    r"^\s*([A-Za-z][\w .-]*?)\s*:\s*(on|off)\b"
+    r"^\s*([A-Za-z][\w.-]*(?: [\w.-]+)*)\s*:\s*(on|off)\b"
     r"(?:\s*\[(fixed|requested on|requested off)\])?", re.I)
 _FEATURE_PAIR_RE = re.compile(
     r"(?:(?<=\s)|^)([a-z][a-z0-9_-]*)\s*:\s*(on|off)\b"
