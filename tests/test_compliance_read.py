@@ -13,8 +13,8 @@ import pytest
 from hwmgr.compliance.items import Status
 from hwmgr.compliance.read import canonical_item, check_ifname, lookup, read_interface
 from hwmgr.errors import BadInputError
-from hwmgr.host import Host
-from hwmgr.runner import SubprocessRunner
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
 
 REPO = Path(__file__).resolve().parent.parent
 READER = """
@@ -22,8 +22,8 @@ import json
 from hwmgr.compliance.items import jsonable
 from hwmgr.compliance.read import read_interface
 from hwmgr.compliance.sysctl import read_sysctls
-from hwmgr.host import Host
-from hwmgr.runner import SubprocessRunner
+from hwmgr.host.seam import Host
+from hwmgr.host.runner import SubprocessRunner
 host = Host("/", SubprocessRunner())
 items = read_interface(host, "v0")
 items.update(read_sysctls(host, ["net.ipv4.ip_forward"]))

@@ -14,8 +14,8 @@ from hwmgr.compliance.sysctl import (
     sysctl_path,
 )
 from hwmgr.errors import BadInputError
-from hwmgr.host import Host
-from hwmgr.runner import SubprocessRunner
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
 
 
 def test_paths() -> None:

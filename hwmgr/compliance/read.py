@@ -28,7 +28,7 @@ from hwmgr.compliance.ethtool import (
 from hwmgr.compliance.iplink import parse_ip_link
 from hwmgr.compliance.items import ItemValue, Status
 from hwmgr.errors import BadInputError
-from hwmgr.host import Host
+from hwmgr.host.seam import Host
 
 # (ethtool option, item group, parser, items always reported, what a None value means)
 GROUPS: tuple[tuple[str, str, Callable[[str, int | None], Reading], tuple[str, ...], Status],

@@ -13,24 +13,12 @@ import re
 from typing import Iterable, Union
 
 from hwmgr.compliance.items import ItemValue, Status
-from hwmgr.errors import BadInputError
-from hwmgr.host import Host
+from hwmgr.host.capture import sysctl_path
+from hwmgr.host.seam import Host
 
 SysctlValue = Union[int, list[int], str]
 
-_NAME_RE = re.compile(r"net(?:\.[A-Za-z0-9_@:/+-]+)+")
-_SWAP = str.maketrans("./", "/.")
 _LISTING_RE = re.compile(r"^\s*(net\.[^\s=]+)\s*=\s*(.*?)\s*$")
-
-
-def sysctl_path(name: str) -> str:
-    """The `/proc/sys` path of a `net.*` sysctl name; BadInputError for anything else."""
-    if not _NAME_RE.fullmatch(name):
-        raise BadInputError(f"sysctl {name!r}: not a net.* sysctl name")
-    parts = name.translate(_SWAP).split("/")
-    if any(p in ("", ".", "..") for p in parts):
-        raise BadInputError(f"sysctl {name!r}: empty or relative component")
-    return "/proc/sys/" + "/".join(parts)
 
 
 def parse_sysctl_value(text: str | None) -> SysctlValue | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from hwmgr.errors import BadInputError
 from hwmgr.host.seam import Host
 
 # The hwmgr release whose snapshots hold everything below ("retake it with hwmgr ≥ ...").
@@ -64,9 +65,18 @@ KVER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~-]*")
 TIMEOUT = 10.0
 
 
+_SYSCTL_NAME = re.compile(r"net(?:\.[A-Za-z0-9_@:/+-]+)+")
+_SWAP = str.maketrans("./", "/.")
+
+
 def sysctl_path(name: str) -> str:
-    """The /proc/sys file of a dotted sysctl name (net.ipv4.tcp_rmem → /proc/sys/net/ipv4/...)."""
-    return "/proc/sys/" + name.replace(".", "/")
+    """The `/proc/sys` path of a `net.*` sysctl name; BadInputError for anything else."""
+    if not _SYSCTL_NAME.fullmatch(name):
+        raise BadInputError(f"sysctl {name!r}: not a net.* sysctl name")
+    parts = name.translate(_SWAP).split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise BadInputError(f"sysctl {name!r}: empty or relative component")
+    return "/proc/sys/" + "/".join(parts)
 
 
 def lacks(host: Host, record: str) -> bool:
