@@ -14,8 +14,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
-from hwmgr.errors import EXIT_DRIFT, EXIT_OK, EXIT_PARTIAL, EXIT_REBOOT_PENDING, EXIT_UNKNOWN
-from hwmgr.errors import BadInputError
+from hwmgr.errors import (
+    EXIT_DRIFT,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_REBOOT_PENDING,
+    EXIT_UNKNOWN,
+    BadInputError,
+)
 from hwmgr.output import printable
 
 FORMAT_VERSION = 1
@@ -58,7 +64,8 @@ def _finding(raw: Any, where: str) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise BadInputError(f"{where}: expected an object")
     if raw.get("layer") not in LAYERS:
-        raise BadInputError(f"{where}.layer: {raw.get('layer')!r} is not one of {', '.join(LAYERS)}")
+        raise BadInputError(
+            f"{where}.layer: {raw.get('layer')!r} is not one of {', '.join(LAYERS)}")
     if raw.get("status") not in FINDING_STATUSES:
         raise BadInputError(
             f"{where}.status: {raw.get('status')!r} is not one of {', '.join(FINDING_STATUSES)}")
@@ -287,7 +294,8 @@ def junit_xml(report: dict[str, Any]) -> bytes:
             counts.update(tests=1, errors=1)
         if host["status"] == "reboot-pending":
             case = ET.SubElement(suite, "testcase", classname=cls, name="reboot")
-            ET.SubElement(case, "skipped", message="reboot pending: the armed state is not live yet")
+            ET.SubElement(case, "skipped",
+                          message="reboot pending: the armed state is not live yet")
             counts.update(tests=1, skipped=1)
         for f in host["findings"]:
             case = ET.SubElement(suite, "testcase", classname=cls, name=_x(finding_name(f)))
