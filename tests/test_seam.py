@@ -34,6 +34,7 @@ OWN_FILES = {
     "dkms.py": "renders dkms.conf into a tree resolved via Host.path",
     "transaction.py": "journal and backups under the state dir resolved via Host.path",
     "package.py": "packs the unpacked SRPM tree from its private work dir under the cache dir",
+    "report.py": "fleet/report.py reads the per-host result and history files the user named",
 }
 
 
