@@ -183,6 +183,9 @@ def test_bad_history_file_and_empty_results(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     res = hwmgr("fleet-report", "--results", str(tmp_path / "empty"), "--out", str(tmp_path))
     assert res.returncode == 8 and "no per-host result files" in res.stderr
+    res = hwmgr("fleet-report", "--results", str(results), "--out", str(results))
+    assert res.returncode == 2 and "--out must differ" in res.stderr
+    assert not (results / "fleet-report.json").exists()
 
 
 # ------------------------------------------------------------------------ JUnit

@@ -50,6 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     """Read and check every input first; write only when all of it is good."""
+    from hwmgr.errors import UsageError
     from hwmgr.fleet.report import (
         build_report,
         exit_code,
@@ -58,6 +59,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         write_outputs,
     )
 
+    if args.out.resolve() == args.results.resolve():
+        raise UsageError("--out must differ from --results (the report would be read as a host)")
     hosts = read_results_dir(args.results)
     history = load_history(args.history)
     report = build_report(hosts)

@@ -149,7 +149,7 @@ def _finding_row(name: str, host_status: str, f: dict[str, Any]) -> str:
         f'data-s-layer="{LAYERS.index(f["layer"])}" data-s-where="{_e(where)}" '
         f'data-s-item="{_e(f["item"])}">'
         f'<td class="host">{_e(name)}</td><td>{_badge(f["status"])}</td><td>{f["layer"]}</td>'
-        f'<td>{_e(where)}</td><td><code>{_e(f["item"])}</code></td><td>{ea}</td>'
+        f'<td>{_e(where)}</td><td><code class="item">{_e(f["item"])}</code></td><td>{ea}</td>'
         f'<td>{fix}{reason}</td></tr>')
 
 
