@@ -35,6 +35,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "verify": ("hwmgr.commands.verify", "after a reboot: prove the armed driver state is live"),
     "throughput": ("hwmgr.commands.throughput", "quick iperf3 check against a peer"),
     "package": ("hwmgr.commands.package", "wrap a driver as a noarch <driver>-dkms RPM"),
+    "fleet-report": ("hwmgr.commands.fleet_report", "build the fleet report from hosts' checks"),
+    "collect-script": ("hwmgr.commands.collect_script", "print the POSIX sh snapshot collector"),
 }
 
 @dataclass

@@ -36,6 +36,8 @@ OWN_FILES = {
     "lifecycle/dkms.py": "renders dkms.conf into a tree resolved via Host.path",
     "transaction/engine.py": "journal and backups under the state dir resolved via Host.path",
     "lifecycle/package.py": "packs the unpacked SRPM tree from its work dir under the cache dir",
+    "fleet/report.py": "reads the per-host result and history files the user named",
+    "fleet/write.py": "writes the report files into the --out directory the user named",
 }
 
 

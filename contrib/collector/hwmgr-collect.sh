@@ -1,0 +1,1 @@
+../../hwmgr/fleet/collect.sh
