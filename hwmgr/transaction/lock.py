@@ -10,15 +10,23 @@ import fcntl
 import json
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from hwmgr.errors import LockedError, NotPermittedError
 from hwmgr.transaction.journal import utcnow
 
-if TYPE_CHECKING:
-    from hwmgr.transaction.state import StateDir
-
 LOCK_POLL_SECONDS = 0.05
+
+
+class LockOwner(Protocol):
+    """What a lock needs of its state dir (StateDir provides it; no import back up)."""
+
+    lock_file: Path
+    real: str
+    _lock: Any
+
+    def ensure(self) -> None: ...
 
 
 class Lock:
@@ -27,7 +35,7 @@ class Lock:
     The kernel drops a flock when its process dies, so a crashed holder never blocks anyone.
     """
 
-    def __init__(self, state: StateDir, command: str, wait: bool | float = False) -> None:
+    def __init__(self, state: LockOwner, command: str, wait: bool | float = False) -> None:
         self.state = state
         self.command = command
         self.wait = wait
