@@ -257,7 +257,7 @@ def build_dkms_rpm(
     except OSError as exc:
         raise HwmgrError(f"cannot create output dir {out}: {exc.strerror}") from None
 
-    got = fetch(Source.from_catalog(source), host.path(settings.cache_dir),
+    got = fetch(host, Source.from_catalog(source), settings.cache_dir,
                 offline=settings.offline, mirror=Path(settings.mirror) if settings.mirror else None)
     if source.get("signing_key"):
         from hwmgr.lifecycle.signature import check_signature

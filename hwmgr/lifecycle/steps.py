@@ -43,7 +43,7 @@ def _fetch_do(ctx: Ctx) -> dict[str, Any]:
     s = _settings(ctx)
     src = Source.from_catalog(ctx.params["source"])
     progress = ctx.ui.download(src.name(), src.size) if ctx.ui else None
-    res = fetch(src, ctx.host.path(s.cache_dir), offline=s.offline,
+    res = fetch(ctx.host, src, s.cache_dir, offline=s.offline,
                 mirror=Path(s.mirror) if s.mirror else None, progress=progress)
     out = {"path": str(res.path), "sha256": res.sha256, "origin": res.origin,
            "seconds": round(res.seconds, 3)}
