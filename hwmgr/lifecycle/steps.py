@@ -71,8 +71,7 @@ def _unpack_do(ctx: Ctx) -> dict[str, Any]:
     recipe = load_recipe(ctx.params["driver"], _settings(ctx).drivers_dir)
     srpm = Path(ctx.output("fetch")["path"])
     ctx.host.remove_tree(_work(ctx))
-    tree = unpack_srpm(ctx.host, srpm, ctx.host.makedirs(_work(ctx)), recipe,
-                       ctx.params["version"])
+    tree = unpack_srpm(ctx.host, srpm, _work(ctx), recipe, ctx.params["version"])
     return {"tree": str(tree)}
 
 
