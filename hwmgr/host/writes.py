@@ -195,6 +195,7 @@ class Writes:
         For downloads that resume a `.part`; the caller closes it and `replace`s it into place.
         """
         path = self._target(logical)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
         try:
             os.ftruncate(fd, offset)
