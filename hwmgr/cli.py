@@ -57,6 +57,8 @@ class Context:
             self._host, cleanup = open_host(root)
             if cleanup is not None:
                 self._cleanup.append(cleanup)
+            # the run's own dirs are the live host's writable roots besides hwmgr's host paths
+            self._host.allow_writes(self.config.state_dir, self.config.cache_dir)
         return self._host
 
     @property

@@ -62,7 +62,8 @@ def _journal_bytes() -> bytes:
     from hwmgr.transaction.journal import Journal
 
     with tempfile.TemporaryDirectory() as d:
-        j = Journal(Path(d) / "journal.sqlite")
+        db = Path(d) / "journal.sqlite"
+        j = Journal(db, lambda **kw: sqlite3.connect(str(db), **kw))
         j.close()
         return (Path(d) / "journal.sqlite").read_bytes()
 

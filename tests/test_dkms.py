@@ -34,6 +34,11 @@ from hwmgr.lifecycle.recipe import ModuleSpec, Recipe, load_recipe
 from hwmgr.lifecycle.srpm import unpack_srpm
 
 HOST = Host("/", SubprocessRunner())
+
+
+def work_host(tmp: Path) -> Host:
+    """This machine, allowed to write the test's temp dir too (SRPM work dirs live there)."""
+    return Host("/", SubprocessRunner(), writable=[tmp])
 KERNELS = kernels_with_headers(HOST)
 PID = os.getpid()
 DEFAULT_MOK = Path("/var/lib/dkms/mok.key")
@@ -77,7 +82,7 @@ class Added:
         ):
             pytest.skip(f"{name}/{version} already exists on this host; not touching it")
         srpm = factory.build_srpm(recipe.srpm_name, version, tmp / "srpm", **srpm_kw)
-        tree = unpack_srpm(HOST, srpm, tmp / f"work-{version}", recipe, version)
+        tree = unpack_srpm(work_host(tmp), srpm, tmp / f"work-{version}", recipe, version)
         self.entries.append((name, version))
         return self.dkms.add(tree, name, version, dkms_conf=render_dkms_conf(recipe, version))
 
@@ -277,7 +282,7 @@ def test_fake_root_keeps_dkms_inside(tmp_path: Path) -> None:
     fake = Dkms(Host(root, SubprocessRunner()))
     v = f"0.3.{PID}"
     srpm = factory.build_srpm("hwmgrtest", v, tmp_path / "srpm")
-    tree = unpack_srpm(HOST, srpm, tmp_path / "work", load_recipe("hwmgrtest"), v)
+    tree = unpack_srpm(work_host(tmp_path), srpm, tmp_path / "work", load_recipe("hwmgrtest"), v)
     fake.add(tree, "hwmgrtest", v, dkms_conf=render_dkms_conf(load_recipe("hwmgrtest"), v))
     try:
         assert (root / f"usr/src/hwmgrtest-{v}/hwmgrtest.c").is_file()

@@ -30,7 +30,9 @@ from hwmgr.errors import (
     RefusedError,
 )
 from hwmgr.host.runner import SubprocessRunner
-from hwmgr.lifecycle.fetch import CHUNK, FetchResult, Source, cache_path, fetch
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.fetch import CHUNK, FetchResult, Source, cache_path
+from hwmgr.lifecycle.fetch import fetch as fetch_through
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -40,6 +42,12 @@ NAME = "be2net-10.2.470.14-1.src.rpm"
 FAST = {"timeout": 1.0, "retries": 2, "backoff": 0.01}
 
 Handler = Callable[[BaseHTTPRequestHandler, int], None]
+
+
+def fetch(source: Source, cache_dir: Path, **kw: object) -> FetchResult:
+    """fetch() into a directory of this machine, through a live Host allowed to write there."""
+    host = Host("/", SubprocessRunner(), writable=[cache_dir])
+    return fetch_through(host, source, str(cache_dir), **kw)  # type: ignore[arg-type]
 
 
 class Server:

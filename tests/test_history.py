@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,8 @@ def _journal(state_dir: Path, target: str = "be2net", params: str | None = None)
     from hwmgr.transaction.journal import Journal
 
     state_dir.mkdir(parents=True, exist_ok=True)
-    j = Journal(state_dir / "journal.sqlite")
+    db = state_dir / "journal.sqlite"
+    j = Journal(db, lambda **kw: sqlite3.connect(str(db), **kw))
     txn = j.begin("upgrade", target, {"version": "1.0"}, [("fetch", True, False)])
     if params is not None:
         j.db.execute("UPDATE transactions SET params=? WHERE id=?", (params, txn))

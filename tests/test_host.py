@@ -1,13 +1,16 @@
-"""The host seam: path resolution stays inside the root, readers never raise."""
+"""The host seam: path resolution stays inside the root, readers never raise, writes are
+confined (to the root, or to the live host's writable dirs) and atomic."""
 
 from __future__ import annotations
 
 import os
 import stat
+import tarfile
 from pathlib import Path
 
 import pytest
 
+from hwmgr.errors import RefusedError
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
 
@@ -128,3 +131,123 @@ def test_device_nodes_in_a_snapshot_are_never_opened(tmp_path: Path, snapshot: b
     for _ in range(2):
         assert h.read_bytes("/sys/devices/pci0000:00/0000:00:03.0/zero") is None
         assert h.read_attr("/sys/devices/pci0000:00/0000:00:03.0/zero") is None
+
+
+# ------------------------------------------------------------------ the write half
+def test_rooted_write_through_link_out_of_root_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "root"
+    (root / "var/lib").mkdir(parents=True)
+    os.symlink(str(outside), root / "var/lib/hwmgr")  # absolute: out of the root
+    os.symlink("../../../..", root / "var/lib/up")  # relative, climbing above the root
+    os.symlink("../cache", root / "var/lib/inside")  # relative and inside: fine
+    h = Host(root, SubprocessRunner())
+    for call in (lambda: h.write_bytes("/var/lib/hwmgr/x", b"x"),
+                 lambda: h.makedirs("/var/lib/hwmgr/sub"),
+                 lambda: h.copy_in(__file__, "/var/lib/hwmgr/copy"),
+                 lambda: h.remove_tree("/var/lib/hwmgr/x"),
+                 lambda: h.write_bytes("/var/lib/up/escaped", b"x")):
+        with pytest.raises(RefusedError, match=r"refusing to write /var/lib/(hwmgr|up)/"):
+            call()
+    assert list(outside.iterdir()) == [] and not (tmp_path / "escaped").exists()
+    with pytest.raises(RefusedError, match="'..' in a host path"):
+        h.write_bytes("/var/../../x", b"x")
+    h.write_bytes("/var/lib/inside/ok", b"ok")
+    assert (root / "var/cache/ok").read_bytes() == b"ok"
+    assert h.read_bytes("/var/lib/inside/ok") == b"ok"  # the reader sees the same file
+
+
+def test_rooted_leaf_link_is_replaced_not_followed(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("keep")
+    root = tmp_path / "root"
+    (root / "s").mkdir(parents=True)
+    os.symlink(str(secret), root / "s/file")
+    h = Host(root, SubprocessRunner())
+    h.write_bytes("/s/file", b"new")
+    assert secret.read_text() == "keep" and (root / "s/file").read_bytes() == b"new"
+    os.symlink(str(tmp_path), root / "s/tree")
+    assert h.remove_tree("/s/tree") and tmp_path.is_dir() and secret.exists()
+
+
+def test_live_writes_only_under_writable_roots(tmp_path: Path) -> None:
+    allowed, other = tmp_path / "state", tmp_path / "elsewhere"
+    other.mkdir()
+    h = Host("/", SubprocessRunner(), writable=[allowed])
+    h.write_bytes(f"{allowed}/a/b", b"x")
+    assert (allowed / "a/b").read_bytes() == b"x"
+    with pytest.raises(RefusedError, match=f"refusing to write {other}/f: outside"):
+        h.write_bytes(f"{other}/f", b"x")
+    with pytest.raises(RefusedError, match="refusing to write /etc/hwmgr-test-never"):
+        h.makedirs("/etc/hwmgr-test-never")
+    # a link inside a writable root that points out of it does not widen it
+    os.symlink(str(other), allowed / "link")
+    with pytest.raises(RefusedError, match="outside"):
+        h.write_bytes(f"{allowed}/link/f", b"x")
+    assert list(other.iterdir()) == [] and not Path("/etc/hwmgr-test-never").exists()
+    plain = Host("/", SubprocessRunner())
+    with pytest.raises(RefusedError):
+        plain.write_bytes(f"{allowed}/c", b"x")
+    plain.allow_writes(allowed)
+    plain.write_bytes(f"{allowed}/c", b"x")
+    assert "/usr/src" in plain.writable and str(allowed) in plain.writable
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path: Path) -> None:
+    h = Host(tmp_path, SubprocessRunner())
+    h.write_bytes("/d/f", b"old")
+    with pytest.raises(RuntimeError), h.open_atomic("/d/f") as fh:
+        fh.write(b"half of the new")
+        raise RuntimeError("crash mid-write")
+    assert (tmp_path / "d/f").read_bytes() == b"old"
+    assert sorted(os.listdir(tmp_path / "d")) == ["f"]  # no temp file left behind
+    with pytest.raises(OSError):
+        h.copy_in(tmp_path / "missing", "/d/g")
+    assert sorted(os.listdir(tmp_path / "d")) == ["f"]
+
+
+def test_trees_replace_resumable_and_extract(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "sub/a").write_text("a")
+    os.symlink("sub/a", src / "link")
+    root = tmp_path / "root"
+    h = Host(root, SubprocessRunner())
+    h.copy_tree(src, "/usr/src/.t.hwmgr-tmp")
+    h.replace("/usr/src/.t.hwmgr-tmp", "/usr/src/t")
+    assert os.readlink(root / "usr/src/t/link") == "sub/a"  # links copied as links
+    assert h.read_text("/usr/src/t/sub/a") == "a"
+    fd = h.open_resumable("/c/f.part", 0)
+    os.write(fd, b"12345")
+    os.close(fd)
+    fd = h.open_resumable("/c/f.part", 2)  # resume: keep the first 2 bytes
+    os.write(fd, b"x")
+    h.replace("/c/f.part", "/c/f", fd=fd)
+    os.close(fd)
+    assert h.read_bytes("/c/f") == b"12x" and not h.exists("/c/f.part")
+    archive = tmp_path / "a.tar"
+    with tarfile.open(archive, "w") as tar:
+        tar.add(src / "sub/a", arcname="keep")
+        tar.add(src / "sub/a", arcname="skip")
+    names = h.extract_tar(archive, "/x", lambda m: m if m.name == "keep" else None)
+    assert names == ["keep"] and sorted(os.listdir(root / "x")) == ["keep"]
+    work = h.make_temp_dir("/cache/package", prefix="drv-")
+    assert work.startswith("/cache/package/drv-") and h.is_dir(work)
+    h.chmod("/c/f", 0o600)
+    assert (root / "c/f").stat().st_mode & 0o777 == 0o600
+    assert h.remove_tree("/usr/src/t") and not h.remove_tree("/usr/src/t")
+
+
+def test_journal_and_lock_open_inside_the_root(tmp_path: Path) -> None:
+    h = Host(tmp_path, SubprocessRunner())
+    h.makedirs("/state")
+    db = h.journal_connect("/state/journal.sqlite", isolation_level=None)
+    db.execute("CREATE TABLE t (x)")
+    db.close()
+    assert (tmp_path / "state/journal.sqlite").is_file()
+    fd = h.open_lock("/state/lock")
+    os.close(fd)
+    os.symlink("/etc", tmp_path / "state/etc")
+    with pytest.raises(RefusedError):
+        h.journal_connect("/state/etc/journal.sqlite")

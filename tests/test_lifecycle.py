@@ -169,7 +169,8 @@ def test_refusals_change_nothing(bed: Bed, tmp_path: Path, case: str, rc: int,
                 "import sys,time; sys.path.insert(0, '.');"
                 "from hwmgr.host.seam import Host; from hwmgr.host.runner import SubprocessRunner;"
                 "from hwmgr.transaction.state import StateDir;"
-                f"s=StateDir(Host('/', SubprocessRunner()), {bed.env['HWMGR_STATE_DIR']!r});"
+                f"d={bed.env['HWMGR_STATE_DIR']!r};"
+                "s=StateDir(Host('/', SubprocessRunner(), writable=[d]), d);"
                 "l=s.lock('hwmgr upgrade hwmgrtest 1.0'); l.acquire(); print('held', flush=True);"
                 "time.sleep(60)")],
             stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent)

@@ -25,8 +25,9 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def host() -> Host:
-    return Host("/", SubprocessRunner())
+def host(tmp_path_factory: pytest.TempPathFactory) -> Host:
+    """This machine, allowed to write only the tests' temp dirs (the work dirs live there)."""
+    return Host("/", SubprocessRunner(), writable=[tmp_path_factory.getbasetemp()])
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +167,7 @@ def _ti(name: str, kind: bytes = tarfile.REGTYPE, **kw: object) -> tarfile.TarIn
     return ti
 
 
-def test_inner_links_allowed_and_modes_tamed(tmp_path: Path) -> None:
+def test_inner_links_allowed_and_modes_tamed(host: Host, tmp_path: Path) -> None:
     tb = _tar(tmp_path / "ok.tar.gz", [
         (_ti("./t", tarfile.DIRTYPE, mode=0o755), None),
         (_ti("./t/Makefile", mode=0o4775, uid=1234, gid=1234), b"all:\n"),
@@ -176,7 +177,7 @@ def test_inner_links_allowed_and_modes_tamed(tmp_path: Path) -> None:
     ])
     assert len(check_tarball(tb)) == 5
     dest = tmp_path / "out"
-    extract_tarball(tb, dest)
+    extract_tarball(host, tb, str(dest))
     mk = dest / "t" / "Makefile"
     st = mk.stat()
     assert st.st_mode & 0o7777 == 0o755  # setuid and group write dropped

@@ -324,7 +324,8 @@ def test_verify_throughput_keeps_before_and_after(tmp_path: Path, live: dict) ->
         res = link.run_a([*hw, "throughput", "--peer", B_IP, "--floor", "500"], env=env)
         link.unshape()
         assert res.returncode == EXIT_FAILED, res.stderr
-        state = StateDir(Host("/", SubprocessRunner()), live["HWMGR_STATE_DIR"])
+        live_host = Host("/", SubprocessRunner(), writable=[live["HWMGR_STATE_DIR"]])
+        state = StateDir(live_host, live["HWMGR_STATE_DIR"])
         txn = state.journal().begin("upgrade", "vethdrv", {"version": "2.0"}, [])
         state.journal().set_txn(txn, state="committed")
         _arm(Path(live["HWMGR_STATE_DIR"]), "vethdrv", ["kernel"], txn=txn,

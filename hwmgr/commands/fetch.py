@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     if why:
         raise RefusedError(f"{args.driver} {args.to}: {why}")
     src = Source.from_catalog(info["source"])
-    res = fetch(src, ctx.host.path(settings.cache_dir), offline=args.offline,
+    res = fetch(ctx.host, src, settings.cache_dir, offline=args.offline,
                 mirror=Path(args.mirror) if args.mirror else None)
     data = {"path": str(res.path), "sha256": res.sha256, "size": res.size,
             "origin": res.origin, "from_cache": res.from_cache, "seconds": res.seconds,

@@ -8,14 +8,19 @@ from typing import Any
 
 from hwmgr.fleet.html import render_html
 from hwmgr.fleet.report import junit_xml
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
 
 
 def write_outputs(report: dict[str, Any], out: Path, history: list[dict[str, Any]]) -> list[Path]:
     """Write fleet-report.json, fleet-report.xml (JUnit) and fleet-report.html into `out`.
 
-    Each file is written to a temporary name and renamed, so a reader never sees half a file.
+    Each file is written atomically through a Host that may write only `out`, so a reader
+    never sees half a file and nothing lands anywhere else.
     """
-    out.mkdir(parents=True, exist_ok=True)
+    out = out.absolute()
+    host = Host("/", SubprocessRunner(), writable=[str(out)])
+    host.makedirs(str(out))
     files = {
         "fleet-report.json": (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode(),
         "fleet-report.xml": junit_xml(report),
@@ -23,8 +28,6 @@ def write_outputs(report: dict[str, Any], out: Path, history: list[dict[str, Any
     }
     written = []
     for fname, data in files.items():
-        tmp = out / f".{fname}.tmp"
-        tmp.write_bytes(data)
-        tmp.replace(out / fname)
+        host.write_bytes(f"{out}/{fname}", data)
         written.append(out / fname)
     return written

@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from hwmgr.host.runner import DEFAULT_TIMEOUT, Result, Runner
+from hwmgr.host.writes import LIVE_WRITABLE, Writes, fsync_dir
+
+__all__ = ["Host", "Recorder", "fsync_dir"]
 
 MAX_SYMLINK_FOLLOWS = 40
 MAX_ATTR_BYTES = 1 << 20
@@ -33,12 +36,13 @@ class Recorder:
     dirs: dict[str, list[str]] = field(default_factory=dict)
 
 
-class Host:
+class Host(Writes):
     """A machine seen through a root path and a command runner.
 
     Logical paths are absolute host paths (`/sys/bus/pci/devices`). Readers never raise for
     missing, unreadable or garbled files: they return `None` (or an empty list) and callers
-    report the fact as unknown.
+    report the fact as unknown. Writes (hwmgr/host/writes.py) are confined to the root, or on
+    the live host to `LIVE_WRITABLE` plus `writable` (the run's state and cache dirs).
     """
 
     def __init__(
@@ -48,6 +52,7 @@ class Host:
         *,
         meta: dict[str, Any] | None = None,
         recorder: Recorder | None = None,
+        writable: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         self.root = Path(root)
         self.runner = runner
@@ -57,13 +62,15 @@ class Host:
         self._real_root = os.path.realpath(self.root)
         self._dir_cache: dict[str, str | None] = {}
         self._kinds: dict[str, dict[str, bool]] = {}  # real dir -> {name: regular} (snapshots)
+        self._writable: list[str] = list(LIVE_WRITABLE)
+        self.allow_writes(*writable)
 
     def __repr__(self) -> str:
         return f"Host(root={str(self.root)!r}, runner={type(self.runner).__name__})"
 
     # ---------------------------------------------------------------- paths
     def path(self, logical: str) -> Path:
-        """The real path of a logical host path (no symlink checks; for writers and tools)."""
+        """The real path of a logical path, unchecked: for tool argv and reads, never writes."""
         if self.live:
             return Path("/" + logical.lstrip("/"))
         return Path(self._real_root, logical.lstrip("/"))
@@ -367,62 +374,6 @@ class Host:
         """Run a command through this host's runner (rc 127 when it is not available)."""
         return self.runner.run(argv, timeout=timeout, input=input, env=env, cwd=cwd)
 
-    # ---------------------------------------------------------------- writers
-    # Mutating helpers for the lifecycle commands. They act on `path()` so that tests can use
-    # a temporary root as a fake host.
-    def write_bytes(self, logical: str, data: bytes, mode: int = 0o644) -> None:
-        """Write a file atomically (temp file + fsync + rename)."""
-        dest = self.path(logical)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.hwmgr-tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, dest)
-        fsync_dir(dest.parent)
-
-    def makedirs(self, logical: str, mode: int = 0o755) -> Path:
-        p = self.path(logical)
-        p.mkdir(parents=True, exist_ok=True, mode=mode)
-        return p
-
-    def copy_file(self, src_logical: str, dest_logical: str) -> None:
-        """Copy a file with metadata, atomically at the destination."""
-        import shutil  # writers only; readers stay light at start-up
-
-        src, dest = self.path(src_logical), self.path(dest_logical)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.hwmgr-tmp")
-        shutil.copy2(src, tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, dest)
-        fsync_dir(dest.parent)
-
-    def remove(self, logical: str) -> bool:
-        """Remove a file; False when it was not there."""
-        try:
-            os.unlink(self.path(logical))
-        except FileNotFoundError:
-            return False
-        return True
-
-    def remove_tree(self, logical: str) -> bool:
-        """Remove a directory tree (or file); False when nothing was there."""
-        p = self.path(logical)
-        if p.is_symlink() or p.is_file():
-            p.unlink()
-            return True
-        if not p.exists():
-            return False
-        import shutil
-
-        shutil.rmtree(p)
-        return True
-
     def free_bytes(self, logical: str) -> int | None:
         """Free space for unprivileged writes on the filesystem holding `logical`."""
         p = self.path(logical)
@@ -442,18 +393,3 @@ def _entry_kinds(real_dir: str) -> dict[str, bool]:
             return {e.name: e.is_file(follow_symlinks=False) for e in it}
     except OSError:
         return {}
-
-
-def fsync_dir(path: os.PathLike[str] | str) -> None:
-    """fsync a directory so a rename in it survives a power cut."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError as exc:  # some filesystems refuse directory fsync
-        if exc.errno not in (errno.EINVAL, errno.EBADF):
-            raise
-    finally:
-        os.close(fd)

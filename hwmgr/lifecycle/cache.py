@@ -2,7 +2,8 @@
 
 A download streams into `<final>.part` through `Sink` (hashing in a helper thread while
 writing), then `finish` fsyncs and renames it; a per-directory flock keeps two downloads of
-the same file apart; mirror copies go through the same `.part` + verify + rename path.
+the same file apart; mirror copies go through the same `.part` + verify + rename path. Every
+write goes through the Host (`CacheFile.logical`); reads open the checked real path.
 """
 
 from __future__ import annotations
@@ -13,26 +14,42 @@ import fcntl
 import hashlib
 import os
 import queue
-import shutil
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from hwmgr.errors import HwmgrError, LockedError, RefusedError
-from hwmgr.host.seam import fsync_dir
+from hwmgr.host.seam import Host
 
 CHUNK = 1 << 20  # stream, hash and write in 1 MiB chunks
 WRITEBACK = 16 * CHUNK  # start write-back every 16 MiB (keeps the final fsync short)
 QUEUE_DEPTH = 8  # chunks in flight between the network reader and the disk writer
 
 
-def part_of(final: Path) -> Path:
-    return final.with_name(final.name + ".part")
+@dataclass(frozen=True)
+class CacheFile:
+    """A file in the cache: writes go through `host` at `logical`; reads open `real`."""
 
+    host: Host
+    logical: str
+    real: Path = field(init=False)
 
-def unlink_quietly(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "real", self.host.writable_path(self.logical))
+
+    @property
+    def name(self) -> str:
+        return self.real.name
+
+    @property
+    def part(self) -> CacheFile:
+        """Where a download or copy of this file grows until it is verified."""
+        return CacheFile(self.host, self.logical + ".part")
+
+    def remove(self) -> bool:
+        """Remove the file (never following a link); False when it was not there."""
+        return self.host.remove(self.logical)
 
 
 def hash_file(path: Path, hasher: Any, limit: int) -> int:
@@ -155,33 +172,25 @@ class Sink:
         self._raise()
 
 
-def finish(part: Path, final: Path, fd: int | None = None) -> None:
+def finish(final: CacheFile, fd: int | None = None) -> None:
     """Make the verified `.part` durable and move it to its final name atomically."""
-    if fd is None:
-        fd = os.open(part, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    else:
-        os.fsync(fd)
-    os.replace(part, final)
-    fsync_dir(final.parent)
+    final.host.replace(final.part.logical, final.logical, fd=fd)
 
 
-def copy_verified(src: Path, final: Path, hexsum: str, size: int) -> bool:
+def copy_verified(src: Path, final: CacheFile, hexsum: str, size: int) -> bool:
     """Copy `src` into the cache through `.part`; keep it only if the copy's size/sha256 match."""
-    part = part_of(final)
+    part = final.part
     try:
         if src.stat().st_size != size:
             return False
-        shutil.copyfile(src, part)  # kernel-side copy; the copy is what gets verified
-        if not verified(part, hexsum, size):
-            unlink_quietly(part)
+        final.host.copy_in(src, part.logical)  # kernel-side copy; the copy gets verified
+        if not verified(part.real, hexsum, size):
+            part.remove()
             return False
-        finish(part, final)
+        finish(final)
     except OSError as exc:
-        unlink_quietly(part)
+        with contextlib.suppress(OSError):
+            part.remove()
         raise HwmgrError(f"cannot copy {src} into the cache: {exc.strerror or exc}") from exc
     return True
 
@@ -192,7 +201,7 @@ def mirror_files(mirror: Path, name: str, hexsum: str) -> list[Path]:
     return [cand for cand in candidates if cand.is_file()]
 
 
-def from_mirror(mirror: Path, name: str, hexsum: str, size: int, final: Path) -> Path | None:
+def from_mirror(mirror: Path, name: str, hexsum: str, size: int, final: CacheFile) -> Path | None:
     """Find the file in a mirror directory (flat, or laid out like a cache); verify and copy.
 
     Returns the mirror file used, None if the mirror does not have it, and raises

@@ -8,10 +8,10 @@ exist where DKMS keeps it, and `modinfo` must report the expected version and ke
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -203,9 +203,9 @@ class Dkms:
             return []
         self.host.makedirs(DKMS_TREE)  # dkms refuses a missing tree ("No write access")
         return [
-            "--sourcetree", str(self.host.path(SOURCE_TREE)),
-            "--dkmstree", str(self.host.path(DKMS_TREE)),
-            "--installtree", str(self.host.path(INSTALL_TREE)),
+            "--sourcetree", str(self.host.writable_path(SOURCE_TREE)),
+            "--dkmstree", str(self.host.writable_path(DKMS_TREE)),
+            "--installtree", str(self.host.writable_path(INSTALL_TREE)),
         ]
 
     def _dkms(self, action: str, *args: str, timeout: float = QUICK_TIMEOUT) -> Result:
@@ -308,17 +308,16 @@ class Dkms:
                     f"{dest} or DKMS entry {name}/{version} already exists; remove it first"
                 )
             self.remove(name, version, "all", delete_source=True)
-        tmp = real.with_name(f".{real.name}.hwmgr-tmp")
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        real.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(src, tmp, symlinks=True)
+        tmp = f"{SOURCE_TREE}/.{real.name}.hwmgr-tmp"
+        self.host.remove_tree(tmp)
+        self.host.copy_tree(src, tmp, symlinks=True)
         if dkms_conf is not None:
-            (tmp / "dkms.conf").write_text(dkms_conf, encoding="utf-8")
-        os.rename(tmp, real)
+            self.host.write_bytes(f"{tmp}/dkms.conf", dkms_conf.encode("utf-8"))
+        self.host.replace(tmp, dest)
         res = self._dkms("add", "-m", name, "-v", version)
         if not res.ok:
-            shutil.rmtree(real, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                self.host.remove_tree(dest)
             raise HwmgrError(f"dkms add of {name}/{version} failed: {_tail(res)}")
         return dest
 
@@ -463,8 +462,4 @@ class Dkms:
             if not res.ok:
                 raise HwmgrError(f"dkms remove of {name}/{version} ({kver}) failed: {_tail(res)}")
         if delete_source:
-            real = self.host.path(dest)
-            if real.is_symlink() or real.is_file():
-                real.unlink()
-            elif real.exists():
-                shutil.rmtree(real)
+            self.host.remove_tree(dest)

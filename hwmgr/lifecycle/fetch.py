@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from urllib.parse import unquote, urljoin, urlsplit
 
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
+from hwmgr.host.seam import Host
 from hwmgr.lifecycle.cache import (
     CHUNK,
+    CacheFile,
     Sink,
     finish,
     from_mirror,
     hash_file,
     locked,
     mirror_files,
-    part_of,
-    unlink_quietly,
     verified,
 )
 
@@ -288,29 +288,29 @@ class _Job:
     url: str
     hexsum: str
     size: int
-    final: Path
+    final: CacheFile
     allow_http: bool
     timeout: float
     progress: Progress | None
 
     @property
-    def part(self) -> Path:
-        return part_of(self.final)
+    def part(self) -> CacheFile:
+        return self.final.part
 
 
 def _resume_point(job: _Job) -> tuple[int, Any]:
     """Bytes already in `.part` and a hasher primed with them; -1 if `.part` is complete."""
     part, hasher = job.part, hashlib.sha256()
-    offset = part.stat().st_size if part.exists() else 0
+    offset = part.real.stat().st_size if part.real.exists() else 0
     if offset > job.size:
-        unlink_quietly(part)
+        part.remove()
         return 0, hasher
-    offset = hash_file(part, hasher, offset) if offset else 0
+    offset = hash_file(part.real, hasher, offset) if offset else 0
     if offset == job.size:  # complete but never renamed (crash between fsync and rename)
         if hasher.hexdigest() == job.hexsum:
-            finish(part, job.final)
+            finish(job.final)
             return -1, hasher
-        unlink_quietly(part)
+        part.remove()
         return 0, hashlib.sha256()
     return offset, hasher
 
@@ -320,12 +320,12 @@ def _body_start(job: _Job, resp: Any, served: str, offset: int) -> int:
     if offset and resp.status_code == 206:
         found = _CONTENT_RANGE.match(resp.headers.get("Content-Range", ""))
         if found and found.group(3) != "*" and int(found.group(3)) != job.size:
-            unlink_quietly(job.part)
+            job.part.remove()
             raise RefusedError(
                 f"{served}: server has {found.group(3)} bytes, catalog size is {job.size}"
             )
         if not found or int(found.group(1)) != offset:
-            unlink_quietly(job.part)  # a range we did not ask for: start over next attempt
+            job.part.remove()  # a range we did not ask for: start over next attempt
             raise _Transient(f"bad Content-Range {resp.headers.get('Content-Range')!r}")
     elif offset:  # 200: the server ignored Range, so start again from byte 0
         offset = 0
@@ -334,7 +334,7 @@ def _body_start(job: _Job, resp: Any, served: str, offset: int) -> int:
     expected = job.size - offset
     announced = _content_length(resp)
     if announced is not None and announced != expected:
-        unlink_quietly(job.part)
+        job.part.remove()
         what = "truncated body" if announced < expected else "oversized body"
         raise RefusedError(
             f"{what}: {served} announces {offset + announced} bytes, catalog size is {job.size}"
@@ -358,7 +358,7 @@ def _stream(job: _Job, resp: Any, served: str, sink: Sink, done: int) -> int:
         if done + n > size:
             sink.put(buf, 0)
             sink.close()
-            unlink_quietly(job.part)
+            job.part.remove()
             raise RefusedError(f"oversized body: {served} sent more than {size} bytes")
         sink.put(buf, n)
         done += n
@@ -384,11 +384,9 @@ def _attempt(job: _Job) -> str:
         start = _body_start(job, resp, served, offset)
         if start != offset:
             hasher = hashlib.sha256()
-        fd = os.open(job.part, os.O_WRONLY | os.O_CREAT, 0o644)
+        fd = job.final.host.open_resumable(job.part.logical, start)
         stack.callback(os.close, fd)
-        os.ftruncate(fd, start)
-        os.lseek(fd, start, os.SEEK_SET)
-        sink = Sink(fd, hasher, job.part, start)
+        sink = Sink(fd, hasher, job.part.real, start)
         stack.callback(sink.close)
         done = _stream(job, resp, served, sink, start)
         sink.close()
@@ -396,14 +394,14 @@ def _attempt(job: _Job) -> str:
             raise _Transient(f"connection closed after {done} of {job.size} bytes", cut=True)
         digest = hasher.hexdigest()
         if digest != job.hexsum:
-            unlink_quietly(job.part)
+            job.part.remove()
             if start:
                 raise _ResumedMismatch(digest)
             raise RefusedError(
                 f"checksum mismatch for {job.final.name} from {served}: "
                 f"sha256 {digest}, catalog says {job.hexsum}"
             )
-        finish(job.part, job.final, fd)
+        finish(job.final, fd)
     return served
 
 
@@ -436,8 +434,9 @@ def _download(job: _Job, retries: int, backoff: float) -> tuple[str, int]:
 
 # ------------------------------------------------------------------ public entry point
 def fetch(
+    host: Host,
     source: Source,
-    cache_dir: Path,
+    cache_dir: str,
     *,
     offline: bool = False,
     mirror: Path | None = None,
@@ -449,6 +448,8 @@ def fetch(
 ) -> FetchResult:
     """Return a verified local copy of `source`: from the cache, a mirror, or the network.
 
+    `cache_dir` is a host path (the run's cache dir); every write goes through `host`.
+
     Raises NotFoundError (404, or offline miss), RefusedError (checksum/size/scheme/redirect
     refusals) or HwmgrError (network failure after `retries` retries); never leaves a file
     under the final cache name unless it is complete and verified.
@@ -457,11 +458,11 @@ def fetch(
     url, hexsum, size, name = _validate(source)
     if timeout <= 0 or retries < 0 or backoff < 0:
         raise BadInputError("fetch: timeout must be > 0, retries and backoff >= 0")
-    final = cache_path(cache_dir, hexsum, name)
+    final = CacheFile(host, str(cache_path(Path(cache_dir), hexsum, name)))
 
     def result(origin: str, served: str | None, attempts: int = 0) -> FetchResult:
         return FetchResult(
-            path=final,
+            path=final.real,
             sha256=hexsum,
             size=size,
             from_cache=origin == "cache",
@@ -471,21 +472,21 @@ def fetch(
             origin=origin,
         )
 
-    if verified(final, hexsum, size):
+    if verified(final.real, hexsum, size):
         return result("cache", None)
     if offline and (mirror is None or not mirror_files(mirror, name, hexsum)):
         where = f"cache {cache_dir}" + (f" or mirror {mirror}" if mirror is not None else "")
         raise NotFoundError(f"offline: {name} (sha256 {hexsum[:12]}...) is not in the {where}")
     try:
-        final.parent.mkdir(parents=True, exist_ok=True)
+        host.makedirs(str(Path(final.logical).parent))
     except OSError as exc:
-        raise HwmgrError(f"cannot create cache dir {final.parent}: {exc.strerror}") from exc
+        raise HwmgrError(f"cannot create cache dir {final.real.parent}: {exc.strerror}") from exc
 
-    with locked(final.parent, name):
-        if final.exists() or final.is_symlink():
-            if verified(final, hexsum, size):  # another process finished it meanwhile
+    with locked(final.real.parent, name):
+        if final.real.exists() or final.real.is_symlink():
+            if verified(final.real, hexsum, size):  # another process finished it meanwhile
                 return result("cache", None)
-            unlink_quietly(final)  # corrupt cache entry: never trust it
+            final.remove()  # corrupt cache entry: never trust it
         if mirror is not None:
             try:
                 used = from_mirror(mirror, name, hexsum, size, final)

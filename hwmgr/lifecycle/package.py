@@ -9,12 +9,11 @@ changes on the host except the download cache and the output file.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
-import shutil
 import tarfile
-import tempfile
 import textwrap
 import time
 from dataclasses import dataclass, field
@@ -148,14 +147,15 @@ def _mode(path: Path, ti: tarfile.TarInfo) -> int:
     return ti.mode
 
 
-def make_tarball(tree: Path, dkms_conf: str, dest: Path, top: str) -> list[str]:
-    """Write `tree` (its dkms.conf replaced by `dkms_conf`) as `dest` with top dir `top`.
+def make_tarball(host: Host, tree: Path, dkms_conf: str, dest: str, top: str) -> list[str]:
+    """Write `tree` (its dkms.conf replaced by `dkms_conf`) as host file `dest`, top dir `top`.
 
     Members are sorted and owned by root; returns their names below `top`.
     """
     tree = Path(tree)
     names: list[str] = []
-    with tarfile.open(dest, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+    with host.open_atomic(dest) as fh, tarfile.open(
+            fileobj=fh, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
 
         def add(path: Path, arc: str) -> None:
             ti = tar.gettarinfo(str(path), arcname=arc)
@@ -232,8 +232,9 @@ def build_dkms_rpm(
 ) -> PackageResult:
     """Fetch, unpack and wrap `driver` `version` as `<driver>-dkms-<version>-1.noarch.rpm`.
 
-    The RPM is written to `out_dir` (created if needed); with `keep_spec` the generated spec
-    goes beside it. Work files live in a temp dir under the cache dir and are removed.
+    The RPM is written to `out_dir` (created if needed) on this machine, through a local Host
+    that may write only there; with `keep_spec` the generated spec goes beside it. Work files
+    live in a temp dir under the cache dir and are removed.
     """
     from hwmgr.host.hashing import sha256_file
     from hwmgr.lifecycle.dkms import render_dkms_conf
@@ -251,28 +252,28 @@ def build_dkms_rpm(
     recipe = load_recipe(driver, settings.drivers_dir)
     template = find_template(specs_dir)
     _rpmbuild_available(host)
-    out = Path(out_dir)
+    out = Path(os.path.abspath(out_dir))
+    local = Host("/", host.runner, writable=[out])  # the one directory the user named
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        local.makedirs(str(out))
     except OSError as exc:
         raise HwmgrError(f"cannot create output dir {out}: {exc.strerror}") from None
 
-    got = fetch(Source.from_catalog(source), host.path(settings.cache_dir),
+    got = fetch(host, Source.from_catalog(source), settings.cache_dir,
                 offline=settings.offline, mirror=Path(settings.mirror) if settings.mirror else None)
     if source.get("signing_key"):
         from hwmgr.lifecycle.signature import check_signature
 
         check_signature(host, got.path, settings.state_dir, source["signing_key"])
     name = f"{driver}-dkms"
-    base = host.makedirs(f"{settings.cache_dir}/package")
-    work = Path(tempfile.mkdtemp(prefix=f"{name}-{version}.", dir=base))
+    work = host.make_temp_dir(f"{settings.cache_dir}/package", prefix=f"{name}-{version}.")
     try:
-        tree = unpack_srpm(host, got.path, work / "unpack", recipe, version)
+        tree = unpack_srpm(host, got.path, f"{work}/unpack", recipe, version)
         conf = render_dkms_conf(recipe, version)
-        top = work / "rpmbuild"
+        top = host.makedirs(f"{work}/rpmbuild")
         for sub in ("SOURCES", "SPECS"):
-            (top / sub).mkdir(parents=True)
-        make_tarball(tree, conf, top / "SOURCES" / f"{driver}-{version}.tar.gz",
+            host.makedirs(f"{work}/rpmbuild/{sub}")
+        make_tarball(host, tree, conf, f"{work}/rpmbuild/SOURCES/{driver}-{version}.tar.gz",
                      f"{driver}-{version}")
         tags = srpm_tags(host, got.path)
         spec_text = render_spec(template.read_text(encoding="utf-8"), {
@@ -288,7 +289,7 @@ def build_dkms_rpm(
                 f"(catalog {catalog.version or 'unversioned'})"),
         })
         spec = top / "SPECS" / f"{name}.spec"
-        spec.write_text(spec_text, encoding="utf-8")
+        host.write_bytes(f"{work}/rpmbuild/SPECS/{name}.spec", spec_text.encode("utf-8"))
         res = host.run(["rpmbuild", "-bb", "--define", f"_topdir {top}",
                         "--define", f"packager {spec_value(packager)}", str(spec)],
                        timeout=RPMBUILD_TIMEOUT, cwd=str(top))
@@ -297,11 +298,11 @@ def build_dkms_rpm(
         if not res.ok or not built.is_file():
             raise HwmgrError(f"rpmbuild of {name} {version} failed: {res.describe()}")
         dest = out / rpm_name
-        _publish(built, dest)
+        _publish(local, built, dest)
         spec_path = None
         if keep_spec:
             spec_path = out / f"{name}-{version}.spec"
-            _publish(spec, spec_path)
+            _publish(local, spec, spec_path)
         return PackageResult(
             path=dest.resolve(), name=name, driver=driver, version=version, release=RELEASE,
             sha256=sha256_file(dest), size=dest.stat().st_size, srpm=got.path,
@@ -311,16 +312,13 @@ def build_dkms_rpm(
             seconds=time.monotonic() - started, warnings=warnings,
         )
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            host.remove_tree(work)
 
 
-def _publish(src: Path, dest: Path) -> None:
+def _publish(local: Host, src: Path, dest: Path) -> None:
     """Copy atomically: a reader never sees a half-written RPM under the final name."""
-    tmp = dest.with_name(f".{dest.name}.hwmgr-tmp")
     try:
-        shutil.copyfile(src, tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dest)
+        local.copy_in(src, str(dest), mode=0o644)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise HwmgrError(f"cannot write {dest}: {exc.strerror}") from None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import fnmatch
 import os
-import shutil
 import stat
 import tarfile
 from dataclasses import dataclass
@@ -232,43 +231,30 @@ def _tame(ti: tarfile.TarInfo) -> tarfile.TarInfo:
     return ti
 
 
-def extract_tarball(path: Path, dest: Path) -> list[str]:
-    """Check then extract a source tarball into `dest` (created); returns member names."""
+def extract_tarball(host: Host, path: Path, dest: str) -> list[str]:
+    """Check then extract a source tarball into host dir `dest` (created); returns names."""
     members = check_tarball(path)
     names = {m.name for m in members}
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(path, "r:*") as tar:
-        chosen = [_tame(m) for m in tar.getmembers() if m.name in names]
-        if hasattr(tarfile, "data_filter"):
-            tar.extractall(dest, members=chosen, filter="data")  # type: ignore[call-arg]
-        else:
-            tar.extractall(dest, members=chosen)  # noqa: S202 - checked by check_tarball
+    host.extract_tar(path, dest, lambda m: _tame(m) if m.name in names else None)
     return sorted(names)
 
 
-def _clear(path: Path) -> None:
-    """Remove a file, link or directory tree of ours (inside the caller's work dir)."""
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.exists():
-        shutil.rmtree(path)
+def _fresh_dir(host: Host, logical: str) -> Path:
+    """An empty private (0700) directory at `logical`; returns its real path for tools."""
+    host.remove_tree(logical)
+    return host.makedirs(logical, mode=0o700)
 
 
-def _fresh_dir(path: Path) -> Path:
-    _clear(path)
-    path.mkdir(parents=True, mode=0o700)
-    return path
-
-
-def unpack_srpm(host: Host, srpm: Path, workdir: Path, recipe: Recipe, version: str) -> Path:
-    """Unpack `srpm` under `workdir` and return the prepared driver source tree.
+def unpack_srpm(host: Host, srpm: Path, workdir: str | os.PathLike[str], recipe: Recipe,
+                version: str) -> Path:
+    """Unpack `srpm` under host dir `workdir` and return the prepared tree's real path.
 
     The SRPM's Name must be the recipe's `srpm_name` and its Version the catalog's `version`.
     The sources go through `rpm -i` into a private top dir (`workdir/rpm`, own rpmdb), the
     recipe's tarball is checked member by member and extracted into `workdir/src`.
     """
     version = check_version(version)
-    srpm, workdir = Path(srpm), Path(workdir)
+    srpm, work = Path(srpm), os.fspath(workdir).rstrip("/")
     info = inspect_srpm(host, srpm)
     if info.name != recipe.srpm_name:
         raise RefusedError(
@@ -290,8 +276,8 @@ def unpack_srpm(host: Host, srpm: Path, workdir: Path, recipe: Recipe, version: 
         )
     tarball_name = hits[0]
 
-    workdir.mkdir(parents=True, exist_ok=True)
-    top = _fresh_dir(workdir / "rpm")
+    host.makedirs(work)
+    top = _fresh_dir(host, f"{work}/rpm")
     res = host.run(
         [
             "rpm", "-i", "--nosignature", "--nodeps",
@@ -308,10 +294,10 @@ def unpack_srpm(host: Host, srpm: Path, workdir: Path, recipe: Recipe, version: 
     if tarball.is_symlink() or not tarball.is_file():
         raise HwmgrError(f"{srpm.name}: rpm did not unpack {tarball_name} into {top}/SOURCES")
 
-    src = workdir / "src"
     check_tarball(tarball)  # refuse before the old tree is touched or anything is written
-    _clear(src)
-    extract_tarball(tarball, src)
+    host.remove_tree(f"{work}/src")
+    extract_tarball(host, tarball, f"{work}/src")
+    src = host.writable_path(f"{work}/src")
     sub = recipe.source_subdir(version)
     tree = src / sub if sub else src
     real_src = os.path.realpath(src)

@@ -43,7 +43,7 @@ def _fetch_do(ctx: Ctx) -> dict[str, Any]:
     s = _settings(ctx)
     src = Source.from_catalog(ctx.params["source"])
     progress = ctx.ui.download(src.name(), src.size) if ctx.ui else None
-    res = fetch(src, ctx.host.path(s.cache_dir), offline=s.offline,
+    res = fetch(ctx.host, src, s.cache_dir, offline=s.offline,
                 mirror=Path(s.mirror) if s.mirror else None, progress=progress)
     out = {"path": str(res.path), "sha256": res.sha256, "origin": res.origin,
            "seconds": round(res.seconds, 3)}
@@ -71,8 +71,7 @@ def _unpack_do(ctx: Ctx) -> dict[str, Any]:
     recipe = load_recipe(ctx.params["driver"], _settings(ctx).drivers_dir)
     srpm = Path(ctx.output("fetch")["path"])
     ctx.host.remove_tree(_work(ctx))
-    tree = unpack_srpm(ctx.host, srpm, ctx.host.makedirs(_work(ctx)), recipe,
-                       ctx.params["version"])
+    tree = unpack_srpm(ctx.host, srpm, _work(ctx), recipe, ctx.params["version"])
     return {"tree": str(tree)}
 
 

@@ -12,7 +12,7 @@ import os
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError, NotFoundError
@@ -56,14 +56,13 @@ class Journal:
     survives a crash of this process (and, with FULL, a power cut).
     """
 
-    def __init__(self, path: Path, *, readonly: bool = False) -> None:
+    def __init__(self, path: Path, connect: Callable[..., sqlite3.Connection], *,
+                 readonly: bool = False) -> None:
+        """`connect(**sqlite_kwargs)` opens the database through the host seam (read-only for
+        `history` and snapshots: never create, migrate or write anything)."""
         self.path = path
         try:
-            if readonly:  # `history` and snapshots: never create, migrate or write anything
-                uri = f"{path.absolute().as_uri()}?mode=ro"
-                self.db = sqlite3.connect(uri, uri=True, timeout=10.0, isolation_level=None)
-            else:
-                self.db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
+            self.db = connect(timeout=10.0, isolation_level=None)
             self.db.row_factory = sqlite3.Row
             if not readonly:
                 self.db.execute("PRAGMA journal_mode=DELETE")

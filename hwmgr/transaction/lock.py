@@ -22,6 +22,8 @@ LOCK_POLL_SECONDS = 0.05
 class LockOwner(Protocol):
     """What a lock needs of its state dir (StateDir provides it; no import back up)."""
 
+    host: Any
+    path: str
     lock_file: Path
     real: str
     _lock: Any
@@ -64,7 +66,7 @@ class Lock:
             return
         self.state.ensure()
         try:
-            fd = os.open(self.state.lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = self.state.host.open_lock(f"{self.state.path}/lock")
         except PermissionError:
             raise NotPermittedError(
                 f"cannot open lock {self.state.lock_file}: permission denied (run as root)"

@@ -92,8 +92,13 @@ class StateDir:
         """The journal, created on first use (needs write access)."""
         if self._journal is None:
             self.ensure()
-            self._journal = Journal(self.journal_file)
+            self._journal = self._open_journal()
         return self._journal
+
+    def _open_journal(self) -> Journal:
+        logical = f"{self.path}/journal.sqlite"
+        return Journal(self.journal_file,
+                       lambda **kw: self.host.journal_connect(logical, **kw))
 
     def read_journal(self) -> Journal | None:
         """The journal for reading, or None when this host never ran a transaction.
@@ -105,7 +110,7 @@ class StateDir:
             return self._journal
         if not self.journal_file.is_file():
             return None
-        self._journal = Journal(self.journal_file)
+        self._journal = self._open_journal()
         return self._journal
 
     def query_journal(self) -> Journal | None:
@@ -131,7 +136,9 @@ class StateDir:
             return None
         if not stat.S_ISREG(mode):  # a FIFO would block SQLite's open
             raise BadInputError(f"{printable(logical)}: not a regular file")
-        self._ro_journal = Journal(Path(real), readonly=True)  # type: ignore[arg-type]
+        self._ro_journal = Journal(
+            Path(real), lambda **kw: host.journal_connect_readonly(real, **kw),  # type: ignore[arg-type]
+            readonly=True)
         return self._ro_journal
 
     def close(self) -> None:
