@@ -46,9 +46,10 @@ WRITES_PENDING = {
     "catalog/load.py": "moves onto the seam after the i9 merge: its validation cache under "
                        "~/.cache becomes a Host write",
 }
-# who may widen where a live Host writes: the run's dirs (cli), the user's --out (package,
-# fleet-report)
-WIDENERS = {"allow_writes": {"cli.py"}, "writable": {"lifecycle/package.py", "fleet/write.py"}}
+# who may widen where a live Host writes: the run's dirs (cli, and a StateDir its own path),
+# the user's --out (package, fleet-report)
+WIDENERS = {"allow_writes": {"cli.py", "transaction/state.py"},
+            "writable": {"lifecycle/package.py", "fleet/write.py"}}
 SHUTIL_WRITES = {"copy", "copy2", "copyfile", "copytree", "copymode", "copystat", "move",
                  "rmtree", "chown", "make_archive", "unpack_archive"}
 OS_WRITES = {"rename", "renames", "replace", "remove", "unlink", "rmdir", "removedirs", "chmod",

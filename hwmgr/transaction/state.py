@@ -40,6 +40,8 @@ class StateDir:
         self.host = host
         self.path = "/" + path.strip("/")
         self.real = host.path(self.path)
+        if host.live:  # the state dir is one of the live host's write roots by definition
+            host.allow_writes(self.path)
         self._journal: Journal | None = None
         self._ro_journal: Journal | None = None
         self._lock: Lock | None = None
