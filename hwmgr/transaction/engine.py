@@ -277,7 +277,9 @@ class Transaction:
             _crash_point(step, seq, "done")
         # the boot this commit happens in: until the host reboots, what needs one is pending
         # (hwmgr.transaction.pending); a re-run after a crash overwrites it with the new boot
-        self.journal.add_notes(self.id or 0, **{NOTE: boot_id(self.state.host)})
+        booted = boot_id(self.state.host)
+        if booted is not None:
+            self.journal.add_notes(self.id or 0, **{NOTE: booted})
         self.journal.set_txn(self.id or 0, state="committed")
         return self._result("committed")
 
