@@ -21,6 +21,7 @@ from hwmgr.errors import (
     EXIT_FAILED,
     EXIT_NOTHING_TO_DO,
     EXIT_OK,
+    EXIT_REBOOT_PENDING,
     EXIT_UNKNOWN,
     EXIT_USAGE,
 )
@@ -280,6 +281,24 @@ def test_failed_verification_really_rolls_back_and_reboots(tmp_path: Path, vbed:
     assert res.returncode == 0, res.stderr
     ko = list(Path(f"/lib/modules/{kver}").rglob(f"{VMOD}.ko*"))
     assert ko, "the upgrade installed the module"
+    # before the reboot the old module is live: verify knows it from the journal and the
+    # boot id, reports reboot pending and changes nothing (no boot count, no rollback)
+    armed = tmp_path / "state/expectations" / f"{VMOD}.json"
+    armed_bytes = armed.read_bytes()
+    rc, doc = verify("--boot", "--on-failure", "rollback", env=env)
+    assert rc == EXIT_REBOOT_PENDING, doc
+    (exp,) = doc["data"]["expectations"]
+    assert exp["status"] == "reboot-pending" and exp["action"] == "none" and not exp["checks"]
+    assert "committed during this boot" in exp["action_detail"]
+    assert armed.read_bytes() == armed_bytes and doc["data"]["reboot"] is None
+    assert list(Path(f"/lib/modules/{kver}").rglob(f"{VMOD}.ko*")) == ko
+    state = StateDir(Host("/", SubprocessRunner()), env["HWMGR_STATE_DIR"])
+    upgrade_txn = json.loads(armed_bytes)["txn"]
+    assert "verify" not in state.read_journal().get(upgrade_txn)["results"]
+    # the reboot: the boot the upgrade committed in is now an earlier one
+    with state.lock(command="test"):
+        state.journal().add_notes(upgrade_txn, boot_id="00000000-0000-4000-8000-000000000000")
+    state.close()
     # after the "reboot" the module is not loaded: verification fails → rollback → reboot.
     # Like `systemctl reboot` under systemd, the reboot command SIGTERMs hwmgr at once: the
     # report must still come out whole, with the rollback's real exit code.
@@ -300,8 +319,15 @@ def test_failed_verification_really_rolls_back_and_reboots(tmp_path: Path, vbed:
     txns = {t["kind"]: t for t in json.loads(hist.stdout)["data"]["transactions"]}
     assert txns["upgrade"]["results"]["verify"]["status"] == "failed"
     assert txns["upgrade"]["results"]["auto_rollback"]["txn"] == txns["rollback"]["id"]
+    # before that reboot the rollback is what waits for it
+    rc, doc = verify("--boot", "--on-failure", "rollback", env=env)
+    assert rc == EXIT_REBOOT_PENDING and doc["data"]["expectations"][0]["kind"] == "rollback"
     # next boot: the rolled-back state (no module at all) verifies; nothing loops
     (tmp_path / "rebooted").unlink()
+    with state.lock(command="test"):
+        state.journal().add_notes(txns["rollback"]["id"],
+                                  boot_id="00000000-0000-4000-8000-000000000001")
+    state.close()
     rc, doc = verify("--boot", "--on-failure", "rollback", env=env)
     assert rc in (EXIT_OK, EXIT_UNKNOWN), doc  # unknown when the running kernel differs
     assert doc["data"]["expectations"][0]["action"] != "rolled-back"

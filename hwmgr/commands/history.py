@@ -11,12 +11,14 @@ from hwmgr.output import Outcome, printable
 from hwmgr.ui import lifecycle as ui
 
 NAME = "history"
-HELP = "show upgrades, rollbacks and their results"
+HELP = "show upgrades, rollbacks and their results, or drift over time (--checks)"
 EXAMPLES = """\
 examples:
   hwmgr history
   hwmgr history be2net --json
   hwmgr history --root /tmp/host.tar.gz
+  hwmgr history --checks                 when each item drifted, and which transaction did it
+  hwmgr history --checks enp1s0f0 --json
 """
 
 
@@ -25,15 +27,21 @@ def option_parents() -> list[argparse.ArgumentParser]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("driver", nargs="?", help="only this driver")
+    p.add_argument("driver", nargs="?",
+                   help="only this driver (with --checks: this interface or device)")
     p.add_argument("--limit", type=int, default=50)
     p.add_argument("--steps", action="store_true", help="show every step")
+    p.add_argument("--checks", action="store_true",
+                   help="drift per item from the recorded checks: when it started and "
+                   "stopped, and the transactions committed in between")
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     from hwmgr.transaction.state import StateDir
 
     state = StateDir(ctx.host, ctx.config.state_dir)
+    if args.checks:
+        return _checks(args, ctx, state)
     try:
         journal = state.query_journal()  # read-only: history creates and changes nothing
         txns = [] if journal is None else journal.transactions(limit=args.limit,
@@ -64,6 +72,62 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         c.print(t)
 
     return Outcome(NAME, data={"transactions": rows}, render=render)
+
+
+def _checks(args: argparse.Namespace, ctx: Any, state: Any) -> Outcome:
+    """`history --checks`: drift episodes from the check history, explained by the journal."""
+    from hwmgr.compliance.history import drift_episodes, open_history
+
+    db = open_history(ctx.host, state.path)
+    try:
+        journal = state.query_journal()
+        txns = [] if journal is None else journal.transactions(state="committed")
+        found = drift_episodes(db, txns) if db is not None else {
+            "checks": 0, "first": None, "last": None, "episodes": []}
+    except sqlite3.DatabaseError as exc:
+        where = printable(f"{state.path}/journal.sqlite")
+        raise BadInputError(f"{where}: not a usable hwmgr journal ({exc})") from None
+    finally:
+        state.close()
+        if db is not None:
+            db.close()
+    eps = [e for e in found["episodes"] if args.driver in (None, e["interface"], e["device"])]
+    found["episodes"] = eps[-args.limit:] if args.limit > 0 else eps
+
+    def render(c: Any) -> None:
+        from rich.table import Table
+
+        if not found["checks"]:
+            c.print("no checks recorded", markup=False)
+            return
+        c.print(printable(f"{found['checks']} checks recorded, {found['first']} to "
+                          f"{found['last']}; {len(found['episodes'])} drift episodes"),
+                markup=False)
+        if not found["episodes"]:
+            return
+        t = Table(show_edge=False)
+        for col in ("layer", "device / interface", "item", "drifting since", "started by",
+                    "until", "stopped by", "actual"):
+            t.add_column(col, overflow="fold")
+        for e in found["episodes"]:
+            since = e["since"] + (" (first check)" if e["first_check"] else "")
+            until = "still drifting" if e["until"] is None else f"{e['until']} ({e['ended_as']})"
+            where = " ".join(x for x in (e["device"], e["interface"]) if x) or "-"
+            t.add_row(*(_cell(v) for v in (e["layer"], where, e["item"], since,
+                                           _txns(e["started_by"], e["first_check"]), until,
+                                           _txns(e["stopped_by"], e["until"] is None),
+                                           "-" if e["actual"] is None else e["actual"])))
+        c.print(t)
+
+    return Outcome(NAME, data=found, render=render)
+
+
+def _txns(txns: list[dict[str, Any]], nothing_to_say: bool) -> str:
+    """'upgrade #12 be2net, apply #14 enp1s0f0', or why there is none."""
+    if nothing_to_say:
+        return "-"
+    return ", ".join(f"{t['kind']} #{t['txn']} {t['target']}".strip() for t in txns) or \
+        "no hwmgr transaction (changed outside hwmgr)"
 
 
 def _dict(value: Any) -> dict[str, Any]:

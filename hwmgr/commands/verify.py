@@ -10,6 +10,7 @@ from hwmgr.errors import (
     EXIT_FAILED,
     EXIT_NOTHING_TO_DO,
     EXIT_OK,
+    EXIT_REBOOT_PENDING,
     EXIT_UNKNOWN,
     UsageError,
 )
@@ -28,12 +29,14 @@ examples:
 --on-failure rollback (default: on_failure in the site config) restores the previous driver
 and runs reboot_command; at most once per armed expectation. A passing verify marks the
 expectation verified, so the boot service does not act on it again.
-exit codes: 0 verified, 1 failed (and maybe rolled back), 4 nothing armed,
+Before the reboot (the upgrade or rollback committed during this boot, known from the
+journal and /proc/sys/kernel/random/boot_id) verify reports reboot pending and changes nothing.
+exit codes: 0 verified, 1 failed (and maybe rolled back), 4 nothing armed, 7 reboot pending,
             8 bad expectation/config file, 11 unknown (could not read a value)
 """
 
 STATUS_EXIT = {"verified": EXIT_OK, "failed": EXIT_FAILED, "unknown": EXIT_UNKNOWN,
-               "nothing-armed": EXIT_NOTHING_TO_DO}
+               "nothing-armed": EXIT_NOTHING_TO_DO, "reboot-pending": EXIT_REBOOT_PENDING}
 COLOUR = {"ok": "green", "fail": "red", "unknown": "yellow", "warn": "yellow", "info": "dim"}
 
 
@@ -163,8 +166,11 @@ def _render(console: Any, d: dict[str, Any]) -> None:
             note = "; ".join(str(x) for x in (c["source"], c["message"]) if x)
             t.add_row(mark, *(Text(p(v)) for v in (c["device"], c["field"], _cell(c["expected"]),
                                                    _cell(c["actual"]), note)))
-        console.print(t)
-        if e["action"] not in ("none",):
+        if e["checks"]:
+            console.print(t)
+        if e["status"] == "reboot-pending":
+            console.print(p(f"  {e['action_detail']}"), markup=False)
+        elif e["action"] not in ("none",):
             console.print(p(f"  action: {e['action']}" + (f" — {e['action_detail']}"
                             if e["action_detail"] else "")), markup=False)
         tp = e.get("throughput") or {}

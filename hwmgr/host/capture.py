@@ -26,7 +26,13 @@ IP_LINK = "ip-link"  # IP_LINK_ARGV
 SYSCTL = "sysctl"  # NET_SYSCTLS as files under proc/sys/
 SECURE_BOOT = "secure-boot"  # `mokutil --sb-state`, the SecureBoot efivar, /sys/firmware/efi
 INITRAMFS = "initramfs"  # /boot initramfs image names + lsinitramfs/lsinitrd listings
-RECORDS = (MODINFO, ROUTES, HEADERS, ETHTOOL, IP_LINK, SYSCTL, SECURE_BOOT, INITRAMFS)
+BOOT_ID = "boot-id"  # BOOT_ID_PATH: which boot the snapshot saw (reboot pending or not)
+RECORDS = (MODINFO, ROUTES, HEADERS, ETHTOOL, IP_LINK, SYSCTL, SECURE_BOOT, INITRAMFS, BOOT_ID)
+
+# The kernel's random id of the running boot: a transaction committed under the same id as
+# now installed something the running kernel has not loaded yet.
+BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
+_BOOT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 # ethtool queries per interface: driver info, pause, rings, offloads, channels, coalescing,
 # and the plain link settings.
@@ -77,6 +83,14 @@ def sysctl_path(name: str) -> str:
     if any(p in ("", ".", "..") for p in parts):
         raise BadInputError(f"sysctl {name!r}: empty or relative component")
     return "/proc/sys/" + "/".join(parts)
+
+
+def boot_id(host: Host) -> str | None:
+    """The host's current boot id (a snapshot's recorded one), or None when unknown."""
+    if lacks(host, BOOT_ID):
+        return None
+    raw = host.read_attr(BOOT_ID_PATH)
+    return raw if raw is not None and _BOOT_ID.fullmatch(raw) else None
 
 
 def lacks(host: Host, record: str) -> bool:

@@ -11,6 +11,7 @@ import re
 from typing import Any, Iterable
 
 from hwmgr.host.capture import (
+    BOOT_ID_PATH,
     ETHTOOL_QUERIES,
     IFNAME,
     IP_LINK_ARGV,
@@ -72,6 +73,7 @@ def record_all(host: Host, devices: Iterable[dict[str, Any]]) -> list[str]:
     host.run(list(IP_LINK_ARGV), timeout=TIMEOUT)
     for name in NET_SYSCTLS:
         host.read_bytes(sysctl_path(name))
+    host.read_bytes(BOOT_ID_PATH)
     host.listdir("/sys/firmware", re.compile("efi"))  # EFI or legacy boot, as a name
     safety.secure_boot(host)
     host.listdir("/boot", re.compile(r"initrd\.img-.+|initramfs-.+\.img"))

@@ -40,7 +40,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from hwmgr.errors import EXIT_INTERNAL, HwmgrError, RefusedError
+from hwmgr.host.capture import boot_id
 from hwmgr.transaction.journal import Journal
+from hwmgr.transaction.pending import NOTE
 from hwmgr.transaction.state import StateDir
 
 CRASH_ENV = "HWMGR_CRASH_AT"
@@ -273,6 +275,11 @@ class Transaction:
             _crash_point(step, seq, "after")
             self._set(seq, "done", data=data)
             _crash_point(step, seq, "done")
+        # the boot this commit happens in: until the host reboots, what needs one is pending
+        # (hwmgr.transaction.pending); a re-run after a crash overwrites it with the new boot
+        booted = boot_id(self.state.host)
+        if booted is not None:
+            self.journal.add_notes(self.id or 0, **{NOTE: booted})
         self.journal.set_txn(self.id or 0, state="committed")
         return self._result("committed")
 

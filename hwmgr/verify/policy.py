@@ -24,6 +24,8 @@ from hwmgr.verify.checks import (
     worst,
 )
 
+REBOOT_PENDING = "reboot-pending"
+
 
 @dataclass
 class VerifyOptions:
@@ -64,6 +66,7 @@ class Verifier:
         self.settings = settings
         self.opts = opts
         self.state = StateDir(host, settings.state_dir)
+        self._hold = False  # True while an armed change awaits a reboot: act on nothing
 
     def run(self, armed: list[tuple[str, dict[str, Any]]] | None = None) -> VerifyReport:
         """Verify `armed` (default: the state dir's expectations) and act on the results."""
@@ -78,12 +81,51 @@ class Verifier:
         if not todo:
             report.notes.append("every armed expectation is already verified")
             return report
+        waiting = self._waiting(todo, report)
+        # before the reboot the old module is still live: judging it would roll back a good
+        # upgrade, so while any armed change waits for a reboot this run changes nothing
+        self._hold = bool(waiting)
         for path, exp in todo:
-            report.results.append(self._one(path, exp))
-        report.status = worst([r.status for r in report.results])
+            if exp["driver"] in waiting:
+                report.results.append(self._pending(path, exp, waiting[exp["driver"]]))
+            else:
+                report.results.append(self._one(path, exp))
+        statuses = [r.status for r in report.results]
+        report.status = worst(statuses)
+        if report.status != "failed" and REBOOT_PENDING in statuses:
+            report.status = REBOOT_PENDING
         if any(r.action == "rolled-back" for r in report.results):
             report.reboot = self._reboot()
         return report
+
+    # ------------------------------------------------------------------ reboot pending
+    def _waiting(self, todo: list[tuple[str, dict[str, Any]]], report: VerifyReport
+                 ) -> dict[str, dict[str, Any]]:
+        """{driver: journal entry} for the armed drivers whose change awaits a reboot."""
+        from hwmgr.transaction.pending import pending_for, reboot_pending
+
+        entries = reboot_pending(self.host, self.state.path)
+        waiting = {}
+        for _, exp in todo:
+            entry = pending_for(entries, exp["driver"])
+            if entry is None:
+                continue
+            if entry["status"] == "pending":
+                waiting[exp["driver"]] = entry
+            else:
+                report.notes.append(f"{exp['driver']}: reboot pending is unknown: "
+                                    f"{entry['reason']}")
+        return waiting
+
+    def _pending(self, path: str, exp: dict[str, Any], entry: dict[str, Any]
+                 ) -> ExpectationResult:
+        """The result for an expectation whose transaction committed during this boot."""
+        res = ExpectationResult(path, exp["driver"], exp.get("txn"), exp.get("kind"),
+                                exp.get("expected_version"), REBOOT_PENDING,
+                                previously_verified=bool(exp.get("verified")),
+                                boot_attempts=int(exp.get("boot_attempts") or 0))
+        res.action_detail = f"{entry['reason']}; reboot, then verify"
+        return res
 
     # ------------------------------------------------------------------ one expectation
     def _one(self, path: str, exp: dict[str, Any]) -> ExpectationResult:
@@ -91,6 +133,11 @@ class Verifier:
                                 exp.get("expected_version"), "unknown",
                                 previously_verified=bool(exp.get("verified")),
                                 boot_attempts=int(exp.get("boot_attempts") or 0))
+        if self._hold:  # another armed change awaits the reboot: check, never act
+            res.checks = check_with_link_wait(self.host, exp, 0.0)
+            res.status = overall(res.checks)
+            res.action_detail = "not acted on: another armed change awaits a reboot"
+            return res
         if self.opts.boot and not self.opts.readonly:
             res.boot_attempts += 1
             exp["boot_attempts"] = res.boot_attempts

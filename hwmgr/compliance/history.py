@@ -1,0 +1,188 @@
+"""Check history: every check on a live host, kept compactly, and drift explained over time.
+
+`record_check` stores one row per check and one small row per item (status code, and the
+actual value only when it is not ok) in `<state>/checks.sqlite`, its own file so the
+transaction journal's schema and durability rules stay as they are; the last `KEEP` checks
+are kept. `drift_episodes` turns them into per-item episodes (when drift started and
+stopped) and names the transactions (upgrade, rollback, apply...) the journal shows
+committed between the two checks around each change: drift explained by layer and cause.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+from pathlib import Path
+from typing import Any
+
+from hwmgr.errors import BadInputError, HwmgrError, NotPermittedError
+from hwmgr.host.capture import boot_id
+from hwmgr.host.seam import Host
+from hwmgr.output import printable
+
+CHECKS_FILE = "checks.sqlite"
+KEEP = 1000
+CODES = {"ok": 0, "drift": 1, "unknown": 2, "unsupported": 3}
+STATUS = {v: k for k, v in CODES.items()}
+MAX_ACTUAL = 200  # characters of a non-ok actual value kept per item
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS checks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, boot_id TEXT,
+    catalog_version TEXT, compliant INTEGER, summary TEXT NOT NULL DEFAULT '{}');
+CREATE TABLE IF NOT EXISTS items (
+    id INTEGER PRIMARY KEY, layer TEXT NOT NULL, device TEXT NOT NULL,
+    interface TEXT NOT NULL, item TEXT NOT NULL, UNIQUE (layer, device, interface, item));
+CREATE TABLE IF NOT EXISTS check_items (
+    check_id INTEGER NOT NULL, item_id INTEGER NOT NULL, status INTEGER NOT NULL,
+    actual TEXT, PRIMARY KEY (check_id, item_id)) WITHOUT ROWID;
+"""
+KEYS = ("layer", "device", "interface", "item")
+
+
+def record_check(host: Host, state_dir: str, data: dict[str, Any], *,
+                 at: str | None = None) -> int | None:
+    """Record one check's per-item statuses; its id, or None on a snapshot (nothing to add).
+
+    Keeps the last KEEP checks. `at` defaults to now (the journal's clock, so it sorts with
+    transaction times)."""
+    from hwmgr.transaction.journal import utcnow
+    from hwmgr.transaction.state import StateDir
+
+    if host.meta:
+        return None
+    state = StateDir(host, state_dir)
+    state.ensure()
+    rows = _rows(data)
+    summary = data.get("summary") if isinstance(data.get("summary"), dict) else {}
+    version = data.get("catalog_version")
+    try:
+        db = sqlite3.connect(str(state.real / CHECKS_FILE), timeout=10.0, isolation_level=None)
+        try:
+            db.execute("PRAGMA synchronous=FULL")
+            db.executescript(_SCHEMA)
+            db.execute("BEGIN IMMEDIATE")
+            cur = db.execute(
+                "INSERT INTO checks(at, boot_id, catalog_version, compliant, summary)"
+                " VALUES (?,?,?,?,?)",
+                (at or utcnow(), boot_id(host), None if version is None else str(version),
+                 int(data.get("compliant") is True), json.dumps(summary)))
+            check_id = int(cur.lastrowid or 0)
+            for key, code, actual in rows:
+                db.execute("INSERT OR IGNORE INTO items(layer, device, interface, item)"
+                           " VALUES (?,?,?,?)", key)
+                item_id = db.execute("SELECT id FROM items WHERE layer=? AND device=? AND"
+                                     " interface=? AND item=?", key).fetchone()[0]
+                db.execute("INSERT OR REPLACE INTO check_items VALUES (?,?,?,?)",
+                           (check_id, item_id, code, actual))
+            oldest = check_id - KEEP
+            db.execute("DELETE FROM check_items WHERE check_id <= ?", (oldest,))
+            db.execute("DELETE FROM checks WHERE id <= ?", (oldest,))
+            db.execute("DELETE FROM items WHERE id NOT IN (SELECT item_id FROM check_items)")
+            db.execute("COMMIT")
+        finally:
+            db.close()
+    except PermissionError:
+        raise NotPermittedError(f"cannot record the check in {state.path}: permission denied"
+                                ) from None
+    except sqlite3.DatabaseError as exc:
+        raise HwmgrError(f"{state.path}/{CHECKS_FILE}: cannot record the check ({exc})"
+                         ) from None
+    return check_id
+
+
+def _rows(data: dict[str, Any]) -> list[tuple[tuple[str, ...], int, str | None]]:
+    """(item key, status code, actual or None) per finding; worst status per item."""
+    out: dict[tuple[str, ...], tuple[int, str | None]] = {}
+    findings = data.get("findings")
+    for f in findings if isinstance(findings, list) else []:
+        if not isinstance(f, dict) or f.get("status") not in CODES:
+            continue
+        key = tuple("" if f.get(k) is None else str(f[k]) for k in KEYS)
+        code = CODES[f["status"]]
+        actual = None if code == 0 else json.dumps(f.get("actual"), default=str)[:MAX_ACTUAL]
+        if key not in out or code == 1:
+            out[key] = (code, actual)
+    return [(k, c, a) for k, (c, a) in out.items()]
+
+
+def open_history(host: Host, state_dir: str) -> sqlite3.Connection | None:
+    """The check history read-only (creates nothing), or None when no check was recorded."""
+    logical = f"/{state_dir.strip('/')}/{CHECKS_FILE}"
+    real = logical if host.live else host.resolve(logical)
+    try:
+        mode = os.stat(real).st_mode if real is not None else None
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise BadInputError(f"{printable(logical)}: cannot read ({exc.strerror})") from None
+    if mode is None:
+        return None
+    if not stat.S_ISREG(mode):
+        raise BadInputError(f"{printable(logical)}: not a regular file")
+    try:
+        db = sqlite3.connect(f"{Path(real).absolute().as_uri()}?mode=ro", uri=True,  # type: ignore[arg-type]
+                             timeout=10.0)
+        db.execute("SELECT 1 FROM checks LIMIT 1")
+    except sqlite3.DatabaseError as exc:
+        raise BadInputError(f"{printable(logical)}: not a usable hwmgr check history ({exc})"
+                            ) from None
+    return db
+
+
+def drift_episodes(db: sqlite3.Connection, txns: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per item: each stretch of drift (from / until which check) and the transactions that
+    committed between the checks where it started and where it stopped."""
+    try:
+        checks = db.execute("SELECT id, at FROM checks ORDER BY id").fetchall()
+        items = {r[0]: dict(zip(KEYS, r[1:])) for r in
+                 db.execute("SELECT id, layer, device, interface, item FROM items")}
+        seen: dict[int, dict[int, tuple[int, Any]]] = {}
+        for cid, iid, code, actual in db.execute(
+                "SELECT check_id, item_id, status, actual FROM check_items"):
+            seen.setdefault(iid, {})[cid] = (code, actual)
+    except sqlite3.DatabaseError as exc:
+        raise BadInputError(f"check history: not usable ({exc})") from None
+    committed = sorted((t for t in txns if t.get("state") == "committed"
+                        and isinstance(t.get("ended"), str)), key=lambda t: t["ended"])
+
+    def between(after: str | None, upto: str) -> list[dict[str, Any]]:
+        return [{"txn": t["id"], "kind": t["kind"], "target": t["target"],
+                 "committed": t["ended"]} for t in committed
+                if (after is None or t["ended"] > after) and t["ended"] <= upto]
+
+    episodes = []
+    for iid, by_check in seen.items():
+        open_ep: dict[str, Any] | None = None
+        prev_at: str | None = None
+        for cid, at in checks:
+            code, actual = by_check.get(cid, (None, None))
+            if code == 1 and open_ep is None:
+                open_ep = {**items.get(iid, dict.fromkeys(KEYS, "")), "since": at,
+                           "since_check": cid, "first_check": prev_at is None,
+                           "started_by": [] if prev_at is None else between(prev_at, at),
+                           "until": None, "ended_as": None, "stopped_by": [],
+                           "actual": _load(actual)}
+            elif code == 1 and open_ep is not None:
+                open_ep["actual"] = _load(actual)
+            elif open_ep is not None:
+                open_ep.update(until=at, ended_as=STATUS.get(code, "not checked"),
+                               stopped_by=between(prev_at, at))
+                episodes.append(open_ep)
+                open_ep = None
+            prev_at = at
+        if open_ep is not None:
+            episodes.append(open_ep)
+    episodes.sort(key=lambda e: (e["since"], e["layer"], e["device"], e["interface"],
+                                 e["item"]))
+    return {"checks": len(checks), "first": checks[0][1] if checks else None,
+            "last": checks[-1][1] if checks else None, "episodes": episodes}
+
+
+def _load(text: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return text

@@ -1,0 +1,126 @@
+"""`hwmgr check` results as a Prometheus textfile (node_exporter's textfile collector).
+
+The metrics (docs/check-report.md):
+
+  hwmgr_compliance_item{layer,device,interface,item}          1 ok, 0 drift
+  hwmgr_compliance_item_status{layer,device,interface,item,status}  1 (every item)
+  hwmgr_compliance_items{status}                               items per status
+  hwmgr_compliance_drift_items                                 items in drift
+  hwmgr_check_compliant                                        1 compliant, 0 not
+  hwmgr_check_reboot_pending                                   1 when a change awaits a reboot
+  hwmgr_catalog_info{catalog_version}                          1
+  hwmgr_check_last_run_timestamp_seconds                       when this check ran
+
+An unknown or unsupported item has no `hwmgr_compliance_item` sample (it is neither ok nor
+drift: a 0 would page someone for a value nobody could read); its status series says which.
+The file is written by prometheus-client's `write_to_textfile` (temporary file in the same
+directory, then rename), so the collector never reads half a file.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from hwmgr.errors import HwmgrError, NotFoundError, NotPermittedError, UsageError
+from hwmgr.host.seam import Host
+from hwmgr.output import printable
+
+STATUSES = ("ok", "drift", "unknown", "unsupported")
+ITEM_LABELS = ("layer", "device", "interface", "item")
+_RANK = {"drift": 0, "unknown": 1, "unsupported": 2, "ok": 3}  # worst wins on a duplicate
+
+
+def items_of(data: dict[str, Any]) -> dict[tuple[str, str, str, str], str]:
+    """{(layer, device, interface, item): status} from check data; worst status per item."""
+    out: dict[tuple[str, str, str, str], str] = {}
+    findings = data.get("findings")
+    for f in findings if isinstance(findings, list) else []:
+        if not isinstance(f, dict) or f.get("status") not in STATUSES:
+            continue
+        key = tuple("" if f.get(k) is None else str(f.get(k)) for k in ITEM_LABELS)
+        old = out.get(key)  # type: ignore[arg-type]
+        if old is None or _RANK[f["status"]] < _RANK[old]:
+            out[key] = f["status"]  # type: ignore[index]
+    return out  # type: ignore[return-value]
+
+
+def registry_for(data: dict[str, Any], now: float | None = None) -> Any:
+    """A prometheus-client CollectorRegistry holding the metrics of one check's data."""
+    from prometheus_client import CollectorRegistry, Gauge
+
+    reg = CollectorRegistry()
+    item = Gauge("hwmgr_compliance_item", "Catalog item compliance: 1 ok, 0 drift "
+                 "(unknown/unsupported items: see hwmgr_compliance_item_status)",
+                 ITEM_LABELS, registry=reg)
+    status = Gauge("hwmgr_compliance_item_status", "1 for the status each catalog item has",
+                   (*ITEM_LABELS, "status"), registry=reg)
+    per = Gauge("hwmgr_compliance_items", "Catalog items by status", ("status",), registry=reg)
+    drift = Gauge("hwmgr_compliance_drift_items", "Catalog items in drift", registry=reg)
+    compliant = Gauge("hwmgr_check_compliant", "1 when the host complies with the catalog",
+                      registry=reg)
+    pending = Gauge("hwmgr_check_reboot_pending",
+                    "1 when an upgrade, rollback or apply is installed but not yet live",
+                    registry=reg)
+    catalog = Gauge("hwmgr_catalog_info", "The catalog version the check used",
+                    ("catalog_version",), registry=reg)
+    last = Gauge("hwmgr_check_last_run_timestamp_seconds",
+                 "When hwmgr check last ran (Unix time)", registry=reg)
+    items = items_of(data)
+    counts = dict.fromkeys(STATUSES, 0)
+    for key, st in items.items():
+        counts[st] += 1
+        status.labels(*key, st).set(1)
+        if st in ("ok", "drift"):
+            item.labels(*key).set(1 if st == "ok" else 0)
+    summary = data.get("summary") if isinstance(data.get("summary"), dict) else {}
+    for st in STATUSES:  # the check's own summary when it has one (it counts every finding)
+        n = summary.get(st)
+        if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+            counts[st] = n
+        per.labels(st).set(counts[st])
+    drift.set(counts["drift"])
+    compliant.set(1 if data.get("compliant") is True else 0)
+    waiting = data.get("reboot_pending")
+    pending.set(1 if isinstance(waiting, list) and any(
+        isinstance(e, dict) and e.get("status", "pending") == "pending" for e in waiting) else 0)
+    version = data.get("catalog_version")
+    catalog.labels("" if version is None else str(version)).set(1)
+    last.set(time.time() if now is None else now)
+    return reg
+
+
+def write_prom(dest: str | os.PathLike[str], data: dict[str, Any], *,
+               host: Host | None = None, now: float | None = None) -> Path:
+    """Write check `data` as metrics to the `.prom` file the user named; its real path.
+
+    `dest` is a path on the analysing machine (`host`, default `/`), like any output file the
+    user names; its directory must exist (it is never created). Atomic: a reader sees the old
+    file or the new one."""
+    from prometheus_client import write_to_textfile
+
+    if host is None:
+        from hwmgr.host.runner import SubprocessRunner
+
+        host = Host("/", SubprocessRunner())
+    shown = printable(os.fspath(dest))
+    logical = os.path.abspath(os.fspath(dest))
+    if not logical.endswith(".prom"):
+        raise UsageError(f"{shown}: a textfile must end in .prom (node_exporter's textfile "
+                         "collector reads only *.prom)")
+    real = host.path(logical)
+    if not host.is_dir(os.path.dirname(logical)):
+        raise NotFoundError(f"{shown}: directory {printable(os.path.dirname(logical))} does "
+                            "not exist (create it first)")
+    if real.is_dir():
+        raise UsageError(f"{shown}: is a directory")
+    reg = registry_for(data, now)
+    try:
+        write_to_textfile(str(real), reg)
+    except PermissionError:
+        raise NotPermittedError(f"{shown}: cannot write (permission denied)") from None
+    except OSError as exc:
+        raise HwmgrError(f"{shown}: cannot write ({exc.strerror or exc})") from None
+    return real
