@@ -14,7 +14,6 @@ import json
 import os
 import sqlite3
 import stat
-from pathlib import Path
 from typing import Any
 
 from hwmgr.errors import BadInputError, HwmgrError, NotPermittedError
@@ -59,7 +58,8 @@ def record_check(host: Host, state_dir: str, data: dict[str, Any], *,
     summary = data.get("summary") if isinstance(data.get("summary"), dict) else {}
     version = data.get("catalog_version")
     try:
-        db = sqlite3.connect(str(state.real / CHECKS_FILE), timeout=10.0, isolation_level=None)
+        db = host.journal_connect(f"{state.path}/{CHECKS_FILE}", timeout=10.0,
+                                  isolation_level=None)
         try:
             db.execute("PRAGMA synchronous=FULL")
             db.executescript(_SCHEMA)
@@ -123,8 +123,7 @@ def open_history(host: Host, state_dir: str) -> sqlite3.Connection | None:
     if not stat.S_ISREG(mode):
         raise BadInputError(f"{printable(logical)}: not a regular file")
     try:
-        db = sqlite3.connect(f"{Path(real).absolute().as_uri()}?mode=ro", uri=True,  # type: ignore[arg-type]
-                             timeout=10.0)
+        db = host.journal_connect_readonly(real, timeout=10.0)  # type: ignore[arg-type]
         db.execute("SELECT 1 FROM checks LIMIT 1")
     except sqlite3.DatabaseError as exc:
         raise BadInputError(f"{printable(logical)}: not a usable hwmgr check history ({exc})"
