@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence, Union
 
 import hwmgr
-from hwmgr.catalog import versions
+from hwmgr.catalog import layers, versions
 from hwmgr.catalog.validate import (  # noqa: F401 - json_path, MAX_FILE_BYTES: public here too
     FIRMWARE_SCHEME,
     MAX_FILE_BYTES,
@@ -184,28 +184,34 @@ def _remember_ok(digest: str, path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- parsing + schema
-_VALIDATOR: Any = None
+_VALIDATORS: dict[bool, Any] = {}
 
 
-def _schema_errors(data: Any) -> list[tuple[str, str]]:
-    """Validate against the shipped schema (imports jsonschema: only on a cache miss)."""
-    global _VALIDATOR
+def _schema_findings(data: Any, partial: bool = False) -> list[tuple[tuple[Any, ...], str]]:
+    """(path parts, message) against the shipped schema, or its relaxed form for a partial
+    layer (imports jsonschema: only on a cache miss)."""
     import jsonschema
     from jsonschema.exceptions import best_match
 
-    if _VALIDATOR is None:
+    if partial not in _VALIDATORS:
         schema = json.loads(_schema_bytes())
-        _VALIDATOR = jsonschema.Draft202012Validator(schema)
-    out: list[tuple[str, str]] = []
+        _VALIDATORS[partial] = jsonschema.Draft202012Validator(
+            layers.relaxed_schema(schema) if partial else schema)
+    out: list[tuple[tuple[Any, ...], str]] = []
     try:
-        for err in _VALIDATOR.iter_errors(data):
+        for err in _VALIDATORS[partial].iter_errors(data):
             if err.validator in ("anyOf", "oneOf") and err.context and isinstance(
                     err.instance, (dict, list)):
                 err = best_match(err.context)  # a short, specific message for containers
-            out.append((json_path(err.absolute_path), _one_line(err.message)))
+            out.append((tuple(err.absolute_path), _one_line(err.message)))
     except RecursionError:
-        out.append(("$", "structure is nested too deeply"))
-    return sorted(set(out))
+        out.append(((), "structure is nested too deeply"))
+    return sorted(set(out), key=lambda f: (json_path(f[0]), f[1]))
+
+
+def _schema_errors(data: Any, partial: bool = False) -> list[tuple[str, str]]:
+    """Schema findings as (JSON path, message)."""
+    return [(json_path(p), m) for p, m in _schema_findings(data, partial)]
 
 
 # ----------------------------------------------------------------------------- semantic checks
@@ -252,8 +258,9 @@ class _Check:
     errors: list[str] = field(default_factory=list)
 
 
-def _check_file(path: Path, *, use_cache: bool) -> _Check:
-    """Read, parse, schema-validate (cached) and semantically check one file."""
+def _check_file(path: Path, *, use_cache: bool, partial: bool = False) -> _Check:
+    """Read, parse, schema-validate (cached) and semantically check one file. A `partial`
+    layer is checked for its own shape only (no required keys; the merge is checked later)."""
     chk = _Check(path)
     raw, why = read_catalog(path)
     if raw is None:
@@ -261,12 +268,15 @@ def _check_file(path: Path, *, use_cache: bool) -> _Check:
         return chk
     chk.digest = hashlib.sha256(raw).hexdigest()
     data, errs = parse(raw)
+    key = f"layer:{chk.digest}" if partial else chk.digest
+    if not errs and partial and not isinstance(data, dict):
+        errs = [("$", "a catalog layer must be a JSON object")]
     if not errs:
-        if not (use_cache and _cached_ok(chk.digest)):
-            errs = _schema_errors(data)
+        if not (use_cache and _cached_ok(key)):
+            errs = _schema_errors(layers.without_nulls(data) if partial else data, partial)
             if not errs:
-                _remember_ok(chk.digest, path)
-        if not errs:
+                _remember_ok(key, path)
+        if not errs and not partial:
             errs = semantic_errors(data)
     chk.data = data if not errs else None
     chk.errors += [f"{path}: {p}: {m}" for p, m in errs]
@@ -280,47 +290,107 @@ class Catalog:
         self.files: list[CatalogFile] = []
         self.drivers: dict[str, dict[str, Any]] = {}
         self.origin: dict[str, Path] = {}
+        self.doc: dict[str, Any] = {}
+        self.provenance = layers.Provenance()
         self._index: dict[tuple[str | None, ...], tuple[str, int]] = {}
 
     # ---------------------------------------------------------------- building
-    def _add(self, chk: _Check) -> list[str]:
-        """Merge one checked file; conflicts with earlier files are errors naming both."""
-        errors: list[str] = []
+    def _layer(self, chk: _Check) -> None:
+        """Merge one checked file over the layers before it (later layers win)."""
         data = chk.data
-        for name, drv in data["drivers"].items():
-            if name in self.drivers:
-                errors.append(f"{chk.path}: {json_path(['drivers', name])}: driver {name!r} "
-                              f"is also defined in {self.origin[name]}")
-                continue
+        if not self.files:
+            self.doc = json.loads(json.dumps(data))
+            for key in data:
+                self.provenance.set((key,), chk.path)
+            for name in data.get("drivers", {}):
+                self.provenance.set(("drivers", name), chk.path)
+        else:
+            self.doc.setdefault("drivers", {})
+            for name in data.get("drivers") or {}:
+                if name not in self.doc["drivers"]:
+                    self.provenance.set(("drivers", name), chk.path)
+            layers.merge(self.doc, data, chk.path, self.provenance)
+        self.files.append(CatalogFile(chk.path, chk.digest, str(data.get("catalog_version", "")),
+                                      str(data.get("released", ""))))
+
+    def _merged_errors(self, use_cache: bool) -> list[str]:
+        """Check the merged result of two or more layers: full schema, semantic rules."""
+        if len(self.files) < 2:
+            return []
+        digest = hashlib.sha256(json.dumps(self.doc, sort_keys=True).encode()).hexdigest()
+        key = f"merged:{digest}"
+        found: list[tuple[tuple[Any, ...], str]] = []
+        if not (use_cache and _cached_ok(key)):
+            found = _schema_findings(self.doc)
+            if not found:
+                _remember_ok(key, self.files[-1].path)
+        if not found:
+            return []
+        return [f"merged catalog: {json_path(p)}: {m} (value from "
+                f"{self.provenance.of(p) or self.files[0].path})" for p, m in found]
+
+    def _index_all(self) -> list[str]:
+        """Build the device index of the merged drivers; a rule claimed twice is an error."""
+        errors: list[str] = []
+        for name, drv in self.doc.get("drivers", {}).items():
+            where = self.provenance.of(("drivers", name))
             for i, rule in enumerate(drv["devices"]):
                 key = _rule_key(rule)
                 if key in self._index:
                     other, j = self._index[key]
+                    mine = self.provenance.of(("drivers", name, "devices")) or where
                     errors.append(
-                        f"{chk.path}: {json_path(['drivers', name, 'devices', i])}: device rule "
+                        f"{mine}: {json_path(['drivers', name, 'devices', i])}: device rule "
                         f"{':'.join(k or '*' for k in key[1:])} ({key[0]}) is already defined at "
-                        f"{self.origin.get(other, chk.path)} "
+                        f"{self.provenance.of(('drivers', other, 'devices'))} "
                         f"{json_path(['drivers', other, 'devices', j])}")
                 else:
                     self._index[key] = (name, i)
             self.drivers[name] = drv
-            self.origin[name] = chk.path
-        self.files.append(CatalogFile(chk.path, chk.digest, data["catalog_version"],
-                                      data["released"]))
+            self.origin[name] = where or self.files[0].path
         return errors
 
     @staticmethod
-    def validate_files(paths: Sequence[PathLike]) -> list[str]:
-        """Every error of these files (full schema validation, no cache), one line each:
-        'FILE: $.json.path: message'. Cross-file conflicts are reported too."""
+    def build(paths: Sequence[PathLike], *, use_cache: bool = True) -> tuple[Catalog, list[str]]:
+        """Layer these files in order (the first complete, later ones possibly partial) and
+        return the catalog with every error, one line each: 'FILE: $.json.path: message'."""
         cat = Catalog()
         errors: list[str] = []
         for p in paths:
-            chk = _check_file(Path(p), use_cache=False)
+            chk = _check_file(Path(p), use_cache=use_cache, partial=bool(cat.files))
+            errors += chk.errors
+            if chk.data is not None and not errors:
+                cat._layer(chk)
+        if errors or not cat.files:
+            return cat, errors
+        errors = cat._merged_errors(use_cache)
+        if not errors:
+            errors = [f"merged catalog: {p}: {m}" for p, m in semantic_errors(cat.doc)] if len(
+                cat.files) > 1 else []
+        if not errors:
+            errors = cat._index_all()
+        return cat, errors
+
+    @staticmethod
+    def validate_files(paths: Sequence[PathLike]) -> list[str]:
+        """Every error of these files layered in order (full schema validation, no cache)."""
+        cat = Catalog()
+        errors: list[str] = []
+        for p in paths:
+            chk = _check_file(Path(p), use_cache=False, partial=bool(cat.files))
             errors += chk.errors
             if chk.data is not None:
-                errors += cat._add(chk)
-        return errors
+                cat._layer(chk)
+        if errors:
+            return errors
+        return Catalog.build(paths, use_cache=False)[1]
+
+    def effective(self, name: str) -> list[dict[str, Any]]:
+        """Every value of one merged driver entry with the file it came from."""
+        entry = self.entry(name)
+        return [{"path": json_path(["drivers", name, *p]), "value": v,
+                 "file": str(self.provenance.of(("drivers", name, *p)))}
+                for p, v in layers.leaves(entry)]
 
     # ---------------------------------------------------------------- queries
     def names(self) -> list[str]:
@@ -489,18 +559,38 @@ def _firmware(minimum: str, current: Any, scheme: str) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- loading
-def load_catalog(paths: Sequence[PathLike] | None = None) -> Catalog:
-    """Load, validate and merge catalog files (see `discover`); BadInputError on any error,
-    naming the file and JSON path of the first one."""
-    cat = Catalog()
-    errors: list[str] = []
-    for path in discover(paths):
-        chk = _check_file(path, use_cache=True)
-        errors += chk.errors
-        if chk.data is not None:
-            errors += cat._add(chk)
+def load_catalog(paths: Sequence[PathLike] | None = None, *,
+                 config: Any = None) -> Catalog:
+    """Load, validate and layer catalog files: `paths` in order when given; else the base
+    catalog (see `base_files`) then the site layers (`site_files`). BadInputError on any
+    error, naming the file and JSON path of the first one."""
+    files = discover(paths) if paths else base_files(config) + site_files(config)
+    cat, errors = Catalog.build(files)
     if errors:
         more = f" (and {len(errors) - 1} more; run 'hwmgr catalog validate')" if len(
             errors) > 1 else ""
         raise BadInputError(f"bad catalog: {errors[0]}{more}")
     return cat
+
+
+def _locations(config: Any) -> Any:
+    from hwmgr.config import catalog_locations
+
+    return catalog_locations(config)
+
+
+def base_files(config: Any = None) -> list[Path]:
+    """The base layer: $HWMGR_CATALOG_DIR when set; else the installed catalog (`hwmgr catalog
+    update`) when present; else the shipped catalog (checkout, then the system dir)."""
+    if os.environ.get(ENV_DIR):
+        return discover()
+    installed = _locations(config).installed
+    if installed.is_file():
+        return [installed]
+    return discover()
+
+
+def site_files(config: Any = None) -> list[Path]:
+    """The site layers: catalog.d/*.json of the analysing machine, in lexical order."""
+    d = _locations(config).site_dir
+    return sorted(d.glob("*.json")) if d.is_dir() else []
