@@ -53,11 +53,6 @@ class Provenance:
             del self._by[k]
         self._by[path] = source
 
-    def drop(self, path: Key) -> None:
-        n = len(path)
-        for k in [k for k in self._by if k[:n] == path]:
-            del self._by[k]
-
     def of(self, path: Key) -> Path | None:
         """The file the value at `path` came from."""
         for n in range(len(path), -1, -1):
@@ -80,7 +75,7 @@ def _merge_obj(dst: dict[str, Any], src: Mapping[str, Any], source: Path, prov: 
         here = (*path, key)
         if val is None:
             dst.pop(key, None)
-            prov.drop(here)
+            prov.set(here, source)  # the deletion is this layer's doing
         elif isinstance(val, dict) and isinstance(dst.get(key), dict):
             _merge_obj(dst[key], val, source, prov, here)
         else:

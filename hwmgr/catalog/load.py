@@ -326,8 +326,13 @@ class Catalog:
                 _remember_ok(key, self.files[-1].path)
         if not found:
             return []
-        return [f"merged catalog: {json_path(p)}: {m} (value from "
-                f"{self.provenance.of(p) or self.files[0].path})" for p, m in found]
+        order = [f.path for f in self.files]
+
+        def named(p: tuple[Any, ...]) -> str:
+            files = self.provenance.files_under(p) or {self.files[0].path}
+            return ", ".join(str(f) for f in order if f in files)
+
+        return [f"merged catalog: {json_path(p)}: {m} (layers: {named(p)})" for p, m in found]
 
     def _index_all(self) -> list[str]:
         """Build the device index of the merged drivers; a rule claimed twice is an error."""
