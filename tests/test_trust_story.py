@@ -66,7 +66,8 @@ def story(tmp_path: Path):
     env = {"HWMGR_CATALOG_DIR": str(tmp_path / "base"),
            "HWMGR_SITE_CATALOG_DIR": str(tmp_path / "catalog.d"),
            "HWMGR_STATE_DIR": str(tmp_path / "state"), "HWMGR_CACHE_DIR": str(tmp_path / "cache"),
-           "HWMGR_SIGN_KEY": str(tmp_path / "mok.key"), "HWMGR_SIGN_CERT": str(tmp_path / "mok.pub"),
+           "HWMGR_SIGN_KEY": str(tmp_path / "mok.key"),
+           "HWMGR_SIGN_CERT": str(tmp_path / "mok.pub"),
            "HWMGR_CONFIG": str(tmp_path / "hwmgr.json"), "SSH_CONNECTION": ""}
     yield {"env": env, "kver": kver, "vendor": vendor, "vendor_srv": srv, "mirror": mirror,
            "tmp": tmp_path}
