@@ -34,6 +34,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "history": ("hwmgr.commands.history", "show upgrades, rollbacks and their results"),
     "verify": ("hwmgr.commands.verify", "after a reboot: prove the armed driver state is live"),
     "throughput": ("hwmgr.commands.throughput", "quick iperf3 check against a peer"),
+    "mirror": ("hwmgr.commands.mirror", "fill an internal mirror directory of vendor packages"),
     "package": ("hwmgr.commands.package", "wrap a driver as a noarch <driver>-dkms RPM"),
     "fleet-report": ("hwmgr.commands.fleet_report", "build the fleet report from hosts' checks"),
     "collect-script": ("hwmgr.commands.collect_script", "print the POSIX sh snapshot collector"),

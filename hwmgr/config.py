@@ -11,6 +11,7 @@ import json
 import math
 import os
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 from hwmgr.errors import BadInputError
@@ -19,6 +20,9 @@ from hwmgr.host.seam import Host
 DEFAULT_CONFIG = "/etc/hwmgr/hwmgr.json"
 DEFAULT_STATE_DIR = "/var/lib/hwmgr"
 DEFAULT_CACHE_DIR = "/var/cache/hwmgr"
+DEFAULT_SITE_CATALOG_DIR = "/etc/hwmgr/catalog.d"
+DEFAULT_TRUSTED_KEYS_DIR = "/etc/hwmgr/trusted.gpg.d"
+INSTALLED_CATALOG = "catalog/current.json"  # under the state dir (`hwmgr catalog update`)
 ON_FAILURE = ("report", "rollback")
 
 
@@ -34,6 +38,29 @@ class Config:
     drivers_dir: str | None = None
     sign_key: str | None = None
     sign_cert: str | None = None
+    site_catalog_dir: str = DEFAULT_SITE_CATALOG_DIR
+    trusted_keys_dir: str = DEFAULT_TRUSTED_KEYS_DIR
+
+
+@dataclass(frozen=True)
+class CatalogLocations:
+    """Where the analysing machine keeps its catalog layers (never under --root)."""
+
+    site_dir: Path
+    installed: Path
+    trusted_keys: Path
+
+    @property
+    def installed_dir(self) -> Path:
+        return self.installed.parent
+
+
+def catalog_locations(config: Config | None = None) -> CatalogLocations:
+    """The site catalog dir, the installed (updated) catalog and the catalog keyring dir."""
+    cfg = config if config is not None else config_from(None)
+    return CatalogLocations(Path(cfg.site_catalog_dir),
+                            Path(cfg.state_dir) / INSTALLED_CATALOG,
+                            Path(cfg.trusted_keys_dir))
 
 
 def config_from(args: Any, env: Mapping[str, str] | None = None) -> Config:
@@ -49,6 +76,10 @@ def config_from(args: Any, env: Mapping[str, str] | None = None) -> Config:
         drivers_dir=env.get("HWMGR_DRIVERS_DIR"),
         sign_key=env.get("HWMGR_SIGN_KEY"),
         sign_cert=env.get("HWMGR_SIGN_CERT"),
+        site_catalog_dir=os.path.abspath(
+            env.get("HWMGR_SITE_CATALOG_DIR") or DEFAULT_SITE_CATALOG_DIR),
+        trusted_keys_dir=os.path.abspath(
+            env.get("HWMGR_TRUSTED_KEYS_DIR") or DEFAULT_TRUSTED_KEYS_DIR),
     )
 
 
@@ -66,6 +97,7 @@ class SiteConfig:
     bind_dev: str | None = None
     max_boot_attempts: int = 3
     link_wait_seconds: float = 20.0
+    mirror: str | None = None  # internal mirror base URL (or directory) for vendor packages
     source: str | None = None  # the file these settings came from (None: defaults only)
 
     def as_dict(self) -> dict[str, Any]:
@@ -108,6 +140,11 @@ def _check(key: str, value: Any, where: str) -> Any:
     elif key == "max_boot_attempts":
         if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
             raise bad("an integer >= 1")
+    elif key == "mirror":
+        if value is not None and not (isinstance(value, str) and (
+                value.startswith(("http://", "https://", "file:///", "/")))
+                and not any(c.isspace() for c in value)):
+            raise bad("an http(s) URL, a file:/// URL or an absolute directory, or null")
     elif key == "link_wait_seconds" and not (_is_num(value) and 0 <= value <= 600):
         raise bad("a number of seconds between 0 and 600")
     return value

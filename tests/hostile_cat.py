@@ -360,10 +360,8 @@ def _two(second: str) -> Make:
 
 def file_cases() -> list[Case]:
     """Not a catalog at all: empty, scalars, a directory, /dev/null, a FIFO, a device, link
-    loops, 17 MiB, and two files that define the same driver or device."""
+    loops, 17 MiB, a layer that breaks the merged result, two drivers claiming one device."""
     doc = shipped()
-    other = json.loads(json.dumps(doc))
-    other["drivers"] = {"be2net": doc["drivers"]["be2net"]}
     clash = json.loads(json.dumps(doc))
     clash["drivers"] = {"be2netx": doc["drivers"]["be2net"]}
     spots: list[tuple[str, Make, frozenset[int], str | None]] = [
@@ -380,7 +378,10 @@ def file_cases() -> list[Case]:
         ("link-loop", _link(lambda w, sb: FILE), BAD, None),
         ("link-dangling", _link(lambda w, sb: "nowhere.json"), frozenset({3, 8}), None),
         ("link-to-canary", _link(lambda w, sb: str(sb.canary / "secret")), BAD, "$"),
-        ("same-driver-twice", _two(json.dumps(other)), BAD, "$.drivers.be2net"),
+        # a later layer merges over the base (contract "Layering"); one that deletes a
+        # required key breaks the merged result, which is refused naming the path
+        ("layer-deletes-required", _two(json.dumps({"drivers": {"be2net": {"versions": None}}})),
+         BAD, "$.drivers.be2net"),
         ("same-device-twice", _two(json.dumps(clash)), BAD, "$.drivers.be2netx.devices"),
     ]
     out = []

@@ -9,7 +9,6 @@ never import it. The strict parse and the semantic checks (cheap) run on every l
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import os
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence, Union
 
 import hwmgr
-from hwmgr.catalog import versions
+from hwmgr.catalog import layers, versions
 from hwmgr.catalog.validate import (  # noqa: F401 - json_path, MAX_FILE_BYTES: public here too
     FIRMWARE_SCHEME,
     MAX_FILE_BYTES,
@@ -30,6 +29,7 @@ from hwmgr.catalog.validate import (  # noqa: F401 - json_path, MAX_FILE_BYTES: 
     ref_hits,
     semantic_errors,
 )
+from hwmgr.catalog.verdict import _kernel_ok, decide
 from hwmgr.errors import BadInputError, NotFoundError, VersionError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -70,17 +70,6 @@ def _class4(value: Any) -> str | None:
     v = value.strip().lower()
     v = v[2:] if v.startswith("0x") else v
     return _hex4(v[:4]) if len(v) in (4, 6) else None
-
-
-def _norm_driver(name: Any) -> str | None:
-    return name.strip().replace("-", "_") if isinstance(name, str) and name.strip() else None
-
-
-def _kernel_ok(globs: Sequence[str] | None, kernel: str | None) -> bool:
-    """No globs, or an unknown kernel, never excludes; otherwise one glob must match."""
-    if not globs or not kernel:
-        return True
-    return any(fnmatch.fnmatchcase(kernel, g) for g in globs)
 
 
 def source_refusal(source: Mapping[str, Any] | None) -> str | None:
@@ -184,28 +173,34 @@ def _remember_ok(digest: str, path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- parsing + schema
-_VALIDATOR: Any = None
+_VALIDATORS: dict[bool, Any] = {}
 
 
-def _schema_errors(data: Any) -> list[tuple[str, str]]:
-    """Validate against the shipped schema (imports jsonschema: only on a cache miss)."""
-    global _VALIDATOR
+def _schema_findings(data: Any, partial: bool = False) -> list[tuple[tuple[Any, ...], str]]:
+    """(path parts, message) against the shipped schema, or its relaxed form for a partial
+    layer (imports jsonschema: only on a cache miss)."""
     import jsonschema
     from jsonschema.exceptions import best_match
 
-    if _VALIDATOR is None:
+    if partial not in _VALIDATORS:
         schema = json.loads(_schema_bytes())
-        _VALIDATOR = jsonschema.Draft202012Validator(schema)
-    out: list[tuple[str, str]] = []
+        _VALIDATORS[partial] = jsonschema.Draft202012Validator(
+            layers.relaxed_schema(schema) if partial else schema)
+    out: list[tuple[tuple[Any, ...], str]] = []
     try:
-        for err in _VALIDATOR.iter_errors(data):
+        for err in _VALIDATORS[partial].iter_errors(data):
             if err.validator in ("anyOf", "oneOf") and err.context and isinstance(
                     err.instance, (dict, list)):
                 err = best_match(err.context)  # a short, specific message for containers
-            out.append((json_path(err.absolute_path), _one_line(err.message)))
+            out.append((tuple(err.absolute_path), _one_line(err.message)))
     except RecursionError:
-        out.append(("$", "structure is nested too deeply"))
-    return sorted(set(out))
+        out.append(((), "structure is nested too deeply"))
+    return sorted(set(out), key=lambda f: (json_path(f[0]), f[1]))
+
+
+def _schema_errors(data: Any, partial: bool = False) -> list[tuple[str, str]]:
+    """Schema findings as (JSON path, message)."""
+    return [(json_path(p), m) for p, m in _schema_findings(data, partial)]
 
 
 # ----------------------------------------------------------------------------- semantic checks
@@ -252,8 +247,9 @@ class _Check:
     errors: list[str] = field(default_factory=list)
 
 
-def _check_file(path: Path, *, use_cache: bool) -> _Check:
-    """Read, parse, schema-validate (cached) and semantically check one file."""
+def _check_file(path: Path, *, use_cache: bool, partial: bool = False) -> _Check:
+    """Read, parse, schema-validate (cached) and semantically check one file. A `partial`
+    layer is checked for its own shape only (no required keys; the merge is checked later)."""
     chk = _Check(path)
     raw, why = read_catalog(path)
     if raw is None:
@@ -261,12 +257,15 @@ def _check_file(path: Path, *, use_cache: bool) -> _Check:
         return chk
     chk.digest = hashlib.sha256(raw).hexdigest()
     data, errs = parse(raw)
+    key = f"layer:{chk.digest}" if partial else chk.digest
+    if not errs and partial and not isinstance(data, dict):
+        errs = [("$", "a catalog layer must be a JSON object")]
     if not errs:
-        if not (use_cache and _cached_ok(chk.digest)):
-            errs = _schema_errors(data)
+        if not (use_cache and _cached_ok(key)):
+            errs = _schema_errors(layers.without_nulls(data) if partial else data, partial)
             if not errs:
-                _remember_ok(chk.digest, path)
-        if not errs:
+                _remember_ok(key, path)
+        if not errs and not partial:
             errs = semantic_errors(data)
     chk.data = data if not errs else None
     chk.errors += [f"{path}: {p}: {m}" for p, m in errs]
@@ -280,47 +279,112 @@ class Catalog:
         self.files: list[CatalogFile] = []
         self.drivers: dict[str, dict[str, Any]] = {}
         self.origin: dict[str, Path] = {}
+        self.doc: dict[str, Any] = {}
+        self.provenance = layers.Provenance()
         self._index: dict[tuple[str | None, ...], tuple[str, int]] = {}
 
     # ---------------------------------------------------------------- building
-    def _add(self, chk: _Check) -> list[str]:
-        """Merge one checked file; conflicts with earlier files are errors naming both."""
-        errors: list[str] = []
+    def _layer(self, chk: _Check) -> None:
+        """Merge one checked file over the layers before it (later layers win)."""
         data = chk.data
-        for name, drv in data["drivers"].items():
-            if name in self.drivers:
-                errors.append(f"{chk.path}: {json_path(['drivers', name])}: driver {name!r} "
-                              f"is also defined in {self.origin[name]}")
-                continue
+        if not self.files:
+            self.doc = json.loads(json.dumps(data))
+            for key in data:
+                self.provenance.set((key,), chk.path)
+            for name in data.get("drivers", {}):
+                self.provenance.set(("drivers", name), chk.path)
+        else:
+            self.doc.setdefault("drivers", {})
+            for name in data.get("drivers") or {}:
+                if name not in self.doc["drivers"]:
+                    self.provenance.set(("drivers", name), chk.path)
+            layers.merge(self.doc, data, chk.path, self.provenance)
+        self.files.append(CatalogFile(chk.path, chk.digest, str(data.get("catalog_version", "")),
+                                      str(data.get("released", ""))))
+
+    def _merged_errors(self, use_cache: bool) -> list[str]:
+        """Check the merged result of two or more layers: full schema, semantic rules."""
+        if len(self.files) < 2:
+            return []
+        digest = hashlib.sha256(json.dumps(self.doc, sort_keys=True).encode()).hexdigest()
+        key = f"merged:{digest}"
+        found: list[tuple[tuple[Any, ...], str]] = []
+        if not (use_cache and _cached_ok(key)):
+            found = _schema_findings(self.doc)
+            if not found:
+                _remember_ok(key, self.files[-1].path)
+        if not found:
+            return []
+        order = [f.path for f in self.files]
+
+        def named(p: tuple[Any, ...]) -> str:
+            files = self.provenance.files_under(p) or {self.files[0].path}
+            return ", ".join(str(f) for f in order if f in files)
+
+        return [f"merged catalog: {json_path(p)}: {m} (layers: {named(p)})" for p, m in found]
+
+    def _index_all(self) -> list[str]:
+        """Build the device index of the merged drivers; a rule claimed twice is an error."""
+        errors: list[str] = []
+        for name, drv in self.doc.get("drivers", {}).items():
+            where = self.provenance.of(("drivers", name))
             for i, rule in enumerate(drv["devices"]):
                 key = _rule_key(rule)
                 if key in self._index:
                     other, j = self._index[key]
+                    mine = self.provenance.of(("drivers", name, "devices")) or where
                     errors.append(
-                        f"{chk.path}: {json_path(['drivers', name, 'devices', i])}: device rule "
+                        f"{mine}: {json_path(['drivers', name, 'devices', i])}: device rule "
                         f"{':'.join(k or '*' for k in key[1:])} ({key[0]}) is already defined at "
-                        f"{self.origin.get(other, chk.path)} "
+                        f"{self.provenance.of(('drivers', other, 'devices'))} "
                         f"{json_path(['drivers', other, 'devices', j])}")
                 else:
                     self._index[key] = (name, i)
             self.drivers[name] = drv
-            self.origin[name] = chk.path
-        self.files.append(CatalogFile(chk.path, chk.digest, data["catalog_version"],
-                                      data["released"]))
+            self.origin[name] = where or self.files[0].path
         return errors
 
     @staticmethod
-    def validate_files(paths: Sequence[PathLike]) -> list[str]:
-        """Every error of these files (full schema validation, no cache), one line each:
-        'FILE: $.json.path: message'. Cross-file conflicts are reported too."""
+    def build(paths: Sequence[PathLike], *, use_cache: bool = True) -> tuple[Catalog, list[str]]:
+        """Layer these files in order (the first complete, later ones possibly partial) and
+        return the catalog with every error, one line each: 'FILE: $.json.path: message'."""
         cat = Catalog()
         errors: list[str] = []
         for p in paths:
-            chk = _check_file(Path(p), use_cache=False)
+            chk = _check_file(Path(p), use_cache=use_cache, partial=bool(cat.files))
+            errors += chk.errors
+            if chk.data is not None and not errors:
+                cat._layer(chk)
+        if errors or not cat.files:
+            return cat, errors
+        errors = cat._merged_errors(use_cache)
+        if not errors:
+            errors = [f"merged catalog: {p}: {m}" for p, m in semantic_errors(cat.doc)] if len(
+                cat.files) > 1 else []
+        if not errors:
+            errors = cat._index_all()
+        return cat, errors
+
+    @staticmethod
+    def validate_files(paths: Sequence[PathLike]) -> list[str]:
+        """Every error of these files layered in order (full schema validation, no cache)."""
+        cat = Catalog()
+        errors: list[str] = []
+        for p in paths:
+            chk = _check_file(Path(p), use_cache=False, partial=bool(cat.files))
             errors += chk.errors
             if chk.data is not None:
-                errors += cat._add(chk)
-        return errors
+                cat._layer(chk)
+        if errors:
+            return errors
+        return Catalog.build(paths, use_cache=False)[1]
+
+    def effective(self, name: str) -> list[dict[str, Any]]:
+        """Every value of one merged driver entry with the file it came from."""
+        entry = self.entry(name)
+        return [{"path": json_path(["drivers", name, *p]), "value": v,
+                 "file": str(self.provenance.of(("drivers", name, *p)))}
+                for p, v in layers.leaves(entry)]
 
     # ---------------------------------------------------------------- queries
     def names(self) -> list[str]:
@@ -398,109 +462,42 @@ class Catalog:
         m = self.match(dev)
         if m is None:
             return None
-        return _decide(self, m, dev, kernel)
-
-
-# ----------------------------------------------------------------------------- verdicts
-_FROM_STATUS = {"recommended": "ok", "known-good": "ok", "deprecated": "outdated",
-                "known-bad": "known-bad"}
-
-
-def _decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -> dict[str, Any]:
-    """Apply the verdict rules: driver binding, in-tree (inbox) policy, listed status, then
-    order against the recommended version (never across schemes)."""
-    entry, name = m.entry, m.driver
-    scheme = entry["version_scheme"]
-    rec = cat.recommended(dev, kernel)
-    rec_ver = rec[0] if rec else None
-    out: dict[str, Any] = {"entry": name, "status": "unknown", "recommended_version": rec_ver,
-                           "reason": "", "match": m.level, "device_name": m.name}
-    if rec and rec[1].get("firmware"):
-        out["firmware"] = _firmware(rec[1]["firmware"]["min"], dev.get("firmware_version"),
-                                    entry.get("firmware_scheme", FIRMWARE_SCHEME))
-
-    def unknown(reason: str) -> dict[str, Any]:
-        out["reason"] = reason
-        return out
-
-    norm = _norm_driver(name)
-    accepted = {norm} | {_norm_driver(p) for p in entry.get("pci_drivers", [])}
-    nic, pci = _norm_driver(dev.get("driver")), _norm_driver(dev.get("pci_driver"))
-    if not nic and not pci:
-        return unknown("no driver is bound to this device")
-    if not ({nic, pci} & accepted):
-        return unknown(f"bound to {dev.get('driver') or dev.get('pci_driver')}, "
-                       f"not to {name} (the catalog entry)")
-    if nic != norm:
-        return unknown(f"{name} is not driving this device (driver: {dev.get('driver')})")
-    raw = dev.get("driver_version")
-    raw = raw.strip() if isinstance(raw, str) else None
-    if not raw:
-        return unknown(f"{name} version is unknown")
-    try:
-        in_tree = versions.parse_driver_version(raw, kernel).kernel_release
-    except VersionError:
-        in_tree = False
-    if in_tree:
-        inbox = entry.get("inbox")
-        if not inbox:
-            return unknown(f"{name} reports the kernel release {raw} (distro in-tree build); "
-                           "the catalog has no policy for in-tree builds")
-        if not _kernel_ok(inbox.get("kernels"), kernel):
-            return unknown(f"{name} in-tree build on kernel {kernel}: the catalog's in-tree "
-                           f"policy covers {', '.join(inbox['kernels'])} only")
-        out.update(status=_FROM_STATUS[inbox["status"]], reason=inbox["reason"],
-                   listed_status=inbox["status"], in_tree=True)
-        return out
-    listed = cat.applicable(m, dev, kernel).get(raw)
-    try:
-        cmp_rec = versions.compare(raw, rec_ver, scheme, kernel=kernel) if rec_ver else None
-    except VersionError as exc:
-        if listed is None:
-            return unknown(f"cannot compare {raw} with recommended {rec_ver}: {exc}")
-        cmp_rec = None
-    if listed is not None:
-        st = listed["status"]
-        out["listed_status"] = st
-        if st == "known-good" and cmp_rec is not None and cmp_rec < 0:
-            out.update(status="outdated", reason=f"known-good, but {rec_ver} is recommended")
-        else:
-            out.update(status=_FROM_STATUS[st], reason=listed["reason"])
-        return out
-    if cmp_rec is None:
-        return unknown(f"{name} {raw} is not in the catalog")
-    if cmp_rec < 0:
-        out.update(status="outdated", reason=f"{raw} is older than the recommended {rec_ver}")
-    else:
-        word = "the same as" if cmp_rec == 0 else "newer than"
-        out.update(status="ok", reason=f"{raw} is not listed but {word} the recommended {rec_ver}")
-    return out
-
-
-def _firmware(minimum: str, current: Any, scheme: str) -> dict[str, Any]:
-    """Firmware requirement of the recommended version vs what the device runs."""
-    fw: dict[str, Any] = {"min": minimum, "current": current, "ok": None}
-    if isinstance(current, str) and current.strip():
-        try:
-            fw["ok"] = versions.compare(current, minimum, scheme) >= 0
-        except VersionError as exc:
-            fw["note"] = str(exc)
-    return fw
+        return decide(self, m, dev, kernel)
 
 
 # ----------------------------------------------------------------------------- loading
-def load_catalog(paths: Sequence[PathLike] | None = None) -> Catalog:
-    """Load, validate and merge catalog files (see `discover`); BadInputError on any error,
-    naming the file and JSON path of the first one."""
-    cat = Catalog()
-    errors: list[str] = []
-    for path in discover(paths):
-        chk = _check_file(path, use_cache=True)
-        errors += chk.errors
-        if chk.data is not None:
-            errors += cat._add(chk)
+def load_catalog(paths: Sequence[PathLike] | None = None, *,
+                 config: Any = None) -> Catalog:
+    """Load, validate and layer catalog files: `paths` in order when given; else the base
+    catalog (see `base_files`) then the site layers (`site_files`). BadInputError on any
+    error, naming the file and JSON path of the first one."""
+    files = discover(paths) if paths else base_files(config) + site_files(config)
+    cat, errors = Catalog.build(files)
     if errors:
         more = f" (and {len(errors) - 1} more; run 'hwmgr catalog validate')" if len(
             errors) > 1 else ""
         raise BadInputError(f"bad catalog: {errors[0]}{more}")
     return cat
+
+
+def _locations(config: Any) -> Any:
+    from hwmgr.config import catalog_locations
+
+    return catalog_locations(config)
+
+
+def base_files(config: Any = None) -> list[Path]:
+    """The base layer: $HWMGR_CATALOG_DIR when set; else the installed catalog (`hwmgr catalog
+    update`) when present; else the shipped catalog (checkout, then the system dir)."""
+    if os.environ.get(ENV_DIR):
+        return discover()
+    installed = _locations(config).installed
+    if installed.is_file():
+        return [installed]
+    return discover()
+
+
+def site_files(config: Any = None) -> list[Path]:
+    """The site layers: catalog.d/*.json of the analysing machine, in lexical order."""
+    d = _locations(config).site_dir
+    return sorted(d.glob("*.json")) if d.is_dir() else []

@@ -19,8 +19,18 @@ examples:
   hwmgr catalog show 19a2:0710                the entry that matches a PCI vendor:device
   hwmgr catalog show ixgbe --json             the entry as JSON (format 1)
   hwmgr catalog show be2net --catalog my.json use another catalog file
+  hwmgr catalog show be2net --effective       merged entry, each value with its layer file
+  hwmgr catalog trust be2net 10.2.470.14 --file be2net-10.2.470.14-1.src.rpm
+                                              record a vendor package's sha256 in catalog.d
+  hwmgr catalog update https://hwmgr.example.org/catalog.json
+                                              signed update (needs catalog.json.asc)
+  hwmgr catalog rollback                      back to the previously installed catalog
+  hwmgr catalog sign catalog.json --key KEYID writes catalog.json.asc
+layers: the base (the installed catalog, else the shipped one), then
+        /etc/hwmgr/catalog.d/*.json in lexical order; --catalog F... replaces that list
 exit codes: 0 ok, 3 unknown driver or missing file, 8 invalid catalog (or not a regular
-            file: a directory, device or FIFO)
+            file: a directory, device or FIFO), 9 refused (signature, downgrade, package
+            mismatch; nothing changed)
 """
 
 STATUS_STYLE = {"recommended": "bold green", "known-good": "green", "known-bad": "bold red",
@@ -51,13 +61,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s = sub.add_parser("show", parents=[_sub_options()], help="show one driver's entry",
                        description="Show a driver's devices, versions, settings and notes.")
     s.add_argument("driver", metavar="DRIVER", help="driver name (be2net) or PCI ID (19a2:0710)")
+    s.add_argument("--effective", action="store_true",
+                   help="the merged entry, each value with the catalog layer it came from")
+    from hwmgr.ui import catalog_trust
+
+    catalog_trust.add_actions(sub, _sub_options)
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     """Dispatch to validate or show."""
     if args.action == "validate":
         return _validate(args.files)
-    return _show(args.driver, getattr(args, "catalog", None))
+    if args.action == "show":
+        return _show(args.driver, getattr(args, "catalog", None), ctx.config,
+                     args.effective)
+    from hwmgr.ui import catalog_trust
+
+    return catalog_trust.run(args, ctx)
 
 
 def _validate(files: list[str]) -> Outcome:
@@ -111,16 +131,18 @@ def _summary(path: str, ok: bool) -> dict[str, Any]:
     from hwmgr import safejson
 
     doc = safejson.parse(Path(path).read_bytes())
-    drivers = doc["drivers"].values()
-    return {"catalog_version": doc["catalog_version"], "drivers": len(doc["drivers"]),
-            "devices": sum(len(d["devices"]) for d in drivers),
-            "versions": sum(len(d["versions"]) for d in drivers)}
+    drivers = (doc.get("drivers") or {}).values()  # a site layer may be partial
+    return {"catalog_version": doc.get("catalog_version", "site layer"),
+            "drivers": len(doc.get("drivers") or {}),
+            "devices": sum(len(d.get("devices") or []) for d in drivers),
+            "versions": sum(len(d.get("versions") or {}) for d in drivers)}
 
 
-def _show(what: str, paths: list[str] | None) -> Outcome:
+def _show(what: str, paths: list[str] | None, config: Any = None,
+          effective: bool = False) -> Outcome:
     from hwmgr.catalog.load import load_catalog
 
-    cat = load_catalog(paths)
+    cat = load_catalog(paths, config=config)
     if not cat.files:
         raise NotFoundError("no catalog files found (use --catalog FILE or HWMGR_CATALOG_DIR)")
     name = what
@@ -134,8 +156,22 @@ def _show(what: str, paths: list[str] | None) -> Outcome:
     origin = cat.origin[name]
     version = next((f.catalog_version for f in cat.files if f.path == origin), None)
     data = {"driver": name, "catalog_file": str(origin), "catalog_version": version,
-            "entry": entry}
+            "entry": entry, "layers": [str(f.path) for f in cat.files]}
+    if effective:
+        data["effective"] = cat.effective(name)
+        return Outcome(NAME, data=data, render=lambda c: _render_effective(c, data))
     return Outcome(NAME, data=data, render=lambda c: _render(c, data))
+
+
+def _render_effective(console: Any, data: dict[str, Any]) -> None:
+    """One line per merged value: JSON path, value, the layer file it came from."""
+    import json
+
+    console.print("layers (later wins): " + printable(", ".join(data["layers"])),
+                  markup=False, soft_wrap=True)
+    for row in data["effective"]:
+        console.print(f"{printable(row['path'])} = {printable(json.dumps(row['value']))}  "
+                      f"<- {printable(row['file'])}", markup=False, soft_wrap=True)
 
 
 def _render(console: Any, data: dict[str, Any]) -> None:

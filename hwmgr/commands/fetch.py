@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from hwmgr.errors import NotFoundError, RefusedError
@@ -29,15 +28,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("driver")
     p.add_argument("--to", metavar="VERSION", required=True)
     p.add_argument("--offline", action="store_true", help="use only the cache or --mirror")
-    p.add_argument("--mirror", metavar="DIR", help="directory holding vendor packages by name")
+    p.add_argument("--mirror", metavar="DIR|URL",
+                   help="internal mirror (directory or http(s) URL) tried before the vendor URL")
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     from hwmgr.catalog.load import load_catalog, source_refusal
-    from hwmgr.lifecycle.fetch import Source, fetch
+    from hwmgr.config import load_config
+    from hwmgr.lifecycle.fetch import Source
+    from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
 
     settings = ctx.config
-    entry = load_catalog(args.catalog).entry(args.driver)
+    entry = load_catalog(args.catalog, config=ctx.config).entry(args.driver)
     info = entry.get("versions", {}).get(args.to)
     if info is None:
         raise NotFoundError(f"{args.driver} {args.to} is not in the catalog")
@@ -45,8 +47,9 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     if why:
         raise RefusedError(f"{args.driver} {args.to}: {why}")
     src = Source.from_catalog(info["source"])
-    res = fetch(ctx.host, src, settings.cache_dir, offline=args.offline,
-                mirror=Path(args.mirror) if args.mirror else None)
+    res = fetch_mirrored(ctx.host, src, settings.cache_dir, offline=args.offline,
+                         mirror=args.mirror or load_config(ctx.host).mirror,
+                         per_source=source_mirrors(info["source"]))
     data = {"path": str(res.path), "sha256": res.sha256, "size": res.size,
             "origin": res.origin, "from_cache": res.from_cache, "seconds": res.seconds,
             "signed_by": None}

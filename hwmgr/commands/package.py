@@ -45,7 +45,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
 
     settings = ctx.config
     res = build_dkms_rpm(
-        ctx.host, load_catalog(args.catalog), args.driver, args.to, settings=settings,
+        ctx.host, load_catalog(args.catalog, config=ctx.config), args.driver, args.to,
+        settings=settings,
         out_dir=args.out, keep_spec=args.keep_spec, packager=args.packager or DEFAULT_PACKAGER,
     )
     data = res.as_dict()

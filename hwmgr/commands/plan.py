@@ -45,7 +45,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             raise UsageError("plan upgrade needs --to VERSION")
         from hwmgr.catalog.load import load_catalog
 
-        plan = plan_upgrade(ctx.host, load_catalog(args.catalog), args.driver, args.to,
+        catalog = load_catalog(args.catalog, config=ctx.config)
+        plan = plan_upgrade(ctx.host, catalog, args.driver, args.to,
                             settings=settings, kernels=args.kernel, force=args.force)
     else:
         plan = plan_rollback(ctx.host, args.driver, settings=settings, to=args.to,

@@ -34,7 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true",
                    help="proceed although the driver carries the default route/SSH session")
     p.add_argument("--offline", action="store_true", help="use only the cache or --mirror")
-    p.add_argument("--mirror", metavar="DIR", help="directory holding vendor packages by name")
+    p.add_argument("--mirror", metavar="DIR|URL",
+                   help="internal mirror (directory or http(s) URL) tried before the vendor URL")
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     host = ctx.host
     ui.require_root(host)
     settings = ctx.config
-    catalog = load_catalog(args.catalog)
+    catalog = load_catalog(args.catalog, config=ctx.config)
     plan = plan_upgrade(host, catalog, args.driver, args.to,
                         settings=settings, kernels=args.kernel, force=args.force)
     if plan.refusals:

@@ -212,6 +212,20 @@ def _version_refusal(version: str, scheme: str) -> str | None:
     return None
 
 
+def kernel_mismatch(driver: str, version: str, kernel: str, globs: list[str],
+                    site_dir: str = "/etc/hwmgr/catalog.d") -> str:
+    """Why a version does not apply to a kernel: the nearest declared kernel, and the
+    site-file line that declares this kernel tested (lists replace: it repeats the others)."""
+    import difflib
+    import json
+
+    near = max(globs, key=lambda g: difflib.SequenceMatcher(None, g, kernel).ratio())
+    layer = {"drivers": {driver: {"versions": {version: {"kernels": [*globs, kernel]}}}}}
+    return (f"{driver} {version} is not for kernel {kernel} (catalog: {globs}; nearest "
+            f"declared: {near}); if this site built and tested it on {kernel}, add to "
+            f"{site_dir}/60-kernels.json: {json.dumps(layer)}")
+
+
 def plan_upgrade(
     host: Host, catalog: Any, driver: str, version: str, *, settings: Config,
     kernels: list[str] | None = None, force: bool = False,
@@ -252,7 +266,7 @@ def plan_upgrade(
     globs = info.get("kernels") or ["*"]
     for k in ks:
         if not any(fnmatch.fnmatchcase(k, g) for g in globs):
-            plan.refuse(f"{driver} {version} is not for kernel {k} (catalog: {globs})",
+            plan.refuse(kernel_mismatch(driver, version, k, globs, settings.site_catalog_dir),
                         EXIT_REFUSED, KERNEL)
         if not recipe.supports_kernel(k):
             plan.refuse(f"the {driver} recipe does not support kernel {k}", EXIT_REFUSED, KERNEL)

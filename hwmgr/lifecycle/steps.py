@@ -38,13 +38,16 @@ def _expect_path(ctx: Ctx) -> str:
 
 
 def _fetch_do(ctx: Ctx) -> dict[str, Any]:
-    from hwmgr.lifecycle.fetch import Source, fetch
+    from hwmgr.config import load_config
+    from hwmgr.lifecycle.fetch import Source
+    from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
 
     s = _settings(ctx)
     src = Source.from_catalog(ctx.params["source"])
     progress = ctx.ui.download(src.name(), src.size) if ctx.ui else None
-    res = fetch(ctx.host, src, s.cache_dir, offline=s.offline,
-                mirror=Path(s.mirror) if s.mirror else None, progress=progress)
+    res = fetch_mirrored(ctx.host, src, s.cache_dir, offline=s.offline,
+                         mirror=s.mirror or load_config(ctx.host).mirror,
+                         per_source=source_mirrors(ctx.params["source"]), progress=progress)
     out = {"path": str(res.path), "sha256": res.sha256, "origin": res.origin,
            "seconds": round(res.seconds, 3)}
     key = ctx.params["source"].get("signing_key")

@@ -1,0 +1,127 @@
+"""Catalog layering: a base catalog, then site files, merged in order with provenance.
+
+Later layers win. Objects merge key by key; lists and scalars replace; `null` deletes a key.
+Two top-level lists merge by a key instead of replacing: `sysctl` rules by `name` (a later rule
+replaces the earlier one whole: one rule is one constraint) and `conditional_settings` by `id`
+(merged key by key, so a site can write `{"id": "...", "enabled": false}`). Every value
+remembers the file it came from, for `hwmgr catalog show --effective`.
+
+A layer after the first may be partial: it is checked against the catalog schema with every
+`required` removed (its own shape: types, enums, known keys), and the merged result is then
+checked against the full schema and the semantic rules.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+Key = tuple[Any, ...]
+KEYED_LISTS = {"sysctl": ("name", False), "conditional_settings": ("id", True)}
+_RELAX = ("required", "minProperties", "dependentRequired")
+
+
+def relaxed_schema(schema: Any) -> Any:
+    """The schema with every requirement to *have* a key removed (a partial layer's shape)."""
+    if isinstance(schema, dict):
+        return {k: relaxed_schema(v) for k, v in schema.items() if k not in _RELAX}
+    if isinstance(schema, list):
+        return [relaxed_schema(v) for v in schema]
+    return schema
+
+
+def without_nulls(doc: Any) -> Any:
+    """A copy with every object member whose value is null left out (they mean 'delete')."""
+    if isinstance(doc, dict):
+        return {k: without_nulls(v) for k, v in doc.items() if v is not None}
+    if isinstance(doc, list):
+        return [without_nulls(v) for v in doc]
+    return doc
+
+
+class Provenance:
+    """Which file set each value: longest recorded prefix of a JSON path wins."""
+
+    def __init__(self) -> None:
+        self._by: dict[Key, Path] = {}
+
+    def set(self, path: Key, source: Path) -> None:
+        """`path` (and everything below it) now comes from `source`."""
+        n = len(path)
+        for k in [k for k in self._by if k[:n] == path]:
+            del self._by[k]
+        self._by[path] = source
+
+    def of(self, path: Key) -> Path | None:
+        """The file the value at `path` came from."""
+        for n in range(len(path), -1, -1):
+            hit = self._by.get(tuple(path[:n]))
+            if hit is not None:
+                return hit
+        return None
+
+    def files_under(self, path: Key) -> set[Path]:
+        """Every file that contributed something at or below `path`."""
+        n = len(path)
+        out = {p for k, p in self._by.items() if k[:n] == path}
+        top = self.of(path)
+        return out | ({top} if top else set())
+
+
+def _merge_obj(dst: dict[str, Any], src: Mapping[str, Any], source: Path, prov: Provenance,
+               path: Key) -> None:
+    for key, val in src.items():
+        here = (*path, key)
+        if val is None:
+            dst.pop(key, None)
+            prov.set(here, source)  # the deletion is this layer's doing
+        elif isinstance(val, dict) and isinstance(dst.get(key), dict):
+            _merge_obj(dst[key], val, source, prov, here)
+        else:
+            dst[key] = copy.deepcopy(val)
+            prov.set(here, source)
+
+
+def _merge_keyed(dst: list[Any], src: list[Any], key: str, deep: bool, source: Path,
+                 prov: Provenance, top: str) -> None:
+    """Merge list items by `key`: a new key appends, a known one replaces or merges."""
+    index = {item.get(key): i for i, item in enumerate(dst) if isinstance(item, dict)}
+    for item in src:
+        if not isinstance(item, dict) or item.get(key) is None:
+            dst.append(copy.deepcopy(item))  # the schema check of the merged result names it
+            continue
+        here = (top, item[key])
+        if item[key] in index and deep:
+            _merge_obj(dst[index[item[key]]], item, source, prov, here)
+        elif item[key] in index:
+            dst[index[item[key]]] = copy.deepcopy(item)
+            prov.set(here, source)
+        else:
+            index[item[key]] = len(dst)
+            dst.append(copy.deepcopy(item))
+            prov.set(here, source)
+
+
+def merge(dst: dict[str, Any], layer: Mapping[str, Any], source: Path,
+          prov: Provenance) -> None:
+    """Apply one layer onto the merged document `dst` in place, recording provenance."""
+    for key, val in layer.items():
+        if key in KEYED_LISTS and isinstance(val, list) and isinstance(dst.get(key), list):
+            ident, deep = KEYED_LISTS[key]
+            _merge_keyed(dst[key], val, ident, deep, source, prov, key)
+        elif key in KEYED_LISTS and isinstance(val, list):
+            dst[key] = []
+            _merge_keyed(dst[key], val, KEYED_LISTS[key][0], KEYED_LISTS[key][1], source, prov,
+                         key)
+        else:
+            _merge_obj(dst, {key: val}, source, prov, ())
+
+
+def leaves(value: Any, path: Key = ()) -> Iterator[tuple[Key, Any]]:
+    """(path, value) of every scalar or list under `value` (objects are walked)."""
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            yield from leaves(v, (*path, k))
+    else:
+        yield path, value

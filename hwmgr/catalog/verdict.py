@@ -1,0 +1,109 @@
+"""Verdicts: a matched device's driver version judged against its catalog entry."""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from hwmgr.catalog import versions
+from hwmgr.catalog.validate import FIRMWARE_SCHEME
+from hwmgr.errors import VersionError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hwmgr.catalog.load import Catalog, Match
+
+
+def _norm_driver(name: Any) -> str | None:
+    return name.strip().replace("-", "_") if isinstance(name, str) and name.strip() else None
+
+
+def _kernel_ok(globs: Sequence[str] | None, kernel: str | None) -> bool:
+    """No globs, or an unknown kernel, never excludes; otherwise one glob must match."""
+    if not globs or not kernel:
+        return True
+    return any(fnmatch.fnmatchcase(kernel, g) for g in globs)
+
+_FROM_STATUS = {"recommended": "ok", "known-good": "ok", "deprecated": "outdated",
+                "known-bad": "known-bad"}
+
+
+def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -> dict[str, Any]:
+    """Apply the verdict rules: driver binding, in-tree (inbox) policy, listed status, then
+    order against the recommended version (never across schemes)."""
+    entry, name = m.entry, m.driver
+    scheme = entry["version_scheme"]
+    rec = cat.recommended(dev, kernel)
+    rec_ver = rec[0] if rec else None
+    out: dict[str, Any] = {"entry": name, "status": "unknown", "recommended_version": rec_ver,
+                           "reason": "", "match": m.level, "device_name": m.name}
+    if rec and rec[1].get("firmware"):
+        out["firmware"] = _firmware(rec[1]["firmware"]["min"], dev.get("firmware_version"),
+                                    entry.get("firmware_scheme", FIRMWARE_SCHEME))
+
+    def unknown(reason: str) -> dict[str, Any]:
+        out["reason"] = reason
+        return out
+
+    norm = _norm_driver(name)
+    accepted = {norm} | {_norm_driver(p) for p in entry.get("pci_drivers", [])}
+    nic, pci = _norm_driver(dev.get("driver")), _norm_driver(dev.get("pci_driver"))
+    if not nic and not pci:
+        return unknown("no driver is bound to this device")
+    if not ({nic, pci} & accepted):
+        return unknown(f"bound to {dev.get('driver') or dev.get('pci_driver')}, "
+                       f"not to {name} (the catalog entry)")
+    if nic != norm:
+        return unknown(f"{name} is not driving this device (driver: {dev.get('driver')})")
+    raw = dev.get("driver_version")
+    raw = raw.strip() if isinstance(raw, str) else None
+    if not raw:
+        return unknown(f"{name} version is unknown")
+    try:
+        in_tree = versions.parse_driver_version(raw, kernel).kernel_release
+    except VersionError:
+        in_tree = False
+    if in_tree:
+        inbox = entry.get("inbox")
+        if not inbox:
+            return unknown(f"{name} reports the kernel release {raw} (distro in-tree build); "
+                           "the catalog has no policy for in-tree builds")
+        if not _kernel_ok(inbox.get("kernels"), kernel):
+            return unknown(f"{name} in-tree build on kernel {kernel}: the catalog's in-tree "
+                           f"policy covers {', '.join(inbox['kernels'])} only")
+        out.update(status=_FROM_STATUS[inbox["status"]], reason=inbox["reason"],
+                   listed_status=inbox["status"], in_tree=True)
+        return out
+    listed = cat.applicable(m, dev, kernel).get(raw)
+    try:
+        cmp_rec = versions.compare(raw, rec_ver, scheme, kernel=kernel) if rec_ver else None
+    except VersionError as exc:
+        if listed is None:
+            return unknown(f"cannot compare {raw} with recommended {rec_ver}: {exc}")
+        cmp_rec = None
+    if listed is not None:
+        st = listed["status"]
+        out["listed_status"] = st
+        if st == "known-good" and cmp_rec is not None and cmp_rec < 0:
+            out.update(status="outdated", reason=f"known-good, but {rec_ver} is recommended")
+        else:
+            out.update(status=_FROM_STATUS[st], reason=listed["reason"])
+        return out
+    if cmp_rec is None:
+        return unknown(f"{name} {raw} is not in the catalog")
+    if cmp_rec < 0:
+        out.update(status="outdated", reason=f"{raw} is older than the recommended {rec_ver}")
+    else:
+        word = "the same as" if cmp_rec == 0 else "newer than"
+        out.update(status="ok", reason=f"{raw} is not listed but {word} the recommended {rec_ver}")
+    return out
+
+
+def _firmware(minimum: str, current: Any, scheme: str) -> dict[str, Any]:
+    """Firmware requirement of the recommended version vs what the device runs."""
+    fw: dict[str, Any] = {"min": minimum, "current": current, "ok": None}
+    if isinstance(current, str) and current.strip():
+        try:
+            fw["ok"] = versions.compare(current, minimum, scheme) >= 0
+        except VersionError as exc:
+            fw["note"] = str(exc)
+    return fw

@@ -1,0 +1,53 @@
+"""Fill an internal mirror directory from a connected machine: `hwmgr mirror sync DIR`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from hwmgr.errors import BadInputError
+from hwmgr.output import Outcome, printable
+
+NAME = "mirror"
+HELP = "fill an internal mirror directory of vendor packages"
+EXAMPLES = """\
+examples:
+  hwmgr mirror sync /srv/hwmgr-mirror                   every verified catalog source
+  hwmgr mirror sync /srv/hwmgr-mirror --driver be2net --to 10.2.470.14
+  then serve /srv/hwmgr-mirror with any HTTP server and set "mirror" in /etc/hwmgr/hwmgr.json
+layout: DIR/sha256/<sha256>/<file name> (like hwmgr's cache) and DIR/index.json
+exit codes: 0 synced, 3 nothing to sync / 404, 9 refused (checksum mismatch: nothing kept)
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    s = sub.add_parser("sync", help="download verified catalog sources into DIR",
+                       description="Download every verified source into DIR (mirror layout).")
+    s.add_argument("dir", metavar="DIR")
+    s.add_argument("--driver")
+    s.add_argument("--to", metavar="VERSION")
+    s.add_argument("--catalog", action="append", metavar="FILE", default=argparse.SUPPRESS)
+
+
+def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    from hwmgr.catalog.load import load_catalog
+    from hwmgr.lifecycle.mirror import sync
+
+    dest = Path(args.dir)
+    if dest.exists() and not dest.is_dir():
+        raise BadInputError(f"{args.dir}: not a directory")
+    catalog = load_catalog(getattr(args, "catalog", None), config=ctx.config)
+    data = sync(catalog, dest.resolve(), driver=args.driver, version=args.to)
+
+    def render(c: Any) -> None:
+        for f in data["files"]:
+            c.print(f"{printable(f['driver'])} {printable(f['version'])}: {printable(f['path'])}"
+                    f" ({f['size']} bytes, sha256 ok, {f['origin']})", markup=False,
+                    soft_wrap=True)
+        for s in data["skipped"]:
+            c.print(f"skipped {printable(s['driver'])} {printable(s['version'])}: "
+                    f"{printable(s['reason'])}", markup=False, soft_wrap=True)
+
+    return Outcome(NAME, data=data, render=render)

@@ -1,0 +1,149 @@
+"""Trusting a vendor package on purpose: `hwmgr catalog trust DRIVER VERSION --file PKG`.
+
+The admin obtained a vendor SRPM by their own means. hwmgr inspects it with rpm (digests,
+name, version, vendor, build host, payload, signature key), refuses one whose name or version
+is not the catalog's (via the driver recipe's package name), and records its sha256 and size
+(and the signing key, when signed) in a site catalog layer: the same JSON an admin could write
+by hand, merged over the base catalog by `hwmgr.catalog.layers`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from hwmgr.errors import BadInputError, NotFoundError, RefusedError
+from hwmgr.host.hashing import sha256_file
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.srpm import RPM_TIMEOUT, inspect_srpm
+
+TRUST_FILE = "50-trusted.json"
+_EXTRA_QUERY = ("%{VENDOR}\\n%{BUILDHOST}\\n"
+                "%|DSAHEADER?{%{DSAHEADER:pgpsig}}:{%|RSAHEADER?{%{RSAHEADER:pgpsig}}:"
+                "{(none)}|}|\\n")
+_KEY_ID = re.compile(r"Key ID ([0-9a-fA-F]{8,40})")
+
+
+@dataclass
+class PackageFacts:
+    """What rpm says about the package, and its checksum."""
+
+    path: Path
+    name: str
+    version: str
+    release: str
+    vendor: str | None
+    build_host: str | None
+    signing_key: str | None
+    sha256: str
+    size: int
+    files: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"file": str(self.path), "name": self.name, "version": self.version,
+                "release": self.release, "vendor": self.vendor, "build_host": self.build_host,
+                "signing_key": self.signing_key, "sha256": self.sha256, "size": self.size,
+                "files": self.files}
+
+
+def _none(value: str) -> str | None:
+    value = value.strip()
+    return None if value in ("", "(none)") else value
+
+
+def inspect_package(host: Host, pkg: Path) -> PackageFacts:
+    """Inspect a source RPM (digest check first: a corrupt one is refused, exit 9)."""
+    info = inspect_srpm(host, pkg)
+    res = host.run(["rpm", "-qp", "--nosignature", "--qf", _EXTRA_QUERY, str(pkg)],
+                   timeout=RPM_TIMEOUT)
+    lines = (res.stdout.split("\n") + ["", "", ""])[:3] if res.ok else ["", "", ""]
+    key = _KEY_ID.search(lines[2])
+    return PackageFacts(Path(pkg), info.name, info.version, info.release, _none(lines[0]),
+                        _none(lines[1]), key.group(1).lower() if key else None,
+                        sha256_file(pkg), Path(pkg).stat().st_size, [f.name for f in info.files])
+
+
+def check_match(facts: PackageFacts, driver: str, version: str, package_name: str) -> None:
+    """Refuse (exit 9) a package that is not the catalog's driver at the catalog's version."""
+    if facts.name != package_name:
+        raise RefusedError(f"{facts.path.name}: package name is {facts.name!r}, but the "
+                           f"{driver} recipe expects {package_name!r}; not recorded")
+    if facts.version != version:
+        raise RefusedError(f"{facts.path.name}: package version is {facts.version!r}, not the "
+                           f"catalog's {driver} {version}; not recorded")
+
+
+def check_published(sha256: str | None, size: int | None, facts: PackageFacts) -> None:
+    """With --sha256/--size (published elsewhere), the file must match them."""
+    if sha256 is not None and sha256.strip().lower() != facts.sha256:
+        raise RefusedError(f"{facts.path.name}: sha256 is {facts.sha256}, the published "
+                           f"checksum is {sha256.strip().lower()}; not recorded")
+    if size is not None and size != facts.size:
+        raise RefusedError(f"{facts.path.name}: size is {facts.size} bytes, the published size "
+                           f"is {size}; not recorded")
+
+
+def site_layer(driver: str, version: str, facts: PackageFacts, source: Mapping[str, Any],
+               today: str | None = None) -> dict[str, Any]:
+    """The site-catalog JSON that records this package as the version's trusted source."""
+    day = today or datetime.date.today().isoformat()
+    note = (f"trusted with 'hwmgr catalog trust' on {day} from {facts.path.name}: "
+            f"{facts.name}-{facts.version}-{facts.release}, vendor {facts.vendor or 'none'}, "
+            f"build host {facts.build_host or 'none'}, "
+            + (f"signed by key {facts.signing_key}" if facts.signing_key else "unsigned"))
+    src: dict[str, Any] = {"sha256": facts.sha256, "size": facts.size, "verified": True,
+                           "notes": [note]}
+    if facts.signing_key:
+        src["signing_key"] = facts.signing_key
+    if not source.get("filename") and not str(source.get("url", "")).endswith(facts.path.name):
+        src["filename"] = facts.path.name
+    return {"drivers": {driver: {"versions": {version: {"source": src}}}}}
+
+
+def _deep(dst: dict[str, Any], src: Mapping[str, Any]) -> None:
+    for k, v in src.items():
+        if isinstance(v, dict) and isinstance(dst.get(k), dict):
+            _deep(dst[k], v)
+        else:
+            dst[k] = v
+
+
+def record(local_host: Host, site_dir: Path, layer: Mapping[str, Any],
+           name: str = TRUST_FILE) -> Path:
+    """Merge `layer` into `site_dir/name` (created if absent) atomically; returns its path."""
+    target = site_dir / name
+    raw = local_host.read_bytes(str(target))
+    doc: dict[str, Any] = {"schema_version": 1,
+                           "description": "vendor packages trusted at this site "
+                                          "(hwmgr catalog trust); safe to edit by hand"}
+    if raw is not None:
+        try:
+            old = json.loads(raw)
+        except ValueError as exc:
+            raise BadInputError(f"{target}: not JSON ({exc}); fix or remove it first") from None
+        if not isinstance(old, dict):
+            raise BadInputError(f"{target}: expected a JSON object; fix or remove it first")
+        doc = old
+    elif local_host.exists(str(target)):
+        raise BadInputError(f"{target}: exists but is not readable")
+    _deep(doc, json.loads(json.dumps(layer)))
+    local_host.write_bytes(str(target), (json.dumps(doc, indent=2) + "\n").encode())
+    return target
+
+
+def version_entry(catalog: Any, driver: str, version: str) -> Mapping[str, Any]:
+    """The catalog's version entry (NotFoundError naming the known versions)."""
+    entry = catalog.entry(driver)
+    info = entry.get("versions", {}).get(version)
+    if info is None:
+        known = ", ".join(entry.get("versions", {})) or "none"
+        raise NotFoundError(f"{driver} {version} is not in the catalog (known: {known}); add "
+                            f"the version in a site catalog file first")
+    if not info.get("source"):
+        raise NotFoundError(f"{driver} {version} has no source (url) in the catalog; add one in "
+                            f"a site catalog file first")
+    return info

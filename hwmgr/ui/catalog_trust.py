@@ -1,0 +1,128 @@
+"""`hwmgr catalog trust|update|rollback|sign`: the catalog a site can trust and extend.
+
+All four act on the analysing machine (its /etc/hwmgr and state dir), never on a --root.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Callable
+
+from hwmgr.errors import HwmgrError
+from hwmgr.output import Outcome, printable
+
+NAME = "catalog"
+
+
+def add_actions(sub: Any, common: Callable[[], argparse.ArgumentParser]) -> None:
+    """Sub-parsers of the trust verbs."""
+    t = sub.add_parser("trust", parents=[common()], help="record a vendor package's checksum",
+                       description="Inspect a vendor SRPM with rpm and, on confirmation, record "
+                                   "its sha256/size (and signing key) in the site catalog.")
+    t.add_argument("driver", metavar="DRIVER")
+    t.add_argument("version", metavar="VERSION")
+    t.add_argument("--file", required=True, metavar="PKG", help="the vendor source RPM")
+    t.add_argument("--sha256", help="checksum published elsewhere (the file must match)")
+    t.add_argument("--size", type=int, help="size published elsewhere (the file must match)")
+    t.add_argument("--yes", "-y", action="store_true", help="record without asking")
+    u = sub.add_parser("update", parents=[common()], help="install a signed catalog from a URL",
+                       description="Download URL and URL.asc, verify with gpgv against "
+                                   "/etc/hwmgr/trusted.gpg.d, validate, install atomically.")
+    u.add_argument("url", metavar="URL")
+    u.add_argument("--allow-older", action="store_true",
+                   help="accept a catalog_version older than the installed one")
+    sub.add_parser("rollback", parents=[common()], help="back to the previous catalog",
+                   description="Swap the installed catalog with the one it replaced.")
+    s = sub.add_parser("sign", parents=[common()], help="sign a catalog (writes FILE.asc)",
+                       description="Validate FILE and write a detached armored signature.")
+    s.add_argument("file", metavar="FILE")
+    s.add_argument("--key", required=True, metavar="KEYID", help="gpg key to sign with")
+
+
+def _local(ctx: Any, loc: Any, *extra: str) -> Any:
+    """The analysing machine, writable only where its catalog layers live (and `extra`)."""
+    from hwmgr.host.seam import Host
+
+    return Host("/", ctx.host.runner,
+                writable=[str(loc.installed_dir), str(loc.site_dir), *extra])
+
+
+def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    """Dispatch trust, update, rollback, sign."""
+    from hwmgr.config import catalog_locations
+
+    loc = catalog_locations(ctx.config)
+    if args.action == "trust":
+        return _trust(args, ctx, loc)
+    if args.action == "update":
+        from hwmgr.catalog.update import update
+
+        data = update(_local(ctx, loc), args.url, loc, allow_older=args.allow_older)
+        return Outcome(NAME, data=data, render=lambda c: c.print(
+            f"installed catalog {data['catalog_version']} (was {data['previous_version']}), "
+            f"signed by {data['signed_by']}: {data['installed']}", markup=False,
+            soft_wrap=True))
+    if args.action == "rollback":
+        from hwmgr.catalog.update import rollback
+
+        data = rollback(_local(ctx, loc), loc)
+        return Outcome(NAME, data=data, render=lambda c: c.print(
+            f"restored catalog {data['catalog_version']}: {data['installed']}", markup=False))
+    from hwmgr.catalog.update import sign
+
+    out = sign(_local(ctx, loc, str(Path(args.file).absolute().parent)), Path(args.file), args.key)
+    return Outcome(NAME, data={"signature": str(out)},
+                   render=lambda c: c.print(f"wrote {out}", markup=False))
+
+
+def _trust(args: argparse.Namespace, ctx: Any, loc: Any) -> Outcome:
+    from hwmgr.catalog.load import load_catalog
+    from hwmgr.lifecycle import trust
+    from hwmgr.lifecycle.recipe import load_recipe
+    from hwmgr.ui.lifecycle import confirm
+
+    local_host = _local(ctx, loc)
+    cat = load_catalog(getattr(args, "catalog", None), config=ctx.config)
+    info = trust.version_entry(cat, args.driver, args.version)
+    recipe = load_recipe(args.driver, ctx.config.drivers_dir)
+    facts = trust.inspect_package(local_host, Path(args.file))
+    trust.check_match(facts, args.driver, args.version, recipe.srpm_name)
+    trust.check_published(args.sha256, args.size, facts)
+    layer = trust.site_layer(args.driver, args.version, facts, info["source"])
+    data: dict[str, Any] = {"package": facts.as_dict(), "layer": layer,
+                            "site_file": str(loc.site_dir / trust.TRUST_FILE), "recorded": False}
+    if not getattr(args, "json", False):
+        _show_facts(facts)
+    confirm(args, f"trust {facts.path.name} as {args.driver} {args.version} "
+                  f"(record it in {data['site_file']})")
+    target = str(loc.site_dir / trust.TRUST_FILE)
+    before = local_host.read_bytes(target)
+    trust.record(local_host, loc.site_dir, layer)
+    try:
+        load_catalog(None, config=ctx.config)  # the merged result must still be valid
+    except HwmgrError:
+        if before is None:
+            local_host.remove(target)
+        else:
+            local_host.write_bytes(target, before)
+        raise
+    data["recorded"] = True
+    return Outcome(NAME, data=data, render=lambda c: c.print(
+        f"recorded {args.driver} {args.version}: sha256 {facts.sha256}, {facts.size} bytes "
+        f"in {data['site_file']}", markup=False, soft_wrap=True))
+
+
+def _show_facts(facts: Any) -> None:
+    """What rpm says, before the question (stderr: stdout keeps the result)."""
+    import sys
+
+    lines = [f"package:    {facts.name}-{facts.version}-{facts.release} ({facts.path.name})",
+             f"vendor:     {facts.vendor or '(none)'}",
+             f"build host: {facts.build_host or '(none)'}",
+             f"signed by:  {facts.signing_key or '(unsigned)'}",
+             f"sha256:     {facts.sha256}",
+             f"size:       {facts.size} bytes",
+             "payload:    " + ", ".join(facts.files)]
+    sys.stderr.write("".join(printable(line) + "\n" for line in lines))
+    sys.stderr.flush()
