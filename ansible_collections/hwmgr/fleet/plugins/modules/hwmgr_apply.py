@@ -85,7 +85,7 @@ data:
   returned: success
   type: dict
 diff:
-  description: before/after text, one line per item (C(interface item: value)).
+  description: before/after text, one line per item (interface, item, value).
   returned: changed and diff mode or check mode
   type: dict
 """

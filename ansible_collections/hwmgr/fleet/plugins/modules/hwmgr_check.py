@@ -25,7 +25,7 @@ options:
     description:
       - Check this snapshot (directory or C(.tar.gz)) instead of the live host
         (C(hwmgr check --root)). Run such a task on the machine that holds the snapshot,
-        for example with C(delegate_to: localhost).
+        for example with C(delegate_to=localhost).
     type: path
   catalogs:
     description:
@@ -43,7 +43,7 @@ options:
     default: {}
   executable:
     description:
-      - The hwmgr command: a name searched in C(PATH) (plus C(/usr/local/sbin),
+      - The hwmgr command, a name searched in C(PATH) (plus C(/usr/local/sbin),
         C(/usr/local/bin), C(/usr/sbin)) or an absolute path.
     type: str
     default: hwmgr
