@@ -89,16 +89,27 @@ class Fleet:
     namespaces: list[str] = field(default_factory=list)
     sshd: subprocess.Popen | None = None
     ssh_port: int = 0
+    timing_log: Path | None = None  # bench/fleet: wrappers log "what start_ns end_ns rc"
     _n: int = 0
 
     def __post_init__(self) -> None:
         self.bin = self.tmp / "bin"
         self.bin.mkdir(parents=True, exist_ok=True)
         # hwmgr as installed on every "host": this checkout's package, the test venv's Python
-        self.hwmgr = write_exec(self.bin / "hwmgr", (
-            "#!/bin/sh\n"
-            f"PYTHONPATH={REPO}${{PYTHONPATH:+:$PYTHONPATH}} "
-            f"exec {sys.executable} -m hwmgr \"$@\"\n"))
+        env = f"PYTHONPATH={REPO}${{PYTHONPATH:+:$PYTHONPATH}}"
+        if self.timing_log is None:
+            text = f'#!/bin/sh\n{env} exec {sys.executable} -m hwmgr "$@"\n'
+        else:  # bench/fleet: wall and CPU time of every hwmgr process (wait4's rusage)
+            text = (f"#!{sys.executable} -S\nimport os, sys, time\n"
+                    f"os.environ['PYTHONPATH'] = {str(REPO)!r}\n"
+                    "t = time.monotonic_ns()\npid = os.fork()\nif pid == 0:\n"
+                    f"    os.execv({sys.executable!r}, [{sys.executable!r}, '-m', 'hwmgr',"
+                    " *sys.argv[1:]])\n"
+                    "_, status, ru = os.wait4(pid, 0)\nrc = os.waitstatus_to_exitcode(status)\n"
+                    f"with open({str(self.timing_log)!r}, 'a') as fh:\n"
+                    "    fh.write(f'hwmgr-{sys.argv[1]} {t} {time.monotonic_ns()} {rc} "
+                    "{ru.ru_utime + ru.ru_stime}\\n')\nsys.exit(rc)\n")
+        self.hwmgr = write_exec(self.bin / "hwmgr", text)
         self.catalog = self.tmp / "site-catalog.json"
         self.catalog.write_text(json.dumps(SITE_CATALOG, indent=1) + "\n")
         self.report = self.tmp / "report"
@@ -119,12 +130,19 @@ class Fleet:
             f"net.ipv4.tcp_window_scaling={window_scaling}"])
         return ns
 
+    def timed(self, command: str, what: str) -> str:
+        """Shell text running `command` (exec'd), or timing it into timing_log."""
+        if self.timing_log is None:
+            return f"exec {command}\n"
+        return (f"s=$(date +%s%N)\n{command}\nrc=$?\n"
+                f"echo {what} $s $(date +%s%N) $rc - >> {self.timing_log}\nexit $rc\n")
+
     def wrappers(self, ns: str) -> tuple[Path, Path]:
-        """Python and sh wrappers that run inside namespace `ns`."""
+        """Python and sh wrappers that run inside namespace `ns` (sh runs the collector)."""
         py = write_exec(self.bin / f"py-{ns}",
                         f"#!/bin/sh\nexec {IP} netns exec {ns} /usr/bin/python3 \"$@\"\n")
-        shell = write_exec(self.bin / f"sh-{ns}",
-                           f"#!/bin/sh\nexec {IP} netns exec {ns} /bin/sh \"$@\"\n")
+        shell = write_exec(self.bin / f"sh-{ns}", "#!/bin/sh\n" + self.timed(
+            f"{IP} netns exec {ns} /bin/sh \"$@\"", f"collector-{ns}"))
         return py, shell
 
     # ------------------------------------------------------------------ hosts
