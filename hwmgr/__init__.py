@@ -1,3 +1,3 @@
 """hwmgr: vendor-aware hardware inventory and driver lifecycle manager."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -17,7 +17,8 @@ from typing import Any, Sequence
 
 from hwmgr import __version__
 from hwmgr.errors import EXIT_INTERNAL, EXIT_USAGE, HwmgrError, UsageError
-from hwmgr.output import Outcome, make_console, write_json
+from hwmgr.output import Outcome, make_console, printable, write_json
+from hwmgr.ui.options import common_options
 
 # verb -> (module, one-line help). Order is the order shown in --help.
 VERBS: dict[str, tuple[str, str]] = {
@@ -38,28 +39,34 @@ VERBS: dict[str, tuple[str, str]] = {
     "collect-script": ("hwmgr.commands.collect_script", "print the POSIX sh snapshot collector"),
 }
 
-DEFAULT_STATE_DIR = "/var/lib/hwmgr"
-DEFAULT_CACHE_DIR = "/var/cache/hwmgr"
-
-
 @dataclass
 class Context:
     """Per-invocation settings shared by the verbs; builds the Host once, lazily."""
 
     args: argparse.Namespace
     _host: Any = field(default=None, repr=False)
+    _config: Any = field(default=None, repr=False)
     _cleanup: list[Any] = field(default_factory=list, repr=False)
 
     @property
     def host(self) -> Any:
         if self._host is None:
-            from hwmgr.snapshot import open_host
+            from hwmgr.host.snapshot import open_host
 
             root = getattr(self.args, "root", None)
             self._host, cleanup = open_host(root)
             if cleanup is not None:
                 self._cleanup.append(cleanup)
         return self._host
+
+    @property
+    def config(self) -> Any:
+        """Paths and switches for this run, from flags and HWMGR_* variables (read once)."""
+        if self._config is None:
+            from hwmgr.config import config_from
+
+            self._config = config_from(self.args)
+        return self._config
 
     def close(self) -> None:
         for fn in reversed(self._cleanup):
@@ -72,40 +79,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message)
-
-
-def common_options(json_flag: bool = True, root: bool = False) -> argparse.ArgumentParser:
-    """Options shared by verbs, usable before or after the verb name."""
-    p = argparse.ArgumentParser(add_help=False)
-    if json_flag:
-        p.add_argument("--json", action="store_true", help="print one JSON object (format 1)")
-    if root:
-        p.add_argument(
-            "--root",
-            metavar="DIR|FILE.tar.gz",
-            help="analyse a host snapshot instead of this machine",
-        )
-    p.add_argument(
-        "--catalog",
-        action="append",
-        metavar="FILE",
-        help="catalog file(s) to use instead of the bundled/installed ones",
-    )
-    p.add_argument("--debug", action="store_true", help="show tracebacks on internal errors")
-    return p
-
-
-def lifecycle_options(mutating: bool = True) -> argparse.ArgumentParser:
-    """Options of the verbs that plan or change drivers (state/cache dirs, safety)."""
-    p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--state-dir", metavar="DIR",
-                   help=f"journal, lock, backups (default $HWMGR_STATE_DIR or {DEFAULT_STATE_DIR})")
-    p.add_argument("--cache-dir", metavar="DIR",
-                   help=f"downloads (default $HWMGR_CACHE_DIR or {DEFAULT_CACHE_DIR})")
-    if mutating:
-        p.add_argument("--wait", type=float, default=0, metavar="SECONDS",
-                       help="wait this long for another hwmgr's lock (default: refuse at once)")
-    return p
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -126,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _verb_parser(verb: str) -> tuple[argparse.ArgumentParser, Any]:
     modname, helptext = VERBS[verb]
     mod = importlib.import_module(modname)
-    parents = list(getattr(mod, "PARENTS", lambda: [common_options()])())
+    parents = list(getattr(mod, "option_parents", lambda: [common_options()])())
     p = _Parser(
         prog=f"hwmgr {verb}",
         description=mod.__doc__.strip().splitlines()[0] if mod.__doc__ else helptext,
@@ -165,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif outcome.render is not None:
             outcome.render(make_console(sys.stdout))
         for err in outcome.errors if not getattr(args, "json", False) else []:
-            print(f"hwmgr {verb}: {err}", file=sys.stderr)
+            print(f"hwmgr {verb}: {printable(err)}", file=sys.stderr)
         return outcome.exit_code
     except SystemExit as exc:  # argparse --help / --version
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
@@ -187,6 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _fail(verb: str, message: str, code: int, want_json: bool, debug: bool) -> int:
     message = " ".join(message.split()) if "\n" in message else message
+    message = printable(message)  # errors quote member, file and device names from snapshots
     if want_json:
         env = Outcome(command=verb, status="error", errors=[message]).envelope()
         write_json(env, sys.stdout)

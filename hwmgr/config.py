@@ -14,10 +14,42 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from hwmgr.errors import BadInputError
-from hwmgr.host import Host
+from hwmgr.host.seam import Host
 
 DEFAULT_CONFIG = "/etc/hwmgr/hwmgr.json"
+DEFAULT_STATE_DIR = "/var/lib/hwmgr"
+DEFAULT_CACHE_DIR = "/var/cache/hwmgr"
 ON_FAILURE = ("report", "rollback")
+
+
+@dataclass
+class Config:
+    """Where hwmgr keeps state and downloads and how it may fetch; built once per run from
+    flags, then HWMGR_* environment variables, then defaults (see `config_from`)."""
+
+    state_dir: str = DEFAULT_STATE_DIR
+    cache_dir: str = DEFAULT_CACHE_DIR
+    offline: bool = False
+    mirror: str | None = None
+    drivers_dir: str | None = None
+    sign_key: str | None = None
+    sign_cert: str | None = None
+
+
+def config_from(args: Any, env: Mapping[str, str] | None = None) -> Config:
+    """The one place flags and HWMGR_* variables become a `Config` (paths made absolute)."""
+    env = env if env is not None else os.environ
+    state = getattr(args, "state_dir", None) or env.get("HWMGR_STATE_DIR") or DEFAULT_STATE_DIR
+    cache = getattr(args, "cache_dir", None) or env.get("HWMGR_CACHE_DIR") or DEFAULT_CACHE_DIR
+    return Config(
+        state_dir=os.path.abspath(state),  # host paths are absolute; ./x means here
+        cache_dir=os.path.abspath(cache),
+        offline=bool(getattr(args, "offline", False)),
+        mirror=getattr(args, "mirror", None),
+        drivers_dir=env.get("HWMGR_DRIVERS_DIR"),
+        sign_key=env.get("HWMGR_SIGN_KEY"),
+        sign_cert=env.get("HWMGR_SIGN_CERT"),
+    )
 
 
 @dataclass
@@ -86,10 +118,9 @@ KNOWN_KEYS = tuple(k for k in SiteConfig.__dataclass_fields__ if k != "source")
 
 def parse_config(raw: bytes, where: str) -> SiteConfig:
     """Parse and validate a config document (one JSON object)."""
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise BadInputError(f"{where}: not valid JSON ({exc})") from None
+    from hwmgr import safejson
+
+    doc = safejson.load(raw, where)  # a snapshot's config is untrusted: bounded depth
     if not isinstance(doc, dict):
         raise BadInputError(f"{where}: expected a JSON object")
     unknown = sorted(set(doc) - set(KNOWN_KEYS) - {"comment"})

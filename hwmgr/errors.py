@@ -67,13 +67,19 @@ class RefusedError(HwmgrError):
     exit_code = EXIT_REFUSED
 
 
+class UnknownError(HwmgrError):
+    """Something could not be read (e.g. a snapshot lacks a recorded output): no verdict."""
+
+    exit_code = EXIT_UNKNOWN
+
+
 class LockedError(HwmgrError):
     """Another hwmgr process holds the host lock."""
 
     exit_code = EXIT_LOCKED
 
 
-class PermissionError_(HwmgrError):
+class NotPermittedError(HwmgrError):
     """The operation needs privileges the caller does not have."""
 
     exit_code = EXIT_PERMISSION

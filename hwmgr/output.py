@@ -33,11 +33,16 @@ class Outcome:
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
 _CONTROL.update({0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"})
 _CONTROL.update({c: f"\\u{c:04x}" for c in range(0x80, 0xA0)})
+# lone surrogates cannot be written to a UTF-8 terminal at all; those from undecodable file
+# names (surrogateescape, U+DC80-U+DCFF) show as the byte they stand for
+_CONTROL.update({c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)})
+_CONTROL.update({c: f"\\x{c - 0xDC00:02x}" for c in range(0xDC80, 0xDD00)})
 
 
 def printable(text: Any) -> str:
-    """`text` with control characters escaped: host- and snapshot-supplied strings reach a
-    terminal only through this, so a hostile hostname cannot move the cursor or recolour."""
+    """`text` with control characters (and lone surrogates) escaped: host- and snapshot-
+    supplied strings reach a terminal only through this, so a hostile hostname cannot move
+    the cursor or recolour, and an undecodable file name cannot crash the output."""
     return str(text).translate(_CONTROL)
 
 
@@ -45,6 +50,11 @@ def write_json(obj: Any, stream: TextIO) -> None:
     """Indented for a terminal; compact (C encoder, one write) for pipes and files."""
     pretty = hasattr(stream, "isatty") and stream.isatty()
     text = json.dumps(obj, indent=2 if pretty else None, ensure_ascii=False)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a file name that was not UTF-8 (surrogateescape)
+            text = json.dumps(obj, indent=2 if pretty else None)  # \udcff: still valid JSON
     stream.write(text + "\n")
 
 

@@ -15,10 +15,10 @@ import time
 from typing import Any
 
 from hwmgr.errors import HwmgrError
-from hwmgr.host import Host
-from hwmgr.runner import SubprocessRunner
-from hwmgr.state import StateDir
-from hwmgr.transaction import Ctx, Step, Transaction
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
+from hwmgr.transaction.engine import Ctx, Step, Transaction
+from hwmgr.transaction.state import StateDir
 
 STATE = "/var/lib/hwmgr"
 FETCHED = "/var/cache/hwmgr/demo-1.0.src.rpm"

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from srpmfactory import build_srpm
 
-from hwmgr.dkms import Dkms, kernels_with_headers
-from hwmgr.host import Host
-from hwmgr.runner import SubprocessRunner
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.dkms import Dkms, kernels_with_headers
 
 MODULE = "hwmgrtest"
 

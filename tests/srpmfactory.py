@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Sequence, Tuple
 
-from hwmgr.runner import SubprocessRunner
+from hwmgr.host.runner import SubprocessRunner
 
 KMOD_DIR = Path(__file__).resolve().parent / "kmod"
 BE2NET_NAME = "be2net"

@@ -14,12 +14,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import HOSTS, run_cli
 
 from hwmgr.errors import HwmgrError
-from hwmgr.inventory import Inventory
-from hwmgr.snapshot import open_host
+from hwmgr.host.snapshot import open_host
+from hwmgr.inventory.scan import Inventory
 
 ATTRS = ["vendor", "device", "subsystem_vendor", "subsystem_device", "class", "revision",
          "numa_node", "current_link_speed", "current_link_width", "sriov_totalvfs",
@@ -113,3 +115,86 @@ def test_damaged_snapshots_never_crash(devices: list[dict], index: str, meta_ok:
         assert "root:" not in json.dumps(scan.to_json())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ CLI: not-a-file inputs
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("kind, code, fragment", [
+    ("directory", 8, "is a directory"),
+    ("devnull", 8, "is a character device"),
+    ("fifo", 8, "is a FIFO"),
+    ("missing", 3, "does not exist"),
+])
+def test_catalog_validate_says_what_a_non_file_is(tmp_path: Path, kind: str, code: int,
+                                                  fragment: str) -> None:
+    path = {"directory": tmp_path, "devnull": Path("/dev/null"), "fifo": tmp_path / "c.json",
+            "missing": tmp_path / "nope.json"}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    res = run_cli("catalog", "validate", str(path), timeout=15)
+    assert res.returncode == code, res.stderr
+    assert res.stderr.count("\n") == 1 and fragment in res.stderr and str(path) in res.stderr
+
+
+# ------------------------------------------------------------------ hostile strings on screen
+EVIL = "eth\x1b[2J\x1b]0;t\x07[bold red]X[/]\r"
+SHOWN = "eth\\x1b[2J\\x1b]0;t\\x07[bold red]X[/]\\r"
+
+
+def _screen(render, data) -> str:
+    import io
+
+    from hwmgr.output import make_console
+
+    buf = io.StringIO()
+    render(make_console(buf), data)
+    return buf.getvalue()
+
+
+def test_plan_rendering_escapes_host_strings() -> None:
+    from hwmgr.ui.lifecycle import render_plan
+
+    plan = {"action": "upgrade", "driver": EVIL, "to_version": EVIL, "kernels": [EVIL],
+            "from_versions": {EVIL: EVIL}, "initramfs": {}, "reboot_required": False,
+            "devices": [{"address": EVIL, "vendor_id": "19a2", "device_id": "0710",
+                         "interfaces": [EVIL]}], "steps": [EVIL],
+            "backups": [{"kernel": EVIL, "module": EVIL, "path": EVIL, "version": EVIL}],
+            "warnings": [EVIL], "refusals": [{"code": 9, "reason": EVIL}]}
+    out = _screen(render_plan, plan)
+    assert "\x1b" not in out and "\r" not in out and "\x07" not in out
+    assert out.count(SHOWN) >= 10, out
+
+
+def test_verify_rendering_escapes_host_strings() -> None:
+    from hwmgr.commands.verify import _render
+
+    check = {"result": "fail", "device": EVIL, "field": EVIL, "expected": EVIL, "actual": EVIL,
+             "source": EVIL, "message": EVIL}
+    data = {"expectations": [{"driver": EVIL, "expected_version": EVIL, "kind": "upgrade",
+                              "txn": 3, "status": "failed", "checks": [check],
+                              "action": "report", "action_detail": EVIL, "throughput": {}}],
+            "notes": [EVIL], "reboot": None}
+    out = _screen(_render, data)
+    assert "\x1b" not in out and "\r" not in out and "\x07" not in out
+    assert out.count(SHOWN) >= 4 and out.count("[bol") >= 8, out  # table cells fold
+
+
+@pytest.mark.parametrize("text, fragment", [("[" * 100_000, "nested"), ("9" * 50_000, "digits")])
+def test_hostile_json_elsewhere_in_a_snapshot_is_exit_8_or_ignored(
+        tmp_path: Path, text: str, fragment: str) -> None:
+    """The site config (exit 8, named) and a recorded storcli output (ignored) in a snapshot."""
+    snap = tmp_path / "snap"
+    shutil.copytree(HOSTS / "seed001-bnx2", snap, symlinks=True)
+    (snap / "etc/hwmgr").mkdir()
+    (snap / "etc/hwmgr/hwmgr.json").write_text(text)
+    res = run_cli("verify", "--root", str(snap))
+    assert res.returncode == 8, res.stderr
+    assert "/etc/hwmgr/hwmgr.json" in res.stderr and fragment in res.stderr
+    (snap / "etc/hwmgr/hwmgr.json").unlink()
+    index = json.loads((snap / "commands/index.json").read_text())
+    (snap / "commands/storcli.txt").write_text(text)
+    index.append({"argv": ["storcli64", "/call", "show", "J"], "rc": 0,
+                  "stdout": "commands/storcli.txt"})
+    (snap / "commands/index.json").write_text(json.dumps(index))
+    res = run_cli("inventory", "--root", str(snap))
+    assert res.returncode in (0, 5), res.stderr

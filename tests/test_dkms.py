@@ -1,4 +1,4 @@
-"""Tests for hwmgr.dkms with the real dkms, rpm tools and kernel headers.
+"""Tests for hwmgr.lifecycle.dkms with the real dkms, rpm tools and kernel headers.
 
 Everything a test adds is removed again (DKMS entry, /usr/src/<name>-<version>, installed
 .ko files); versions carry the test process id so parallel runs do not collide. DKMS signing
@@ -20,18 +20,18 @@ from typing import Iterator
 import pytest
 import srpmfactory as factory
 
-from hwmgr.dkms import (
+from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.dkms import (
     Dkms,
     headers_package,
     kernels_with_headers,
     parse_status,
     render_dkms_conf,
 )
-from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
-from hwmgr.host import Host
-from hwmgr.recipe import ModuleSpec, Recipe, load_recipe
-from hwmgr.runner import SubprocessRunner
-from hwmgr.srpm import unpack_srpm
+from hwmgr.lifecycle.recipe import ModuleSpec, Recipe, load_recipe
+from hwmgr.lifecycle.srpm import unpack_srpm
 
 HOST = Host("/", SubprocessRunner())
 KERNELS = kernels_with_headers(HOST)

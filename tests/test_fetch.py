@@ -1,4 +1,4 @@
-"""Tests for hwmgr.fetch against real HTTP(S) servers on 127.0.0.1 (no mocked requests).
+"""Tests for hwmgr.lifecycle.fetch against real HTTP(S) servers on 127.0.0.1 (no mocked requests).
 
 The scriptable server below can cut, stall, redirect, lie about lengths and ignore Range, and
 logs every request so a test can prove what did (or did not) touch the network.
@@ -29,8 +29,8 @@ from hwmgr.errors import (
     NotFoundError,
     RefusedError,
 )
-from hwmgr.fetch import CHUNK, FetchResult, Source, cache_path, fetch
-from hwmgr.runner import SubprocessRunner
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.lifecycle.fetch import CHUNK, FetchResult, Source, cache_path, fetch
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -624,7 +624,7 @@ def test_source_from_catalog_and_cache_path() -> None:
 
 
 def test_import_is_lazy_about_requests() -> None:
-    code = "import sys, hwmgr.fetch; print('requests' in sys.modules)"
+    code = "import sys, hwmgr.lifecycle.fetch; print('requests' in sys.modules)"
     res = SubprocessRunner().run([sys.executable, "-c", code])
     assert res.ok, res.describe()
     assert res.stdout.strip() == "False"

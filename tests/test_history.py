@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
 from support import run_cli
 
 from hwmgr.commands.history import results_text
@@ -24,3 +26,85 @@ def test_history_on_an_empty_state_dir(tmp_path: Path) -> None:
     res = run_cli("history", "--state-dir", str(tmp_path / "none"))
     assert res.returncode == 0 and "no transactions recorded" in res.stdout
     assert not (tmp_path / "none").exists(), "reading history creates nothing"
+
+
+def _journal(state_dir: Path, target: str = "be2net", params: str | None = None) -> Path:
+    """A real journal with one transaction (raw SQL for the hostile bits)."""
+    from hwmgr.transaction.journal import Journal
+
+    state_dir.mkdir(parents=True, exist_ok=True)
+    j = Journal(state_dir / "journal.sqlite")
+    txn = j.begin("upgrade", target, {"version": "1.0"}, [("fetch", True, False)])
+    if params is not None:
+        j.db.execute("UPDATE transactions SET params=? WHERE id=?", (params, txn))
+    j.close()
+    return state_dir / "journal.sqlite"
+
+
+def test_history_reads_without_writing(tmp_path: Path) -> None:
+    journal = _journal(tmp_path / "state")
+    before = journal.read_bytes()
+    os.chmod(tmp_path / "state", 0o555)  # root ignores modes: the bytes are the real check
+    try:
+        res = run_cli("history", "--state-dir", str(tmp_path / "state"))
+    finally:
+        os.chmod(tmp_path / "state", 0o755)
+    assert res.returncode == 0 and "be2net" in res.stdout, res.stderr
+    assert journal.read_bytes() == before
+    assert sorted(p.name for p in (tmp_path / "state").iterdir()) == ["journal.sqlite"]
+
+
+def test_history_never_migrates_a_foreign_database(tmp_path: Path) -> None:
+    import sqlite3
+
+    (tmp_path / "state").mkdir()
+    db = sqlite3.connect(tmp_path / "state/journal.sqlite")
+    db.execute("CREATE TABLE other(x)")
+    db.commit()
+    db.close()
+    before = (tmp_path / "state/journal.sqlite").read_bytes()
+    res = run_cli("history", "--state-dir", str(tmp_path / "state"))
+    assert res.returncode == 8 and "not a hwmgr journal" in res.stderr, res.stderr
+    assert (tmp_path / "state/journal.sqlite").read_bytes() == before
+
+
+def test_history_state_dir_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "state").write_text("x")
+    res = run_cli("history", "--state-dir", str(tmp_path / "state"))
+    assert res.returncode == 8, res.stderr
+    assert res.stderr.count("\n") == 1 and "is not a directory" in res.stderr
+    assert (tmp_path / "state").read_text() == "x"
+
+
+@pytest.mark.timeout(20)
+def test_history_journal_that_is_a_fifo(tmp_path: Path) -> None:
+    (tmp_path / "state").mkdir()
+    os.mkfifo(tmp_path / "state/journal.sqlite")
+    res = run_cli("history", "--state-dir", str(tmp_path / "state"), timeout=15)
+    assert res.returncode == 8 and "not a regular file" in res.stderr, res.stderr
+
+
+def test_hostile_journal_json_is_exit_8(tmp_path: Path) -> None:
+    _journal(tmp_path / "state", params="[" * 100_000 + "]" * 100_000)
+    res = run_cli("history", "--state-dir", str(tmp_path / "state"))
+    assert res.returncode == 8 and "nested" in res.stderr, res.stderr
+    assert res.stderr.count("\n") == 1
+
+
+def test_journal_text_reaches_the_terminal_escaped(tmp_path: Path) -> None:
+    _journal(tmp_path / "state", target="be2\x1b[2Jnet[bold]x[/]")
+    res = run_cli("history", "--state-dir", str(tmp_path / "state"))
+    assert res.returncode == 0, res.stderr
+    assert "\x1b" not in res.stdout and "be2\\x1b[2Jnet[bold]x[/]" in res.stdout
+
+
+def test_a_snapshots_state_dir_link_is_resolved_inside_it(tmp_path: Path) -> None:
+    """var/lib/hwmgr -> an outside state dir: its journal is not the snapshot's history."""
+    _journal(tmp_path / "outside")
+    snap = tmp_path / "snap"
+    (snap / "var/lib").mkdir(parents=True)
+    (snap / "snapshot.json").write_text('{"format": "hwmgr-snapshot", "version": 1}')
+    os.symlink(str(tmp_path / "outside"), snap / "var/lib/hwmgr")
+    res = run_cli("history", "--root", str(snap))
+    assert res.returncode == 0, res.stderr
+    assert "no transactions recorded" in res.stdout and "be2net" not in res.stdout

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
-from hwmgr.host import Host
-from hwmgr.runner import SubprocessRunner
+import pytest
+
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
 
 
 def make_tree(root: Path) -> Host:
@@ -92,3 +95,36 @@ def test_write_bytes_is_atomic_and_recorded_reads(tmp_path: Path) -> None:
     assert h.read_bytes("/var/lib/hwmgr/y") == b"two"
     assert h.remove("/var/lib/hwmgr/y") and not h.remove("/var/lib/hwmgr/y")
     assert h.free_bytes("/var/lib/hwmgr/nonexistent/deeper") > 0
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("snapshot", [False, True])
+def test_fifos_read_as_unknown_without_blocking(tmp_path: Path, snapshot: bool) -> None:
+    h = make_tree(tmp_path)
+    h.meta = {"hostname": "h"} if snapshot else {}  # a snapshot host caches entry types
+    dev = tmp_path / "sys/devices/pci0000:00/0000:00:03.0"
+    os.mkfifo(dev / "device")
+    os.symlink("device", dev / "via_link")
+    h.listdir("/sys/devices/pci0000:00/0000:00:03.0")
+    for leaf in ("device", "via_link"):
+        for parent in ("/sys/bus/pci/devices/0000:00:03.0", "/sys/devices/pci0000:00/0000:00:03.0"):
+            for _ in range(2):  # the second read takes read_attr's cached fast path
+                assert h.read_attr(f"{parent}/{leaf}") is None
+                assert h.read_bytes(f"{parent}/{leaf}") is None
+    assert h.read_attr("/sys/devices/pci0000:00/0000:00:03.0/vendor") == "0x8086"
+    live = Host("/", SubprocessRunner())
+    assert live.read_bytes(str(dev / "device")) is None
+    assert live.read_attr(str(dev / "device")) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")
+@pytest.mark.parametrize("snapshot", [False, True])
+def test_device_nodes_in_a_snapshot_are_never_opened(tmp_path: Path, snapshot: bool) -> None:
+    """A char device (here 1:5, like /dev/zero) would read as 1 MiB of zeros if opened."""
+    h = make_tree(tmp_path)
+    h.meta = {"hostname": "h"} if snapshot else {}
+    dev = tmp_path / "sys/devices/pci0000:00/0000:00:03.0"
+    os.mknod(dev / "zero", 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    for _ in range(2):
+        assert h.read_bytes("/sys/devices/pci0000:00/0000:00:03.0/zero") is None
+        assert h.read_attr("/sys/devices/pci0000:00/0000:00:03.0/zero") is None

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from support import HOSTS, run_cli, run_json
 
-from hwmgr.inventory import Inventory, parse_ethtool_i
-from hwmgr.snapshot import open_host
+from hwmgr.host.snapshot import open_host
+from hwmgr.inventory.scan import Inventory, parse_ethtool_i
 
 SECTION5 = ["address", "vendor_id", "device_id", "subsystem_vendor_id", "subsystem_device_id",
             "class", "vendor_name", "device_name", "driver", "driver_version",
@@ -78,8 +78,9 @@ def test_seed000_be3_is_known_bad_with_vendor_driver_recommended() -> None:
 def test_human_table_shows_the_verdict() -> None:
     res = run_cli("inventory", "--root", str(HOSTS / "seed000-ustor"))
     assert res.returncode == 0
-    assert "known-bad → 10.2.470.14" in res.stdout and "OneConnect" in res.stdout
-    assert "RAID bus controller" in res.stdout
+    assert "known-bad [1]" in res.stdout and "OneConnect" in res.stdout
+    assert "[1] be2net 4.1.307r is known-bad (recommended: 10.2.470.14)" in res.stdout
+    assert "MegaRAID SAS 2108" in res.stdout  # storage controllers are listed with the NICs
 
 
 def test_seed002_sriov_domains_and_in_kernel_version() -> None:

@@ -16,9 +16,9 @@ import pytest
 from lifecycle_env import MODULE, Bed, cleanup_dkms, make_bed, write_catalog
 from support import run_cli
 
-from hwmgr.host import Host
-from hwmgr.runner import SubprocessRunner
-from hwmgr.state import StateDir
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
+from hwmgr.transaction.state import StateDir
 
 UPGRADE_STEPS = ["fetch", "unpack", "dkms-add", "dkms-build", "backup", "install", "initramfs",
                  "arm"]
@@ -167,8 +167,8 @@ def test_refusals_change_nothing(bed: Bed, tmp_path: Path, case: str, rc: int,
         holder = subprocess.Popen(
             ["python3", "-c", (
                 "import sys,time; sys.path.insert(0, '.');"
-                "from hwmgr.host import Host; from hwmgr.runner import SubprocessRunner;"
-                "from hwmgr.state import StateDir;"
+                "from hwmgr.host.seam import Host; from hwmgr.host.runner import SubprocessRunner;"
+                "from hwmgr.transaction.state import StateDir;"
                 f"s=StateDir(Host('/', SubprocessRunner()), {bed.env['HWMGR_STATE_DIR']!r});"
                 "l=s.lock('hwmgr upgrade hwmgrtest 1.0'); l.acquire(); print('held', flush=True);"
                 "time.sleep(60)")],

@@ -22,12 +22,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from lifecycle_env import MODULE, make_bed, write_catalog  # noqa: E402
 
 import hwmgr  # noqa: E402
-from hwmgr import cli, snapshot  # noqa: E402
-from hwmgr.dkms import render_dkms_conf  # noqa: E402
-from hwmgr.host import Host  # noqa: E402
-from hwmgr.package import changelog_date, render_spec  # noqa: E402
-from hwmgr.recipe import load_recipe  # noqa: E402
-from hwmgr.runner import RecordingRunner, SubprocessRunner  # noqa: E402
+from hwmgr import cli
+from hwmgr.host import snapshot  # noqa: E402
+from hwmgr.host.runner import RecordingRunner, SubprocessRunner  # noqa: E402
+from hwmgr.host.seam import Host  # noqa: E402
+from hwmgr.lifecycle.dkms import render_dkms_conf  # noqa: E402
+from hwmgr.lifecycle.package import changelog_date, render_spec  # noqa: E402
+from hwmgr.lifecycle.recipe import load_recipe  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "specs"

@@ -1,4 +1,4 @@
-"""Tests for hwmgr.pciids: libpci and the built-in parser agree with pci.ids, lspci, each other."""
+"""Tests for hwmgr.catalog.pciids: libpci and the built-in parser agree with pci.ids and lspci."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from hwmgr.catalog.pciids import DEFAULT_IDS_PATHS, LIBPCI_SONAME, PciNames, default_names
 from hwmgr.errors import BadInputError, NotFoundError, UsageError
-from hwmgr.pciids import DEFAULT_IDS_PATHS, LIBPCI_SONAME, PciNames, default_names
-from hwmgr.runner import SubprocessRunner
+from hwmgr.host.runner import SubprocessRunner
 
 SYSTEM_IDS = next((p for p in DEFAULT_IDS_PATHS if os.path.isfile(p)), None)
 
@@ -352,7 +352,7 @@ def test_libpci_bad_files_do_not_end_the_process(tmp_path: Path) -> None:
     code = textwrap.dedent(
         f"""
         import json
-        from hwmgr.pciids import _LibPci
+        from hwmgr.catalog.pciids import _LibPci
         out = {{}}
         for name in ("missing.ids", "garbage.ids", "random.ids", "long.ids", "bad.ids.gz"):
             lib = _LibPci({str(tmp_path)!r} + "/" + name)

@@ -1,5 +1,6 @@
 """Planning on a captured host (seed 000): the be2net upgrade is refused because be2net
-carries the default route, Secure Boot without a key is refused, and nothing is written."""
+carries the default route, Secure Boot without a key is refused, every refusal carries its own
+exit code in fix-first order, what a snapshot lacks is "unknown" (11), and nothing is written."""
 
 from __future__ import annotations
 
@@ -12,31 +13,18 @@ import pytest
 from support import HOSTS, REPO, run_cli
 
 KVER = "2.6.32-279.el6.x86_64"
-# /proc/net/route of seed 000 ('route' output there: default via eth2 and via eth0)
-ROUTE = (
-    "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
-    "eth0\t0082A8AC\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"
-    "eth2\t006E10C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"
-    "eth2\t00000000\t016E10C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
-    "eth0\t00000000\t018210AC\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
-)
+SEED000 = HOSTS / "seed000-ustor"
+SHIPPED = REPO / "catalogs/hwmgr-catalog.json"
+ENV = {"HWMGR_STATE_DIR": "/var/lib/hwmgr-test-none", "SSH_CONNECTION": ""}
 
 
 @pytest.fixture
 def seed000(tmp_path: Path) -> tuple[Path, Path]:
-    """seed-000 snapshot + what planning reads (routes, modinfo, headers) + a catalog whose
-    10.2.470.14 source carries a checksum (the shipped one refuses the unverified URL)."""
+    """A copy of the seed-000 snapshot (it records routes, headers and `modinfo -k` for be2net)
+    + a catalog whose 10.2.470.14 source carries a checksum (the shipped one is unverified)."""
     snap = tmp_path / "ustor"
-    shutil.copytree(HOSTS / "seed000-ustor", snap, symlinks=True)
-    (snap / "proc/net").mkdir(parents=True)
-    (snap / "proc/net/route").write_text(ROUTE)
-    (snap / f"lib/modules/{KVER}/build").mkdir(parents=True)
-    (snap / f"lib/modules/{KVER}/build/Makefile").write_text("# headers\n")
-    index = json.loads((snap / "commands/index.json").read_text())
-    index.append({"argv": ["modinfo", "-k", KVER, "be2net"], "rc": 0,
-                  "stdout": "commands/modinfo-be2net.txt"})
-    (snap / "commands/index.json").write_text(json.dumps(index))
-    cat = json.loads((REPO / "catalogs/hwmgr-catalog.json").read_text())
+    shutil.copytree(SEED000, snap, symlinks=True)
+    cat = json.loads(SHIPPED.read_text())
     src = cat["drivers"]["be2net"]["versions"]["10.2.470.14"]["source"]
     src.pop("verified", None)
     src.update(sha256=hashlib.sha256(b"x").hexdigest(), size=1)
@@ -45,11 +33,14 @@ def seed000(tmp_path: Path) -> tuple[Path, Path]:
     return snap, catalog
 
 
+def reasons(doc: dict) -> list[str]:
+    return [r["reason"] for r in doc["data"]["refusals"]]
+
+
 def plan(snap: Path, catalog: Path, *extra: str, env: dict | None = None):
     res = run_cli("plan", "upgrade", "be2net", "--to", "10.2.470.14", "--kernel", KVER,
                   "--root", str(snap), "--catalog", str(catalog), "--json", *extra,
-                  env={"HWMGR_STATE_DIR": "/var/lib/hwmgr-test-none", "SSH_CONNECTION": "",
-                       **(env or {})})
+                  env={**ENV, **(env or {})})
     return res, json.loads(res.stdout)
 
 
@@ -59,8 +50,8 @@ def test_default_route_interface_is_refused_by_name(seed000: tuple[Path, Path]) 
     res, doc = plan(snap, catalog)
     assert res.returncode == 9, res.stderr
     assert doc["status"] == "refused"
-    assert any("eth2 carries the default route" in r for r in doc["data"]["refusals"])
-    assert not any("eth0" in r for r in doc["data"]["refusals"])  # eth0 is e1000e
+    assert any("eth2 carries the default route" in r for r in reasons(doc))
+    assert not any("eth0" in r for r in reasons(doc))  # eth0 is e1000e
     data = doc["data"]
     assert {d["address"] for d in data["devices"]} == {"0000:02:00.0", "0000:02:00.1"}
     assert data["from_versions"] == {KVER: "4.1.307r"}
@@ -86,7 +77,7 @@ def test_secure_boot_without_key_is_refused(seed000: tuple[Path, Path]) -> None:
     (snap / "commands/index.json").write_text(json.dumps(index))
     res, doc = plan(snap, catalog, "--force")
     assert res.returncode == 9
-    assert any("Secure Boot" in r for r in doc["data"]["refusals"])
+    assert any("Secure Boot" in r for r in reasons(doc))
 
 
 def test_ssh_session_interface_is_named(seed000: tuple[Path, Path]) -> None:
@@ -96,15 +87,91 @@ def test_ssh_session_interface_is_named(seed000: tuple[Path, Path]) -> None:
     index = json.loads((snap / "commands/index.json").read_text())
     index.append({"argv": ["ip", "-o", "addr", "show"], "rc": 0, "stdout": "commands/ip.txt"})
     (snap / "commands/index.json").write_text(json.dumps(index))
-    (snap / "proc/net/route").write_text(ROUTE.splitlines()[0] + "\n")  # no default routes
+    route = snap / "proc/net/route"  # keep only the header line: no default routes
+    route.write_text(route.read_text().splitlines()[0] + "\n")
     res, doc = plan(snap, catalog,
                     env={"SSH_CONNECTION": "192.16.110.60 51000 192.16.110.50 22"})
     assert res.returncode == 9
-    assert any("eth2 carries the current SSH session" in r for r in doc["data"]["refusals"])
+    assert any("eth2 carries the current SSH session" in r for r in reasons(doc))
 
 
 def test_shipped_catalog_refuses_the_unverified_vendor_url(seed000: tuple[Path, Path]) -> None:
     snap, _ = seed000
-    res, doc = plan(snap, REPO / "catalogs/hwmgr-catalog.json", "--force")
+    res, doc = plan(snap, SHIPPED, "--force")
     assert res.returncode == 9
-    assert any("verified" in r or "sha256" in r for r in doc["data"]["refusals"])
+    assert any("verified" in r or "sha256" in r for r in reasons(doc))
+
+
+def test_readme_example_prints_a_plan_with_the_true_refusals() -> None:
+    """README: `hwmgr plan upgrade be2net --to 10.2.470.14 --root .../seed000-ustor`."""
+    res = run_cli("plan", "upgrade", "be2net", "--to", "10.2.470.14", "--root", str(SEED000),
+                  env=ENV)
+    assert res.returncode == 9, res.stderr
+    assert "modinfo is not available" not in res.stdout + res.stderr
+    assert f"target kernel {KVER}: now 4.1.307r" in res.stdout
+    refused = [ln for ln in res.stdout.splitlines() if "refused" in ln]
+    assert len(refused) == 2, res.stdout
+    assert refused[0].startswith("  refused (exit 9): be2net 10.2.470.14: source http://")
+    assert refused[0].endswith("is not verified (no known sha256/size)")
+    assert "eth2 carries the default route" in refused[1]
+    assert "dkms build be2net/10.2.470.14 for " + KVER in res.stdout
+
+
+@pytest.mark.parametrize("to, first, codes, fragment", [
+    ("4.1.307r", 9, [9, 9, 9], "be2net 4.1.307r is known-bad: about 100 MB/s"),
+    ("9.9", 3, [3, 9], "be2net 9.9 is not in the catalog (listed: 10.2.470.14, 4.1.307r)"),
+    ("../../etc/passwd", 8, [8, 9], "does not look like a version"),
+    ("1" * 10_000, 8, [8, 9], "is 10000 characters long; a version is at most 64"),
+])
+def test_each_refusal_has_its_own_code_in_fix_first_order(
+        to: str, first: int, codes: list[int], fragment: str) -> None:
+    res = run_cli("plan", "upgrade", "be2net", "--to", to, "--root", str(SEED000), "--json",
+                  env=ENV)
+    doc = json.loads(res.stdout)
+    assert res.returncode == first, res.stderr
+    refusals = doc["data"]["refusals"]
+    assert [r["code"] for r in refusals] == codes, refusals
+    assert fragment in refusals[0]["reason"]
+    assert "eth2 carries the default route" in refusals[-1]["reason"]
+    assert doc["data"]["kernels"] == [KVER]
+    assert len(res.stdout) < 5000, "a 10k --to is not echoed back whole"
+    if first == 8:
+        assert doc["data"]["steps"] == [], "no steps for a string that is not a version"
+
+
+def test_snapshot_without_modinfo_output_is_unknown_and_says_retake(
+        seed000: tuple[Path, Path]) -> None:
+    snap, catalog = seed000
+    index = json.loads((snap / "commands/index.json").read_text())
+    index = [e for e in index if e["argv"][:2] != ["modinfo", "-k"]]
+    (snap / "commands/index.json").write_text(json.dumps(index))
+    res, doc = plan(snap, catalog, "--force")
+    assert res.returncode == 11, res.stderr
+    want = (f"snapshot has no recorded output of `modinfo -k {KVER} be2net`; "
+            "retake it with hwmgr ≥ 0.2.0")
+    assert reasons(doc) == [want]
+    assert doc["data"]["refusals"][0]["code"] == 11
+    assert doc["data"]["unread"] == [KVER] and doc["data"]["kernels"] == [KVER]
+    assert "install" not in res.stderr and "kmod" not in res.stderr + str(doc["errors"])
+    human = run_cli("plan", "upgrade", "be2net", "--to", "10.2.470.14", "--force",
+                    "--root", str(snap), "--catalog", str(catalog), env=ENV)
+    assert human.returncode == 11
+    assert f"target kernel {KVER}: now unknown (not in the snapshot)" in human.stdout
+
+
+def test_snapshot_without_records_is_unknown_not_safe(seed000: tuple[Path, Path]) -> None:
+    """A snapshot that does not say it recorded routes, headers or Secure Boot state (older
+    hwmgr) must not read as "no default route", "no headers" or "Secure Boot off"."""
+    snap, catalog = seed000
+    meta = json.loads((snap / "snapshot.json").read_text())
+    del meta["records"], meta["hwmgr"]
+    (snap / "snapshot.json").write_text(json.dumps(meta))
+    shutil.rmtree(snap / "lib")
+    (snap / "proc/net/route").unlink()
+    res, doc = plan(snap, catalog)
+    assert res.returncode == 11, res.stderr
+    got = reasons(doc)
+    assert [r["code"] for r in doc["data"]["refusals"]] == [11, 11, 11]
+    assert f"kernel headers listing (/lib/modules/{KVER}/build)" in got[0]
+    assert "routing table" in got[1] and "Secure Boot state" in got[2]
+    assert all("retake it with hwmgr" in r and "install" not in r for r in got)

@@ -1,4 +1,4 @@
-"""Tests for hwmgr.recipe and the drivers/ folder: loading, validation, conformance."""
+"""Tests for hwmgr.lifecycle.recipe and the drivers/ folder: loading, validation, conformance."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from hwmgr.dkms import render_dkms_conf
 from hwmgr.errors import BadInputError, NotFoundError
-from hwmgr.recipe import (
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.lifecycle.dkms import render_dkms_conf
+from hwmgr.lifecycle.recipe import (
     REPO_DRIVERS_DIR,
     check_version,
     list_drivers,
     load_recipe,
 )
-from hwmgr.runner import SubprocessRunner
 
 README_HEADINGS = ["What it drives", "Source", "Build", "Verify", "Rollback", "Known issues"]
 

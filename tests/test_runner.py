@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hwmgr.errors import BadInputError
-from hwmgr.runner import RecordingRunner, ReplayRunner, SubprocessRunner
+from hwmgr.host.runner import RecordingRunner, ReplayRunner, SubprocessRunner
 
 
 def test_subprocess_runner_sets_c_locale_and_returns_output() -> None:

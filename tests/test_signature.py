@@ -15,9 +15,9 @@ from srpmfactory import build_srpm
 from support import run_cli
 
 from hwmgr.errors import RefusedError
-from hwmgr.host import Host
-from hwmgr.runner import SubprocessRunner
-from hwmgr.signature import check_signature, keyring_path
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.signature import check_signature, keyring_path
 
 pytestmark = pytest.mark.skipif(not shutil.which("gpg") or not shutil.which("rpmsign"),
                                 reason="gpg and rpmsign are needed")

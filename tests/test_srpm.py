@@ -1,4 +1,4 @@
-"""Tests for hwmgr.srpm with real rpmbuild-made SRPMs, including hostile ones."""
+"""Tests for hwmgr.lifecycle.srpm with real rpmbuild-made SRPMs, including hostile ones."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pytest
 import srpmfactory as factory
 
 from hwmgr.errors import BadInputError, NotFoundError, RefusedError
-from hwmgr.host import Host
-from hwmgr.recipe import load_recipe
-from hwmgr.runner import SubprocessRunner
-from hwmgr.srpm import check_tarball, extract_tarball, inspect_srpm, unpack_srpm
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.recipe import load_recipe
+from hwmgr.lifecycle.srpm import check_tarball, extract_tarball, inspect_srpm, unpack_srpm
 
 V = factory.BE2NET_VERSION
 

@@ -21,8 +21,8 @@ from netns import A_IP, B_IP, IP, UNUSED_IP, VethLink, free_port, leftover_names
 from support import REPO
 
 from hwmgr.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNKNOWN
-from hwmgr.runner import Result
-from hwmgr.throughput import (
+from hwmgr.host.runner import Result
+from hwmgr.verify.throughput import (
     IperfOutputError,
     Run,
     judge,

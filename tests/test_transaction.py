@@ -28,10 +28,10 @@ from hwmgr.errors import (
     LockedError,
     RefusedError,
 )
-from hwmgr.host import Host
-from hwmgr.runner import SubprocessRunner
-from hwmgr.state import StateDir, iter_backups
-from hwmgr.transaction import Ctx, Step, Transaction, TransactionError, history
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
+from hwmgr.transaction.engine import Ctx, Step, Transaction, TransactionError, history
+from hwmgr.transaction.state import StateDir, iter_backups
 
 HERE = Path(__file__).resolve().parent
 HELPER = HERE / "helpers_crash.py"

@@ -24,9 +24,9 @@ from hwmgr.errors import (
     EXIT_UNKNOWN,
     EXIT_USAGE,
 )
-from hwmgr.host import Host
-from hwmgr.runner import SubprocessRunner
-from hwmgr.state import StateDir
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
+from hwmgr.transaction.state import StateDir
 
 VFX = REPO / "tests" / "fixtures" / "verify"
 AFTER, BEFORE = VFX / "be3-after", VFX / "be3-before"

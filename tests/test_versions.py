@@ -1,4 +1,4 @@
-"""Tests for hwmgr.versions and `hwmgr vercmp`: real rpm is the oracle for the rpm scheme."""
+"""Tests for hwmgr.catalog.versions and `hwmgr vercmp`: rpm is the oracle for its scheme."""
 
 from __future__ import annotations
 
@@ -14,10 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hwmgr.cli import main
-from hwmgr.errors import EXIT_BAD_INPUT, VersionError
-from hwmgr.runner import SubprocessRunner
-from hwmgr.versions import (
+from hwmgr.catalog.versions import (
     EVR,
     compare,
     get_scheme,
@@ -30,6 +27,9 @@ from hwmgr.versions import (
     scheme_names,
     sort_key,
 )
+from hwmgr.cli import main
+from hwmgr.errors import EXIT_BAD_INPUT, EXIT_USAGE, VersionError
+from hwmgr.host.runner import SubprocessRunner
 
 RPM = shutil.which("rpm")
 needs_rpm = pytest.mark.skipif(RPM is None, reason="rpm is not installed (the oracle)")
@@ -237,7 +237,7 @@ DRIVER_PARSE = [
 @pytest.mark.parametrize(("raw", "base", "in_kernel", "distro", "krel"), DRIVER_PARSE)
 def test_parse_driver_version(raw: str, base: str, in_kernel: bool, distro: str | None,
                               krel: bool) -> None:
-    dv = parse_driver_version(raw)
+    dv = parse(raw, "emulex-driver")  # the vendor scheme: generic rows parse the same
     assert (dv.base, dv.in_kernel, dv.distro, dv.kernel_release) == (base, in_kernel, distro, krel)
     assert dv.raw == raw
 
@@ -315,7 +315,7 @@ FW_PARSE = [
 
 @pytest.mark.parametrize(("raw", "parts", "principal"), FW_PARSE)
 def test_parse_firmware(raw: str, parts: dict[str, str], principal: str) -> None:
-    fw = parse_firmware(raw)
+    fw = parse(raw, "intel-firmware")  # Intel layouts on top of the generic firmware scheme
     assert fw.parts == parts
     assert fw.principal == principal
     assert fw.shape == tuple(parts)
@@ -336,8 +336,8 @@ FW_CMP = [
 
 @pytest.mark.parametrize(("a", "b", "expected"), FW_CMP)
 def test_firmware_compare(a: str, b: str, expected: int) -> None:
-    assert compare(a, b, "firmware") == expected
-    assert compare(b, a, "firmware") == -expected
+    assert compare(a, b, "intel-firmware") == expected
+    assert compare(b, a, "intel-firmware") == -expected
 
 
 @pytest.mark.parametrize(("a", "b"), [
@@ -348,7 +348,7 @@ def test_firmware_compare(a: str, b: str, expected: int) -> None:
 ])
 def test_firmware_shapes_refused(a: str, b: str) -> None:
     with pytest.raises(VersionError, match="different shapes"):
-        compare(a, b, "firmware")
+        compare(a, b, "intel-firmware")
 
 
 @pytest.mark.parametrize("bad", ["", None, "N/A", "bc", "bc 5.2.3 NCSI", "bc 1 bc 2",
@@ -359,11 +359,25 @@ def test_firmware_garbage(bad: object) -> None:
     assert "\n" not in str(exc.value) and str(exc.value)
 
 
+def test_vendor_rules_stay_in_their_schemes() -> None:
+    """A vendor's suffix letters and firmware layouts (schemes.json) never leak into the
+    generic schemes: 4.1.307r is a plain version to `driver`, Intel parts are unnamed."""
+    generic = parse_driver_version("4.1.307r")
+    assert (generic.base, generic.in_kernel, generic.distro) == ("4.1.307r", False, None)
+    emulex = parse("4.1.307r", "emulex-driver")
+    assert (emulex.base, emulex.in_kernel, emulex.distro) == ("4.1.307", True, "rhel")
+    assert compare("4.1.307r", "4.1.307", "emulex-driver") == 0
+    assert compare("4.1.307r", "4.1.307", "driver") == 1
+    fw = parse_firmware("0x800008fd, 18.0.16")
+    assert fw.shape == ("hex1", "version2")
+    assert parse("0x800008fd, 18.0.16", "intel-firmware").shape == ("etrack", "orom")
+
+
 # ---------------------------------------------------------------------------------------------
 # registry
 
 def test_registry() -> None:
-    assert scheme_names() == ["rpm", "driver", "firmware"]
+    assert scheme_names() == ["rpm", "driver", "firmware", "emulex-driver", "intel-firmware"]
     assert get_scheme("driver").name == "driver"
     with pytest.raises(VersionError) as exc:
         compare("1", "2", "deb")
@@ -406,9 +420,14 @@ def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert env["data"]["scheme"] == "driver" and env["data"]["result"] == "<"
 
 
+def test_an_unknown_scheme_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["vercmp", "--scheme", "bogus", "1", "2"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "invalid choice: 'bogus'" in err
+
+
 @pytest.mark.parametrize("argv", [
     ["vercmp", "", "1.0"],
-    ["vercmp", "--scheme", "nope", "1", "2"],
     ["vercmp", "--scheme", "driver", "6.1.0-56-amd64", "5.1.0-k"],
     ["vercmp", "--scheme", "firmware", "bc 5.2.3 NCSI 2.0.12", "10.0.803.19"],
 ])

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from hwmgr.errors import EXIT_BAD_INPUT, NotFoundError
-from hwmgr.output import Outcome
+from hwmgr.errors import EXIT_BAD_INPUT, BadInputError, NotFoundError
+from hwmgr.output import Outcome, printable
 
 NAME = "catalog"
 HELP = "validate or show the driver catalog"
@@ -19,7 +19,8 @@ examples:
   hwmgr catalog show 19a2:0710                the entry that matches a PCI vendor:device
   hwmgr catalog show ixgbe --json             the entry as JSON (format 1)
   hwmgr catalog show be2net --catalog my.json use another catalog file
-exit codes: 0 ok, 3 unknown driver or missing file, 8 invalid catalog
+exit codes: 0 ok, 3 unknown driver or missing file, 8 invalid catalog (or not a regular
+            file: a directory, device or FIFO)
 """
 
 STATUS_STYLE = {"recommended": "bold green", "known-good": "green", "known-bad": "bold red",
@@ -60,11 +61,10 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
 
 
 def _validate(files: list[str]) -> Outcome:
-    from hwmgr.catalog import Catalog
+    from hwmgr.catalog.load import Catalog
 
     for f in files:
-        if not Path(f).is_file():
-            raise NotFoundError(f"catalog file {f} does not exist")
+        _regular_file(f)
     errors = Catalog.validate_files(files)
     results = []
     for f in files:
@@ -75,7 +75,8 @@ def _validate(files: list[str]) -> Outcome:
     def render(console: Any) -> None:
         for r in results:
             if r["ok"]:
-                console.print(f"{r['file']}: OK (catalog {r.get('catalog_version')}, "
+                console.print(f"{printable(r['file'])}: OK (catalog "
+                              f"{printable(r.get('catalog_version'))}, "
                               f"{r.get('drivers')} drivers, {r.get('devices')} device rules, "
                               f"{r.get('versions')} versions)", markup=False, soft_wrap=True)
 
@@ -85,12 +86,31 @@ def _validate(files: list[str]) -> Outcome:
     return Outcome(NAME, data=data, render=render)
 
 
+def _regular_file(path: str) -> None:
+    """Missing → exit 3; a directory, device or FIFO → exit 8 saying what it is (never read)."""
+    import stat
+
+    try:
+        mode = Path(path).stat().st_mode
+    except FileNotFoundError:
+        raise NotFoundError(f"catalog file {printable(path)} does not exist") from None
+    except OSError as exc:
+        raise BadInputError(f"catalog file {printable(path)}: cannot read ({exc.strerror})"
+                            ) from None
+    if stat.S_ISREG(mode):
+        return
+    kind = ("a directory" if stat.S_ISDIR(mode) else "a character device" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    raise BadInputError(f"catalog file {printable(path)} is {kind}, not a JSON file")
+
+
 def _summary(path: str, ok: bool) -> dict[str, Any]:
     if not ok:
         return {}
-    import json
+    from hwmgr import safejson
 
-    doc = json.loads(Path(path).read_bytes())
+    doc = safejson.parse(Path(path).read_bytes())
     drivers = doc["drivers"].values()
     return {"catalog_version": doc["catalog_version"], "drivers": len(doc["drivers"]),
             "devices": sum(len(d["devices"]) for d in drivers),
@@ -98,7 +118,7 @@ def _summary(path: str, ok: bool) -> dict[str, Any]:
 
 
 def _show(what: str, paths: list[str] | None) -> Outcome:
-    from hwmgr.catalog import load_catalog
+    from hwmgr.catalog.load import load_catalog
 
     cat = load_catalog(paths)
     if not cat.files:
@@ -120,22 +140,26 @@ def _show(what: str, paths: list[str] | None) -> Outcome:
 
 def _render(console: Any, data: dict[str, Any]) -> None:
     """Rich view of one entry: header, devices, versions, in-tree policy, settings, notes."""
-    from rich.markup import escape
+    from rich.markup import escape as _escape
     from rich.table import Table
 
+    def escape(value: Any) -> str:  # catalog text is untrusted: no markup, no control chars
+        return _escape(printable(value))
+
     e = data["entry"]
-    console.print(f"[bold]{data['driver']}[/]  {escape(e['description'])}")
-    console.print(f"[dim]scheme {e['version_scheme']} · catalog {data['catalog_version']} · "
+    console.print(f"[bold]{escape(data['driver'])}[/]  {escape(e['description'])}")
+    console.print(f"[dim]scheme {escape(e['version_scheme'])} · catalog "
+                  f"{escape(data['catalog_version'])} · "
                   f"{escape(data['catalog_file'])}[/]")
     if e.get("pci_drivers"):
-        console.print(f"PCI function bound to: {', '.join(e['pci_drivers'])}")
+        console.print(f"PCI function bound to: {escape(', '.join(e['pci_drivers']))}")
     t = Table(title="devices", title_justify="left", show_edge=False, pad_edge=False)
     for col in ("id", "subsystem", "class", "name"):
         t.add_column(col, overflow="fold")
     for d in e["devices"]:
         ident = f"{d.get('vendor', '*')}:{d.get('device', '*')}"
         sub = f"{d['subvendor']}:{d['subdevice']}" if "subvendor" in d else "-"
-        t.add_row(ident, sub, d.get("class", "-"), escape(d["name"]))
+        t.add_row(escape(ident), escape(sub), escape(d.get("class", "-")), escape(d["name"]))
     console.print(t)
     if e["versions"]:
         console.print("[bold]versions[/]")
@@ -146,7 +170,7 @@ def _render(console: Any, data: dict[str, Any]) -> None:
                 scope.append("kernels " + ", ".join(ve["kernels"]))
             if ve.get("firmware"):
                 scope.append(f"firmware >= {ve['firmware']['min']}")
-            console.print(f"  [bold]{escape(ver)}[/]  [{style}]{ve['status']}[/]  "
+            console.print(f"  [bold]{escape(ver)}[/]  [{style}]{escape(ve['status'])}[/]  "
                           f"({escape('; '.join(scope))})")
             console.print(f"      {escape(ve['reason'])}")
             if ve.get("source"):
@@ -158,13 +182,13 @@ def _render(console: Any, data: dict[str, Any]) -> None:
         ib = e["inbox"]
         kern = f" on {', '.join(ib['kernels'])}" if ib.get("kernels") else ""
         console.print(f"in-tree build{escape(kern)}: [{STATUS_STYLE.get(ib['status'], '')}]"
-                      f"{ib['status']}[/] — {escape(ib['reason'])}")
+                      f"{escape(ib['status'])}[/] — {escape(ib['reason'])}")
     if e.get("settings"):
         console.print("[bold]settings[/]")
         for key, val in e["settings"].items():
             if key in ("evidence", "notes"):
                 continue
-            console.print(f"  {key}: {escape(_fmt(val))}")
+            console.print(f"  {escape(key)}: {escape(_fmt(val))}")
         if e["settings"].get("evidence"):
             console.print(f"  [dim]evidence: {escape(e['settings']['evidence'])}[/]")
     if e.get("throughput"):

@@ -21,7 +21,7 @@ examples:
 """
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
+def option_parents() -> list[argparse.ArgumentParser]:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--json", action="store_true",
                    help="one JSON object with the script as data.script")

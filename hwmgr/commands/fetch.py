@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from hwmgr.commands import lifeview
 from hwmgr.errors import NotFoundError, RefusedError
 from hwmgr.output import Outcome
+from hwmgr.ui import lifecycle as ui
 
 NAME = "fetch"
 HELP = "download and verify a driver's vendor package"
@@ -21,8 +21,8 @@ exit codes: 0 verified file in the cache, 3 not found (404, not in the catalog, 
 """
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
-    return lifeview.parents(mutating=False)
+def option_parents() -> list[argparse.ArgumentParser]:
+    return ui.parents(mutating=False)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,11 +33,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.catalog import load_catalog, source_refusal
-    from hwmgr.fetch import Source, fetch
-    from hwmgr.lifecycle import settings_from
+    from hwmgr.catalog.load import load_catalog, source_refusal
+    from hwmgr.lifecycle.fetch import Source, fetch
 
-    settings = settings_from(args)
+    settings = ctx.config
     entry = load_catalog(args.catalog).entry(args.driver)
     info = entry.get("versions", {}).get(args.to)
     if info is None:
@@ -52,7 +51,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             "origin": res.origin, "from_cache": res.from_cache, "seconds": res.seconds,
             "signed_by": None}
     if info["source"].get("signing_key"):
-        from hwmgr.signature import check_signature
+        from hwmgr.lifecycle.signature import check_signature
 
         data["signed_by"] = check_signature(ctx.host, res.path, settings.state_dir,
                                             info["source"]["signing_key"])

@@ -31,7 +31,7 @@ SOURCE_DATE_EPOCH, when set, fixes the report's 'generated' time.
 """
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
+def option_parents() -> list[argparse.ArgumentParser]:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--json", action="store_true", help="print one JSON object (format 1)")
     p.add_argument("--debug", action="store_true", help="show tracebacks on internal errors")
@@ -56,8 +56,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         exit_code,
         load_history,
         read_results_dir,
-        write_outputs,
     )
+    from hwmgr.fleet.write import write_outputs
 
     if args.out.resolve() == args.results.resolve():
         raise UsageError("--out must differ from --results (the report would be read as a host)")

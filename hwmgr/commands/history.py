@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 from typing import Any
 
-from hwmgr.commands import lifeview
-from hwmgr.output import Outcome
+from hwmgr.errors import BadInputError
+from hwmgr.output import Outcome, printable
+from hwmgr.ui import lifecycle as ui
 
 NAME = "history"
 HELP = "show upgrades, rollbacks and their results"
@@ -18,8 +20,8 @@ examples:
 """
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
-    return lifeview.parents(mutating=False, root=True)
+def option_parents() -> list[argparse.ArgumentParser]:
+    return ui.parents(mutating=False, root=True)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,20 +31,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.lifecycle import settings_from
-    from hwmgr.state import StateDir
-    from hwmgr.transaction import history
+    from hwmgr.transaction.state import StateDir
 
-    state = StateDir(ctx.host, settings_from(args).state_dir)
-    txns = history(state, limit=args.limit, target=args.driver)
-    rows = [
-        {"id": t["id"], "kind": t["kind"], "driver": t["target"],
-         "version": t["params"].get("version"), "state": t["state"],
-         "started": t["started"], "ended": t["ended"], "error": t.get("error"),
-         "results": t.get("results") or {}, "notes": t.get("notes") or {},
-         "steps": [{"name": s["name"], "state": s["state"]} for s in t["steps"]]}
-        for t in txns
-    ]
+    state = StateDir(ctx.host, ctx.config.state_dir)
+    try:
+        journal = state.query_journal()  # read-only: history creates and changes nothing
+        txns = [] if journal is None else journal.transactions(limit=args.limit,
+                                                               target=args.driver)
+    except sqlite3.DatabaseError as exc:  # it opened, but its tables are missing or damaged
+        where = printable(f"{state.path}/journal.sqlite")  # the host's path, not a temp copy
+        raise BadInputError(f"{where}: not a usable hwmgr journal ({exc})") from None
+    finally:
+        state.close()
+    rows = [_row(t) for t in txns]
 
     def render(c: Any) -> None:
         from rich.table import Table
@@ -55,14 +56,34 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             t.add_column(col)
         for r in rows:
             res = results_text(r["results"])
-            t.add_row(str(r["id"]), r["started"] or "", r["kind"], r["driver"] or "",
-                      r["version"] or "", r["state"], res)
+            t.add_row(*(_cell(v) for v in (r["id"], r["started"], r["kind"], r["driver"],
+                                           r["version"], r["state"], res)))
             if args.steps:
                 for s in r["steps"]:
-                    t.add_row("", "", f"  {s['name']}", "", "", s["state"], "")
+                    t.add_row("", "", f"  {_cell(s['name'])}", "", "", _cell(s["state"]), "")
         c.print(t)
 
     return Outcome(NAME, data={"transactions": rows}, render=render)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _row(t: dict[str, Any]) -> dict[str, Any]:
+    """One transaction as shown; a journal may come from a snapshot, so shapes are checked."""
+    return {"id": t["id"], "kind": t["kind"], "driver": t["target"],
+            "version": _dict(t["params"]).get("version"), "state": t["state"],
+            "started": t["started"], "ended": t["ended"], "error": t.get("error"),
+            "results": _dict(t.get("results")), "notes": _dict(t.get("notes")),
+            "steps": [{"name": s["name"], "state": s["state"]} for s in t["steps"]]}
+
+
+def _cell(value: Any) -> Any:
+    """A table cell: text from the journal, escaped, never parsed as rich markup."""
+    from rich.text import Text
+
+    return Text(printable("" if value is None else value))
 
 
 def _rate(rec: Any) -> str | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hwmgr.commands import lifeview
 from hwmgr.output import Outcome
+from hwmgr.ui import lifecycle as ui
 
 NAME = "package"
 HELP = "wrap a prepared DKMS tree as a noarch <driver>-dkms RPM"
@@ -22,8 +22,8 @@ exit codes: 0 written, 3 not found (driver, version, offline miss), 8 bad input,
 """
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
-    return lifeview.parents(mutating=False)
+def option_parents() -> list[argparse.ArgumentParser]:
+    return ui.parents(mutating=False)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,11 +40,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.catalog import load_catalog
-    from hwmgr.lifecycle import settings_from
-    from hwmgr.package import DEFAULT_PACKAGER, build_dkms_rpm
+    from hwmgr.catalog.load import load_catalog
+    from hwmgr.lifecycle.package import DEFAULT_PACKAGER, build_dkms_rpm
 
-    settings = settings_from(args)
+    settings = ctx.config
     res = build_dkms_rpm(
         ctx.host, load_catalog(args.catalog), args.driver, args.to, settings=settings,
         out_dir=args.out, keep_spec=args.keep_spec, packager=args.packager or DEFAULT_PACKAGER,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hwmgr.commands import lifeview
 from hwmgr.output import Outcome
+from hwmgr.ui import lifecycle as ui
 
 NAME = "plan"
 HELP = "dry run of an upgrade or rollback"
@@ -20,8 +20,8 @@ exit codes: 0 the plan would run, 9 it would be refused (reasons listed), 4 noth
 """
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
-    return lifeview.parents(mutating=False, root=True)
+def option_parents() -> list[argparse.ArgumentParser]:
+    return ui.parents(mutating=False, root=True)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,19 +35,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.lifecycle import plan_rollback, plan_upgrade, settings_from
+    from hwmgr.lifecycle.plan import plan_rollback, plan_upgrade
 
-    settings = settings_from(args)
+    settings = ctx.config
     if args.action == "upgrade":
         if not args.to:
             from hwmgr.errors import UsageError
 
             raise UsageError("plan upgrade needs --to VERSION")
-        from hwmgr.catalog import load_catalog
+        from hwmgr.catalog.load import load_catalog
 
         plan = plan_upgrade(ctx.host, load_catalog(args.catalog), args.driver, args.to,
                             settings=settings, kernels=args.kernel, force=args.force)
     else:
         plan = plan_rollback(ctx.host, args.driver, settings=settings, to=args.to,
                              force=args.force)
-    return lifeview.plan_outcome(NAME, plan)
+    return ui.plan_outcome(NAME, plan)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hwmgr.commands import lifeview
 from hwmgr.errors import EXIT_FAILED
 from hwmgr.output import Outcome
+from hwmgr.ui import lifecycle as ui
 
 NAME = "recover"
 HELP = "finish or undo an interrupted transaction"
@@ -19,8 +19,8 @@ exit codes: 0 nothing open or all settled, 1 a transaction could not be settled,
 """
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
-    return lifeview.parents(mutating=True)
+def option_parents() -> list[argparse.ArgumentParser]:
+    return ui.parents(mutating=True)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,10 +28,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.lifecycle import recover, settings_from
+    from hwmgr.lifecycle.plan import recover
 
-    lifeview.require_root(ctx.host)
-    results = recover(ctx.host, settings_from(args), wait=args.wait)
+    ui.require_root(ctx.host)
+    results = recover(ctx.host, ctx.config, wait=args.wait)
     data = [r.as_dict() for r in results]
     bad = [r for r in results if not r.closed]
 

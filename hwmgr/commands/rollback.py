@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hwmgr.commands import lifeview
 from hwmgr.output import Outcome
+from hwmgr.ui import lifecycle as ui
 
 NAME = "rollback"
 HELP = "restore a driver exactly as it was before"
@@ -20,8 +20,8 @@ exit codes: 0 restored (reboot to load), 1 failed (undone), 3 no such recorded v
 """
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
-    return lifeview.parents(mutating=True)
+def option_parents() -> list[argparse.ArgumentParser]:
+    return ui.parents(mutating=True)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,15 +34,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.lifecycle import plan_rollback, run_plan, settings_from
+    from hwmgr.lifecycle.plan import plan_rollback, run_plan
 
     host = ctx.host
-    lifeview.require_root(host)
-    settings = settings_from(args)
+    ui.require_root(host)
+    settings = ctx.config
     plan = plan_rollback(host, args.driver, settings=settings, to=args.to, force=args.force)
     if plan.refusals:
-        return lifeview.plan_outcome(NAME, plan)
-    lifeview.confirm(args, f"roll {args.driver} back to {plan.to_version}")
+        return ui.plan_outcome(NAME, plan)
+    ui.confirm(args, f"roll {args.driver} back to {plan.to_version}")
     result = run_plan(host, plan, settings, command=f"hwmgr rollback {args.driver}",
-                      wait=args.wait, ui=lifeview.ProgressUI())
-    return lifeview.txn_outcome(NAME, plan, result)
+                      wait=args.wait, ui=ui.ProgressUI())
+    return ui.txn_outcome(NAME, plan, result)

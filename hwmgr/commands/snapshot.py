@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from hwmgr.output import Outcome
+from hwmgr.errors import NotFoundError, UsageError
+from hwmgr.output import Outcome, printable
 
 NAME = "snapshot"
 HELP = "capture this host for offline analysis"
@@ -15,6 +16,8 @@ examples:
   hwmgr snapshot /tmp/web01.tar.gz        a support bundle to attach to a ticket
   hwmgr snapshot /tmp/web01               the same as a directory
   hwmgr inventory --root /tmp/web01.tar.gz   analyse it anywhere
+exit codes: 0 written, 2 OUT already exists or its parent is not a directory,
+            3 OUT's parent directory does not exist (it is not created)
 """
 
 
@@ -23,14 +26,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.commands.inventory import collect
-    from hwmgr.inventory import host_identity
-    from hwmgr.snapshot import recording_host, write_snapshot
+    from hwmgr.host.snapshot import recording_host, write_snapshot
+    from hwmgr.inventory.scan import collect, host_identity
 
+    check_out(Path(args.out))
     host, rec, runner = recording_host()
     hostname, kernel = host_identity(host)
     scan = collect(host, args.catalog, use_catalog=False)
-    out = write_snapshot(Path(args.out), rec, runner, hostname=hostname, kernel=kernel)
+    from hwmgr.lifecycle.bundle import (
+        record_all,  # what plan/verify/check read beyond the inventory
+    )
+
+    records = record_all(host, scan.devices)
+    out = write_snapshot(Path(args.out), rec, runner, hostname=hostname, kernel=kernel,
+                         records=records)
     data = {
         "path": str(out),
         "hostname": hostname,
@@ -43,8 +52,28 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         command=NAME,
         data=data,
         render=lambda c: c.print(
-            f"snapshot of {hostname} ({len(scan.devices)} PCI functions, {data['files']} files, "
-            f"{data['commands']} commands) written to {out}",
+            f"snapshot of {printable(hostname)} ({len(scan.devices)} PCI functions, "
+            f"{data['files']} files, {data['commands']} commands) written to {printable(out)}",
             markup=False,
         ),
     )
+
+
+def check_out(out: Path) -> None:
+    """Refuse a bad OUT before capturing anything: its parent must be an existing directory
+    (never created silently) and OUT itself new (a directory OUT may exist empty)."""
+    parent = out.absolute().parent
+    if not parent.is_dir():
+        if parent.exists() or parent.is_symlink():
+            raise UsageError(f"{printable(out)}: {printable(parent)} is not a directory")
+        raise NotFoundError(f"{printable(out)}: directory {printable(parent)} does not exist "
+                            "(create it first)")
+    is_tar = out.name.endswith((".tar.gz", ".tgz"))
+    if out.is_symlink() or (out.exists() and (is_tar or not out.is_dir())):
+        raise UsageError(f"{printable(out)}: already exists; choose a new path")
+    try:
+        used = out.is_dir() and any(out.iterdir())
+    except OSError as exc:
+        raise UsageError(f"{printable(out)}: cannot use ({exc.strerror})") from None
+    if used:
+        raise UsageError(f"{printable(out)}: already exists; choose a new path")

@@ -7,6 +7,7 @@ from typing import Any
 
 from hwmgr.errors import EXIT_FAILED, EXIT_OK, EXIT_UNKNOWN, UsageError
 from hwmgr.output import Outcome
+from hwmgr.ui.throughput import floor_catalog, options_from
 
 NAME = "throughput"
 HELP = "quick iperf3 check against a peer"
@@ -27,8 +28,8 @@ STATUS_EXIT = {"ok": EXIT_OK, "measured": EXIT_OK, "failed": EXIT_FAILED,
                "unknown": EXIT_UNKNOWN, "served": EXIT_OK}
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
-    from hwmgr.cli import common_options, lifecycle_options
+def option_parents() -> list[argparse.ArgumentParser]:
+    from hwmgr.ui.options import common_options, lifecycle_options
 
     return [common_options(), lifecycle_options(mutating=False)]
 
@@ -61,42 +62,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="do not keep the result in the state dir (used as 'before' by verify)")
 
 
-def options_from(args: argparse.Namespace, cfg: Any, peer: str | None) -> Any:
-    """throughput.Options from flags over site config over defaults; UsageError if bad."""
-    from hwmgr.throughput import Options
-
-    def opt(name: str) -> Any:
-        return getattr(args, name, None)
-
-    duration = opt("duration") if opt("duration") is not None else cfg.throughput_duration
-    if not 2 <= duration <= 600:
-        raise UsageError(f"--duration {duration:g}: expected 2 to 600 seconds")
-    if opt("floor") is not None and not opt("floor") > 0:
-        raise UsageError(f"--floor {opt('floor'):g}: expected a positive Mbit/s value")
-    if opt("streams") is not None and not 1 <= opt("streams") <= 128:
-        raise UsageError(f"--streams {opt('streams')}: expected 1 to 128")
-    if opt("timeout") is not None and not opt("timeout") > 0:
-        raise UsageError(f"--timeout {opt('timeout'):g}: expected a positive number of seconds")
-    port = opt("port") if opt("port") is not None else cfg.throughput_port
-    if not 0 < port < 65536:
-        raise UsageError(f"--port {port}: expected 1 to 65535")
-    ct = opt("connect_timeout") if opt("connect_timeout") is not None else cfg.connect_timeout_ms
-    if not ct > 0:
-        raise UsageError(f"--connect-timeout {ct}: expected a positive number of ms")
-    floor, source = opt("floor"), "--floor" if opt("floor") is not None else None
-    if floor is None and cfg.throughput_floor_mbps is not None:
-        floor, source = cfg.throughput_floor_mbps, f"throughput_floor_mbps in {cfg.source}"
-    dirs = ("send", "receive") if opt("both") else (
-        ("receive",) if opt("reverse") else ("send",))
-    return Options(peer=peer or "", port=port, duration=duration,
-                   bind_dev=opt("bind_dev") or cfg.bind_dev, directions=dirs, floor_mbps=floor,
-                   floor_source=source, streams=opt("streams"), connect_timeout_ms=ct,
-                   timeout=opt("timeout"), force=bool(opt("force")))
-
-
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr import throughput as tp
     from hwmgr.config import load_config
+    from hwmgr.verify import throughput as tp
 
     host = ctx.host
     cfg = load_config(host)
@@ -113,29 +81,15 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     opts = options_from(args, cfg, peer)
     catalog = None
     if opts.floor_mbps is None:
-        catalog = _catalog(args)
+        catalog = floor_catalog(args)
     report = tp.check(host, opts, catalog=catalog)
     data = report.as_dict()
     if not args.no_record and report.status != "unknown":
-        from hwmgr.lifecycle import settings_from
 
-        data["recorded"] = tp.record(host, settings_from(args).state_dir, report)
+        data["recorded"] = tp.record(host, ctx.config.state_dir, report)
     errors = [r.reason for r in report.runs if r.status in ("failed", "unknown")]
     return Outcome(NAME, status=report.status, data=data, errors=errors,
                    exit_code=STATUS_EXIT[report.status], render=lambda c: _render(c, data))
-
-
-def _catalog(args: argparse.Namespace) -> Any:
-    """The catalog for the fraction-of-link floor; None (no floor) when none loads."""
-    from hwmgr.catalog import load_catalog
-    from hwmgr.errors import HwmgrError
-
-    try:
-        return load_catalog(args.catalog)
-    except HwmgrError:
-        if args.catalog:
-            raise
-        return None
 
 
 def _render(console: Any, d: dict[str, Any]) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hwmgr.commands import lifeview
 from hwmgr.output import Outcome
+from hwmgr.ui import lifecycle as ui
 
 NAME = "upgrade"
 HELP = "upgrade a driver (DKMS build, keeps the old .ko)"
@@ -21,8 +21,8 @@ exit codes: 0 installed (reboot to load), 1 failed and rolled back, 4 already th
 """
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
-    return lifeview.parents(mutating=True)
+def option_parents() -> list[argparse.ArgumentParser]:
+    return ui.parents(mutating=True)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,36 +38,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.catalog import load_catalog
-    from hwmgr.lifecycle import plan_upgrade, run_plan, settings_from
+    from hwmgr.catalog.load import load_catalog
+    from hwmgr.lifecycle.plan import plan_upgrade, run_plan
 
     host = ctx.host
-    lifeview.require_root(host)
-    settings = settings_from(args)
+    ui.require_root(host)
+    settings = ctx.config
     catalog = load_catalog(args.catalog)
     plan = plan_upgrade(host, catalog, args.driver, args.to,
                         settings=settings, kernels=args.kernel, force=args.force)
     if plan.refusals:
-        return lifeview.plan_outcome(NAME, plan)
-    lifeview.confirm(args, f"upgrade {args.driver} to {args.to}")
+        return ui.plan_outcome(NAME, plan)
+    ui.confirm(args, f"upgrade {args.driver} to {args.to}")
     before = measure_before(host, plan, settings, catalog)
     result = run_plan(host, plan, settings, command=f"hwmgr upgrade {args.driver} {args.to}",
-                      wait=args.wait, ui=lifeview.ProgressUI())
+                      wait=args.wait, ui=ui.ProgressUI())
     if before is not None and result.id is not None:
-        from hwmgr.state import StateDir
+        from hwmgr.transaction.state import StateDir
 
         state = StateDir(host, settings.state_dir)
         with state.lock(command="hwmgr upgrade (results)", wait=30):
             state.journal().add_results(result.id, throughput_before=before)
-    return lifeview.txn_outcome(NAME, plan, result)
+    return ui.txn_outcome(NAME, plan, result)
 
 
 def measure_before(host: Any, plan: Any, settings: Any, catalog: Any) -> dict | None:
     """With a throughput peer in the site config, measure the driver's link before anything
     changes, so `hwmgr history` shows before → after. Best effort: never blocks an upgrade."""
-    from hwmgr import throughput as tp
     from hwmgr.config import load_config
     from hwmgr.errors import HwmgrError
+    from hwmgr.verify import throughput as tp
 
     cfg = load_config(host)
     ifaces = [i for d in plan.devices for i in d["interfaces"]]

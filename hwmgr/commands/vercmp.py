@@ -31,11 +31,14 @@ SYMBOLS = {-1: "<", 0: "=", 1: ">"}
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Two version strings, the scheme and (for drivers) the running kernel release."""
+    from hwmgr.catalog.versions import SCHEMES
+
     p.add_argument("a", metavar="A", help="first version")
     p.add_argument("b", metavar="B", help="second version")
     p.add_argument(
         "--scheme",
         default="rpm",
+        choices=sorted(SCHEMES),  # an unknown scheme is a usage error (exit 2)
         metavar="SCHEME",
         help="version scheme: rpm (default), driver or firmware",
     )
@@ -48,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     """Compare A with B; a `VersionError` (exit 8) propagates to the CLI as one line."""
-    from hwmgr.versions import compare
+    from hwmgr.catalog.versions import compare
 
     rc = compare(args.a, args.b, args.scheme, kernel=args.kernel)
     symbol = SYMBOLS[rc]

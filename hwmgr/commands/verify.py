@@ -13,7 +13,7 @@ from hwmgr.errors import (
     EXIT_UNKNOWN,
     UsageError,
 )
-from hwmgr.output import Outcome
+from hwmgr.output import Outcome, printable
 
 NAME = "verify"
 HELP = "after a reboot: prove the armed driver state is live"
@@ -37,8 +37,8 @@ STATUS_EXIT = {"verified": EXIT_OK, "failed": EXIT_FAILED, "unknown": EXIT_UNKNO
 COLOUR = {"ok": "green", "fail": "red", "unknown": "yellow", "warn": "yellow", "info": "dim"}
 
 
-def PARENTS() -> list[argparse.ArgumentParser]:
-    from hwmgr.cli import common_options, lifecycle_options
+def option_parents() -> list[argparse.ArgumentParser]:
+    from hwmgr.ui.options import common_options, lifecycle_options
 
     return [common_options(root=True), lifecycle_options(mutating=True)]
 
@@ -67,8 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _explicit(host: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
     """An expectation file named on the command line, read from this machine."""
     from hwmgr.errors import NotFoundError
-    from hwmgr.host import Host
-    from hwmgr.verify import parse_expectation
+    from hwmgr.host.seam import Host
+    from hwmgr.lifecycle.expect import parse_expectation
 
     local = Host("/", host.runner)
     real = os.path.abspath(path)
@@ -79,10 +79,9 @@ def _explicit(host: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.commands.throughput import options_from
     from hwmgr.config import load_config
-    from hwmgr.lifecycle import settings_from
-    from hwmgr.verify import Verifier, VerifyOptions
+    from hwmgr.ui.throughput import floor_catalog, options_from
+    from hwmgr.verify.policy import Verifier, VerifyOptions
 
     host = ctx.host
     cfg = load_config(host)
@@ -92,7 +91,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         raise UsageError("--on-failure rollback needs the live host, not a --root snapshot")
     if snapshot and args.throughput:
         raise UsageError("--throughput needs the live host, not a --root snapshot")
-    settings = settings_from(args)
+    settings = ctx.config
     notes = []
     readonly = snapshot or bool(args.expectation)
     if not readonly and not os.access(host.path(settings.state_dir), os.W_OK):
@@ -110,7 +109,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         driver=args.driver, on_failure="report" if readonly else on_failure, boot=args.boot,
         readonly=readonly, link_wait=cfg.link_wait_seconds,
         max_boot_attempts=cfg.max_boot_attempts, reboot_command=cfg.reboot_command,
-        throughput=tp_opts, catalog=lambda: _catalog(args))
+        throughput=tp_opts, catalog=lambda: floor_catalog(args))
     armed = _explicit(host, args.expectation) if args.expectation else None
     report = Verifier(host, settings, opts).run(armed)
     report.notes[:0] = notes
@@ -128,12 +127,6 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
                    exit_code=STATUS_EXIT[report.status], render=lambda c: _render(c, data))
 
 
-def _catalog(args: argparse.Namespace) -> Any:
-    from hwmgr.commands.throughput import _catalog as load
-
-    return load(args)
-
-
 def _cell(v: Any) -> str:
     if v is None:
         return "-"
@@ -146,39 +139,45 @@ def _cell(v: Any) -> str:
 
 
 def _render(console: Any, d: dict[str, Any]) -> None:
+    """Values come from the host (and maybe a snapshot): escaped, never rich markup."""
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
+    p = printable
     if not d["expectations"]:
         for n in d["notes"]:
-            console.print(n, markup=False)
+            console.print(p(n), markup=False)
         return
     for e in d["expectations"]:
         colour = {"verified": "green", "failed": "red"}.get(e["status"], "yellow")
         kind = f"{e['kind']} #{e['txn']}" if e["txn"] is not None else str(e["kind"])
-        console.print(f"[bold]{e['driver']} {e['expected_version']}[/] ({kind}): "
-                      f"[{colour}]{e['status'].upper()}[/]", highlight=False)
+        console.print(f"[bold]{escape(p(e['driver']))} {escape(p(e['expected_version']))}[/] "
+                      f"({escape(p(kind))}): [{colour}]{escape(p(e['status'].upper()))}[/]",
+                      highlight=False)
         t = Table(show_edge=False, pad_edge=False)
         for col in ("", "device", "field", "expected", "actual", "source / note"):
             t.add_column(col, overflow="fold")
         for c in e["checks"]:
-            mark = f"[{COLOUR[c['result']]}]{c['result']}[/]"
-            note = "; ".join(x for x in (c["source"], c["message"]) if x)
-            t.add_row(mark, c["device"], c["field"], _cell(c["expected"]), _cell(c["actual"]),
-                      note)
+            mark = Text(p(c["result"]), style=COLOUR.get(c["result"], ""))
+            note = "; ".join(str(x) for x in (c["source"], c["message"]) if x)
+            t.add_row(mark, *(Text(p(v)) for v in (c["device"], c["field"], _cell(c["expected"]),
+                                                   _cell(c["actual"]), note)))
         console.print(t)
         if e["action"] not in ("none",):
-            console.print(f"  action: {e['action']}" + (f" — {e['action_detail']}"
-                          if e["action_detail"] else ""), markup=False)
+            console.print(p(f"  action: {e['action']}" + (f" — {e['action_detail']}"
+                            if e["action_detail"] else "")), markup=False)
         tp = e.get("throughput") or {}
         if tp.get("before") or tp.get("after"):
             b, a = tp.get("before") or {}, tp.get("after") or {}
             for way in ("send", "receive"):
                 if a.get(f"{way}_mbps") is not None:
-                    console.print(f"  throughput {way}: before {_cell(b.get(f'{way}_mbps'))} → "
-                                  f"after {_cell(a.get(f'{way}_mbps'))} Mbit/s", markup=False)
+                    console.print(p(f"  throughput {way}: before {_cell(b.get(f'{way}_mbps'))}"
+                                    f" → after {_cell(a.get(f'{way}_mbps'))} Mbit/s"),
+                                  markup=False)
     if d.get("reboot"):
         r = d["reboot"]
-        console.print(f"reboot requested: {' '.join(r['argv'])} → "
-                      f"{'ok' if r['ok'] else r['error']}", markup=False)
+        console.print(p(f"reboot requested: {' '.join(r['argv'])} → "
+                        f"{'ok' if r['ok'] else r['error']}"), markup=False)
     for n in d["notes"]:
-        console.print(f"note: {n}", markup=False)
+        console.print(p(f"note: {n}"), markup=False)

@@ -323,25 +323,3 @@ def junit_xml(report: dict[str, Any]) -> bytes:
         root.set(key, str(totals.get(key, 0)))
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
-
-
-def write_outputs(report: dict[str, Any], out: Path, history: list[dict[str, Any]]) -> list[Path]:
-    """Write fleet-report.json, fleet-report.xml (JUnit) and fleet-report.html into `out`.
-
-    Each file is written to a temporary name and renamed, so a reader never sees half a file.
-    """
-    from hwmgr.fleet.html import render_html
-
-    out.mkdir(parents=True, exist_ok=True)
-    files = {
-        "fleet-report.json": (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode(),
-        "fleet-report.xml": junit_xml(report),
-        "fleet-report.html": render_html(report, history).encode("utf-8"),
-    }
-    written = []
-    for fname, data in files.items():
-        tmp = out / f".{fname}.tmp"
-        tmp.write_bytes(data)
-        tmp.replace(out / fname)
-        written.append(out / fname)
-    return written

@@ -1,0 +1,310 @@
+"""Reading and checking one catalog file before it is trusted: only a regular file of bounded
+size is read (a FIFO or device named as a catalog must not block or stream forever), JSON is
+parsed strictly (bounded depth, no duplicate keys, no NaN/Infinity, no number too large to be
+meant, no control characters or lone surrogates anywhere), and the facts JSON Schema cannot
+express are checked (versions parse, kernel globs are well-formed, dates exist, applies_to
+names a listed device, one recommended version per device and kernel set).
+
+Every finding is a (JSON path, message) pair; `hwmgr.catalog` turns them into one-line
+errors naming the file. The JSON Schema itself is applied by `hwmgr.catalog` (cached).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from hwmgr.catalog import versions
+from hwmgr.errors import VersionError
+
+FIRMWARE_SCHEME = "firmware"  # an entry's firmware_scheme when it names none
+
+MAX_FILE_BYTES = 16 << 20
+MAX_INT_DIGITS = 19  # every integer a catalog holds (sizes, counts) fits in 64 bits
+MAX_DEPTH = 32  # the schema nests 7 levels deep
+Finding = tuple[str, str]
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def json_path(parts: Iterable[Any]) -> str:
+    """Render a path like $.drivers.be2net.versions['4.1.307r'].status."""
+    out = "$"
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif _IDENT.match(str(p)):
+            out += f".{p}"
+        else:
+            out += f"[{str(p)!r}]"
+    return out
+
+
+# ----------------------------------------------------------------------------- reading
+def _kind(mode: int) -> str:
+    return ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a character device" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+
+
+def read_catalog(path: Path) -> tuple[bytes | None, str | None]:
+    """(content, None) or (None, why not): a regular file, at most MAX_FILE_BYTES + 1 bytes
+    read, opened non-blocking after a stat so that nothing else is ever opened."""
+    try:
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            return None, f"is {_kind(mode)}, not a catalog file"
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return None, f"cannot read: {exc.strerror or exc}"
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):  # replaced since the stat
+            return None, f"is {_kind(mode)}, not a catalog file"
+        chunks, size = [], 0
+        while size <= MAX_FILE_BYTES:
+            chunk = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks), None
+    except OSError as exc:
+        return None, f"cannot read: {exc.strerror or exc}"
+    finally:
+        os.close(fd)
+
+
+# ----------------------------------------------------------------------------- parsing
+class _Obj(dict):  # type: ignore[type-arg]
+    """A JSON object that remembers keys that appeared twice (json keeps the last)."""
+
+    dups: list[str]
+
+
+class BadNumber:
+    """A number no catalog means (NaN, Infinity, an overflowing float, a huge integer), kept
+    as a placeholder so the error can name its JSON path."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        digits = len(self.text.lstrip("-"))
+        return self.text if digits <= 24 else f"a number with {digits} digits"
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> _Obj:
+    obj = _Obj()
+    obj.dups = []
+    for k, v in pairs:
+        if k in obj:
+            obj.dups.append(k)
+        obj[k] = v
+    return obj
+
+
+def _int(text: str) -> int | BadNumber:
+    return BadNumber(text) if len(text.lstrip("-")) > MAX_INT_DIGITS else int(text)
+
+
+def _float(text: str) -> float | BadNumber:
+    value = float(text)
+    return value if math.isfinite(value) else BadNumber(text)
+
+
+def parse(raw: bytes) -> tuple[Any, list[Finding]]:
+    """JSON bytes -> (data, findings); data is None when the text is not JSON at all.
+    (Not safejson.parse: unusable numbers become placeholders so errors can name their path.)"""
+    if len(raw) > MAX_FILE_BYTES:
+        return None, [("$", f"file is larger than {MAX_FILE_BYTES} bytes")]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, [("$", f"not UTF-8 text (byte {exc.start})")]
+    try:
+        data = json.loads(text, object_pairs_hook=_pairs, parse_int=_int, parse_float=_float,
+                          parse_constant=BadNumber)
+    except json.JSONDecodeError as exc:
+        return None, [("$", f"invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})")]
+    except RecursionError:
+        return None, [("$", f"invalid JSON: nested more than {MAX_DEPTH} levels deep")]
+    return data, _value_errors(data)
+
+
+def _text_problem(text: str) -> str | None:
+    hit = _CONTROL.search(text)
+    if hit is None:
+        return None
+    what = "a lone surrogate" if 0xD800 <= ord(hit.group()) <= 0xDFFF else "a control character"
+    return f"{text[:40]!r} holds {what} ({hit.group()!r})"
+
+
+def _value_errors(node: Any) -> list[Finding]:
+    """Duplicate keys, unusable numbers, control characters and too deep nesting, anywhere
+    (iterative, so no depth can exhaust the stack)."""
+    out: list[Finding] = []
+    stack: list[tuple[Any, list[Any]]] = [(node, [])]
+    while stack:
+        cur, where = stack.pop()
+        if isinstance(cur, (dict, list)) and len(where) >= MAX_DEPTH:
+            out.append((json_path(where), f"nested more than {MAX_DEPTH} levels deep"))
+        elif isinstance(cur, dict):
+            for k in getattr(cur, "dups", []):
+                out.append((json_path(where), f"duplicate key {k!r} (JSON keeps only the last)"))
+            for k in cur:
+                bad = _text_problem(k)
+                if bad:
+                    out.append((json_path(where), f"key {bad}"))
+            stack.extend((v, where + [k]) for k, v in cur.items())
+        elif isinstance(cur, list):
+            stack.extend((v, where + [i]) for i, v in enumerate(cur))
+        elif isinstance(cur, BadNumber):
+            out.append((json_path(where), f"{cur!r} is not a usable number"))
+        elif isinstance(cur, str):
+            bad = _text_problem(cur)
+            if bad:
+                out.append((json_path(where), bad))
+    return sorted(out)
+
+
+# ----------------------------------------------------------------------------- semantics
+def device_ref(rule: Mapping[str, Any]) -> str | None:
+    """'vendor:device[:subvendor:subdevice]' of a device rule, None for a class rule."""
+    if "device" not in rule:
+        return None
+    ref = f"{rule['vendor']}:{rule['device']}"
+    if "subvendor" in rule:
+        ref += f":{rule['subvendor']}:{rule['subdevice']}"
+    return ref
+
+
+def ref_hits(ref: str, ids: tuple[str | None, ...]) -> bool:
+    """Does an applies_to ref ('v:d' or 'v:d:sv:sd') name the device with these IDs?"""
+    want = ref.split(":")
+    return all(w == have for w, have in zip(want, ids))
+
+
+def glob_problem(glob: str) -> str | None:
+    """Why a kernel glob is malformed: an unclosed '[' or an empty range such as [z-a]
+    (fnmatch would quietly match the bracket literally, or never match at all)."""
+    i = 0
+    while i < len(glob):
+        if glob[i] != "[":
+            i += 1
+            continue
+        j = i + 1
+        if j < len(glob) and glob[j] == "!":
+            j += 1
+        if j < len(glob) and glob[j] == "]":
+            j += 1
+        end = glob.find("]", j)
+        if end < 0:
+            return f"unclosed '[' at position {i}"
+        body = glob[i + 1:end].lstrip("!")
+        for a, b in re.findall(r"(.)-(.)", body):
+            if a > b:
+                return f"empty range {a}-{b}"
+        i = end + 1
+    return None
+
+
+def _date_problem(text: str) -> str | None:
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return f"{text!r} is not a date that exists"
+    return None
+
+
+def semantic_errors(data: Mapping[str, Any]) -> list[Finding]:
+    """Rules JSON Schema cannot say (runs on schema-valid data). Duplicate device rules
+    across files are found while merging (Catalog._add)."""
+    out: list[Finding] = []
+    bad = _date_problem(data["released"])
+    if bad:
+        out.append(("$.released", bad))
+    for name, drv in data["drivers"].items():
+        base = ["drivers", name]
+        for k, glob in enumerate(drv.get("inbox", {}).get("kernels", [])):
+            bad = glob_problem(glob)
+            if bad:
+                out.append((json_path(base + ["inbox", "kernels", k]), bad))
+        schemes = _scheme_errors(name, drv)
+        out += schemes
+        if schemes:
+            continue  # versions cannot be judged under a scheme that does not exist
+        for ver, ve in drv["versions"].items():
+            out += _version_errors(name, drv, ver, ve)
+        out += _recommended_errors(name, drv)
+    return sorted(set(out))
+
+
+def _scheme_errors(name: str, drv: Mapping[str, Any]) -> list[Finding]:
+    """version_scheme and firmware_scheme must name registered schemes (schemes.json)."""
+    out: list[Finding] = []
+    for key in ("version_scheme", "firmware_scheme"):
+        try:
+            versions.get_scheme(drv.get(key, FIRMWARE_SCHEME))
+        except VersionError as exc:
+            out.append((json_path(["drivers", name, key]), str(exc)))
+    return out
+
+
+def _version_errors(name: str, drv: Mapping[str, Any], ver: str,
+                    ve: Mapping[str, Any]) -> list[Finding]:
+    out: list[Finding] = []
+    where = ["drivers", name, "versions", ver]
+    scheme = drv["version_scheme"]
+    refs = [device_ref(r) for r in drv["devices"]]
+    pairs = {r[:9] for r in refs if r}
+    try:
+        versions.parse(ver, scheme)
+    except VersionError as exc:
+        out.append((json_path(where), f"does not parse under scheme {scheme!r}: {exc}"))
+    fw = ve.get("firmware")
+    if fw:
+        try:
+            versions.parse(fw["min"], drv.get("firmware_scheme", FIRMWARE_SCHEME))
+        except VersionError as exc:
+            out.append((json_path(where + ["firmware", "min"]), str(exc)))
+    for i, ref in enumerate(ve.get("applies_to", [])):
+        if ref not in refs and ref[:9] not in pairs:  # 'v:d' prefix narrows a rule
+            out.append((json_path(where + ["applies_to", i]),
+                        f"{ref} is not one of the devices of {name!r}"))
+    for k, glob in enumerate(ve.get("kernels", [])):
+        bad = glob_problem(glob)
+        if bad:
+            out.append((json_path(where + ["kernels", k]), bad))
+    if "released" in ve:
+        bad = _date_problem(ve["released"])
+        if bad:
+            out.append((json_path(where + ["released"]), bad))
+    return out
+
+
+def _recommended_errors(name: str, drv: Mapping[str, Any]) -> list[Finding]:
+    """At most one recommended version per device (per kernel set)."""
+    out: list[Finding] = []
+    recs = [(v, ve) for v, ve in drv["versions"].items() if ve["status"] == "recommended"]
+    for rule in drv["devices"]:
+        ref = device_ref(rule)
+        ids = tuple(ref.split(":")) if ref else ()
+        hits = [(v, ve) for v, ve in recs if "applies_to" not in ve
+                or (ids and any(ref_hits(r, ids) for r in ve["applies_to"]))]
+        for a, (va, ea) in enumerate(hits):
+            for vb, eb in hits[a + 1:]:
+                ka, kb = ea.get("kernels"), eb.get("kernels")
+                if not ka or not kb or sorted(ka) == sorted(kb):
+                    out.append((json_path(["drivers", name, "versions"]),
+                                f"{va} and {vb} are both recommended for "
+                                f"{rule['name']!r} on the same kernels"))
+    return out

@@ -1,0 +1,56 @@
+"""`net.*` sysctls read through a `Host` from `/proc/sys`, parsed into ints, int lists or text.
+
+A sysctl name is dotted; a dot inside an interface name is written `/` (`net.ipv4.conf.
+eth0/100.rp_filter` is `/proc/sys/net/ipv4/conf/eth0.100/rp_filter`), as sysctl(8) does.
+Multi-value sysctls (`tcp_rmem`) are tab-separated in /proc and space-separated in copies;
+both parse to a list of ints. Names come from catalogs, so they are checked before any path
+is built: only `net.` names of plain components.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Union
+
+from hwmgr.compliance.items import ItemValue, Status
+from hwmgr.host.capture import sysctl_path
+from hwmgr.host.seam import Host
+
+SysctlValue = Union[int, list[int], str]
+
+_LISTING_RE = re.compile(r"^\s*(net\.[^\s=]+)\s*=\s*(.*?)\s*$")
+
+
+def parse_sysctl_value(text: str | None) -> SysctlValue | None:
+    """A sysctl's text as int, list of ints (triples), or whitespace-normalised text."""
+    if text is None:
+        return None
+    tokens = text.split()
+    if not tokens:
+        return None
+    try:
+        ints = [int(t) for t in tokens]
+    except ValueError:
+        return " ".join(tokens)
+    return ints[0] if len(ints) == 1 else ints
+
+
+def parse_sysctl_listing(text: str) -> dict[str, SysctlValue]:
+    """`sysctl -a` or sysctl.conf lines (`net.x.y = v`) → parsed values by name."""
+    out: dict[str, SysctlValue] = {}
+    for line in text.splitlines():
+        m = _LISTING_RE.match(line)
+        if m and not line.lstrip().startswith(("#", ";")):
+            value = parse_sysctl_value(m[2])
+            if value is not None:
+                out[m[1]] = value
+    return out
+
+
+def read_sysctls(host: Host, names: Iterable[str]) -> dict[str, ItemValue]:
+    """`sysctl.<name>` → value for each name (UNKNOWN when the file is missing or empty)."""
+    out: dict[str, ItemValue] = {}
+    for name in names:
+        value = parse_sysctl_value(host.read_text(sysctl_path(name)))
+        out[f"sysctl.{name}"] = Status.UNKNOWN if value is None else value
+    return out

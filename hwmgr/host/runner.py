@@ -1,0 +1,217 @@
+"""Command runners: the only place hwmgr spawns processes.
+
+`SubprocessRunner` runs real commands (argv only, `LC_ALL=C`, a timeout, rc 127 for a missing
+binary). `ReplayRunner` serves a snapshot's recorded outputs (docs/formats.md) and answers
+anything unrecorded as "not available" (rc 127) with `unrecorded` set, so callers can tell
+"the snapshot lacks it" from "the binary is missing". `RecordingRunner` wraps another runner and
+keeps every call, so `hwmgr snapshot` can store exactly what the tool ran.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Protocol, Sequence
+
+from hwmgr.errors import BadInputError
+from hwmgr.output import printable
+
+RC_NOT_AVAILABLE = 127
+RC_TIMEOUT = 124
+DEFAULT_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one command did: argv, exit code and decoded output."""
+
+    argv: tuple[str, ...]
+    rc: int
+    stdout: str = ""
+    stderr: str = ""
+    unrecorded: bool = False  # a snapshot has no recorded output for this argv
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+    @property
+    def available(self) -> bool:
+        """False when the binary is missing (or was not recorded in a snapshot)."""
+        return self.rc != RC_NOT_AVAILABLE
+
+    def describe(self) -> str:
+        """One line naming the command and why it failed, for error messages."""
+        msg = (self.stderr or self.stdout).strip().splitlines()
+        tail = msg[-1] if msg else ""
+        return f"`{' '.join(self.argv)}` exited {self.rc}" + (f": {tail}" if tail else "")
+
+
+class Runner(Protocol):
+    """Anything that runs an argv list and returns a Result (never raises for rc != 0)."""
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        input: str | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> Result: ...
+
+
+def _decode(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    if isinstance(data, str):
+        return data
+    return data.decode("utf-8", errors="replace")
+
+
+class SubprocessRunner:
+    """Runs real processes with a C locale and a timeout; a missing binary is rc 127."""
+
+    def __init__(self, extra_env: Mapping[str, str] | None = None) -> None:
+        self.extra_env = dict(extra_env or {})
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        input: str | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> Result:
+        args = tuple(str(a) for a in argv)
+        if not args:
+            raise ValueError("empty argv")
+        full_env = dict(os.environ)
+        full_env.update(self.extra_env)
+        full_env.update(env or {})
+        full_env["LC_ALL"] = "C"
+        full_env.pop("LANGUAGE", None)
+        try:
+            proc = subprocess.run(  # noqa: S603 - argv list, never a shell
+                args,
+                input=input.encode() if input is not None else None,
+                stdin=None if input is not None else subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout,
+                env=full_env,
+                cwd=cwd,
+                check=False,
+            )
+        except FileNotFoundError:
+            return Result(args, RC_NOT_AVAILABLE, "", f"{args[0]}: command not found")
+        except PermissionError as exc:
+            return Result(args, 126, "", f"{args[0]}: {exc.strerror}")
+        except subprocess.TimeoutExpired as exc:
+            return Result(
+                args,
+                RC_TIMEOUT,
+                _decode(exc.stdout),
+                f"{args[0]}: timed out after {timeout:g}s",
+            )
+        return Result(args, proc.returncode, _decode(proc.stdout), _decode(proc.stderr))
+
+
+@dataclass
+class RecordingRunner:
+    """Wraps a runner and remembers every call and its result (for snapshots)."""
+
+    inner: Runner
+    calls: list[Result] = field(default_factory=list)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        input: str | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> Result:
+        res = self.inner.run(argv, timeout=timeout, input=input, env=env, cwd=cwd)
+        self.calls.append(res)
+        return res
+
+
+class ReplayRunner:
+    """Serves a snapshot's `commands/index.json` by exact argv match.
+
+    argv[0] is matched as a bare command name, so `/usr/sbin/ethtool -i eth0` and
+    `ethtool -i eth0` are the same call. Unrecorded calls answer rc 127 ("not available")
+    with `unrecorded=True`.
+    """
+
+    def __init__(self, root: Path, read_file: Callable[[str], bytes | None]) -> None:
+        self.root = root
+        self._table: dict[tuple[str, ...], Result] = {}
+        raw = read_file("commands/index.json")
+        if raw is None:
+            return
+        from hwmgr import safejson
+
+        index = f"{printable(root)}/commands/index.json"
+        entries = safejson.load(raw, index)
+        if not isinstance(entries, list):
+            raise BadInputError(f"{index}: expected a list of entries")
+        for i, entry in enumerate(entries):
+            where = f"{index}[{i}]"
+            if not isinstance(entry, dict):
+                raise BadInputError(f"{where}: expected an object")
+            argv = entry.get("argv")
+            if (
+                not isinstance(argv, list)
+                or not argv
+                or not all(isinstance(a, str) for a in argv)
+            ):
+                raise BadInputError(f"{where}.argv: expected a non-empty list of strings")
+            rc = entry.get("rc", 0)
+            if not isinstance(rc, int) or isinstance(rc, bool):
+                raise BadInputError(f"{where}.rc: expected an integer")
+            out = self._load(entry.get("stdout"), f"{where}.stdout", read_file)
+            err = self._load(entry.get("stderr"), f"{where}.stderr", read_file)
+            key = self._key(argv)
+            self._table[key] = Result(key, rc, out, err)
+
+    @staticmethod
+    def _key(argv: Sequence[str]) -> tuple[str, ...]:
+        args = [str(a) for a in argv]
+        return (os.path.basename(args[0]), *args[1:])
+
+    @staticmethod
+    def _load(ref: object, where: str, read_file: Callable[[str], bytes | None]) -> str:
+        if ref is None:
+            return ""
+        if not isinstance(ref, str) or ref.startswith("/") or ".." in ref.split("/"):
+            raise BadInputError(f"{where}: expected a relative path inside the snapshot")
+        data = read_file(ref)
+        if data is None:
+            raise BadInputError(f"{where}: recorded output file '{printable(ref)}' is missing "
+                                "or not a regular file")
+        return data.decode("utf-8", errors="replace")
+
+    @property
+    def recorded(self) -> list[tuple[str, ...]]:
+        return list(self._table)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        input: str | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> Result:
+        key = self._key(argv)
+        hit = self._table.get(key)
+        if hit is not None:
+            return hit
+        return Result(key, RC_NOT_AVAILABLE, "", f"{key[0]}: not recorded in snapshot",
+                      unrecorded=True)

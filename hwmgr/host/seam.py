@@ -1,0 +1,459 @@
+"""The host seam: `Host(root, runner)` is the only door to a machine's files and commands.
+
+The same code reads the live host (`root=/`), a captured snapshot directory, or a fake tree
+in tests. Under a non-`/` root, paths and symlinks are resolved *inside* the root (absolute
+link targets are re-rooted, `..` never climbs out, loops end as "unknown"), so a hostile or
+damaged snapshot cannot make hwmgr read the analysing machine's own files.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from hwmgr.host.runner import DEFAULT_TIMEOUT, Result, Runner
+
+MAX_SYMLINK_FOLLOWS = 40
+MAX_ATTR_BYTES = 1 << 20
+# O_NONBLOCK: opening a FIFO for reading must not wait for a writer (it then reads empty)
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+@dataclass
+class Recorder:
+    """Remembers what was read through a Host, so a snapshot holds exactly that."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    links: dict[str, str] = field(default_factory=dict)
+    dirs: dict[str, list[str]] = field(default_factory=dict)
+
+
+class Host:
+    """A machine seen through a root path and a command runner.
+
+    Logical paths are absolute host paths (`/sys/bus/pci/devices`). Readers never raise for
+    missing, unreadable or garbled files: they return `None` (or an empty list) and callers
+    report the fact as unknown.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        runner: Runner,
+        *,
+        meta: dict[str, Any] | None = None,
+        recorder: Recorder | None = None,
+    ) -> None:
+        self.root = Path(root)
+        self.runner = runner
+        self.meta = meta or {}
+        self.recorder = recorder
+        self.live = os.path.realpath(self.root) == "/"
+        self._real_root = os.path.realpath(self.root)
+        self._dir_cache: dict[str, str | None] = {}
+        self._kinds: dict[str, dict[str, bool]] = {}  # real dir -> {name: regular} (snapshots)
+
+    def __repr__(self) -> str:
+        return f"Host(root={str(self.root)!r}, runner={type(self.runner).__name__})"
+
+    # ---------------------------------------------------------------- paths
+    def path(self, logical: str) -> Path:
+        """The real path of a logical host path (no symlink checks; for writers and tools)."""
+        if self.live:
+            return Path("/" + logical.lstrip("/"))
+        return Path(self._real_root, logical.lstrip("/"))
+
+    def resolve(self, logical: str) -> str | None:
+        """Resolve a logical path to a real path inside the root; None if it escapes/loops."""
+        if self.live:
+            return "/" + logical.lstrip("/")
+        logical = "/" + logical.strip("/")
+        parent, _, leaf = logical.rpartition("/")
+        base = self._resolve_dir(parent or "/")
+        if base is None:
+            return None
+        if leaf in ("", "."):
+            return base
+        if leaf == "..":
+            return self._resolve_chain(logical)
+        cand = os.path.join(base, leaf)
+        try:
+            if os.path.islink(cand):
+                return self._resolve_chain(logical)
+        except OSError:
+            return None
+        return cand
+
+    def _resolve_dir(self, logical_dir: str) -> str | None:
+        """Resolve a directory incrementally: cached parent + one lstat for the last part."""
+        hit = self._dir_cache.get(logical_dir, "")
+        if hit != "":
+            return hit
+        parent, _, leaf = logical_dir.rstrip("/").rpartition("/")
+        if not leaf:
+            real: str | None = self._real_root
+        else:
+            base = self._resolve_dir(parent or "/")
+            real = None if base is None else self._step(base, leaf)
+        self._dir_cache[logical_dir] = real
+        return real
+
+    def _step(self, base: str, leaf: str) -> str | None:
+        """One path component under an already-resolved real directory inside the root."""
+        if leaf in ("", "."):
+            return base
+        if leaf == "..":
+            return base if base == self._real_root else os.path.dirname(base)
+        cand = f"{base}/{leaf}" if base != "/" else f"/{leaf}"
+        try:
+            if not os.path.islink(cand):
+                return cand
+        except OSError:
+            return None
+        return self._resolve_chain(cand[len(self._real_root):])
+
+    def _resolve_chain(self, logical: str) -> str | None:
+        """Walk components under the root, following symlinks chroot-style."""
+        root = self._real_root
+        pending = [p for p in logical.split("/") if p][::-1]
+        done: list[str] = []
+        follows = 0
+        while pending:
+            comp = pending.pop()
+            if comp in ("", "."):
+                continue
+            if comp == "..":
+                if done:
+                    done.pop()
+                continue
+            cand = os.path.join(root, *done, comp)
+            try:
+                is_link = os.path.islink(cand)
+            except OSError:
+                return None
+            if not is_link:
+                done.append(comp)
+                continue
+            follows += 1
+            if follows > MAX_SYMLINK_FOLLOWS:
+                return None
+            try:
+                target = os.readlink(cand)
+            except OSError:
+                return None
+            if target.startswith("/"):
+                done = []
+            pending.extend([p for p in target.split("/") if p][::-1])
+        return os.path.join(root, *done)
+
+    # ---------------------------------------------------------------- readers
+    def read_bytes(self, logical: str, limit: int = MAX_ATTR_BYTES) -> bytes | None:
+        """Raw file content, or None when missing, unreadable, a directory or a bad link."""
+        data = self._read_live(logical, limit) if self.live else self._read_rooted(logical, limit)
+        if data is None:
+            return None
+        if self.recorder is not None:
+            self.recorder.files[logical] = data
+        return data
+
+    @staticmethod
+    def _read_fd(fd: int, limit: int) -> bytes:
+        """Read up to `limit` bytes; sysfs attributes come back whole in the first read."""
+        try:
+            first = min(limit, 4096)  # a big first read would allocate a big buffer per call
+            data = os.read(fd, first)
+            if len(data) < first:
+                return data
+            chunks = [data]
+            limit -= len(data)
+            while limit > 0:
+                chunk = os.read(fd, min(limit, 1 << 20))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                limit -= len(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def _read_live(self, logical: str, limit: int) -> bytes | None:
+        """The live host: O_NONBLOCK so a FIFO cannot hang the open; regular files only."""
+        try:
+            fd = os.open("/" + logical.lstrip("/"), _READ_FLAGS)
+        except OSError:
+            return None
+        return self._read_regular(fd, limit)
+
+    def _read_regular(self, fd: int, limit: int) -> bytes | None:
+        """Read (and close) `fd` if it is a regular file; None (closed) for anything else."""
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                return None
+            return self._read_fd(fd, limit)
+        except OSError:  # EISDIR, EAGAIN and friends
+            return None
+
+    @staticmethod
+    def _open_rooted(real: str) -> int | None:
+        """Open a real path under the root without following a link or opening a non-file.
+
+        The type is checked (lstat) *before* the open: a hostile snapshot directory may hold
+        FIFOs or device nodes (opening some devices has effects). ELOOP for a symlink.
+        """
+        st = os.lstat(real)
+        if stat.S_ISLNK(st.st_mode):
+            raise OSError(errno.ELOOP, "a symlink")
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        fd = os.open(real, _READ_FLAGS | os.O_NOFOLLOW)
+        check = os.fstat(fd)
+        if (check.st_ino, check.st_dev) != (st.st_ino, st.st_dev):  # swapped meanwhile
+            os.close(fd)
+            return None
+        return fd
+
+    def _open_attr(self, base: str, leaf: str) -> int | None:
+        """read_attr's open: None for a non-file (never opened), ELOOP for a symlink."""
+        if self.live:
+            return os.open(f"{base}/{leaf}", _READ_FLAGS)  # fstat'ed by the caller
+        if not self.meta:  # a root that may change under us (tests, writers): lstat each time
+            return self._open_rooted(f"{base}/{leaf}")
+        kinds = self._kinds.get(base)  # a snapshot is static: one scandir per directory
+        if kinds is None:
+            kinds = self._kinds[base] = _entry_kinds(base)
+        regular = kinds.get(leaf)
+        if regular is None:
+            return None  # missing
+        if not regular:  # a link (ELOOP: resolved the slow way), FIFO, device: never opened
+            return self._open_rooted(f"{base}/{leaf}")
+        return os.open(f"{base}/{leaf}", _READ_FLAGS | os.O_NOFOLLOW)
+
+    def _read_rooted(self, logical: str, limit: int) -> bytes | None:
+        """lstat + open the leaf without following a symlink; resolve links the slow way."""
+        parent, _, leaf = ("/" + logical.strip("/")).rpartition("/")
+        base = self._resolve_dir(parent or "/")
+        if base is None:
+            return None
+        try:
+            if leaf in ("", ".", ".."):
+                raise OSError(errno.ELOOP, "resolve the slow way")
+            fd = self._open_rooted(f"{base}/{leaf}")
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                return None
+            real = self._resolve_chain(logical)
+            if real is None:
+                return None
+            try:
+                fd = self._open_rooted(real)
+            except OSError:
+                return None
+        if fd is None:
+            return None
+        try:
+            return self._read_fd(fd, limit)
+        except OSError:
+            return None
+
+    def read_text(self, logical: str) -> str | None:
+        """File content decoded as UTF-8 (bad bytes replaced), or None."""
+        data = self.read_bytes(logical)
+        return None if data is None else data.decode("utf-8", errors="replace")
+
+    def read_attr(self, logical: str) -> str | None:
+        """A sysfs-style one-value attribute, stripped; None when missing or empty.
+
+        The hot path of an inventory (tens of thousands of calls on a big host), so the
+        common case — a regular file in an already-resolved directory — is inlined.
+        """
+        data: bytes | None = None
+        if self.recorder is None:
+            parent, _, leaf = logical.rpartition("/")
+            base = self._dir_cache.get(parent, "") if not self.live else parent
+            if base and leaf not in ("", ".", ".."):
+                try:
+                    opened = self._open_attr(base, leaf)
+                except OSError as exc:
+                    if exc.errno == errno.ELOOP:
+                        data = self.read_bytes(logical)
+                    else:
+                        return None
+                else:
+                    if opened is None:
+                        return None  # not a regular file: never opened
+                    fd = opened
+                    try:
+                        if self.live and not stat.S_ISREG(os.fstat(fd).st_mode):
+                            return None  # a FIFO or device: never read (could block)
+                        data = os.read(fd, 4096)
+                        if len(data) == 4096:
+                            data += self._read_fd(os.dup(fd), MAX_ATTR_BYTES - 4096)
+                    except OSError:
+                        return None
+                    finally:
+                        os.close(fd)
+            else:
+                data = self.read_bytes(logical)
+        else:
+            data = self.read_bytes(logical)
+        if data is None:
+            return None
+        text = data.decode("utf-8", errors="replace").strip().replace("\x00", "")
+        return text or None
+
+    def listdir(self, logical: str, pattern: re.Pattern[str] | None = None) -> list[str]:
+        """Sorted directory entries (only those fully matching `pattern`, if given).
+
+        [] when missing or not a directory. The recorder keeps the filtered listing, so a
+        snapshot holds exactly the names the tool looked at.
+        """
+        real = self.resolve(logical)
+        if real is None:
+            return []
+        if self.meta and not self.live:  # a static snapshot: keep the types read_attr needs
+            kinds = self._kinds.get(real)
+            if kinds is None:
+                kinds = self._kinds[real] = _entry_kinds(real)
+            names = sorted(kinds)
+        else:
+            try:
+                names = sorted(os.listdir(real))
+            except OSError:
+                return []
+        if pattern is not None:
+            names = [n for n in names if pattern.fullmatch(n)]
+        if self.recorder is not None:
+            self.recorder.dirs[logical] = names
+        return names
+
+    def is_dir(self, logical: str) -> bool:
+        real = self.resolve(logical)
+        return real is not None and os.path.isdir(real)
+
+    def exists(self, logical: str) -> bool:
+        real = self.resolve(logical)
+        return real is not None and os.path.exists(real)
+
+    def readlink(self, logical: str) -> str | None:
+        """The target text of a symlink (not followed), or None."""
+        parent, _, leaf = ("/" + logical.strip("/")).rpartition("/")
+        base = self._resolve_dir(parent or "/") if not self.live else (parent or "/")
+        if base is None:
+            return None
+        try:
+            target = os.readlink(os.path.join(base, leaf))
+        except OSError:
+            return None
+        if self.recorder is not None:
+            self.recorder.links[logical] = target
+        return target
+
+    # ---------------------------------------------------------------- commands
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        input: str | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> Result:
+        """Run a command through this host's runner (rc 127 when it is not available)."""
+        return self.runner.run(argv, timeout=timeout, input=input, env=env, cwd=cwd)
+
+    # ---------------------------------------------------------------- writers
+    # Mutating helpers for the lifecycle commands. They act on `path()` so that tests can use
+    # a temporary root as a fake host.
+    def write_bytes(self, logical: str, data: bytes, mode: int = 0o644) -> None:
+        """Write a file atomically (temp file + fsync + rename)."""
+        dest = self.path(logical)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.hwmgr-tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, dest)
+        fsync_dir(dest.parent)
+
+    def makedirs(self, logical: str, mode: int = 0o755) -> Path:
+        p = self.path(logical)
+        p.mkdir(parents=True, exist_ok=True, mode=mode)
+        return p
+
+    def copy_file(self, src_logical: str, dest_logical: str) -> None:
+        """Copy a file with metadata, atomically at the destination."""
+        import shutil  # writers only; readers stay light at start-up
+
+        src, dest = self.path(src_logical), self.path(dest_logical)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.hwmgr-tmp")
+        shutil.copy2(src, tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, dest)
+        fsync_dir(dest.parent)
+
+    def remove(self, logical: str) -> bool:
+        """Remove a file; False when it was not there."""
+        try:
+            os.unlink(self.path(logical))
+        except FileNotFoundError:
+            return False
+        return True
+
+    def remove_tree(self, logical: str) -> bool:
+        """Remove a directory tree (or file); False when nothing was there."""
+        p = self.path(logical)
+        if p.is_symlink() or p.is_file():
+            p.unlink()
+            return True
+        if not p.exists():
+            return False
+        import shutil
+
+        shutil.rmtree(p)
+        return True
+
+    def free_bytes(self, logical: str) -> int | None:
+        """Free space for unprivileged writes on the filesystem holding `logical`."""
+        p = self.path(logical)
+        while not p.exists() and p != p.parent:
+            p = p.parent
+        try:
+            st = os.statvfs(p)
+        except OSError:
+            return None
+        return st.f_bavail * st.f_frsize
+
+
+def _entry_kinds(real_dir: str) -> dict[str, bool]:
+    """{name: is a regular file (not a link)} from one scandir: d_type, no stat per entry."""
+    try:
+        with os.scandir(real_dir) as it:
+            return {e.name: e.is_file(follow_symlinks=False) for e in it}
+    except OSError:
+        return {}
+
+
+def fsync_dir(path: os.PathLike[str] | str) -> None:
+    """fsync a directory so a rename in it survives a power cut."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as exc:  # some filesystems refuse directory fsync
+        if exc.errno not in (errno.EINVAL, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)

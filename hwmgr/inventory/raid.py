@@ -1,0 +1,118 @@
+"""RAID controller firmware from vendor tools: one small adapter class per tool.
+
+Each adapter declares, sos-plugin style, the kernel drivers it serves, the binaries it tries
+in order and the argv it runs; `parse` turns the tool's output into (PCI address or None,
+firmware) per controller. Adding a vendor's tool means one class here and its entry in
+`ADAPTERS`; the scan itself never names a tool.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from hwmgr import safejson
+from hwmgr.host.seam import Host
+
+Found = tuple[str | None, str | None]  # (PCI address or None, firmware or None)
+
+
+class RaidTool:
+    """A vendor RAID CLI: which drivers it serves, how to call it, how to read it."""
+
+    drivers: ClassVar[tuple[str, ...]] = ()
+    binaries: ClassVar[tuple[str, ...]] = ()
+    args: ClassVar[tuple[str, ...]] = ()
+
+    def parse(self, stdout: str) -> list[Found]:
+        """Controllers in the tool's output, in its (PCI) order."""
+        raise NotImplementedError
+
+    def query(self, host: Host) -> tuple[list[Found], str] | None:
+        """The first binary that answers with at least one controller: (found, binary)."""
+        for tool in self.binaries:
+            res = host.run([tool, *self.args], timeout=60)
+            if not res.ok:
+                continue
+            found = self.parse(res.stdout)
+            if found:
+                return found, tool
+        return None
+
+
+class StorCli(RaidTool):
+    """Broadcom/LSI storcli: JSON output with each controller's PCI address."""
+
+    drivers = ("megaraid_sas",)
+    binaries = ("storcli64", "storcli")
+    args = ("/call", "show", "J")
+
+    def parse(self, stdout: str) -> list[Found]:
+        try:
+            doc = safejson.parse(stdout)  # recorded output may be hostile
+        except safejson.JSONError:
+            return []
+        out: list[Found] = []
+        for ctl in doc.get("Controllers", []) if isinstance(doc, dict) else []:
+            data = ctl.get("Response Data", {}) if isinstance(ctl, dict) else {}
+            basics = data.get("Basics", {}) if isinstance(data, dict) else {}
+            ver = data.get("Version", {}) if isinstance(data, dict) else {}
+            fw = ver.get("Firmware Version") if isinstance(ver, dict) else None
+            pci = basics.get("PCI Address") if isinstance(basics, dict) else None
+            out.append((storcli_addr(pci), fw if isinstance(fw, str) else None))
+        return out
+
+
+class MegaCli(RaidTool):
+    """LSI MegaCli (older hosts): text, one 'Adapter #N' block per controller, no address."""
+
+    drivers = ("megaraid_sas",)
+    binaries = ("MegaCli64", "MegaCli", "megacli")
+    args = ("-AdpAllInfo", "-aALL", "-NoLog")
+
+    def parse(self, stdout: str) -> list[Found]:
+        out: list[Found] = []
+        for chunk in re.split(r"(?m)^\s*Adapter #\d+", stdout)[1:]:
+            m = re.search(r"(?m)^\s*FW Version\s*:\s*(\S.*?)\s*$", chunk) or re.search(
+                r"(?m)^\s*FW Package Build\s*:\s*(\S.*?)\s*$", chunk
+            )
+            out.append((None, m.group(1) if m else None))
+        return out
+
+
+# in the order they are tried: the newer tool first
+ADAPTERS: tuple[RaidTool, ...] = (StorCli(), MegaCli())
+
+
+def storcli_addr(raw: Any) -> str | None:
+    """storcli prints the PCI address as '00:01:00:00' (domain:bus:dev:func)."""
+    if not isinstance(raw, str):
+        return None
+    parts = raw.strip().split(":")
+    if len(parts) != 4:
+        return None
+    try:
+        dom, bus, dev, fn = (int(p, 16) for p in parts)
+    except ValueError:
+        return None
+    return f"{dom:04x}:{bus:02x}:{dev:02x}.{fn:x}"
+
+
+def tool_firmware(host: Host, pending: list[dict[str, Any]]) -> None:
+    """Fill `firmware_version`/`firmware_source` of controllers sysfs left blank, per driver,
+    from the first adapter that answers (matched by address, else by PCI order)."""
+    for driver in sorted({d["driver"] for d in pending}):
+        devs = [d for d in pending if d["driver"] == driver]
+        for adapter in (a for a in ADAPTERS if driver in a.drivers):
+            answer = adapter.query(host)
+            if answer is None:
+                continue
+            found, tool = answer
+            by_addr = {a: fw for a, fw in found if a}
+            for i, dev in enumerate(devs):
+                fw = by_addr.get(dev["address"])
+                if fw is None and len(found) == len(devs):
+                    fw = found[i][1]  # controllers enumerate in PCI order
+                if fw:
+                    dev["firmware_version"], dev["firmware_source"] = fw, tool
+            break

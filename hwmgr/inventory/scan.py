@@ -1,0 +1,368 @@
+"""Inventory: every PCI function, its driver and versions, NICs and RAID controllers.
+
+Reads only through a `Host`, so the same code scans `/`, a snapshot and test trees. Every value
+that cannot be read is `None` ("unknown"); nothing is invented.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from hwmgr.host.seam import Host
+
+PCI_DEVICES = "/sys/bus/pci/devices"
+_ADDR = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+_HEX = re.compile(r"^(?:0x)?([0-9a-fA-F]+)$")
+_IFNAME = re.compile(r"^[^/\s]{1,15}$")
+_MAC = re.compile(r"^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5,19}$")
+_DRIVER = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
+_FUNC_ENTRIES = re.compile(
+    r"vendor|device|subsystem_vendor|subsystem_device|class|revision|modalias|driver"
+    r"|numa_node|(current|max)_link_(speed|width)|net|virtio\d+|host\d+|virtfn\d+|physfn"
+    r"|sriov_totalvfs|sriov_numvfs"
+)
+RAID_CLASSES = ("0104", "0107")
+NET_CLASS_PREFIX = "02"
+ETHTOOL_EMPTY = {"", "n/a", "N/A", "unknown"}
+UNKNOWN_SPEEDS = {65535, 4294967295}  # SPEED_UNKNOWN as old kernels print it
+
+
+def hex_id(raw: str | None, width: int) -> str | None:
+    """'0x19a2' → '19a2'; anything that is not `width` hex digits → None."""
+    if raw is None:
+        return None
+    m = _HEX.match(raw.strip())
+    if not m or len(m.group(1)) > width:
+        return None
+    return m.group(1).lower().zfill(width)
+
+
+def _int(raw: str | None) -> int | None:
+    if raw is None:
+        return None
+    try:
+        return int(raw.strip(), 0)
+    except ValueError:
+        return None
+
+
+def parse_ethtool_i(text: str) -> dict[str, str | None]:
+    """Parse `ethtool -i` output into {driver, version, firmware-version, bus-info, ...}."""
+    out: dict[str, str | None] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if not sep or not key or key != key.strip() or " " in key:
+            continue
+        val = value.strip()
+        out[key] = None if val in ETHTOOL_EMPTY else val
+    return out
+
+
+@dataclass
+class Scan:
+    """Inventory of one host: identity, PCI functions and NIC interfaces."""
+
+    hostname: str | None
+    kernel: str | None
+    devices: list[dict[str, Any]] = field(default_factory=list)
+    interfaces: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "host": {"hostname": self.hostname, "kernel": self.kernel},
+            "devices": self.devices,
+            "interfaces": self.interfaces,
+            "notes": self.notes,
+        }
+
+
+def host_identity(host: Host) -> tuple[str | None, str | None]:
+    """Hostname and kernel release: from snapshot.json, else the live /proc."""
+    if host.meta:
+        return host.meta.get("hostname"), host.meta.get("kernel")
+    return (
+        host.read_attr("/proc/sys/kernel/hostname"),
+        host.read_attr("/proc/sys/kernel/osrelease"),
+    )
+
+
+class Inventory:
+    """Scans a Host. `names` gives PCI names; `verdict` maps a device dict to a catalog verdict."""
+
+    def __init__(
+        self,
+        host: Host,
+        names: Any | None = None,
+        verdict: Callable[[dict[str, Any], str | None], dict[str, Any] | None] | None = None,
+    ) -> None:
+        self.host = host
+        self.names = names
+        self.verdict = verdict
+        self._ethtool: dict[str, dict[str, str | None] | None] = {}
+        self._modver: dict[str, tuple[str | None, str | None]] = {}
+
+    # ------------------------------------------------------------------ top level
+    def scan(self) -> Scan:
+        hostname, kernel = host_identity(self.host)
+        scan = Scan(hostname=hostname, kernel=kernel)
+        entries = self.host.listdir(PCI_DEVICES)
+        if not entries and not self.host.is_dir(PCI_DEVICES):
+            scan.notes.append(f"{PCI_DEVICES} is not readable: no PCI functions listed")
+        for addr in entries:
+            if not _ADDR.match(addr):
+                scan.notes.append(f"ignored '{addr}' in {PCI_DEVICES}: not a PCI address")
+                continue
+            dev, ifaces = self._function(addr, kernel)
+            if dev is None:
+                scan.notes.append(f"{PCI_DEVICES}/{addr}: unreadable (dangling or looping link)")
+                continue
+            scan.devices.append(dev)
+            scan.interfaces.extend(ifaces)
+        raid = [d for d in scan.devices if d["class"] in RAID_CLASSES]
+        if raid:
+            self._raid_firmware(raid)
+        if self.verdict is not None:
+            for dev in scan.devices:
+                dev["catalog"] = self.verdict(dev, kernel)
+        scan.devices.sort(key=lambda d: _addr_key(d["address"]))
+        return scan
+
+    # ------------------------------------------------------------------ one function
+    def _function(
+        self, addr: str, kernel: str | None
+    ) -> tuple[dict[str, Any] | None, list[dict]]:
+        h = self.host
+        base = f"{PCI_DEVICES}/{addr}"
+        addr = addr.lower()
+        entries = h.listdir(base, _FUNC_ENTRIES)
+        if not entries and not h.is_dir(base):
+            return None, []
+        present = set(entries)
+
+        def attr(name: str) -> str | None:
+            # reading only what the listing shows saves a failed open per absent attribute
+            return h.read_attr(f"{base}/{name}") if name in present else None
+
+        vendor = hex_id(attr("vendor"), 4)
+        device = hex_id(attr("device"), 4)
+        svendor = hex_id(attr("subsystem_vendor"), 4)
+        sdevice = hex_id(attr("subsystem_device"), 4)
+        cls_full = hex_id(attr("class"), 6)
+        revision = hex_id(attr("revision"), 2)
+        cls = cls_full[:4] if cls_full else None
+        pci_driver = _driver_link(h.readlink(f"{base}/driver")) if "driver" in present else None
+        ifnames = self._netdevs(base, entries)
+        ifaces = [self._interface(name, addr) for name in ifnames]
+        # The driver a user knows this function by: the NIC driver ethtool reports when there is
+        # one (virtio_net on a virtio-pci function), else the bound PCI driver.
+        net_driver = next((i["driver"] for i in ifaces if i["driver"]), None)
+        driver = net_driver or pci_driver
+        drv_version, version_source, srcversion = self._driver_version(driver, ifaces)
+        firmware = next((i["firmware_version"] for i in ifaces if i["firmware_version"]), None)
+        names = self.names
+        dev: dict[str, Any] = {
+            "address": addr,
+            "domain": addr.split(":")[0],
+            "vendor_id": vendor,
+            "device_id": device,
+            "subsystem_vendor_id": svendor,
+            "subsystem_device_id": sdevice,
+            "class": cls,
+            "prog_if": cls_full[4:] if cls_full else None,
+            "revision": revision,
+            "vendor_name": names.vendor(vendor) if names and vendor else None,
+            "device_name": names.device(vendor, device) if names and vendor and device else None,
+            "subsystem_name": (
+                names.subsystem(vendor, device, svendor, sdevice)
+                if names and vendor and device and svendor and sdevice
+                else None
+            ),
+            "class_name": names.class_name(cls) if names and cls else None,
+            "driver": driver,
+            "pci_driver": pci_driver,
+            "driver_version": drv_version,
+            "driver_version_source": version_source,
+            "driver_srcversion": srcversion,
+            "firmware_version": firmware,
+            "firmware_source": "ethtool" if firmware else None,
+            "interfaces": ifnames,
+            "modalias": attr("modalias") or _modalias(vendor, device, svendor, sdevice, cls_full),
+            "numa_node": _numa(attr("numa_node")),
+            "pcie_link": self._pcie_link(attr),
+            "sriov": self._sriov(base, entries, attr),
+            "physfn": _link_name(h.readlink(f"{base}/physfn")) if "physfn" in present else None,
+            "catalog": None,
+        }
+        if cls in RAID_CLASSES:
+            dev["scsi_hosts"] = [e for e in entries if re.fullmatch(r"host\d+", e)]
+        return dev, ifaces
+
+    def _netdevs(self, base: str, entries: list[str]) -> list[str]:
+        names: list[str] = []
+        if "net" in entries:
+            names += self.host.listdir(f"{base}/net")
+        for e in entries:  # virtio: the netdev hangs off the virtioN child device
+            if re.fullmatch(r"virtio\d+", e):
+                names += self.host.listdir(f"{base}/{e}/net")
+        return [n for n in names if _IFNAME.match(n)]
+
+    def _interface(self, name: str, addr: str) -> dict[str, Any]:
+        h = self.host
+        base = f"/sys/class/net/{name}"
+        info = self._ethtool_i(name)
+        mac = h.read_attr(f"{base}/address")
+        speed = _int(h.read_attr(f"{base}/speed"))
+        duplex = h.read_attr(f"{base}/duplex")
+        return {
+            "name": name,
+            "address": addr,
+            "mac": mac.lower() if mac and _MAC.match(mac) else None,
+            "mtu": _int(h.read_attr(f"{base}/mtu")),
+            "speed_mbps": speed if speed is not None and speed > 0 and speed not in
+            UNKNOWN_SPEEDS else None,
+            "duplex": duplex if duplex in ("full", "half") else None,
+            "operstate": h.read_attr(f"{base}/operstate"),
+            "carrier": _int(h.read_attr(f"{base}/carrier")),
+            "tx_queue_len": _int(h.read_attr(f"{base}/tx_queue_len")),
+            "driver": _driver_name(info.get("driver")) if info else None,
+            "driver_version": info.get("version") if info else None,
+            "firmware_version": info.get("firmware-version") if info else None,
+            "bus_info": info.get("bus-info") if info else None,
+        }
+
+    def _ethtool_i(self, ifname: str) -> dict[str, str | None] | None:
+        if ifname not in self._ethtool:
+            res = self.host.run(["ethtool", "-i", ifname], timeout=10)
+            self._ethtool[ifname] = parse_ethtool_i(res.stdout) if res.ok else None
+        return self._ethtool[ifname]
+
+    def _driver_version(
+        self, driver: str | None, ifaces: list[dict[str, Any]]
+    ) -> tuple[str | None, str | None, str | None]:
+        if not driver:
+            return None, None, None
+        version, srcversion = self._module_info(driver)
+        eth = next((i["driver_version"] for i in ifaces if i["driver_version"]), None)
+        if eth:
+            return eth, "ethtool", srcversion
+        if version:
+            return version, "sysfs", srcversion
+        return None, None, srcversion
+
+    def _module_info(self, driver: str) -> tuple[str | None, str | None]:
+        if driver not in self._modver:
+            module = driver.replace("-", "_")
+            base = f"/sys/module/{module}"
+            self._modver[driver] = (
+                self.host.read_attr(f"{base}/version"),
+                self.host.read_attr(f"{base}/srcversion"),
+            )
+        return self._modver[driver]
+
+    def _pcie_link(self, attr: Callable[[str], str | None]) -> dict[str, Any] | None:
+        link = {
+            "speed": attr("current_link_speed"),
+            "width": _int(attr("current_link_width")),
+            "max_speed": attr("max_link_speed"),
+            "max_width": _int(attr("max_link_width")),
+        }
+        return link if any(v is not None for v in link.values()) else None
+
+    def _sriov(
+        self, base: str, entries: list[str], attr: Callable[[str], str | None]
+    ) -> dict[str, Any] | None:
+        total = _int(attr("sriov_totalvfs"))
+        if total is None:
+            return None
+        vfs = []
+        for e in entries:
+            m = re.fullmatch(r"virtfn(\d+)", e)
+            if m:
+                vf = _link_name(self.host.readlink(f"{base}/{e}"))
+                if vf and _ADDR.match(vf):
+                    vfs.append((int(m.group(1)), vf.lower()))
+        return {
+            "totalvfs": total,
+            "numvfs": _int(attr("sriov_numvfs")),
+            "vfs": [a for _, a in sorted(vfs)],
+        }
+
+    # ------------------------------------------------------------------ RAID firmware
+    def _raid_firmware(self, raid: list[dict[str, Any]]) -> None:
+        """Firmware from sysfs when the controller exposes it, else storcli / MegaCli."""
+        for dev in raid:
+            for host_n in dev.get("scsi_hosts") or []:
+                base = f"/sys/class/scsi_host/{host_n}"
+                for attr in ("version_fw", "fw_version", "fwrev"):
+                    fw = self.host.read_attr(f"{base}/{attr}")
+                    if fw:
+                        dev["firmware_version"], dev["firmware_source"] = fw, f"sysfs:{attr}"
+                        break
+                if dev["firmware_version"]:
+                    break
+        pending = [d for d in raid if not d["firmware_version"] and d["driver"]]
+        if pending:
+            from hwmgr.inventory.raid import tool_firmware
+
+            tool_firmware(self.host, pending)
+
+
+def collect(host: Any, catalog_paths: list[str] | None, use_catalog: bool = True) -> Any:
+    """Scan `host` with names and catalog verdicts; shared by inventory, snapshot and check."""
+    from hwmgr.catalog.pciids import default_names
+
+    verdict = None
+    if use_catalog:
+        from hwmgr.catalog.load import load_catalog
+
+        verdict = load_catalog(catalog_paths).verdict
+    return Inventory(host, names=default_names(), verdict=verdict).scan()
+
+
+def _link_name(target: str | None) -> str | None:
+    if not target:
+        return None
+    name = target.rstrip("/").rsplit("/", 1)[-1]
+    return name if name and name not in (".", "..") else None
+
+
+def _driver_link(target: str | None) -> str | None:
+    """Driver name from a `driver` link; the kernel's always ends in .../drivers/NAME."""
+    parts = (target or "").rstrip("/").split("/")
+    if len(parts) < 2 or parts[-2] != "drivers":
+        return None
+    return _driver_name(parts[-1])
+
+
+def _driver_name(raw: str | None) -> str | None:
+    return raw if raw and _DRIVER.match(raw) else None
+
+
+def _numa(raw: str | None) -> int | None:
+    n = _int(raw)
+    return n if n is not None and n >= 0 else None
+
+
+def _modalias(
+    v: str | None, d: str | None, sv: str | None, sd: str | None, cls: str | None
+) -> str | None:
+    """Derive the kernel's PCI modalias when the snapshot lacks the file."""
+    if not (v and d and sv and sd and cls):
+        return None
+    u = str.upper
+    return (
+        f"pci:v0000{u(v)}d0000{u(d)}sv0000{u(sv)}sd0000{u(sd)}"
+        f"bc{u(cls[0:2])}sc{u(cls[2:4])}i{u(cls[4:6])}"
+    )
+
+
+def _addr_key(addr: str) -> tuple[int, ...]:
+    try:
+        dom, bus, rest = addr.split(":")
+        dev, fn = rest.split(".")
+        return (int(dom, 16), int(bus, 16), int(dev, 16), int(fn, 16))
+    except ValueError:
+        return (1 << 32,)

@@ -1,0 +1,81 @@
+"""What `hwmgr snapshot` records beyond the inventory: everything plan, verify and check read.
+
+The record names and the lists of commands and sysctls live in `hwmgr.host.capture` (the
+seam's layer, so readers can ask whether a snapshot holds a record); running them needs the
+lifecycle's knowledge of kernels, recipes and module files, so it lives here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from hwmgr.host.capture import (
+    ETHTOOL_QUERIES,
+    IFNAME,
+    IP_LINK_ARGV,
+    KVER,
+    NET_SYSCTLS,
+    RECORDS,
+    TIMEOUT,
+    sysctl_path,
+)
+from hwmgr.host.seam import Host
+
+
+def target_kernels(host: Host) -> list[str]:
+    """The running kernel and every kernel with headers (what `plan` targets by default)."""
+    from hwmgr.lifecycle.dkms import kernels_with_headers
+
+    running = host.read_attr("/proc/sys/kernel/osrelease")
+    return list(dict.fromkeys(([running] if running else []) + kernels_with_headers(host)))
+
+
+def bound_modules(devices: Iterable[dict[str, Any]], drivers_dir: str | None = None) -> list[str]:
+    """Module names of every bound driver (and the modules its recipe builds, if any)."""
+    from hwmgr.errors import HwmgrError
+    from hwmgr.lifecycle.recipe import load_recipe
+
+    names: list[str] = []
+    for d in devices:
+        for drv in (d.get("driver"), d.get("pci_driver")):
+            if drv and drv not in names:
+                names.append(drv)
+    for drv in list(names):
+        try:
+            mods = load_recipe(drv, drivers_dir).module_names
+        except HwmgrError:
+            continue  # most drivers have no recipe: the driver name is the module
+        names += [m for m in mods if m not in names]
+    return names
+
+
+def record_all(host: Host, devices: Iterable[dict[str, Any]]) -> list[str]:
+    """Read and run everything in this module through a recording `host`; the record names."""
+    from hwmgr.inventory import guard as safety
+    from hwmgr.lifecycle import kmod
+
+    kernels = target_kernels(host)  # lists /lib/modules: HEADERS
+    for k in kernels:
+        if host.exists(f"/lib/modules/{k}/build/Makefile"):
+            host.read_bytes(f"/lib/modules/{k}/build/Makefile")
+    modules = bound_modules(devices)
+    for k in kernels:
+        for m in modules:
+            host.run(["modinfo", "-k", k, m], timeout=kmod.QUICK)
+    safety.default_route_interfaces(host)
+    host.run(["ip", "-o", "addr", "show"], timeout=TIMEOUT)
+    for ifname in host.listdir("/sys/class/net", IFNAME):
+        if ifname != "lo":
+            for q in ETHTOOL_QUERIES:
+                host.run(["ethtool", *q, ifname], timeout=TIMEOUT)
+    host.run(list(IP_LINK_ARGV), timeout=TIMEOUT)
+    for name in NET_SYSCTLS:
+        host.read_bytes(sysctl_path(name))
+    host.listdir("/sys/firmware", re.compile("efi"))  # EFI or legacy boot, as a name
+    safety.secure_boot(host)
+    host.listdir("/boot", re.compile(r"initrd\.img-.+|initramfs-.+\.img"))
+    for k in kernels:
+        if KVER.fullmatch(k):
+            kmod.in_initramfs(host, [], k)
+    return list(RECORDS)

@@ -1,0 +1,470 @@
+"""DKMS driving for driver upgrades: place a source tree, add/build/install/remove, and check.
+
+DKMS 3.0 (Debian 12) can exit 0 without doing the work: `build` says "already built ... skip"
+and reuses a stale build, and `install` skips a module whose version is not newer than the one
+in the kernel tree yet still reports success. So every step is checked afterwards: the .ko must
+exist where DKMS keeps it, and `modinfo` must report the expected version and kernel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
+from hwmgr.host.runner import Result
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.recipe import Recipe, check_kernel, check_name, check_version
+
+SOURCE_TREE = "/usr/src"
+DKMS_TREE = "/var/lib/dkms"
+INSTALL_TREE = "/lib/modules"
+OS_RELEASE = "/etc/os-release"
+BUILD_TIMEOUT = 600.0
+INSTALL_TIMEOUT = 600.0
+QUICK_TIMEOUT = 120.0
+KO_SUFFIXES = (".ko", ".ko.xz", ".ko.gz", ".ko.zst")
+# DEST_MODULE_LOCATION as DKMS 3.0 overrides it per distribution
+# (override_dest_module_location in /usr/sbin/dkms)
+_DISTRO_DEST = {
+    "debian": "/updates/dkms",
+    "ubuntu": "/updates/dkms",
+    "arch": "/updates/dkms",
+    "fedora": "/extra",
+    "rhel": "/extra",
+    "ovm": "/extra",
+    "sles": "/updates",
+    "suse": "/updates",
+    "opensuse": "/updates",
+}
+_STATUS_RE = re.compile(
+    r"^(?P<name>[^/,:\s]+)[/,]\s*(?P<version>[^,:\s]+)"
+    r"(?:,\s*(?P<kernel>[^,:\s]+),\s*(?P<arch>[^,:\s]+))?"
+    r":\s*(?P<state>[A-Za-z-]+)\s*(?P<note>.*)$"
+)
+_PLACEHOLDER_RE = re.compile(r"@[A-Z_]+@")
+
+
+@dataclass(frozen=True)
+class DkmsEntry:
+    """One line of `dkms status`: a module version and its state on one kernel (if any)."""
+
+    name: str
+    version: str
+    kernel: str | None
+    arch: str | None
+    state: str
+    note: str = ""
+
+
+def render_dkms_conf(recipe: Recipe, version: str) -> str:
+    """Fill `drivers/<driver>/dkms.conf.in` from the recipe for one driver version."""
+    version = check_version(version)
+    template = recipe.dkms_template
+    try:
+        text = template.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise NotFoundError(f"{template}: cannot read DKMS template ({exc.strerror})") from None
+    lines = []
+    for i, m in enumerate(recipe.modules):
+        lines.append(f'BUILT_MODULE_NAME[{i}]="{m.name}"')
+        if m.built_location:
+            lines.append(f'BUILT_MODULE_LOCATION[{i}]="{m.built_location}/"')
+        if m.dest_name:
+            lines.append(f'DEST_MODULE_NAME[{i}]="{m.dest_name}"')
+        lines.append(f'DEST_MODULE_LOCATION[{i}]="{m.dest_location}"')
+    values = {
+        "@PACKAGE_NAME@": recipe.driver,
+        "@PACKAGE_VERSION@": version,
+        "@MAKE@": recipe.make,
+        "@CLEAN@": recipe.clean,
+        "@MODULES@": "\n".join(lines),
+    }
+    out = _PLACEHOLDER_RE.sub(lambda mo: values.get(mo.group(0), mo.group(0)), text)
+    left = sorted(set(_PLACEHOLDER_RE.findall(out)) - set(values.values()))
+    if left:
+        raise BadInputError(f"{template}: unknown placeholder(s) {', '.join(left)}")
+    for needed in ("@PACKAGE_NAME@", "@PACKAGE_VERSION@", "@MAKE@"):
+        if needed not in text:
+            raise BadInputError(f"{template}: missing placeholder {needed}")
+    return out if out.endswith("\n") else out + "\n"
+
+
+def parse_status(text: str) -> list[DkmsEntry]:
+    """Parse `dkms status` output: 3.0 `n/v, kver, arch: state` and 2.x `n, v, kver, arch: state`.
+
+    Lines that are not status lines (warnings) are skipped.
+    """
+    entries = []
+    for line in text.splitlines():
+        mo = _STATUS_RE.match(line.strip())
+        if mo is None:
+            continue
+        entries.append(
+            DkmsEntry(
+                mo.group("name"),
+                mo.group("version"),
+                mo.group("kernel"),
+                mo.group("arch"),
+                mo.group("state"),
+                mo.group("note").strip(),
+            )
+        )
+    return entries
+
+
+def _os_ids(host: Host) -> list[str]:
+    """ID and ID_LIKE words from the host's /etc/os-release (lower case)."""
+    ids: list[str] = []
+    for line in (host.read_text(OS_RELEASE) or "").splitlines():
+        key, _, value = line.partition("=")
+        if key in ("ID", "ID_LIKE"):
+            ids += value.strip().strip("\"'").lower().split()
+    return ids
+
+
+def headers_package(host: Host, kver: str) -> str:
+    """The distribution package that provides kernel headers for `kver`."""
+    ids = _os_ids(host)
+    if any(i in ("rhel", "fedora", "centos", "rocky", "almalinux", "ol") for i in ids):
+        return f"kernel-devel-{kver}"
+    if any(i in ("suse", "sles", "opensuse") for i in ids):
+        return "kernel-default-devel"
+    return f"linux-headers-{kver}"
+
+
+def kernels_with_headers(host: Host) -> list[str]:
+    """Kernel releases under /lib/modules whose `build` dir holds usable headers."""
+    found = []
+    for kver in host.listdir(INSTALL_TREE):
+        if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+~-]*", kver) and host.exists(
+            f"{INSTALL_TREE}/{kver}/build/Makefile"
+        ):
+            found.append(kver)
+    return found
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _tail(res: Result, pattern: str = r"(?i)error|warning|not newer|matches|skip") -> str:
+    """The most telling line of a DKMS run, for one-line error messages."""
+    lines = [ln.strip() for ln in (res.stdout + "\n" + res.stderr).splitlines() if ln.strip()]
+    hits = [ln for ln in lines if re.search(pattern, ln)]
+    return (hits or lines or [f"exit {res.rc}"])[-1]
+
+
+class Dkms:
+    """DKMS on one host: every call goes through `host.run`, every result is checked.
+
+    `mok_key`/`mok_cert` (real paths) make DKMS sign with, or generate, a key there instead
+    of /var/lib/dkms/mok.key|pub (tests use a temp dir; production leaves them None).
+    """
+
+    def __init__(
+        self,
+        host: Host,
+        *,
+        mok_key: str | os.PathLike[str] | None = None,
+        mok_cert: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.host = host
+        self.env: dict[str, str] = {}
+        if mok_key is not None:
+            self.env["mok_signing_key"] = str(mok_key)
+        if mok_cert is not None:
+            self.env["mok_certificate"] = str(mok_cert)
+        self._arch: str | None = None
+
+    # ---------------------------------------------------------------- helpers
+    @property
+    def arch(self) -> str:
+        """The machine architecture DKMS files builds under (`uname -m`)."""
+        if self._arch is None:
+            res = self.host.run(["uname", "-m"], timeout=QUICK_TIMEOUT)
+            arch = res.stdout.strip()
+            if not res.ok or not re.fullmatch(r"[A-Za-z0-9_]+", arch):
+                raise HwmgrError(f"cannot tell the machine architecture ({res.describe()})")
+            self._arch = arch
+        return self._arch
+
+    def _tree_args(self) -> list[str]:
+        if self.host.live:
+            return []
+        self.host.makedirs(DKMS_TREE)  # dkms refuses a missing tree ("No write access")
+        return [
+            "--sourcetree", str(self.host.path(SOURCE_TREE)),
+            "--dkmstree", str(self.host.path(DKMS_TREE)),
+            "--installtree", str(self.host.path(INSTALL_TREE)),
+        ]
+
+    def _dkms(self, action: str, *args: str, timeout: float = QUICK_TIMEOUT) -> Result:
+        res = self.host.run(
+            ["dkms", action, *args, *self._tree_args()], timeout=timeout, env=self.env or None
+        )
+        if not res.available:
+            raise HwmgrError("dkms is not installed: install the 'dkms' package")
+        return res
+
+    @staticmethod
+    def source_dir(name: str, version: str) -> str:
+        """Logical path of a module version's source tree (/usr/src/NAME-VERSION)."""
+        return f"{SOURCE_TREE}/{check_name(name)}-{check_version(version)}"
+
+    def base_dir(self, name: str, version: str, kver: str) -> str:
+        """Logical path of DKMS's per-kernel build results for a module version."""
+        return f"{DKMS_TREE}/{name}/{version}/{kver}/{self.arch}"
+
+    def modules_of(self, name: str, version: str) -> list[str]:
+        """Module names the version's dkms.conf installs (DEST_ or BUILT_MODULE_NAME)."""
+        text = self.host.read_text(f"{self.source_dir(name, version)}/dkms.conf") or ""
+        found: dict[int, str] = {}
+        for key in ("BUILT_MODULE_NAME", "DEST_MODULE_NAME"):
+            for idx, value in re.findall(rf'^\s*{key}\[(\d+)\]="?([A-Za-z0-9_-]+)"?', text, re.M):
+                found[int(idx)] = value
+        return [found[i] for i in sorted(found)] or [name]
+
+    def _find_ko(self, directory: str, module: str) -> Path | None:
+        for suffix in KO_SUFFIXES:
+            logical = f"{directory}/{module}{suffix}"
+            if self.host.exists(logical):
+                return self.host.path(logical)
+        return None
+
+    def check_headers(self, kver: str) -> None:
+        """Raise NotFoundError naming the headers package when `kver` has no build dir."""
+        kver = check_kernel(kver)
+        if not self.host.exists(f"{INSTALL_TREE}/{kver}/build/Makefile"):
+            raise NotFoundError(
+                f"kernel headers for {kver} are not installed (no {INSTALL_TREE}/{kver}/build): "
+                f"install {headers_package(self.host, kver)}"
+            )
+
+    def verify_ko(self, path: Path, version: str, kver: str) -> None:
+        """Check with `modinfo` that a .ko reports `version` and was built for `kver`."""
+        got = {}
+        for field in ("version", "vermagic"):
+            res = self.host.run(["modinfo", "-F", field, str(path)], timeout=QUICK_TIMEOUT)
+            if not res.ok:
+                raise HwmgrError(f"{path}: modinfo cannot read the module ({res.describe()})")
+            got[field] = res.stdout.strip()
+        if got["version"] != version:
+            raise HwmgrError(
+                f"{path}: modinfo version is {got['version'] or 'empty'!r}, expected {version!r}"
+            )
+        magic_kernel = got["vermagic"].split()[0] if got["vermagic"] else ""
+        if magic_kernel != kver:
+            raise HwmgrError(
+                f"{path}: built for kernel {magic_kernel or 'unknown'!r}, expected {kver!r}"
+            )
+
+    # ---------------------------------------------------------------- status
+    def status(self, name: str | None = None) -> list[DkmsEntry]:
+        """Entries of `dkms status` (for one module name, or all)."""
+        args = ["-m", check_name(name)] if name else []
+        entries = parse_status(self._dkms("status", *args).stdout)
+        return [e for e in entries if not name or e.name == name]
+
+    def is_added(self, name: str, version: str) -> bool:
+        """True when DKMS knows this module version (in any state)."""
+        return any(e.version == version for e in self.status(name))
+
+    # ---------------------------------------------------------------- actions
+    def add(
+        self,
+        src_tree: str | os.PathLike[str],
+        name: str,
+        version: str,
+        *,
+        dkms_conf: str | None = None,
+        replace: bool = False,
+    ) -> str:
+        """Copy `src_tree` to /usr/src/NAME-VERSION (+ dkms.conf) and `dkms add` it.
+
+        Refuses when that source dir or DKMS entry already exists, unless `replace` (then the
+        old one is removed from DKMS and deleted first). Returns the logical source dir.
+        """
+        src = Path(src_tree)
+        dest = self.source_dir(name, version)
+        real = self.host.path(dest)
+        if not src.is_dir():
+            raise NotFoundError(f"source tree {src} does not exist")
+        if dkms_conf is None and not (src / "dkms.conf").is_file():
+            raise BadInputError(f"{src}: has no dkms.conf and none was given")
+        exists = real.exists() or real.is_symlink()
+        if exists or self.is_added(name, version):
+            if not replace:
+                raise RefusedError(
+                    f"{dest} or DKMS entry {name}/{version} already exists; remove it first"
+                )
+            self.remove(name, version, "all", delete_source=True)
+        tmp = real.with_name(f".{real.name}.hwmgr-tmp")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        real.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(src, tmp, symlinks=True)
+        if dkms_conf is not None:
+            (tmp / "dkms.conf").write_text(dkms_conf, encoding="utf-8")
+        os.rename(tmp, real)
+        res = self._dkms("add", "-m", name, "-v", version)
+        if not res.ok:
+            shutil.rmtree(real, ignore_errors=True)
+            raise HwmgrError(f"dkms add of {name}/{version} failed: {_tail(res)}")
+        return dest
+
+    def _kernel_args(self, name: str, version: str, kver: str, *, force: bool = False,
+                     depmod: bool = True) -> list[str]:
+        """Checked `-m/-v/-k` arguments for a per-kernel action (headers must be there)."""
+        check_name(name)
+        check_version(version)
+        self.check_headers(kver)
+        args = ["-m", name, "-v", version, "-k", kver]
+        if not depmod:
+            args.append("--no-depmod")
+        if force:
+            args.append("--force")
+        return args
+
+    def build(
+        self,
+        name: str,
+        version: str,
+        kver: str,
+        *,
+        modules: Sequence[str] | None = None,
+        force: bool = False,
+    ) -> dict[str, Path]:
+        """`dkms build` for one kernel, then check each module's .ko; returns module -> .ko."""
+        args = self._kernel_args(name, version, kver, force=force)
+        res = self._dkms("build", *args, timeout=BUILD_TIMEOUT)
+        if not res.ok:
+            logs = re.findall(r"Consult (\S+make\.log)", res.stdout + res.stderr)
+            log = logs[-1] if logs else f"{DKMS_TREE}/{name}/{version}/build/make.log"
+            if "headers for kernel" in res.stdout + res.stderr:
+                raise NotFoundError(
+                    f"kernel headers for {kver} cannot be found by dkms: "
+                    f"install {headers_package(self.host, kver)}"
+                )
+            raise HwmgrError(
+                f"dkms build of {name}/{version} for kernel {kver} failed "
+                f"(exit {res.rc}); see {log}"
+            )
+        return {m: self.built_ko(name, version, kver, m) for m in modules or self.modules_of(
+            name, version)}
+
+    def built_ko(self, name: str, version: str, kver: str, module: str) -> Path:
+        """The checked .ko DKMS built for `kver` (raises when missing or not that version)."""
+        base = self.base_dir(name, version, kver)
+        ko = self._find_ko(f"{base}/module", check_name(module))
+        if ko is None:
+            raise HwmgrError(
+                f"dkms reported success but built no {module}.ko for kernel {kver} "
+                f"(nothing in {base}/module; see {base}/log/make.log)"
+            )
+        self.verify_ko(ko, version, kver)
+        return ko
+
+    def install(
+        self,
+        name: str,
+        version: str,
+        kver: str,
+        *,
+        modules: Sequence[str] | None = None,
+        depmod: bool = True,
+        force: bool = False,
+    ) -> dict[str, Path]:
+        """`dkms install` for one kernel, then check each module landed; returns module -> .ko."""
+        args = self._kernel_args(name, version, kver, force=force, depmod=depmod)
+        res = self._dkms("install", *args, timeout=INSTALL_TIMEOUT)
+        if not res.ok:
+            raise HwmgrError(
+                f"dkms install of {name}/{version} for kernel {kver} failed: {_tail(res)}"
+            )
+        out = {}
+        for m in modules or self.modules_of(name, version):
+            try:
+                out[m] = self.installed_ko(name, version, kver, m)
+            except HwmgrError as exc:
+                raise HwmgrError(f"{exc} (dkms said: {_tail(res)})") from None
+        return out
+
+    def uninstall(self, name: str, version: str, kver: str, *, depmod: bool = True) -> None:
+        """`dkms uninstall` one kernel: the module file goes, the build stays (re-installable)."""
+        check_kernel(kver)
+        known = [e for e in self.status(name) if e.version == version and e.kernel == kver]
+        if not known or known[0].state != "installed":
+            return
+        args = ["-m", name, "-v", version, "-k", kver]
+        if not depmod:
+            args.append("--no-depmod")
+        res = self._dkms("uninstall", *args, timeout=INSTALL_TIMEOUT)
+        if not res.ok:
+            raise HwmgrError(f"dkms uninstall of {name}/{version} ({kver}) failed: {_tail(res)}")
+
+    def dest_locations(self, name: str, version: str) -> list[str]:
+        """Where DKMS may install this module version: the distro override, then dkms.conf."""
+        locs = [loc for i in _os_ids(self.host) if (loc := _DISTRO_DEST.get(i))]
+        text = self.host.read_text(f"{self.source_dir(name, version)}/dkms.conf") or ""
+        locs += re.findall(r'^\s*DEST_MODULE_LOCATION\[\d+\]="?(/[A-Za-z0-9_./+-]+?)"?\s*$',
+                           text, re.M)
+        locs += ["/updates/dkms", "/extra", "/updates"]
+        return list(dict.fromkeys(loc.rstrip("/") for loc in locs))
+
+    def installed_ko(self, name: str, version: str, kver: str, module: str) -> Path:
+        """The installed .ko of a module version for `kver`, identical to what DKMS built."""
+        built = self.built_ko(name, version, kver, module)
+        want = _sha256(built)
+        looked = []
+        for loc in self.dest_locations(name, version):
+            directory = f"{INSTALL_TREE}/{kver}{loc}"
+            looked.append(directory)
+            ko = self._find_ko(directory, module)
+            if ko is not None and _sha256(ko) == want:
+                return ko
+        raise HwmgrError(
+            f"{module}.ko from {name}/{version} is not installed for kernel {kver} "
+            f"(looked in {', '.join(looked)})"
+        )
+
+    def remove(
+        self,
+        name: str,
+        version: str,
+        kver: str = "all",
+        *,
+        delete_source: bool = False,
+        depmod: bool = True,
+    ) -> None:
+        """`dkms remove` one kernel (or `all`); also delete /usr/src/NAME-VERSION if asked.
+
+        Removing something DKMS does not know is not an error (rollback must be repeatable).
+        """
+        dest = self.source_dir(name, version)
+        known = [e for e in self.status(name) if e.version == version]
+        if kver != "all":
+            check_kernel(kver)
+        if known and (kver == "all" or any(e.kernel == kver for e in known)):
+            args = ["-m", name, "-v", version]
+            args += ["--all"] if kver == "all" else ["-k", kver]
+            if not depmod:
+                args.append("--no-depmod")
+            res = self._dkms("remove", *args, timeout=INSTALL_TIMEOUT)
+            if not res.ok:
+                raise HwmgrError(f"dkms remove of {name}/{version} ({kver}) failed: {_tail(res)}")
+        if delete_source:
+            real = self.host.path(dest)
+            if real.is_symlink() or real.is_file():
+                real.unlink()
+            elif real.exists():
+                shutil.rmtree(real)

@@ -1,0 +1,67 @@
+"""The expectation file an upgrade or rollback arms and `verify` checks after the reboot.
+
+Lifecycle steps write `<state>/expectations/<driver>.json`; verification reads it. The format
+lives here, with its writer's layer, so the reader (hwmgr.verify) imports down to it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hwmgr.errors import BadInputError
+from hwmgr.host.seam import Host
+
+EXPECTATION_FORMAT = "hwmgr-expectation"
+
+def validate(doc: Any, where: str) -> dict[str, Any]:
+    """Check an expectation's shape; BadInputError naming the file and field."""
+    if not isinstance(doc, dict):
+        raise BadInputError(f"{where}: expected a JSON object")
+    if doc.get("format") != EXPECTATION_FORMAT:
+        raise BadInputError(f"{where}: format is {doc.get('format')!r}, "
+                            f"expected {EXPECTATION_FORMAT!r}")
+    if doc.get("version") != 1 or isinstance(doc.get("version"), bool):
+        raise BadInputError(f"{where}: version {doc.get('version')!r} is not supported (1)")
+    if not isinstance(doc.get("driver"), str) or not doc["driver"]:
+        raise BadInputError(f"{where}: 'driver' must be a non-empty string")
+    mods = doc.get("modules")
+    if not isinstance(mods, list) or not mods or not all(isinstance(m, str) for m in mods):
+        raise BadInputError(f"{where}: 'modules' must be a non-empty list of module names")
+    if not isinstance(doc.get("kernels", {}), dict):
+        raise BadInputError(f"{where}: 'kernels' must be an object keyed by kernel release")
+    devs = doc.get("devices", [])
+    if not isinstance(devs, list) or not all(
+            isinstance(d, dict) and isinstance(d.get("address"), str) for d in devs):
+        raise BadInputError(f"{where}: 'devices' must be a list of objects with an 'address'")
+    for i, d in enumerate(devs):
+        ifs = d.get("interfaces", [])
+        if not isinstance(ifs, list) or not all(isinstance(x, str) for x in ifs):
+            raise BadInputError(f"{where}: devices[{i}].interfaces must be a list of names")
+        links = d.get("links") or {}
+        if not isinstance(links, dict) or not all(isinstance(v, dict) for v in links.values()):
+            raise BadInputError(f"{where}: devices[{i}].links must be an object of objects "
+                                "keyed by interface")
+    return doc
+
+
+def parse_expectation(raw: bytes, where: str) -> dict[str, Any]:
+    """Decode and validate one expectation file."""
+    from hwmgr import safejson
+
+    return validate(safejson.load(raw, where), where)
+
+
+def load_expectations(host: Host, expect_dir: str, driver: str | None = None
+                      ) -> list[tuple[str, dict[str, Any]]]:
+    """(logical path, expectation) for every armed `*.json` (or just `driver`'s), sorted."""
+    names = [n for n in host.listdir(expect_dir) if n.endswith(".json")]
+    if driver is not None:
+        names = [n for n in names if n == f"{driver}.json"]
+    out = []
+    for n in names:
+        path = f"{expect_dir}/{n}"
+        raw = host.read_bytes(path)
+        if raw is None:
+            raise BadInputError(f"{path}: expectation file is not readable")
+        out.append((path, parse_expectation(raw, path)))
+    return out

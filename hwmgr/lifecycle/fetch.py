@@ -1,0 +1,511 @@
+"""Safe vendor-package downloads: the Fetch step of an upgrade transaction.
+
+Files are cached by sha256, fetched over HTTPS (HTTP only when the catalog allows it), resumed
+with `Range` after a cut, verified against the catalog's size and checksum while they stream,
+and only ever appear under their final name complete and verified (`.part` + fsync + rename).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+from urllib.parse import unquote, urljoin, urlsplit
+
+from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
+from hwmgr.lifecycle.cache import (
+    CHUNK,
+    Sink,
+    finish,
+    from_mirror,
+    hash_file,
+    locked,
+    mirror_files,
+    part_of,
+    unlink_quietly,
+    verified,
+)
+
+if TYPE_CHECKING:  # pragma: no cover - typing only; requests is imported lazily
+    import requests
+
+MAX_REDIRECTS = 5
+MAX_BACKOFF = 30.0
+_REDIRECTS = (301, 302, 303, 307, 308)
+_HEX64 = re.compile(r"[0-9a-f]{64}\Z")
+_UNSAFE_NAME = re.compile(r"[/\\\0]|\A\.|\.part\Z")  # no paths, dot-files or .part names
+_ERRNO_TEXT = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
+_CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)\s*\Z", re.IGNORECASE)
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class Source:
+    """One downloadable artifact as a catalog names it: where, its sha256 and exact size."""
+
+    url: str
+    sha256: str
+    size: int
+    allow_http: bool = False
+    filename: str | None = None
+
+    @classmethod
+    def from_catalog(cls, entry: Mapping[str, Any], *, where: str = "source") -> Source:
+        """Build a Source from a catalog `source` object; BadInputError names a bad field."""
+        if not isinstance(entry, Mapping):
+            raise BadInputError(f"{where}: expected an object with url, sha256 and size")
+        for key in ("url", "sha256", "size"):
+            if key not in entry:
+                raise BadInputError(f"{where}.{key}: missing")
+        src = cls(
+            url=entry["url"],
+            sha256=entry["sha256"],
+            size=entry["size"],
+            allow_http=entry.get("allow_http", False),
+            filename=entry.get("filename"),
+        )
+        _validate(src, where=where)
+        return src
+
+    def name(self) -> str:
+        """The cache file name: `filename` if set, else the last path segment of the URL."""
+        if self.filename is not None:
+            return self.filename
+        path = urlsplit(self.url).path if isinstance(self.url, str) else ""
+        return unquote(path.rsplit("/", 1)[-1])
+
+
+@dataclass
+class FetchResult:
+    """Where the verified file is and how it got there (cache, mirror or network)."""
+
+    path: Path
+    sha256: str
+    size: int
+    from_cache: bool
+    url: str | None
+    seconds: float
+    attempts: int = 0
+    origin: str = "network"
+
+
+class _Transient(Exception):
+    """A failure worth retrying: connection error, timeout, 5xx, or a body cut short."""
+
+    def __init__(self, reason: str, *, cut: bool = False, retry_after: float = 0.0) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.cut = cut
+        self.retry_after = retry_after
+
+
+class _ResumedMismatch(Exception):
+    """A resumed download failed its checksum: the old `.part` prefix may be stale."""
+
+
+# ------------------------------------------------------------------ validation and paths
+def _check_name(filename: object, where: str) -> str:
+    if not isinstance(filename, str) or not filename:
+        raise BadInputError(f"{where}: empty file name; set source.filename")
+    if _UNSAFE_NAME.search(filename) or len(filename) > 200:
+        raise BadInputError(f"{where}: unsafe file name {filename!r}")
+    return filename
+
+
+def _check_hex(sha256: object, where: str) -> str:
+    hexsum = sha256.strip().lower() if isinstance(sha256, str) else ""
+    if not _HEX64.match(hexsum):
+        raise BadInputError(f"{where}: not a sha256 hex digest: {sha256!r}")
+    return hexsum
+
+
+def _validate(src: Source, *, where: str = "source") -> tuple[str, str, int, str]:
+    """Check a Source; return (url, sha256 hex, size, file name) or raise BadInputError."""
+    if not isinstance(src.url, str) or not src.url:
+        raise BadInputError(f"{where}.url: missing")
+    parts = urlsplit(src.url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadInputError(f"{where}.url: not an http(s) URL: {src.url!r}")
+    if not isinstance(src.allow_http, bool):
+        raise BadInputError(f"{where}.allow_http: expected true or false")
+    if parts.scheme == "http" and not src.allow_http:
+        raise RefusedError(f"refusing plain-http download {src.url} (catalog does not allow_http)")
+    hexsum = _check_hex(src.sha256, f"{where}.sha256")
+    if not isinstance(src.size, int) or isinstance(src.size, bool) or src.size <= 0:
+        raise BadInputError(f"{where}.size: expected a positive byte count, got {src.size!r}")
+    name = _check_name(src.name(), f"{where}.filename")
+    return src.url, hexsum, src.size, name
+
+
+def cache_path(cache_dir: Path, sha256: str, filename: str) -> Path:
+    """The cache location of a file: `cache_dir/sha256/<hex>/<filename>` (keyed by content)."""
+    hexsum = _check_hex(sha256, "sha256")
+    return Path(cache_dir) / "sha256" / hexsum / _check_name(filename, "filename")
+
+
+# ------------------------------------------------------------------ network side
+def _short(exc: BaseException) -> str:
+    """A short one-line reason for a network exception (`Connection refused`, ...)."""
+    text = str(exc)
+    found = _ERRNO_TEXT.search(text)
+    if found:
+        return found.group(1).strip()
+    line = text.splitlines()[0].strip() if text else ""
+    return line[:160] or type(exc).__name__
+
+
+def _check_redirect(current: str, target: str, allow_http: bool) -> None:
+    """Refuse a redirect hop to another scheme than http(s), or any downgrade to http."""
+    scheme = urlsplit(target).scheme.lower()
+    if scheme not in ("http", "https") or not urlsplit(target).hostname:
+        raise RefusedError(f"refusing redirect from {current} to {target} (not an http(s) URL)")
+    if scheme == "http":
+        if urlsplit(current).scheme.lower() == "https":
+            raise RefusedError(f"refusing redirect from {current} to {target} (https -> http)")
+        if not allow_http:
+            raise RefusedError(f"refusing redirect to plain-http {target} (allow_http is off)")
+
+
+def _status_error(url: str, resp: Any) -> HwmgrError:
+    reason = f"HTTP {resp.status_code}" + (f" {resp.reason}" if resp.reason else "")
+    if resp.status_code in (404, 410):
+        return NotFoundError(f"{url}: {reason}")
+    return HwmgrError(f"{url}: {reason}")
+
+
+def _retry_after(resp: Any) -> float:
+    value = resp.headers.get("Retry-After", "")
+    return min(float(value), MAX_BACKOFF) if value.isdigit() else 0.0
+
+
+def _open(session: Any, url: str, offset: int, allow_http: bool, timeout: float) -> tuple[Any, str]:
+    """GET `url` (from byte `offset`), following at most MAX_REDIRECTS checked hops."""
+    import requests
+
+    from hwmgr import __version__
+
+    headers = {"Accept-Encoding": "identity", "User-Agent": f"hwmgr/{__version__}"}
+    if offset:
+        headers["Range"] = f"bytes={offset}-"
+    origin = url
+    for _hop in range(MAX_REDIRECTS + 1):
+        try:
+            resp = session.get(
+                url,
+                headers=headers,
+                stream=True,
+                allow_redirects=False,
+                timeout=(timeout, timeout),
+                # pass the session's own CA choice: REQUESTS_CA_BUNDLE would override it
+                verify=getattr(session, "verify", True),
+            )
+        except requests.Timeout as exc:
+            raise _Transient(f"no answer within {timeout:g} s") from exc
+        except requests.exceptions.SSLError as exc:
+            raise HwmgrError(f"{url}: TLS error: {_short(exc)}") from exc
+        except requests.ConnectionError as exc:
+            raise _Transient(f"connection failed: {_short(exc)}") from exc
+        except requests.RequestException as exc:
+            raise HwmgrError(f"{url}: {_short(exc)}") from exc
+        code = resp.status_code
+        if code in _REDIRECTS:
+            location = resp.headers.get("Location")
+            resp.close()
+            if not location:
+                raise HwmgrError(f"{url}: HTTP {code} redirect without a Location header")
+            target = urljoin(url, location)
+            _check_redirect(url, target, allow_http)
+            url = target
+            continue
+        if 200 <= code < 300:
+            return resp, url
+        resp.close()
+        if code >= 500 or code in (408, 429):
+            raise _Transient(
+                f"HTTP {code} {resp.reason or ''}".strip(), retry_after=_retry_after(resp)
+            )
+        raise _status_error(url, resp)
+    raise RefusedError(f"refusing more than {MAX_REDIRECTS} redirects starting at {origin}")
+
+
+def _content_length(resp: Any) -> int | None:
+    value = resp.headers.get("Content-Length")
+    if value is None or "chunked" in resp.headers.get("Transfer-Encoding", "").lower():
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def _reader(resp: Any) -> Callable[[memoryview], int]:
+    """A `readinto` for the raw body: http.client's own (no copies) or a urllib3 fallback."""
+    import http.client
+
+    fp = getattr(resp.raw, "_fp", None)
+    if isinstance(fp, http.client.HTTPResponse):
+        return fp.readinto
+    raw = resp.raw
+
+    def readinto(view: memoryview) -> int:
+        data = raw.read(len(view), decode_content=False)
+        view[: len(data)] = data
+        return len(data)
+
+    return readinto
+
+
+def _fill(readinto: Callable[[memoryview], int], view: memoryview) -> tuple[int, Exception | None]:
+    """Read until `view` is full or EOF; return (bytes read, the network error if any)."""
+    import http.client
+
+    import urllib3
+
+    n = 0
+    try:
+        while n < len(view):
+            got = readinto(view[n:])
+            if not got:
+                break
+            n += got
+    except (OSError, http.client.HTTPException, urllib3.exceptions.HTTPError) as exc:
+        return n, exc
+    return n, None
+
+
+# ------------------------------------------------------------------ one attempt
+@dataclass
+class _Job:
+    """What every attempt of one download needs."""
+
+    session: Any
+    url: str
+    hexsum: str
+    size: int
+    final: Path
+    allow_http: bool
+    timeout: float
+    progress: Progress | None
+
+    @property
+    def part(self) -> Path:
+        return part_of(self.final)
+
+
+def _resume_point(job: _Job) -> tuple[int, Any]:
+    """Bytes already in `.part` and a hasher primed with them; -1 if `.part` is complete."""
+    part, hasher = job.part, hashlib.sha256()
+    offset = part.stat().st_size if part.exists() else 0
+    if offset > job.size:
+        unlink_quietly(part)
+        return 0, hasher
+    offset = hash_file(part, hasher, offset) if offset else 0
+    if offset == job.size:  # complete but never renamed (crash between fsync and rename)
+        if hasher.hexdigest() == job.hexsum:
+            finish(part, job.final)
+            return -1, hasher
+        unlink_quietly(part)
+        return 0, hashlib.sha256()
+    return offset, hasher
+
+
+def _body_start(job: _Job, resp: Any, served: str, offset: int) -> int:
+    """Check status, Content-Range and Content-Length; return where the body starts."""
+    if offset and resp.status_code == 206:
+        found = _CONTENT_RANGE.match(resp.headers.get("Content-Range", ""))
+        if found and found.group(3) != "*" and int(found.group(3)) != job.size:
+            unlink_quietly(job.part)
+            raise RefusedError(
+                f"{served}: server has {found.group(3)} bytes, catalog size is {job.size}"
+            )
+        if not found or int(found.group(1)) != offset:
+            unlink_quietly(job.part)  # a range we did not ask for: start over next attempt
+            raise _Transient(f"bad Content-Range {resp.headers.get('Content-Range')!r}")
+    elif offset:  # 200: the server ignored Range, so start again from byte 0
+        offset = 0
+    elif resp.status_code != 200:
+        raise HwmgrError(f"{served}: unexpected HTTP {resp.status_code} for a download")
+    expected = job.size - offset
+    announced = _content_length(resp)
+    if announced is not None and announced != expected:
+        unlink_quietly(job.part)
+        what = "truncated body" if announced < expected else "oversized body"
+        raise RefusedError(
+            f"{what}: {served} announces {offset + announced} bytes, catalog size is {job.size}"
+        )
+    return offset
+
+
+def _stream(job: _Job, resp: Any, served: str, sink: Sink, done: int) -> int:
+    """Copy the body into `sink`, never past `size` bytes; return the bytes now on disk."""
+    import socket
+
+    import urllib3
+
+    size, readinto = job.size, _reader(resp)
+    if job.progress is not None:
+        job.progress(done, size)
+    while True:
+        buf = sink.buffer()
+        want = min(CHUNK, size + 1 - done)  # never read past size+1: oversize shows, no more
+        n, error = _fill(readinto, memoryview(buf)[:want])
+        if done + n > size:
+            sink.put(buf, 0)
+            sink.close()
+            unlink_quietly(job.part)
+            raise RefusedError(f"oversized body: {served} sent more than {size} bytes")
+        sink.put(buf, n)
+        done += n
+        if job.progress is not None and n:
+            job.progress(done, size)
+        if error is not None:
+            if isinstance(error, (socket.timeout, urllib3.exceptions.ReadTimeoutError)):
+                reason = f"stalled: no data for {job.timeout:g} s after {done} bytes"
+                raise _Transient(reason) from error
+            raise _Transient(f"connection cut after {done} of {size} bytes", cut=True) from error
+        if n < want:
+            return done
+
+
+def _attempt(job: _Job) -> str:
+    """One download attempt (resuming any `.part`); return the URL actually served."""
+    offset, hasher = _resume_point(job)
+    if offset < 0:
+        return job.url
+    resp, served = _open(job.session, job.url, offset, job.allow_http, job.timeout)
+    with contextlib.ExitStack() as stack:
+        stack.callback(resp.close)
+        start = _body_start(job, resp, served, offset)
+        if start != offset:
+            hasher = hashlib.sha256()
+        fd = os.open(job.part, os.O_WRONLY | os.O_CREAT, 0o644)
+        stack.callback(os.close, fd)
+        os.ftruncate(fd, start)
+        os.lseek(fd, start, os.SEEK_SET)
+        sink = Sink(fd, hasher, job.part, start)
+        stack.callback(sink.close)
+        done = _stream(job, resp, served, sink, start)
+        sink.close()
+        if done < job.size:
+            raise _Transient(f"connection closed after {done} of {job.size} bytes", cut=True)
+        digest = hasher.hexdigest()
+        if digest != job.hexsum:
+            unlink_quietly(job.part)
+            if start:
+                raise _ResumedMismatch(digest)
+            raise RefusedError(
+                f"checksum mismatch for {job.final.name} from {served}: "
+                f"sha256 {digest}, catalog says {job.hexsum}"
+            )
+        finish(job.part, job.final, fd)
+    return served
+
+
+def _download(job: _Job, retries: int, backoff: float) -> tuple[str, int]:
+    """Run attempts with exponential back-off; return (served URL, attempts used)."""
+    attempts = 0
+    restarted = False
+    while True:
+        attempts += 1
+        try:
+            return _attempt(job), attempts
+        except _ResumedMismatch as exc:
+            if restarted:  # pragma: no cover - a fresh download never raises this
+                raise RefusedError(f"checksum mismatch for {job.final.name}") from exc
+            restarted = True  # the stale prefix is gone: one clean download, no back-off
+            attempts -= 1
+        except _Transient as exc:
+            if attempts > retries:
+                if exc.cut:
+                    raise RefusedError(
+                        f"truncated body: {job.url} {exc.reason} (after {attempts} attempts; "
+                        f"partial kept in {job.part.name} for a resume)"
+                    ) from exc
+                raise HwmgrError(
+                    f"download of {job.url} failed after {attempts} attempts: {exc.reason}"
+                ) from exc
+            delay = min(backoff * (2 ** (attempts - 1)), MAX_BACKOFF)
+            time.sleep(max(delay, exc.retry_after))
+
+
+# ------------------------------------------------------------------ public entry point
+def fetch(
+    source: Source,
+    cache_dir: Path,
+    *,
+    offline: bool = False,
+    mirror: Path | None = None,
+    timeout: float = 30.0,
+    retries: int = 4,
+    backoff: float = 0.5,
+    progress: Progress | None = None,
+    session: requests.Session | None = None,
+) -> FetchResult:
+    """Return a verified local copy of `source`: from the cache, a mirror, or the network.
+
+    Raises NotFoundError (404, or offline miss), RefusedError (checksum/size/scheme/redirect
+    refusals) or HwmgrError (network failure after `retries` retries); never leaves a file
+    under the final cache name unless it is complete and verified.
+    """
+    started = time.monotonic()
+    url, hexsum, size, name = _validate(source)
+    if timeout <= 0 or retries < 0 or backoff < 0:
+        raise BadInputError("fetch: timeout must be > 0, retries and backoff >= 0")
+    final = cache_path(cache_dir, hexsum, name)
+
+    def result(origin: str, served: str | None, attempts: int = 0) -> FetchResult:
+        return FetchResult(
+            path=final,
+            sha256=hexsum,
+            size=size,
+            from_cache=origin == "cache",
+            url=served,
+            seconds=time.monotonic() - started,
+            attempts=attempts,
+            origin=origin,
+        )
+
+    if verified(final, hexsum, size):
+        return result("cache", None)
+    if offline and (mirror is None or not mirror_files(mirror, name, hexsum)):
+        where = f"cache {cache_dir}" + (f" or mirror {mirror}" if mirror is not None else "")
+        raise NotFoundError(f"offline: {name} (sha256 {hexsum[:12]}...) is not in the {where}")
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HwmgrError(f"cannot create cache dir {final.parent}: {exc.strerror}") from exc
+
+    with locked(final.parent, name):
+        if final.exists() or final.is_symlink():
+            if verified(final, hexsum, size):  # another process finished it meanwhile
+                return result("cache", None)
+            unlink_quietly(final)  # corrupt cache entry: never trust it
+        if mirror is not None:
+            try:
+                used = from_mirror(mirror, name, hexsum, size, final)
+            except RefusedError:
+                if offline:
+                    raise
+                used = None  # online: a bad mirror copy is skipped, the network decides
+            if used is not None:
+                return result("mirror", used.resolve().as_uri())
+        if offline:  # pragma: no cover - the mirror file vanished since the check above
+            raise NotFoundError(f"offline: {name} is no longer in mirror {mirror}")
+        own = session is None
+        if own:
+            import requests
+
+            session = requests.Session()
+        try:
+            job = _Job(session, url, hexsum, size, final, source.allow_http, timeout, progress)
+            served, attempts = _download(job, retries, backoff)
+        finally:
+            if own:
+                session.close()
+    return result("network", served, attempts)

@@ -1,0 +1,142 @@
+"""Kernel module files per kernel: which .ko `modinfo -k` resolves to, depmod, initramfs.
+
+All through the host seam, so a temporary root (`modinfo -b ROOT`) works like `/`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from hwmgr.errors import HwmgrError, UnknownError
+from hwmgr.host.hashing import sha256_file
+from hwmgr.host.seam import Host
+
+QUICK = 120.0
+INITRAMFS_TIMEOUT = 900.0
+
+
+@dataclass(frozen=True)
+class ModuleFile:
+    """What one module name resolves to for one kernel (path None: no such module)."""
+
+    module: str
+    kernel: str
+    path: str | None = None  # logical path on the host
+    builtin: bool = False
+    version: str | None = None
+    srcversion: str | None = None
+    vermagic: str | None = None
+    sha256: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ModuleFile:
+        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})  # type: ignore[arg-type]
+
+    def describe(self) -> str:
+        if self.builtin:
+            return f"{self.module} built into {self.kernel}"
+        if not self.path:
+            return f"no {self.module} module for {self.kernel}"
+        return f"{self.path} ({self.version or 'no version'})"
+
+
+def _base_args(host: Host) -> list[str]:
+    """`-b ROOT` for a scratch root; none for `/` or a snapshot (whose outputs are replayed)."""
+    return [] if host.live or host.meta else ["-b", str(host.root)]
+
+
+def resolve(host: Host, module: str, kver: str) -> ModuleFile:
+    """Ask modinfo which file `module` is for kernel `kver` (what modprobe would load)."""
+    res = host.run(["modinfo", *_base_args(host), "-k", kver, module], timeout=QUICK)
+    if res.unrecorded:  # a snapshot without it: say so, never blame the snapshot host's kmod
+        from hwmgr.host.capture import retake
+
+        raise UnknownError(retake(f"output of `modinfo -k {kver} {module}`"))
+    if not res.available:
+        raise HwmgrError("modinfo is not available on this machine: install the 'kmod' package")
+    if not res.ok:
+        return ModuleFile(module, kver)
+    fields: dict[str, str] = {}
+    for line in res.stdout.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key in ("filename", "version", "srcversion", "vermagic") and key not in fields:
+            fields[key] = value.strip()
+    filename = fields.get("filename", "")
+    if filename == "(builtin)":
+        return ModuleFile(module, kver, builtin=True, version=fields.get("version"))
+    logical = filename
+    if not host.live and filename.startswith(str(host.root)):
+        logical = "/" + filename[len(str(host.root)) :].lstrip("/")
+    real = host.path(logical)
+    return ModuleFile(
+        module,
+        kver,
+        path=logical or None,
+        version=fields.get("version") or None,
+        srcversion=fields.get("srcversion") or None,
+        vermagic=fields.get("vermagic") or None,
+        sha256=sha256_file(real) if real.is_file() else None,
+    )
+
+
+def depmod(host: Host, kver: str) -> None:
+    """Rebuild modules.dep for one kernel."""
+    res = host.run(["depmod", *_base_args(host), "-a", kver], timeout=QUICK)
+    if not res.ok:
+        raise HwmgrError(f"depmod for {kver} failed: {res.describe()}")
+
+
+def initramfs_image(host: Host, kver: str) -> tuple[str, str] | None:
+    """(image path, tool family) of the kernel's initramfs, or None when there is none."""
+    for path, family in ((f"/boot/initrd.img-{kver}", "debian"),
+                         (f"/boot/initramfs-{kver}.img", "dracut")):
+        if host.exists(path):
+            return path, family
+    return None
+
+
+def in_initramfs(host: Host, modules: list[str], kver: str) -> bool | None:
+    """True when any of `modules` is inside the kernel's initramfs; None when unknown."""
+    image = initramfs_image(host, kver)
+    if image is None:
+        return False
+    path, family = image
+    image_arg = path if host.meta else str(host.path(path))  # a snapshot replays by logical path
+    argv = ["lsinitramfs", image_arg] if family == "debian" else [
+        "lsinitrd", "-k", kver]
+    res = host.run(argv, timeout=QUICK)
+    if not res.ok:
+        return None
+    names = {f"{m}.ko" for m in modules}
+    for line in res.stdout.splitlines():
+        leaf = line.rsplit("/", 1)[-1].split()[-1] if line.strip() else ""
+        for suffix in ("", ".xz", ".gz", ".zst"):
+            if leaf.endswith(suffix) and leaf[: len(leaf) - len(suffix)] in names:
+                return True
+    return False
+
+
+def rebuild_initramfs(host: Host, kver: str) -> str:
+    """Regenerate the initramfs with the distribution's tool; returns the tool used."""
+    image = initramfs_image(host, kver)
+    if image is None:
+        return "none"
+    _, family = image
+    argv = (["update-initramfs", "-u", "-k", kver] if family == "debian"
+            else ["dracut", "-f", "--kver", kver])
+    res = host.run(argv, timeout=INITRAMFS_TIMEOUT)
+    if not res.ok:
+        raise HwmgrError(f"initramfs rebuild for {kver} failed: {res.describe()}")
+    return argv[0]
+
+
+def loaded_version(host: Host, module: str) -> tuple[bool, str | None, str | None]:
+    """(loaded, version, srcversion) of a module in the running kernel, from /sys/module."""
+    base = f"/sys/module/{module.replace('-', '_')}"
+    if not host.is_dir(base):
+        return False, None, None
+    return True, host.read_attr(f"{base}/version"), host.read_attr(f"{base}/srcversion")

@@ -1,0 +1,326 @@
+"""Wrap one catalog driver version as a noarch `<driver>-dkms` RPM, for fleets that install
+packages instead of building on every host.
+
+The sources take the same checked path as an upgrade (catalog source → verified fetch → safe
+SRPM unpack → rendered dkms.conf), but the prepared tree goes into an RPM built with
+`rpmbuild -bb` from `specs/driver-dkms.spec.in` instead of into this host's DKMS: nothing
+changes on the host except the download cache and the output file.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hwmgr import __version__
+from hwmgr.config import Config
+from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.recipe import Recipe, check_version
+
+TEMPLATE_NAME = "driver-dkms.spec.in"
+REPO_SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
+SYSTEM_SPECS_DIR = Path("/usr/share/hwmgr/specs")
+ENV_SPECS_DIR = "HWMGR_SPECS_DIR"
+DEFAULT_PACKAGER = "hwmgr <root@localhost>"
+RELEASE = "1"
+RPMBUILD_TIMEOUT = 600.0
+QUERY_TIMEOUT = 60.0
+_PLACEHOLDER_RE = re.compile(r"@[A-Z_]+@")
+# rpm Version: no '-' (it separates Version from Release)
+_RPM_VERSION_RE = re.compile(r"[A-Za-z0-9._+~^]+")
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+@dataclass
+class PackageResult:
+    """The RPM `hwmgr package` wrote, and where its sources came from."""
+
+    path: Path
+    name: str
+    driver: str
+    version: str
+    release: str
+    sha256: str
+    size: int
+    srpm: Path
+    source_sha256: str
+    source_origin: str
+    license: str
+    spec_text: str
+    spec_path: Path | None = None
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON `data` of `hwmgr package`."""
+        return {
+            "path": str(self.path), "sha256": self.sha256, "size": self.size,
+            "name": self.name, "driver": self.driver, "version": self.version,
+            "release": self.release, "license": self.license,
+            "source": {"srpm": str(self.srpm), "sha256": self.source_sha256,
+                       "origin": self.source_origin},
+            "spec": str(self.spec_path) if self.spec_path else None,
+            "seconds": round(self.seconds, 3), "warnings": list(self.warnings),
+        }
+
+
+# ============================================================================ the spec
+def find_template(specs_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The DKMS spec template: argument, $HWMGR_SPECS_DIR, the checkout, /usr/share/hwmgr."""
+    if specs_dir is not None:
+        dirs = [Path(specs_dir)]
+    else:
+        env = os.environ.get(ENV_SPECS_DIR)
+        dirs = ([Path(env)] if env else []) + [REPO_SPECS_DIR, SYSTEM_SPECS_DIR]
+    for d in dirs:
+        if (d / TEMPLATE_NAME).is_file():
+            return d / TEMPLATE_NAME
+    raise NotFoundError(
+        f"no RPM spec template {TEMPLATE_NAME} (looked in {', '.join(map(str, dirs))})")
+
+
+def spec_value(text: str) -> str:
+    """One spec-safe line: whitespace collapsed, rpm's `%` escaped as `%%`."""
+    return " ".join(str(text).split()).replace("%", "%%")
+
+
+def changelog_date(epoch: float | None = None) -> str:
+    """rpm's %changelog date (`Thu Jan 01 1970` for epoch 0), in English whatever the locale."""
+    t = time.gmtime(epoch)
+    return f"{_DAYS[t.tm_wday]} {_MONTHS[t.tm_mon - 1]} {t.tm_mday:02d} {t.tm_year}"
+
+
+def describe(recipe: Recipe, version: str, srpm_name: str, source_sha256: str) -> str:
+    """The %description: what the package holds and what installing it does (<= 76 cols)."""
+    paras = [
+        f"The {recipe.driver} kernel driver, version {version}, as a DKMS source tree: "
+        f"the vendor sources from {srpm_name} (sha256 {source_sha256}) with the dkms.conf "
+        f"from hwmgr's {recipe.driver} recipe.",
+        "Installing this package registers the sources with DKMS and builds and installs "
+        "the module for the running kernel; removing it removes the module from every "
+        "kernel.",
+    ]
+    if recipe.description:
+        paras.append(recipe.description.rstrip(".") + ".")
+    return "\n\n".join(
+        textwrap.fill(spec_value(p), width=76, break_on_hyphens=False) for p in paras)
+
+
+def render_spec(template: str, values: dict[str, str]) -> str:
+    """Fill the `@NAME@` placeholders; an unknown or unfilled placeholder is an error."""
+    out = _PLACEHOLDER_RE.sub(lambda mo: values.get(mo.group(0), mo.group(0)), template)
+    left = sorted(set(_PLACEHOLDER_RE.findall(template)) - set(values))
+    if left:
+        raise BadInputError(f"{TEMPLATE_NAME}: unknown placeholder(s) {', '.join(left)}")
+    return out
+
+
+def srpm_tags(host: Host, srpm: Path) -> dict[str, str]:
+    """License and URL from the vendor SRPM's header ('' when it has none)."""
+    res = host.run(["rpm", "-qp", "--nosignature", "--qf", "%{LICENSE}\\n%{URL}\\n",
+                    str(srpm)], timeout=QUERY_TIMEOUT)
+    if not res.ok:
+        raise HwmgrError(f"{srpm}: cannot read the package header ({res.describe()})")
+    lines = (res.stdout.split("\n") + ["", ""])[:2]
+    lic, url = (ln.strip() for ln in lines)
+    return {"license": "" if lic == "(none)" else lic, "url": "" if url == "(none)" else url}
+
+
+# ============================================================================ the sources
+def _mode(path: Path, ti: tarfile.TarInfo) -> int:
+    """0755 for dirs and `#!` scripts, 0644 for every other file (rpmlint-clean sources)."""
+    if ti.isdir():
+        return 0o755
+    if ti.isfile():
+        with open(path, "rb") as fh:
+            return 0o755 if fh.read(2) == b"#!" else 0o644
+    return ti.mode
+
+
+def make_tarball(tree: Path, dkms_conf: str, dest: Path, top: str) -> list[str]:
+    """Write `tree` (its dkms.conf replaced by `dkms_conf`) as `dest` with top dir `top`.
+
+    Members are sorted and owned by root; returns their names below `top`.
+    """
+    tree = Path(tree)
+    names: list[str] = []
+    with tarfile.open(dest, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+
+        def add(path: Path, arc: str) -> None:
+            ti = tar.gettarinfo(str(path), arcname=arc)
+            if ti is None:  # a socket: unpack_srpm never lets one through
+                raise RefusedError(f"{path}: not a file, directory or link")
+            ti.uid = ti.gid = 0
+            ti.uname = ti.gname = "root"
+            ti.mode = _mode(path, ti)
+            if ti.isfile():
+                with open(path, "rb") as fh:
+                    tar.addfile(ti, fh)
+            else:
+                tar.addfile(ti)
+
+        add(tree, top)
+        for dirpath, dirnames, filenames in os.walk(tree):
+            dirnames.sort()
+            rel_dir = os.path.relpath(dirpath, tree)
+            for name in sorted(dirnames + filenames):
+                rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+                if rel == "dkms.conf":
+                    continue
+                add(Path(dirpath, name), f"{top}/{rel}")
+                names.append(rel)
+        data = dkms_conf.encode("utf-8")
+        ti = tarfile.TarInfo(f"{top}/dkms.conf")
+        ti.size, ti.mode, ti.mtime = len(data), 0o644, int(time.time())
+        ti.uname = ti.gname = "root"
+        tar.addfile(ti, io.BytesIO(data))
+        names.append("dkms.conf")
+    return sorted(names)
+
+
+# ============================================================================ the build
+def _rpmbuild_available(host: Host) -> None:
+    res = host.run(["rpmbuild", "--version"], timeout=QUERY_TIMEOUT)
+    if not res.available:
+        raise HwmgrError("rpmbuild is not installed: install 'rpm-build' "
+                         "('rpm' on Debian/Ubuntu)")
+
+
+def _catalog_source(catalog: Any, driver: str, version: str) -> tuple[dict[str, Any], list[str]]:
+    """The version's verified source entry, or the refusal lifecycle would give."""
+    from hwmgr.catalog.load import source_refusal
+
+    versions = catalog.entry(driver).get("versions", {})
+    info = versions.get(version)
+    if info is None:
+        listed = ", ".join(sorted(versions)) or "none"
+        raise NotFoundError(f"{driver} {version} is not in the catalog (listed: {listed})")
+    if info.get("status") == "known-bad":
+        reason = info.get("reason", "")
+        raise RefusedError(f"{driver} {version} is known-bad: {reason}".strip())
+    warnings = []
+    if info.get("status") == "deprecated":
+        warnings.append(f"{driver} {version} is deprecated in the catalog")
+    why = source_refusal(info.get("source"))
+    if why:
+        raise RefusedError(f"{driver} {version}: {why}")
+    return info["source"], warnings
+
+
+def build_dkms_rpm(
+    host: Host,
+    catalog: Any,
+    driver: str,
+    version: str,
+    *,
+    settings: Config,
+    out_dir: str | os.PathLike[str],
+    keep_spec: bool = False,
+    packager: str = DEFAULT_PACKAGER,
+    specs_dir: str | os.PathLike[str] | None = None,
+) -> PackageResult:
+    """Fetch, unpack and wrap `driver` `version` as `<driver>-dkms-<version>-1.noarch.rpm`.
+
+    The RPM is written to `out_dir` (created if needed); with `keep_spec` the generated spec
+    goes beside it. Work files live in a temp dir under the cache dir and are removed.
+    """
+    from hwmgr.host.hashing import sha256_file
+    from hwmgr.lifecycle.dkms import render_dkms_conf
+    from hwmgr.lifecycle.fetch import Source, fetch
+    from hwmgr.lifecycle.recipe import load_recipe
+    from hwmgr.lifecycle.srpm import unpack_srpm
+
+    started = time.monotonic()
+    version = check_version(version)
+    if not _RPM_VERSION_RE.fullmatch(version):
+        raise BadInputError(f"driver version {version!r} cannot be an RPM Version (no '-')")
+    if "\n" in packager or not packager.strip():
+        raise BadInputError(f"packager {packager!r} must be one line like 'Name <email>'")
+    source, warnings = _catalog_source(catalog, driver, version)
+    recipe = load_recipe(driver, settings.drivers_dir)
+    template = find_template(specs_dir)
+    _rpmbuild_available(host)
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HwmgrError(f"cannot create output dir {out}: {exc.strerror}") from None
+
+    got = fetch(Source.from_catalog(source), host.path(settings.cache_dir),
+                offline=settings.offline, mirror=Path(settings.mirror) if settings.mirror else None)
+    if source.get("signing_key"):
+        from hwmgr.lifecycle.signature import check_signature
+
+        check_signature(host, got.path, settings.state_dir, source["signing_key"])
+    name = f"{driver}-dkms"
+    base = host.makedirs(f"{settings.cache_dir}/package")
+    work = Path(tempfile.mkdtemp(prefix=f"{name}-{version}.", dir=base))
+    try:
+        tree = unpack_srpm(host, got.path, work / "unpack", recipe, version)
+        conf = render_dkms_conf(recipe, version)
+        top = work / "rpmbuild"
+        for sub in ("SOURCES", "SPECS"):
+            (top / sub).mkdir(parents=True)
+        make_tarball(tree, conf, top / "SOURCES" / f"{driver}-{version}.tar.gz",
+                     f"{driver}-{version}")
+        tags = srpm_tags(host, got.path)
+        spec_text = render_spec(template.read_text(encoding="utf-8"), {
+            "@DRIVER@": driver,
+            "@VERSION@": version,
+            "@LICENSE@": spec_value(tags["license"] or "Unknown"),
+            "@URL@": spec_value(tags["url"] or source["url"]),
+            "@DESCRIPTION@": describe(recipe, version, got.path.name, got.sha256),
+            "@DATE@": changelog_date(),
+            "@PACKAGER@": spec_value(packager),
+            "@CHANGELOG@": spec_value(
+                f"Wrapped by hwmgr {__version__} from {got.path.name} "
+                f"(catalog {catalog.version or 'unversioned'})"),
+        })
+        spec = top / "SPECS" / f"{name}.spec"
+        spec.write_text(spec_text, encoding="utf-8")
+        res = host.run(["rpmbuild", "-bb", "--define", f"_topdir {top}",
+                        "--define", f"packager {spec_value(packager)}", str(spec)],
+                       timeout=RPMBUILD_TIMEOUT, cwd=str(top))
+        rpm_name = f"{name}-{version}-{RELEASE}.noarch.rpm"
+        built = top / "RPMS" / "noarch" / rpm_name
+        if not res.ok or not built.is_file():
+            raise HwmgrError(f"rpmbuild of {name} {version} failed: {res.describe()}")
+        dest = out / rpm_name
+        _publish(built, dest)
+        spec_path = None
+        if keep_spec:
+            spec_path = out / f"{name}-{version}.spec"
+            _publish(spec, spec_path)
+        return PackageResult(
+            path=dest.resolve(), name=name, driver=driver, version=version, release=RELEASE,
+            sha256=sha256_file(dest), size=dest.stat().st_size, srpm=got.path,
+            source_sha256=got.sha256, source_origin=got.origin,
+            license=tags["license"] or "Unknown", spec_text=spec_text,
+            spec_path=spec_path.resolve() if spec_path else None,
+            seconds=time.monotonic() - started, warnings=warnings,
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _publish(src: Path, dest: Path) -> None:
+    """Copy atomically: a reader never sees a half-written RPM under the final name."""
+    tmp = dest.with_name(f".{dest.name}.hwmgr-tmp")
+    try:
+        shutil.copyfile(src, tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, dest)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise HwmgrError(f"cannot write {dest}: {exc.strerror}") from None

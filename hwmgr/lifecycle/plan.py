@@ -1,0 +1,417 @@
+"""Driver upgrade and rollback as journaled transactions (docs/architecture.md, "Transactions").
+
+`plan_upgrade` / `plan_rollback` decide everything up front (versions, kernels, devices,
+backups, refusals) without changing the host. `run_plan` turns a plan into a `Transaction`
+whose steps come from `hwmgr.steps.REGISTRY`, so `hwmgr recover` can rebuild them from the
+journal alone.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping
+
+from hwmgr.config import Config
+from hwmgr.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_NOT_FOUND,
+    EXIT_REFUSED,
+    EXIT_UNKNOWN,
+    HwmgrError,
+    NotFoundError,
+    NothingToDo,
+    RefusedError,
+    UnknownError,
+    VersionError,
+)
+from hwmgr.host import capture
+from hwmgr.host.seam import Host
+from hwmgr.inventory import guard as safety
+from hwmgr.lifecycle import kmod
+from hwmgr.transaction.engine import Transaction, TxnResult, history
+from hwmgr.transaction.state import StateDir
+
+MIN_FREE = 64 << 20
+MAX_VERSION_LEN = 64
+
+# Refusals are listed in the order a human should fix them: the command line, then the
+# catalog's verdict, then kernel support, then what a snapshot could not answer, then the
+# host's own safety checks. The plan's exit code is the first refusal's.
+INPUT, CATALOG, KERNEL, UNREAD, HOST = range(5)
+
+
+class Refusal(str):
+    """Why a plan must not run (a str, so it reads as its message) with its exit code."""
+
+    code: int
+    rank: int
+
+    def __new__(cls, reason: str, code: int = EXIT_REFUSED, rank: int = HOST) -> Refusal:
+        obj = super().__new__(cls, reason)
+        obj.code, obj.rank = code, rank
+        return obj
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"reason": str(self), "code": self.code}
+
+
+@dataclass
+class Plan:
+    """Everything an upgrade or rollback will do, decided before anything changes."""
+
+    action: str
+    driver: str
+    to_version: str
+    from_versions: dict[str, str | None]
+    kernels: list[str]
+    modules: list[str]
+    devices: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
+    backups: list[dict[str, Any]] = field(default_factory=list)
+    initramfs: dict[str, bool | None] = field(default_factory=dict)
+    reboot_required: bool = False
+    refusals: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    unread: list[str] = field(default_factory=list)  # kernels whose module a snapshot lacks
+
+    def refuse(self, reason: str, code: int = EXIT_REFUSED, rank: int = HOST) -> None:
+        """Add a refusal, keeping the list in fix-first order (stable within a rank)."""
+        self.refusals.append(Refusal(reason, code, rank))
+        self.refusals.sort(key=lambda r: getattr(r, "rank", HOST))
+
+    @property
+    def exit_code(self) -> int:
+        """The first refusal's code (0 when nothing refuses)."""
+        return getattr(self.refusals[0], "code", EXIT_REFUSED) if self.refusals else 0
+
+    def as_dict(self) -> dict[str, Any]:
+        refusals = [r if isinstance(r, Refusal) else Refusal(r) for r in self.refusals]
+        d = asdict(self)
+        d.pop("params")
+        d["refusals"] = [r.as_dict() for r in refusals]
+        return d
+
+
+# ============================================================================ planning
+def _affected_devices(host: Host, driver: str, modules: list[str]) -> list[dict[str, Any]]:
+    from hwmgr.inventory.scan import Inventory
+
+    names = {driver, *modules}
+    scan = Inventory(host).scan()
+    ifs = {i["name"]: i for i in scan.interfaces}
+    out = []
+    for d in scan.devices:
+        if d["driver"] in names or d["pci_driver"] in names:
+            # link baseline and firmware: verify compares them after the reboot
+            out.append({"address": d["address"], "vendor_id": d["vendor_id"],
+                        "device_id": d["device_id"], "interfaces": d["interfaces"],
+                        "driver_version": d["driver_version"],
+                        "firmware_version": d["firmware_version"],
+                        "links": {n: {"operstate": ifs[n]["operstate"],
+                                      "speed_mbps": ifs[n]["speed_mbps"]}
+                                  for n in d["interfaces"] if n in ifs}})
+    return out
+
+
+def _safety(host: Host, plan: Plan, settings: Config, env: Mapping[str, str] | None,
+            force: bool) -> None:
+    """Add refusals for routes/SSH, Secure Boot and free space (nothing is changed)."""
+    ifaces = {i for d in plan.devices for i in d["interfaces"]}
+    if ifaces and capture.lacks(host, capture.ROUTES):
+        plan.refuse(capture.retake("routing table (/proc/net/route, /proc/net/ipv6_route)"),
+                    EXIT_UNKNOWN, UNREAD)
+    critical = []
+    for iface in sorted(ifaces & safety.default_route_interfaces(host)):
+        critical.append(f"{iface} carries the default route")
+    ssh_if = safety.ssh_interface(host, env)
+    if ssh_if and ssh_if in ifaces:
+        critical.append(f"{ssh_if} carries the current SSH session")
+    for c in critical:
+        msg = f"{plan.driver} drives {c}; a failed driver would cut this host off"
+        if force:
+            plan.warnings.append(msg + " (--force given)")
+        else:
+            plan.refuse(msg + " (use --force after arranging console access)")
+    if capture.lacks(host, capture.SECURE_BOOT):
+        plan.refuse(capture.retake("Secure Boot state (mokutil --sb-state, /sys/firmware/efi)"),
+                    EXIT_UNKNOWN, UNREAD)
+        sb: bool | None = False
+    else:
+        sb = safety.secure_boot(host)
+    if sb and not safety.signing_key(host, settings.sign_key, settings.sign_cert):
+        plan.refuse(
+            "Secure Boot is enabled and no module-signing key is configured "
+            f"({settings.sign_key or safety.DKMS_MOK_KEY}): the new module would not load"
+        )
+    for what, path in (("state", settings.state_dir), ("cache", settings.cache_dir)):
+        free = host.free_bytes(path)
+        if free is not None and free < MIN_FREE:
+            plan.refuse(f"not enough space in the {what} dir {path}: {free >> 20} MiB free")
+
+
+def _kernels(host: Host, requested: list[str] | None) -> list[str]:
+    from hwmgr.lifecycle.dkms import kernels_with_headers
+
+    if requested:
+        return list(dict.fromkeys(requested))
+    running = host.read_attr("/proc/sys/kernel/osrelease")
+    ks = [running] if running else []
+    return list(dict.fromkeys(ks + kernels_with_headers(host)))
+
+
+def _check_headers(host: Host, kernels: list[str], plan: Plan) -> None:
+    from hwmgr.lifecycle.dkms import Dkms
+
+    d = Dkms(host)
+    unrecorded = capture.lacks(host, capture.HEADERS)
+    for k in kernels:
+        try:
+            d.check_headers(k)
+        except NotFoundError as exc:
+            if unrecorded:  # an older snapshot: absence proves nothing
+                plan.refuse(capture.retake(f"kernel headers listing (/lib/modules/{k}/build)"),
+                            EXIT_UNKNOWN, UNREAD)
+            else:
+                plan.refuse(str(exc), EXIT_REFUSED, KERNEL)
+        except HwmgrError as exc:
+            plan.refuse(str(exc), exc.exit_code, INPUT)
+
+
+def _current(host: Host, modules: list[str], kernels: list[str],
+             plan: Plan | None = None) -> dict[str, dict[str, Any]]:
+    """What each module resolves to per kernel; with `plan`, what a snapshot lacks is a
+    refusal (exit 11) and the module reads as unknown, instead of ending the plan."""
+    out: dict[str, dict[str, Any]] = {}
+    for k in kernels:
+        out[k] = {}
+        for m in modules:
+            try:
+                out[k][m] = kmod.resolve(host, m, k).as_dict()
+            except UnknownError as exc:
+                if plan is None:
+                    raise
+                plan.refuse(str(exc), exc.exit_code, UNREAD)
+                plan.unread.append(k)
+                out[k][m] = kmod.ModuleFile(m, k).as_dict()
+    return out
+
+
+def _version_refusal(version: str, scheme: str) -> str | None:
+    """Why `--to VERSION` is not a version string at all (too long, or unparseable)."""
+    from hwmgr.catalog.versions import parse
+
+    if len(version) > MAX_VERSION_LEN:
+        return (f"--to {version[:24]!r}... is {len(version)} characters long; a version is at "
+                f"most {MAX_VERSION_LEN}")
+    try:
+        parse(version, scheme)
+    except VersionError as exc:
+        return f"--to: {exc}"
+    return None
+
+
+def plan_upgrade(
+    host: Host, catalog: Any, driver: str, version: str, *, settings: Config,
+    kernels: list[str] | None = None, force: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> Plan:
+    """Decide an upgrade of `driver` to `version`; refusals say why it must not run."""
+    from hwmgr.catalog.load import source_refusal
+    from hwmgr.lifecycle.recipe import load_recipe
+
+    entry = catalog.entry(driver)  # NotFoundError for an unknown driver
+    recipe = load_recipe(driver, settings.drivers_dir)
+    modules = recipe.module_names
+    ks = _kernels(host, kernels)
+    versions = entry.get("versions", {})
+    bad_version = _version_refusal(version, str(entry.get("version_scheme") or "rpm"))
+    info = None if bad_version else versions.get(version)
+    shown = version if len(version) <= MAX_VERSION_LEN else f"{version[:24]}..."
+    plan = Plan("upgrade", driver, shown, {}, ks, modules)
+    current = _current(host, modules, ks, plan)
+    plan.from_versions = {k: current[k][modules[0]]["version"] for k in ks}
+    if bad_version:
+        plan.refuse(bad_version, EXIT_BAD_INPUT, INPUT)
+    elif info is None:
+        listed = ", ".join(sorted(versions)) or "none"
+        plan.refuse(f"{driver} {version} is not in the catalog (listed: {listed})",
+                    EXIT_NOT_FOUND, CATALOG)
+    info = info or {}
+    if info.get("status") == "known-bad":
+        plan.refuse(f"{driver} {version} is known-bad: {info.get('reason', '')}".strip(),
+                    EXIT_REFUSED, CATALOG)
+    if info.get("status") == "deprecated" and not force:
+        plan.refuse(f"{driver} {version} is deprecated in the catalog (--force to use)",
+                    EXIT_REFUSED, CATALOG)
+    source = info.get("source")
+    why = source_refusal(source) if info else None
+    if why:
+        plan.refuse(f"{driver} {version}: {why}", EXIT_REFUSED, CATALOG)
+    globs = info.get("kernels") or ["*"]
+    for k in ks:
+        if not any(fnmatch.fnmatchcase(k, g) for g in globs):
+            plan.refuse(f"{driver} {version} is not for kernel {k} (catalog: {globs})",
+                        EXIT_REFUSED, KERNEL)
+        if not recipe.supports_kernel(k):
+            plan.refuse(f"the {driver} recipe does not support kernel {k}", EXIT_REFUSED, KERNEL)
+    if not ks:
+        plan.refuse("no target kernel: pass --kernel or install kernel headers",
+                    EXIT_REFUSED, KERNEL)
+    _check_headers(host, ks, plan)
+    fix_first = any(getattr(r, "rank", HOST) <= CATALOG for r in plan.refusals)
+    if (ks and not fix_first and not plan.unread
+            and all(current[k][m]["version"] == version for k in ks for m in modules)):
+        raise NothingToDo(f"{driver} {version} is already installed for {', '.join(ks)}")
+    plan.devices = _affected_devices(host, driver, modules)
+    _safety(host, plan, settings, env, force)
+    loaded = any(kmod.loaded_version(host, m)[0] for m in modules)
+    plan.reboot_required = loaded or bool(plan.devices)
+    for k in ks:
+        plan.initramfs[k] = kmod.in_initramfs(host, modules, k) if recipe.initramfs else False
+        for m in modules:
+            cur = current[k][m]
+            plan.backups.append({"kernel": k, "module": m, "path": cur["path"],
+                                 "version": cur["version"], "sha256": cur["sha256"]})
+    plan.steps = [
+        f"fetch {source.get('url') if isinstance(source, dict) else '?'} (sha256 checked)",
+        f"unpack the SRPM with rpm into {settings.state_dir}/work/",
+        f"dkms add {driver}/{version}",
+        *[f"dkms build {driver}/{version} for {k}" for k in ks],
+        "back up the current module files into the state dir (kept for rollback)",
+        *[f"dkms install {driver}/{version} for {k} + depmod" for k in ks],
+        *[f"rebuild the initramfs for {k}" for k in ks if plan.initramfs.get(k)],
+        f"arm post-reboot verification of {driver} {version}",
+    ] if not bad_version else []  # no steps for a string that is not a version
+    plan.params = {
+        "driver": driver, "version": version, "modules": modules, "kernels": ks,
+        "source": source if isinstance(source, dict) else {},
+        "initramfs": [k for k in ks if plan.initramfs.get(k)],
+        "settings": asdict(settings),
+        "devices": plan.devices,
+        "from": {k: current[k] for k in ks},
+    }
+    return plan
+
+
+def upgrade_chain(state: StateDir, driver: str) -> list[dict[str, Any]]:
+    """Committed upgrades of `driver` still in effect, oldest first (rollbacks pop them)."""
+    txns = [t for t in reversed(history(state, target=driver)) if t["state"] == "committed"]
+    stack: list[dict[str, Any]] = []
+    for t in txns:
+        if t["kind"] == "upgrade":
+            stack.append(t)
+        elif t["kind"] == "rollback":
+            undo_to = t["params"].get("undo_upgrade")
+            while stack:
+                top = stack.pop()
+                if top["id"] == undo_to:
+                    break
+    return stack
+
+
+def plan_rollback(
+    host: Host, driver: str, *, settings: Config, to: str | None = None,
+    force: bool = False, env: Mapping[str, str] | None = None,
+) -> Plan:
+    """Decide a rollback: restore the module files an earlier upgrade backed up."""
+    state = StateDir(host, settings.state_dir)
+    if state.read_journal() is None:
+        raise NothingToDo(f"no hwmgr upgrade of {driver} is recorded on this host")
+    chain = upgrade_chain(state, driver)
+    if not chain:
+        raise NothingToDo(f"no hwmgr upgrade of {driver} is in effect: nothing to roll back")
+    top = chain[-1]["params"]
+    if to is None:
+        target = chain[-1]
+    else:
+        target = None
+        for t in reversed(chain):
+            before = {v["version"] for k in t["params"]["from"].values() for v in k.values()}
+            before |= {v["version"] or "inbox" for k in t["params"]["from"].values()
+                       for v in k.values()} if t is chain[0] else set()
+            if (to == "inbox" and t is chain[0]) or to in before:
+                target = t
+                break
+        if target is None:
+            raise NotFoundError(
+                f"no recorded state of {driver} at version {to!r} to roll back to "
+                f"(upgrades in effect: {', '.join(t['params']['version'] for t in chain)})"
+            )
+    tp = target["params"]
+    modules, ks = tp["modules"], tp["kernels"]
+    current = _current(host, modules, ks)
+    remove = [t["params"]["version"] for t in chain[chain.index(target):]]
+    plan = Plan("rollback", driver, "", {k: current[k][modules[0]]["version"] for k in ks},
+                ks, modules)
+    saved = next((st["data"].get("saved") for st in target["steps"] if st["name"] == "backup"),
+                 None)
+    if not saved:
+        raise HwmgrError(f"transaction #{target['id']} recorded no backup of {driver}")
+    dest = {k: saved[k] for k in ks}
+    reinstall = next((st["data"].get("uninstalled") for st in target["steps"]
+                      if st["name"] == "install"), None) or {}
+    plan.to_version = dest[ks[0]][modules[0]]["version"] or "inbox"
+    for k in ks:
+        for m in modules:
+            if current[k][m]["version"] != top["version"]:
+                msg = (f"{m} for {k} is {current[k][m]['version'] or 'absent'}, not the "
+                       f"{top['version']} hwmgr installed: something else changed it")
+                if force:
+                    plan.warnings.append(msg)
+                else:
+                    plan.refuse(msg, EXIT_REFUSED, CATALOG)
+            plan.backups.append({"kernel": k, "module": m, "path": current[k][m]["path"],
+                                 "version": current[k][m]["version"],
+                                 "sha256": current[k][m]["sha256"]})
+    # the devices as the upgrade found them: a broken driver may have left none bound now,
+    # and the restored driver should bring back exactly those (verify checks them)
+    plan.devices = tp.get("devices") or _affected_devices(host, driver, modules)
+    _safety(host, plan, settings, env, force)
+    plan.reboot_required = any(kmod.loaded_version(host, m)[0] for m in modules) or bool(
+        plan.devices)
+    plan.initramfs = {k: k in tp.get("initramfs", []) for k in ks}
+    plan.steps = [
+        "back up the current module files into the state dir",
+        *[f"dkms remove {driver}/{v}" for v in reversed(remove)],
+        *[f"restore {d[m]['path'] or f'(no {m} module)'} for {k} (sha256 checked) + depmod"
+          for k, d in dest.items() for m in modules],
+        *[f"rebuild the initramfs for {k}" for k in ks if plan.initramfs.get(k)],
+        f"arm post-reboot verification of {driver} {plan.to_version}",
+    ]
+    plan.params = {
+        "driver": driver, "version": plan.to_version, "modules": modules, "kernels": ks,
+        "remove_versions": remove, "undo_upgrade": target["id"], "restore": dest,
+        "reinstall": reinstall,
+        "initramfs": [k for k in ks if plan.initramfs.get(k)],
+        "settings": asdict(settings), "devices": plan.devices,
+    }
+    return plan
+
+
+def run_plan(host: Host, plan: Plan, settings: Config, *, command: str,
+             wait: bool | float = False, ui: Any = None) -> TxnResult:
+    """Run a refusal-free plan as one transaction under the host lock."""
+    if plan.refusals:
+        raise HwmgrError(plan.refusals[0], exit_code=plan.exit_code)
+    state = StateDir(host, settings.state_dir)
+    from hwmgr.lifecycle.steps import REGISTRY
+
+    with state.lock(command=command, wait=wait):
+        for r in Transaction.recover(state, REGISTRY):
+            if not r.closed:
+                raise RefusedError(f"an earlier transaction #{r.id} is still open: {r.error}")
+        return Transaction(state, REGISTRY, plan.action, plan.params,
+                           target=plan.driver, command=command, ui=ui).run()
+
+
+def recover(host: Host, settings: Config, *, wait: bool | float = False) -> list[TxnResult]:
+    """Finish or undo interrupted transactions (exactly old or new state afterwards)."""
+    state = StateDir(host, settings.state_dir)
+    if state.read_journal() is None:
+        return []
+    from hwmgr.lifecycle.steps import REGISTRY
+
+    with state.lock(command="hwmgr recover", wait=wait):
+        return Transaction.recover(state, REGISTRY)

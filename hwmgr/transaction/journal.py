@@ -1,0 +1,294 @@
+"""The SQLite journal of transactions and their steps (durable before and after each step).
+
+`Journal` owns the schema, the writes the engine makes and the read-only queries `history`
+runs; `utcnow` is the one clock every journal and lock timestamp uses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+from hwmgr import safejson
+from hwmgr.errors import BadInputError, NotFoundError
+from hwmgr.output import printable
+
+SCHEMA_VERSION = 1
+OPEN_STATES = ("running", "interrupted", "failed")
+
+
+def utcnow() -> str:
+    """Current UTC time as `2026-11-21T10:00:00.123Z` (sortable, unambiguous)."""
+    now = datetime.now(timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS transactions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL, target TEXT NOT NULL DEFAULT '', params TEXT NOT NULL,
+    state TEXT NOT NULL, direction TEXT NOT NULL DEFAULT 'forward',
+    started TEXT NOT NULL, ended TEXT, kernel TEXT, hostname TEXT, pid INTEGER,
+    command TEXT, error TEXT,
+    notes TEXT NOT NULL DEFAULT '{}', results TEXT NOT NULL DEFAULT '{}');
+CREATE TABLE IF NOT EXISTS steps (
+    txn_id INTEGER NOT NULL REFERENCES transactions(id), seq INTEGER NOT NULL,
+    name TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'pending',
+    reversible INTEGER NOT NULL, commit_point INTEGER NOT NULL,
+    data TEXT NOT NULL DEFAULT '{}', error TEXT, started TEXT, ended TEXT,
+    PRIMARY KEY (txn_id, seq));
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, txn_id INTEGER NOT NULL, seq INTEGER,
+    at TEXT NOT NULL, event TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '');
+CREATE INDEX IF NOT EXISTS transactions_state ON transactions(state);
+"""
+
+
+class Journal:
+    """Durable record of transactions: SQLite, rollback journal, synchronous=FULL.
+
+    Every write is its own committed SQL transaction, so once a method returns the record
+    survives a crash of this process (and, with FULL, a power cut).
+    """
+
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
+        self.path = path
+        try:
+            if readonly:  # `history` and snapshots: never create, migrate or write anything
+                uri = f"{path.absolute().as_uri()}?mode=ro"
+                self.db = sqlite3.connect(uri, uri=True, timeout=10.0, isolation_level=None)
+            else:
+                self.db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
+            self.db.row_factory = sqlite3.Row
+            if not readonly:
+                self.db.execute("PRAGMA journal_mode=DELETE")
+                self.db.execute("PRAGMA synchronous=FULL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise BadInputError(
+                    f"{path}: journal schema {version} is newer than this hwmgr ({SCHEMA_VERSION})"
+                )
+            if version < SCHEMA_VERSION and readonly:
+                raise BadInputError(f"{printable(path)}: not a hwmgr journal (no schema)")
+            if version < SCHEMA_VERSION:
+                with self._tx():
+                    for stmt in _SCHEMA.split(";"):
+                        if stmt.strip():
+                            self.db.execute(stmt)
+                    self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            hint = ""
+            if readonly and os.path.exists(f"{path}-journal"):
+                hint = "; an interrupted write is pending: run 'hwmgr recover'"
+            raise BadInputError(f"{printable(path)}: not a usable hwmgr journal ({exc}){hint}"
+                                ) from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[None]:
+        """`BEGIN IMMEDIATE` … `COMMIT` (ROLLBACK on error) around a group of writes."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def synchronous(self) -> int:
+        """The connection's PRAGMA synchronous (2 = FULL)."""
+        return int(self.db.execute("PRAGMA synchronous").fetchone()[0])
+
+    # ------------------------------------------------------------------ writes
+    def begin(
+        self,
+        kind: str,
+        target: str,
+        params: dict[str, Any],
+        steps: list[tuple[str, bool, bool]],
+        *,
+        command: str = "",
+        kernel: str | None = None,
+        hostname: str | None = None,
+    ) -> int:
+        """Open a transaction with all its steps pending; returns its id."""
+        now = utcnow()
+        with self._tx():
+            row = {
+                "kind": kind,
+                "target": target,
+                "params": json.dumps(params),
+                "state": "running",
+                "started": now,
+                "kernel": kernel,
+                "hostname": hostname,
+                "pid": os.getpid(),
+                "command": command,
+            }
+            cur = self.db.execute(
+                f"INSERT INTO transactions({', '.join(row)}) VALUES ({','.join('?' * len(row))})",
+                tuple(row.values()),
+            )
+            txn_id = int(cur.lastrowid or 0)
+            self.db.executemany(
+                "INSERT INTO steps(txn_id, seq, name, reversible, commit_point) VALUES (?,?,?,?,?)",
+                [(txn_id, i, n, int(r), int(c)) for i, (n, r, c) in enumerate(steps)],
+            )
+            self._event(txn_id, None, "begin", f"{kind} {target}".strip(), now)
+        return txn_id
+
+    def set_step(
+        self,
+        txn_id: int,
+        seq: int,
+        state: str,
+        *,
+        data: dict[str, Any] | None = None,
+        error: str | None = None,
+        event: str | None = None,
+    ) -> None:
+        """Move a step to `state` (journaling data, error and an event atomically)."""
+        now = utcnow()
+        sets, args = ["state=?"], [state]
+        if state == "started":
+            sets.append("started=?")
+            args.append(now)
+        elif state != "pending":
+            sets.append("ended=?")
+            args.append(now)
+        if data is not None:
+            sets.append("data=?")
+            args.append(json.dumps(data))
+        if error is not None:
+            sets.append("error=?")
+            args.append(error)
+        with self._tx():
+            self.db.execute(
+                f"UPDATE steps SET {', '.join(sets)} WHERE txn_id=? AND seq=?",
+                (*args, txn_id, seq),
+            )
+            self._event(txn_id, seq, event or state, error or "", now)
+
+    def save_data(self, txn_id: int, seq: int, data: dict[str, Any]) -> None:
+        """Replace a step's journaled data (used while the step is still running)."""
+        with self._tx():
+            self.db.execute(
+                "UPDATE steps SET data=? WHERE txn_id=? AND seq=?", (json.dumps(data), txn_id, seq)
+            )
+
+    def set_txn(self, txn_id: int, **fields: Any) -> None:
+        """Update transaction columns (state, direction, error, ended)."""
+        allowed = {"state", "direction", "error", "ended"}
+        bad = set(fields) - allowed
+        if bad:
+            raise ValueError(f"cannot set transaction fields {sorted(bad)}")
+        if fields.get("state") in ("committed", "rolled-back"):
+            fields.setdefault("ended", utcnow())
+        cols = ", ".join(f"{k}=?" for k in fields)
+        with self._tx():
+            self.db.execute(
+                f"UPDATE transactions SET {cols} WHERE id=?", (*fields.values(), txn_id)
+            )
+            if "state" in fields:
+                self._event(txn_id, None, str(fields["state"]), str(fields.get("error") or ""))
+
+    def event(self, txn_id: int, event: str, detail: str = "", seq: int | None = None) -> None:
+        """Append a free-form event line to a transaction's log."""
+        with self._tx():
+            self._event(txn_id, seq, event, detail)
+
+    def _event(self, txn_id: int, seq: int | None, event: str, detail: str, at: str = "") -> None:
+        self.db.execute(
+            "INSERT INTO events(txn_id, seq, at, event, detail) VALUES (?,?,?,?,?)",
+            (txn_id, seq, at or utcnow(), event, detail),
+        )
+
+    def add_notes(self, txn_id: int, **values: Any) -> None:
+        """Merge free-form notes (JSON values) into a transaction, even a closed one."""
+        self._merge(txn_id, "notes", values)
+
+    def add_results(self, txn_id: int, **values: Any) -> None:
+        """Merge results (e.g. before/after throughput from verify) into a transaction."""
+        self._merge(txn_id, "results", values)
+
+    def _merge(self, txn_id: int, column: str, values: dict[str, Any]) -> None:
+        with self._tx():
+            row = self.db.execute(f"SELECT {column} FROM transactions WHERE id=?", (txn_id,))
+            found = row.fetchone()
+            if found is None:
+                raise NotFoundError(f"transaction {txn_id} is not in {self.path}")
+            merged = {**json.loads(found[0] or "{}"), **values}
+            self.db.execute(
+                f"UPDATE transactions SET {column}=? WHERE id=?", (json.dumps(merged), txn_id)
+            )
+
+    # ------------------------------------------------------------------ reads
+    def open_transactions(self) -> list[dict[str, Any]]:
+        """Transactions not yet committed or rolled back, oldest first."""
+        marks = ",".join("?" * len(OPEN_STATES))
+        rows = self.db.execute(
+            f"SELECT id FROM transactions WHERE state IN ({marks}) ORDER BY id", OPEN_STATES
+        )
+        return [self.get(r[0]) for r in rows.fetchall()]
+
+    def get(self, txn_id: int, events: bool = False) -> dict[str, Any]:
+        """One transaction with its steps (and event log when asked)."""
+        row = self.db.execute("SELECT * FROM transactions WHERE id=?", (txn_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"transaction {txn_id} is not in {self.path}")
+        txn = dict(row)
+        where = f"{printable(self.path)}: transaction {txn_id}"
+        for key in ("params", "notes", "results"):
+            txn[key] = safejson.load(txn[key] or "{}", f"{where} {key}")
+        steps = self.db.execute(
+            "SELECT seq, name, state, reversible, commit_point, data, error, started, ended"
+            " FROM steps WHERE txn_id=? ORDER BY seq",
+            (txn_id,),
+        ).fetchall()
+        txn["steps"] = [
+            {
+                **dict(s),
+                "data": safejson.load(s["data"] or "{}", f"{where} step {s['seq']}"),
+                "reversible": bool(s["reversible"]),
+                "commit_point": bool(s["commit_point"]),
+            }
+            for s in steps
+        ]
+        if events:
+            ev = self.db.execute(
+                "SELECT seq, at, event, detail FROM events WHERE txn_id=? ORDER BY id", (txn_id,)
+            )
+            txn["events"] = [dict(e) for e in ev.fetchall()]
+        return txn
+
+    def transactions(
+        self,
+        *,
+        kind: str | None = None,
+        target: str | None = None,
+        state: str | None = None,
+        limit: int | None = None,
+        events: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Transactions newest first, optionally filtered."""
+        where, args = [], []
+        for col, val in (("kind", kind), ("target", target), ("state", state)):
+            if val is not None:
+                where.append(f"{col}=?")
+                args.append(val)
+        sql = "SELECT id FROM transactions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        ids = [r[0] for r in self.db.execute(sql, args).fetchall()]
+        return [self.get(i, events=events) for i in ids]

@@ -1,0 +1,160 @@
+"""Shared pieces of the lifecycle verbs: option wiring, plan and transaction rendering."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from hwmgr.errors import EXIT_FAILED, EXIT_REFUSED, NotPermittedError, UsageError
+from hwmgr.output import Outcome, printable
+
+
+def parents(mutating: bool = True, root: bool = False) -> list[argparse.ArgumentParser]:
+    from hwmgr.ui.options import common_options, lifecycle_options
+
+    return [common_options(root=root), lifecycle_options(mutating)]
+
+
+def require_root(host: Any) -> None:
+    """Mutating the live host needs root; say so before anything happens."""
+    if host.live and os.geteuid() != 0:
+        raise NotPermittedError("this command changes drivers and must run as root")
+
+
+def confirm(args: argparse.Namespace, what: str) -> None:
+    """Ask on a terminal; without one, require --yes."""
+    if getattr(args, "yes", False):
+        return
+    if not sys.stdin.isatty():
+        raise UsageError(f"refusing to {what} without confirmation: add --yes")
+    answer = input(f"{what}? [y/N] ").strip().lower()
+    if answer not in ("y", "yes"):
+        raise UsageError("cancelled")
+
+
+def plan_outcome(command: str, plan: Any) -> Outcome:
+    data = plan.as_dict()
+    if plan.refusals:  # the exit code is the first refusal's (they are in fix-first order)
+        return Outcome(command, status="refused", data=data,
+                       errors=[r["reason"] for r in data["refusals"]],
+                       exit_code=getattr(plan, "exit_code", EXIT_REFUSED),
+                       render=lambda c: render_plan(c, data))
+    return Outcome(command, data=data, render=lambda c: render_plan(c, data))
+
+
+def render_plan(console: Any, d: dict[str, Any]) -> None:
+    from rich.markup import escape
+
+    p = printable
+    head = p(f"{d['action']} {d['driver']} → {d['to_version']}")
+    console.print(f"[bold]{escape(head)}[/]", highlight=False)
+    if not d["kernels"]:
+        console.print("  target kernel: none", markup=False)
+    for k in d["kernels"]:
+        now = ("unknown (not in the snapshot)" if k in d.get("unread", [])
+               else d["from_versions"].get(k) or "no module")
+        console.print(printable(f"  target kernel {k}: now {now}")
+                      + ("  (module is in the initramfs)" if d["initramfs"].get(k) else ""),
+                      markup=False)
+    if d["devices"]:
+        for dev in d["devices"]:
+            console.print(p(f"  device {dev['address']} {dev['vendor_id']}:{dev['device_id']} "
+                            f"interfaces {', '.join(dev['interfaces']) or '-'}"), markup=False)
+    else:
+        console.print("  no device is bound to this driver right now", markup=False)
+    console.print("  steps:", markup=False)
+    for i, step in enumerate(d["steps"], 1):
+        console.print(p(f"    {i}. {step}"), markup=False)
+    for b in d["backups"]:
+        console.print(p(f"  keeps: {b['kernel']} {b['module']}: {b['path'] or '(none)'} "
+                        f"{b['version'] or ''}"), markup=False)
+    console.print(f"  reboot required: {'yes' if d['reboot_required'] else 'no'}", markup=False)
+    for w in d["warnings"]:
+        console.print(f"  [yellow]warning:[/] {escape(printable(w))}")
+    for r in d["refusals"]:
+        console.print(f"  [bold red]refused (exit {r['code']}):[/] ", end="")
+        console.print(printable(r["reason"]), markup=False, highlight=False, soft_wrap=True)
+
+
+def txn_outcome(command: str, plan: Any, result: Any) -> Outcome:
+    data = {"plan": plan.as_dict(), "transaction": result.as_dict()}
+    ok = result.state == "committed"
+    errors = [] if ok else [result.error or f"transaction ended {result.state}"]
+    msg = (f"{plan.action} of {plan.driver} to {plan.to_version}: {result.state} "
+           f"(transaction #{result.id})")
+    if ok and plan.reboot_required:
+        msg += "; reboot to load it, then 'hwmgr verify'"
+    return Outcome(command, status="ok" if ok else result.state, data=data, errors=errors,
+                   exit_code=0 if ok else EXIT_FAILED,
+                   render=lambda c: c.print(printable(msg), markup=False))
+
+
+class ProgressUI:
+    """Step progress for a transaction: rich bars on a terminal, one log line per event
+    otherwise (cron, Ansible, CI logs). Writes to stderr so --json stdout stays clean."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._console: Any = None
+        self._t0 = time.monotonic()
+
+    @property
+    def console(self) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(file=self.stream, highlight=False)
+        return self._console
+
+    def _line(self, msg: str) -> None:
+        if self.tty:
+            self.console.print(msg, markup=False)
+        else:
+            print(f"hwmgr: [{time.monotonic() - self._t0:6.1f}s] {msg}", file=self.stream,
+                  flush=True)
+
+    def step(self, name: str, phase: str) -> None:
+        self._line(f"step {name}: {phase}")
+
+    def download(self, name: str, total: int) -> Callable[[int, int], None]:
+        """A fetch progress callback (done, total)."""
+        if not self.tty:
+            self._line(f"downloading {name} ({total} bytes)")
+            return lambda done, tot: None
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        bar = Progress("[progress.description]{task.description}", BarColumn(),
+                       DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
+                       console=self.console, transient=True)
+        task = bar.add_task(name, total=total)
+        bar.start()
+
+        def update(done: int, tot: int) -> None:
+            bar.update(task, completed=done, total=tot or total)
+            if done >= (tot or total):
+                bar.stop()
+
+        return update
+
+    @contextmanager
+    def activity(self, what: str) -> Iterator[None]:
+        """A spinner with elapsed time on a terminal (builds give no byte counts)."""
+        t0 = time.monotonic()
+        if self.tty:
+            with self.console.status(what):
+                yield
+        else:
+            self._line(f"{what} ...")
+            yield
+        self._line(f"{what}: {time.monotonic() - t0:.1f}s")
