@@ -13,6 +13,7 @@ and stops sshd, and is safe to call twice.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -30,17 +31,19 @@ COLLECTION = REPO / "ansible_collections" / "hwmgr" / "fleet"
 BIN = Path(sys.executable).parent
 IP = shutil.which("ip") or "/usr/sbin/ip"
 SSHD = "/usr/sbin/sshd"
+_FLEETS = itertools.count(1)
 TXQ_WANTED = 1000  # the site layer's veth txqueuelen (the kernel's default for veth)
 TXQ_DRIFTED = 500
 
 # a site catalog layer: governs veth by driver name and wants TCP window scaling on
 SITE_CATALOG = {
     "schema_version": 2,
-    "catalog_version": "2026.11.0-site",
+    "catalog_version": "2026.11.9",
     "released": "2026-11-23",
     "description": "test site layer: veth tuning and window scaling for the Ansible fleet tests",
     "drivers": {
         "veth": {
+            "version_scheme": "driver",
             "description": "virtual Ethernet pairs in the test namespaces",
             "netdev_drivers": ["veth"],
             "devices": [],
@@ -83,7 +86,8 @@ class Fleet:
     """Hosts for an inventory, plus what must be removed afterwards."""
 
     tmp: Path
-    prefix: str = field(default_factory=lambda: f"hwf-{os.getpid()}")
+    # unique per instance too: a test may hold two fleets at once
+    prefix: str = field(default_factory=lambda: f"hwf-{os.getpid()}-{next(_FLEETS)}")
     hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
     expected: dict[str, str] = field(default_factory=dict)  # host -> report status
     namespaces: list[str] = field(default_factory=list)
