@@ -1,0 +1,97 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v2.0+ (see https://www.gnu.org/licenses/old-licenses/gpl-2.0.txt)
+"""Run the hwmgr CLI from a module and read its JSON envelope (shared by the modules)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+
+# hwmgr's documented exit codes (README "Exit codes") that the modules tell apart
+EXIT_OK = 0
+EXIT_NOTHING_TO_DO = 4
+EXIT_DRIFT = 5
+EXIT_REBOOT_PENDING = 7
+EXIT_UNKNOWN = 11
+EXIT_NAMES = {
+    1: "failed", 2: "usage error", 3: "not found", 4: "nothing to do", 5: "drift",
+    6: "partial", 7: "reboot pending", 8: "bad input data", 9: "refused",
+    10: "locked by another hwmgr", 11: "unknown", 13: "permission denied",
+    70: "internal error", 130: "interrupted",
+}
+# a check's exit code -> the host status of the fleet-report input format
+CHECK_STATUS = {EXIT_OK: "compliant", EXIT_DRIFT: "drift",
+                EXIT_REBOOT_PENDING: "reboot-pending", EXIT_UNKNOWN: "unknown"}
+MAX_MSG = 400
+
+
+def one_line(text, limit=MAX_MSG):
+    """`text` as one line (control characters and newlines become spaces), shortened."""
+    out = "".join(c if c.isprintable() else " " for c in str(text))
+    out = " ".join(out.split())
+    return out if len(out) <= limit else out[:limit - 3] + "..."
+
+
+def find_hwmgr(module, executable):
+    """The hwmgr executable: an absolute path as given, else a search of PATH and the usual
+    sbin/bin dirs; fails the module (one line, no rc) when there is none."""
+    if os.path.sep in executable:
+        if os.access(executable, os.X_OK) and os.path.isfile(executable):
+            return executable
+        module.fail_json(msg="hwmgr not found: %s is not an executable file" % executable,
+                         rc=None)
+    found = module.get_bin_path(executable, required=False,
+                                opt_dirs=["/usr/local/sbin", "/usr/local/bin", "/usr/sbin"])
+    if not found:
+        module.fail_json(msg="hwmgr not found on this host (no '%s' in PATH); install it or "
+                             "set the module's executable option" % executable, rc=None)
+    return found
+
+
+def write_catalogs(module, contents):
+    """Inline catalog layers ({name: JSON text}, in order) as private files under the
+    module's temporary directory; returns their paths for repeated --catalog."""
+    if not contents:
+        return []
+    base = os.path.join(module.tmpdir, "hwmgr-catalogs")
+    os.mkdir(base, 0o700)
+    paths = []
+    for i, (name, text) in enumerate(contents.items()):
+        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in os.path.basename(name))
+        path = os.path.join(base, "%02d-%s" % (i, safe or "catalog.json"))
+        with open(path, "w") as fh:
+            fh.write(text if isinstance(text, str) else json.dumps(text))
+        paths.append(path)
+    return paths
+
+
+def run_hwmgr(module, argv, ok_codes):
+    """Run hwmgr; returns (rc, envelope). Any exit not in `ok_codes`, or output that is not
+    one JSON envelope, fails the module with a one-line msg and hwmgr's exit code as rc."""
+    # LC_ALL=C: hwmgr's parsers read tool output in the C locale; no terminal, no colour
+    rc, out, err = module.run_command(argv, environ_update={"LC_ALL": "C", "NO_COLOR": "1"})
+    envelope = None
+    try:
+        envelope = json.loads(out) if out.strip() else None
+    except ValueError:
+        envelope = None
+    verb = argv[1] if len(argv) > 1 else "hwmgr"
+    if rc not in ok_codes:
+        reason = ""
+        if isinstance(envelope, dict) and envelope.get("errors"):
+            reason = "; ".join(str(e) for e in envelope["errors"])
+        if not reason:
+            lines = err.strip().splitlines()
+            reason = lines[-1] if lines else ""
+        module.fail_json(
+            msg=one_line("hwmgr %s failed (exit %s, %s)%s" % (
+                verb, rc, EXIT_NAMES.get(rc, "unexpected exit"),
+                ": " + reason if reason else "")),
+            rc=rc, cmd=argv, stdout=out[-4000:], stderr=err[-4000:])
+    if not isinstance(envelope, dict) or not isinstance(envelope.get("data"), dict):
+        module.fail_json(msg="hwmgr %s (exit %s) printed no JSON envelope with a data object"
+                             % (verb, rc), rc=rc, cmd=argv, stdout=out[-4000:],
+                         stderr=err[-4000:])
+    return rc, envelope

@@ -1,0 +1,159 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v2.0+ (see https://www.gnu.org/licenses/old-licenses/gpl-2.0.txt)
+"""Ansible module: bring NIC settings and sysctls to the catalog's values with `hwmgr apply`."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: hwmgr_apply
+short_description: Apply the hwmgr catalog's NIC settings and sysctls to a host
+description:
+  - Runs C(hwmgr apply --json --yes) on the managed host; hwmgr changes only what drifted
+    from the catalog and records the old values so it can be undone.
+  - Idempotent; when hwmgr has nothing to do (exit 4) the result is C(changed=false).
+  - In check mode it runs C(hwmgr apply --dry-run --json) and reports what would change,
+    with a before/after C(diff) for C(--diff).
+  - Fails with a one-line O(msg) and hwmgr's exit code as RV(rc) when hwmgr fails
+    (refused, locked, bad catalog, permission denied, ...).
+version_added: "0.1.0"
+author: hwmgr authors
+options:
+  layers:
+    description: Only these layers (repeated C(--layer)), for example C(setting), C(sysctl).
+    type: list
+    elements: str
+    default: []
+  interfaces:
+    description: Only these interfaces (repeated C(--interface)).
+    type: list
+    elements: str
+    default: []
+  catalogs:
+    description: Catalog files on the managed host layered over the shipped catalog
+      (repeated C(--catalog)).
+    type: list
+    elements: path
+    default: []
+  catalog_content:
+    description: Catalog layers given inline (file name to JSON text), passed after O(catalogs).
+    type: dict
+    default: {}
+  executable:
+    description: The hwmgr command (a name searched in C(PATH), or an absolute path).
+    type: str
+    default: hwmgr
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Apply the catalog's NIC settings on the routers' uplinks
+  hwmgr.fleet.hwmgr_apply:
+    layers: [setting]
+    interfaces: [enp1s0f0, enp1s0f1]
+  register: applied
+
+- name: What would change (ansible-playbook --check --diff)
+  hwmgr.fleet.hwmgr_apply:
+  check_mode: true
+"""
+
+RETURN = r"""
+rc:
+  description: hwmgr's exit code (0 applied, 4 nothing to do, 7 applied but a reboot is pending).
+  returned: always
+  type: int
+changes:
+  description: The changes made (or, in check mode, planned), each with item, interface,
+    current and wanted.
+  returned: success
+  type: list
+  elements: dict
+reboot_pending:
+  description: True when hwmgr exited 7 (an applied change is live only after a reboot).
+  returned: success
+  type: bool
+data:
+  description: The whole data object of hwmgr's JSON output.
+  returned: success
+  type: dict
+diff:
+  description: before/after text, one line per item (interface, item, value).
+  returned: changed and diff mode or check mode
+  type: dict
+"""
+
+import json
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.hwmgr.fleet.plugins.module_utils.hwmgr import (
+    EXIT_NOTHING_TO_DO,
+    EXIT_OK,
+    EXIT_REBOOT_PENDING,
+    find_hwmgr,
+    run_hwmgr,
+    write_catalogs,
+)
+
+
+def _value(v):
+    """A setting's value as diff text (strings bare, everything else as JSON)."""
+    return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+
+
+def make_diff(changes):
+    """Ansible's before/after diff: one line per changed item, sorted, same order both sides."""
+    before, after = [], []
+    for c in sorted(changes, key=lambda c: (str(c.get("interface") or ""), str(c.get("item")))):
+        where = " ".join(str(p) for p in (c.get("interface"), c.get("item")) if p)
+        before.append("%s: %s\n" % (where, _value(c.get("current"))))
+        after.append("%s: %s\n" % (where, _value(c.get("wanted"))))
+    return {"before": "".join(before), "after": "".join(after),
+            "before_header": "hwmgr: current", "after_header": "hwmgr: catalog"}
+
+
+def main():
+    """Dry run in check mode, else apply; exit 4 (nothing to do) means not changed."""
+    module = AnsibleModule(
+        argument_spec=dict(
+            layers=dict(type="list", elements="str", default=[]),
+            interfaces=dict(type="list", elements="str", default=[]),
+            catalogs=dict(type="list", elements="path", default=[]),
+            catalog_content=dict(type="dict", default={}),
+            executable=dict(type="str", default="hwmgr"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    argv = [find_hwmgr(module, p["executable"]), "apply", "--json"]
+    argv += ["--dry-run"] if module.check_mode else ["--yes"]
+    for layer in p["layers"]:
+        argv += ["--layer", layer]
+    for ifname in p["interfaces"]:
+        argv += ["--interface", ifname]
+    for path in p["catalogs"] + write_catalogs(module, p["catalog_content"]):
+        argv += ["--catalog", path]
+    ok = (EXIT_OK, EXIT_NOTHING_TO_DO, EXIT_REBOOT_PENDING)
+    rc, envelope = run_hwmgr(module, argv, ok_codes=ok)
+    data = envelope["data"]
+    changes = (data.get("changes") or []) if rc != EXIT_NOTHING_TO_DO else []
+    if not isinstance(changes, list) or not all(isinstance(c, dict) for c in changes):
+        module.fail_json(msg="hwmgr apply printed data.changes that is not a list of objects",
+                         rc=rc)
+    # failed=False: Ansible treats a result whose rc is not 0 as failed unless told otherwise
+    result = dict(changed=bool(changes) or rc == EXIT_REBOOT_PENDING, failed=False, rc=rc,
+                  changes=changes, reboot_pending=rc == EXIT_REBOOT_PENDING, data=data)
+    if changes and (module._diff or module.check_mode):
+        result["diff"] = make_diff(changes)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

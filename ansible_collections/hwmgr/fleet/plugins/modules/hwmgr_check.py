@@ -1,0 +1,147 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v2.0+ (see https://www.gnu.org/licenses/old-licenses/gpl-2.0.txt)
+"""Ansible module: run `hwmgr check --json` and return its verdict as results and facts."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: hwmgr_check
+short_description: Check drivers, firmware, NIC settings and sysctls against the hwmgr catalog
+description:
+  - Runs C(hwmgr check --json) on the managed host, or on a snapshot given by O(root), and
+    returns the check's data; also sets C(ansible_facts.hwmgr).
+  - Read-only, so never C(changed) and the same in check mode.
+  - Drift (hwmgr exit 5), reboot pending (7) and unknown (11) are results, not failures.
+    The module fails only when hwmgr itself fails (usage, bad input, not found, internal
+    error, ...), with a one-line O(msg) and hwmgr's exit code as RV(rc).
+version_added: "0.1.0"
+author: hwmgr authors
+options:
+  root:
+    description:
+      - Check this snapshot (directory or C(.tar.gz)) instead of the live host
+        (C(hwmgr check --root)). Run such a task on the machine that holds the snapshot,
+        for example with C(delegate_to=localhost).
+    type: path
+  catalogs:
+    description:
+      - Catalog files on the host running the module, layered over the shipped catalog in
+        this order (repeated C(--catalog)).
+    type: list
+    elements: path
+    default: []
+  catalog_content:
+    description:
+      - Catalog layers given inline as a mapping of file name to JSON text (for example
+        read on the control node with the C(file) lookup); written to the module's private
+        temporary directory and passed after O(catalogs), in order.
+    type: dict
+    default: {}
+  executable:
+    description:
+      - The hwmgr command, a name searched in C(PATH) (plus C(/usr/local/sbin),
+        C(/usr/local/bin), C(/usr/sbin)) or an absolute path.
+    type: str
+    default: hwmgr
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+notes:
+  - The result's RV(status) uses the host statuses of C(hwmgr fleet-report) input files.
+"""
+
+EXAMPLES = r"""
+- name: Check this host against the shipped catalog and a site layer
+  hwmgr.fleet.hwmgr_check:
+    catalogs: [/etc/hwmgr/site/routers.json]
+  register: check
+
+- name: Check a snapshot on the control node
+  hwmgr.fleet.hwmgr_check:
+    root: /srv/snapshots/old-router.tar.gz
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+rc:
+  description: hwmgr's exit code (0 compliant, 5 drift, 7 reboot pending, 11 unknown).
+  returned: always
+  type: int
+status:
+  description: compliant, drift, reboot-pending or unknown.
+  returned: success
+  type: str
+compliant:
+  description: True when nothing drifted and nothing was unknown.
+  returned: success
+  type: bool
+summary:
+  description: Counts of findings by status (ok, drift, unknown, unsupported).
+  returned: success
+  type: dict
+findings:
+  description: One entry per checked item (layer, device, interface, item, expected, actual,
+    status, reason, fix, evidence).
+  returned: success
+  type: list
+  elements: dict
+data:
+  description: The whole data object of C(hwmgr check --json).
+  returned: success
+  type: dict
+errors:
+  description: Non-fatal errors hwmgr reported in its envelope (for example an unreadable file).
+  returned: success
+  type: list
+  elements: str
+ansible_facts:
+  description: C(hwmgr) holds the check's data plus C(rc) and C(status).
+  returned: success
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.hwmgr.fleet.plugins.module_utils.hwmgr import (
+    CHECK_STATUS,
+    find_hwmgr,
+    run_hwmgr,
+    write_catalogs,
+)
+
+
+def main():
+    """Build the argv, run hwmgr check, return its data; never changed."""
+    module = AnsibleModule(
+        argument_spec=dict(
+            root=dict(type="path"),
+            catalogs=dict(type="list", elements="path", default=[]),
+            catalog_content=dict(type="dict", default={}),
+            executable=dict(type="str", default="hwmgr"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    argv = [find_hwmgr(module, p["executable"]), "check", "--json"]
+    if p["root"]:
+        argv += ["--root", p["root"]]
+    for path in p["catalogs"] + write_catalogs(module, p["catalog_content"]):
+        argv += ["--catalog", path]
+    rc, envelope = run_hwmgr(module, argv, ok_codes=tuple(CHECK_STATUS))
+    data = envelope["data"]
+    status = CHECK_STATUS[rc]
+    facts = dict(data, rc=rc, status=status)
+    # failed=False: Ansible treats a result whose rc is not 0 as failed unless told otherwise
+    module.exit_json(
+        changed=False, failed=False, rc=rc, status=status, compliant=data.get("compliant"),
+        summary=data.get("summary"), findings=data.get("findings", []), data=data,
+        errors=envelope.get("errors") or [], ansible_facts={"hwmgr": facts})
+
+
+if __name__ == "__main__":
+    main()
