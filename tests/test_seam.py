@@ -37,6 +37,7 @@ OWN_FILES = {
     "transaction/engine.py": "journal and backups under the state dir resolved via Host.path",
     "lifecycle/package.py": "packs the unpacked SRPM tree from its work dir under the cache dir",
     "fleet/report.py": "reads the per-host result and history files the user named",
+    "commands/apply.py": "reads the --changes file the user named (a check result or list)",
     "fleet/write.py": "writes the report files into the --out directory the user named",
 }
 

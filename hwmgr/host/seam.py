@@ -384,6 +384,15 @@ class Host:
         os.replace(tmp, dest)
         fsync_dir(dest.parent)
 
+    def write_attr(self, logical: str, text: str) -> None:
+        """Write a value into an existing kernel attribute (/proc/sys, /sys) in place: no temp
+        file, no create; OSError when the kernel refuses the value."""
+        fd = os.open(self.path(logical), os.O_WRONLY)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
+
     def makedirs(self, logical: str, mode: int = 0o755) -> Path:
         p = self.path(logical)
         p.mkdir(parents=True, exist_ok=True, mode=mode)
