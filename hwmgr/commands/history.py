@@ -90,7 +90,7 @@ def _items(t: dict[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(raw, list):
         return []
     return [{"interface": i.get("interface"), "item": i.get("item"),
-             "to": i.get("wanted", i.get("value"))} for i in raw if isinstance(i, dict)]
+             "to": _onoff(i.get("wanted", i.get("value")))} for i in raw if isinstance(i, dict)]
 
 
 def _cell(value: Any) -> Any:
@@ -124,3 +124,7 @@ def results_text(results: dict[str, Any]) -> str:
     shown = {"verify", "throughput_before", "throughput_after", "auto_rollback"}
     parts += [f"{k}={v}" for k, v in results.items() if k not in shown]
     return ", ".join(parts) or "-"
+
+
+def _onoff(value: Any) -> Any:
+    return ("on" if value else "off") if isinstance(value, bool) else value

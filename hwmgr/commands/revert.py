@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         c.print(printable(f"transaction #{res.id} revert of #{params['of']}: {res.state}"
                           + (f" ({res.error})" if res.error else "")), markup=False)
         for it in params["items"]:
-            c.print(printable(f"  {it['interface'] or 'host'} {it['item']} → {it['value']}"),
+            c.print(printable(f"  {it['interface'] or 'host'} {it['item']} → {_v(it['value'])}"),
                     markup=False)
         for f in params["files"]:
             c.print(printable(f"  {'restored' if f.get('existed') else 'removed'} {f['path']}"),
@@ -59,3 +59,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     return Outcome(NAME, status="ok" if res.ok else "failed", data=data,
                    errors=[] if res.ok else [res.error or "revert failed"],
                    exit_code=0 if res.ok else EXIT_FAILED, render=render)
+
+
+def _v(value: Any) -> Any:
+    """A recorded value as ethtool spells it (booleans are on/off)."""
+    return ("on" if value else "off") if isinstance(value, bool) else value

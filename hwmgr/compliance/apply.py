@@ -28,6 +28,7 @@ from hwmgr.errors import (
     BadInputError,
     NotFoundError,
     NothingToDo,
+    RefusedError,
 )
 from hwmgr.host.seam import Host
 from hwmgr.inventory.guard import protected_interfaces
@@ -227,6 +228,13 @@ def _reverted(journal: Any, txn_id: int) -> int | None:
     return None
 
 
+def _touched(row: dict[str, Any]) -> set[str]:
+    """`IF:item` and file paths an apply changed (to order reverts)."""
+    p = row["params"] if isinstance(row["params"], dict) else {}
+    out = {f"{i.get('interface') or 'host'}:{i.get('item')}" for i in p.get("items", [])}
+    return out | {f.get("path", "") for f in p.get("files", [])}
+
+
 def revert_params(state: StateDir, txn: int | None) -> dict[str, Any]:
     """What undoing apply `txn` (default: the newest committed one not yet reverted) means,
     from the values and file backups its steps journaled."""
@@ -246,6 +254,13 @@ def revert_params(state: StateDir, txn: int | None) -> dict[str, Any]:
             raise NothingToDo(f"transaction {txn} ended {row['state']}: nothing to revert")
         if (by := _reverted(journal, txn)) is not None:
             raise NothingToDo(f"transaction {txn} was already reverted by transaction {by}")
+        mine = _touched(row)
+        for later in applies:
+            if later["id"] > txn and later["state"] == "committed" and \
+                    _reverted(journal, later["id"]) is None and mine & _touched(later):
+                raise RefusedError(
+                    f"apply #{later['id']} changed {', '.join(sorted(mine & _touched(later)))}"
+                    f" after #{txn}: revert #{later['id']} first")
     full = journal.get(row["id"])
     items, files, nm = [], [], []
     for s in reversed(full["steps"]):
