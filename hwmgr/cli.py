@@ -23,6 +23,8 @@ from hwmgr.ui.options import common_options
 # verb -> (module, one-line help). Order is the order shown in --help.
 VERBS: dict[str, tuple[str, str]] = {
     "inventory": ("hwmgr.commands.inventory", "list PCI functions, NICs and RAID controllers"),
+    "check": ("hwmgr.commands.check", "compare drivers, firmware and NIC/sysctl settings with "
+              "the catalog"),
     "snapshot": ("hwmgr.commands.snapshot", "capture this host for offline analysis"),
     "catalog": ("hwmgr.commands.catalog", "validate or show the driver catalog"),
     "vercmp": ("hwmgr.commands.vercmp", "compare two versions (prints <, = or >)"),

@@ -58,6 +58,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         from hwmgr.ui.inventory_table import render
 
         render(console, data, show_all=show_all)
+        if not args.no_catalog:
+            console.out("NIC settings and sysctls against the catalog: hwmgr check", style="dim")
 
     return Outcome(command=NAME, data=data, render=_render)
 
