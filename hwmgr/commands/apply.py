@@ -109,6 +109,9 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
                        render=lambda c: render_plan(c, data))
     if args.dry_run:
         return Outcome(NAME, data=data, render=lambda c: render_plan(c, data))
+    if not host.live:
+        raise UsageError("--root names a snapshot or another tree: apply can only plan it "
+                         "(add --dry-run)")
     ui.require_root(host)
     if not args.json:
         import sys

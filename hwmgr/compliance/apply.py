@@ -63,8 +63,31 @@ def changes_from_findings(findings: Iterable[Mapping[str, Any]], *,
         if only and f.get("interface") not in only:
             continue
         out.append(Change(f.get("interface"), str(f["item"]), f.get("actual"),
-                          f.get("expected"), f.get("evidence")))
+                          concrete(f.get("expected"), f.get("actual")), f.get("evidence")))
     return out
+
+
+def _bound(spec: Any, have: Any) -> Any:
+    """The nearest value meeting {min, max} (or {value}); `have` when it already does."""
+    if not isinstance(spec, dict):
+        return spec
+    if "value" in spec:
+        return spec["value"]
+    if isinstance(have, int) and "min" in spec and have < spec["min"]:
+        return spec["min"]
+    if isinstance(have, int) and "max" in spec and have > spec["max"]:
+        return spec["max"]
+    return have if isinstance(have, int) else spec.get("min", spec.get("max"))
+
+
+def concrete(expected: Any, actual: Any) -> Any:
+    """The value to set for a finding's `expected`: a bound becomes the nearest value that
+    meets it (as check's fix does), per-field rules keep the fields they do not constrain."""
+    if isinstance(expected, list) and isinstance(actual, list) and \
+            any(e is None or isinstance(e, dict) for e in expected):
+        return [actual[i] if e is None else _bound(e, actual[i]) if i < len(actual) else e
+                for i, e in enumerate(expected)] + list(actual[len(expected):])
+    return _bound(expected, actual)
 
 
 @dataclass
@@ -327,10 +350,13 @@ def auto_revert(host: Host, config: Config, txn: int, after: float) -> TxnResult
 
 
 def drift_changes(host: Host, args: Any, layers: list[str]) -> list[Change]:
-    """The host's own drift in `layers` (from the compliance engine's findings)."""
-    from hwmgr.errors import UsageError
+    """The host's own drift in `layers`: the compliance engine's findings (`hwmgr check`)."""
+    from hwmgr.catalog.load import load_catalog
+    from hwmgr.compliance.check import check_host, parse_layers
 
-    raise UsageError("the compliance engine is not available yet: pass --changes FILE")
+    result = check_host(host, load_catalog(args.catalog), parse_layers(",".join(layers)))
+    return changes_from_findings([f.to_json() for f in result.findings], layers=layers,
+                                 interfaces=args.interface)
 
 
 def load_changes(text: str, where: str) -> list[Change]:
