@@ -165,3 +165,36 @@ def test_kill_during_revert_is_recovered(ns: ApplyNs, point: str) -> None:
         # the revert can be run again and then completes
         assert ns.hwmgr("revert", "--state-dir", ns.state, "--yes").returncode == 0
         assert tree_bytes(ns.root) == before
+
+
+def test_apply_from_check_findings_on_a_netdev_driver_entry(ns: ApplyNs, tmp_path: Path) -> None:
+    """A catalog entry governing netdevs by driver name alone (veth): check and apply agree."""
+    cat = tmp_path / "veth-catalog.json"
+    cat.write_text(json.dumps({
+        "schema_version": 2, "catalog_version": "2026.11.0", "released": "2026-11-23",
+        "drivers": {"veth": {
+            "description": "veth test entry", "version_scheme": "driver", "devices": [],
+            "versions": {}, "netdev_drivers": ["veth"],
+            "settings": {"features": {"gro": "on"}, "txqueuelen": {"min": 5000},
+                         "evidence": "test"}}},
+        "sysctl": [{"name": "net.ipv4.ip_forward", "value": 1, "evidence": "test"}]}))
+    ns.ip("link", "set", "v1", "txqueuelen", "7000")  # v1 already meets the bound
+    before = tree_bytes(ns.root)
+    args = ("--catalog", str(cat), "--persist-root", str(ns.root), "--state-dir", ns.state)
+    plan = ns.hwmgr("apply", *args, "--dry-run", "--json")
+    assert plan.returncode == 0, plan.stderr
+    rows = {(c["interface"], c["item"]): (c["current"], c["wanted"])
+            for c in json.loads(plan.stdout)["data"]["changes"]}
+    assert rows[("v0", "txqueuelen")] == (1000, 5000)  # the bound's nearest value
+    assert rows[("v0", "features.generic-receive-offload")] == ("off", "on")
+    assert rows[(None, "sysctl.net.ipv4.ip_forward")] == (0, 1)
+    assert ("v1", "txqueuelen") not in rows
+    assert ns.hwmgr("apply", *args, "--interface", "v0", "--layer", "settings",
+                    "--yes").returncode == 0
+    assert (ns.gro(), ns.qlen(), ns.sysctl("net.ipv4.ip_forward")) == ("on", 5000, "0")
+    check = ns.hwmgr("check", "--catalog", str(cat), "--layer", "settings", "--json")
+    drift = [f for f in json.loads(check.stdout)["data"]["findings"]
+             if f["status"] == "drift" and f["interface"] in ("v0", "v1")]
+    assert drift == [f for f in drift if f["interface"] == "v1"]  # v0 is compliant now
+    assert ns.hwmgr("revert", "--state-dir", ns.state, "--yes").returncode == 0
+    assert (ns.gro(), ns.qlen()) == ("off", 1000) and tree_bytes(ns.root) == before
