@@ -7,7 +7,8 @@ BIN       := $(VENV)/bin
 STAMP     := $(VENV)/.installed
 APT_RUN   := python3 python3-venv python3-pip pciutils ethtool kmod iproute2
 APT_TEST  := $(APT_RUN) rpm rpmlint dkms linux-headers-amd64 iperf3 lshw curl openssl gnupg \
-             build-essential libpci-dev chromium shellcheck busybox-static dash
+             build-essential libpci-dev chromium shellcheck busybox-static dash \
+             openssh-server openssh-client
 PYTEST_ARGS ?=
 
 # the QEMU lab (issue 5): adds its packages to APT_TEST and the lab targets
