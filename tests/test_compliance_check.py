@@ -60,7 +60,10 @@ def test_seed002_before_drifts_on_every_seed_item() -> None:
         assert (x.status, x.expected, x.actual) == ("drift", expected, actual), item
         assert x.device == "0000:01:00.0" and x.fix
     assert got[(port, "features.large-receive-offload")].status == "ok"
-    assert "ip_forward" in (got[(port, "features.generic-receive-offload")].evidence or "")
+    gro = got[(port, "features.generic-receive-offload")]
+    assert gro.reason.endswith(
+        "while net.ipv4.ip_forward = 1 (rule ixgbe-no-lro-gro-when-forwarding)")
+    assert (gro.evidence or "").startswith("seed 002")
 
 
 def test_seed002_after_is_compliant_and_layers_filter() -> None:
