@@ -237,13 +237,13 @@ def check_host(host: Host, cat: Catalog, layers: set[str]) -> CheckResult:
     names = rules.needed_sysctls(sysctl_rules, conditionals)
     sysctls = read_sysctls(host, names)
     if layers & {"driver", "firmware", "setting"}:
-        from hwmgr.catalog.pciids import default_names
-
-        scan = Inventory(host, names=default_names(), verdict=cat.verdict).scan()
+        # no pci.ids names: the catalog's device names head the groups (loading pci.ids
+        # would be a third of check's run time)
+        scan = Inventory(host, names=None, verdict=cat.verdict).scan()
         result.hostname, result.kernel = scan.hostname, scan.kernel
         for dev in scan.devices:
             result.findings += driver_findings(cat, dev, layers)
-            name = dev.get("device_name") or (dev.get("catalog") or {}).get("device_name")
+            name = (dev.get("catalog") or {}).get("device_name")
             if name:
                 result.devices[dev["address"]] = str(name)
         if "setting" in layers:

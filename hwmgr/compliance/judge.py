@@ -84,6 +84,13 @@ def judge_setting(want: Want, items: Mapping[str, ItemValue], ifname: str,
 
     if want.unknown:
         return finding("unknown", want.unknown)
+    if want.condition:
+        inner = finding
+
+        def finding(status: str, reason: str, expected: Any = want.rule, actual: Any = None,
+                    fix: str | None = None) -> Finding:
+            return inner(status, f"{reason} while {want.condition}", expected, actual, fix)
+
     have = items.get(want.item, items.get(want.item.split(".", 1)[0], Status.UNKNOWN))
     if have is Status.UNSUPPORTED:
         return finding("unsupported", f"{ifname} cannot report or set {want.item} "

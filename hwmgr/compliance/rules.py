@@ -30,6 +30,7 @@ class Want:
     source: str  # the entry name or the conditional rule's id
     evidence: str | None = None
     unknown: str | None = None  # set when the rule's condition could not be read
+    condition: str | None = None  # "net.ipv4.ip_forward = 1 (rule …)" for conditional wants
 
 
 def settings_wants(settings: Mapping[str, Any] | None, source: str,
@@ -114,10 +115,8 @@ def interface_wants(entry: str, settings: Mapping[str, Any] | None,
         unknown = None if ok else f"rule {rule['id']} applies only if {_when_text(rule)}; {why}"
         extra = settings_wants(rule.get("settings"), rule["id"], unknown)
         for item, want in extra.items():
-            note = rule.get("evidence")
-            wants[item] = Want(item, want.rule, rule["id"],
-                               f"{note} (applies while {why})" if ok and note else note,
-                               want.unknown)
+            wants[item] = Want(item, want.rule, rule["id"], rule.get("evidence"),
+                               want.unknown, f"{why} (rule {rule['id']})" if ok else None)
     return wants
 
 
