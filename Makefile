@@ -54,6 +54,7 @@ lint: venv
 bench: apt-test venv
 	$(BIN)/python bench/inventory
 	$(BIN)/python bench/fetch
+	$(BIN)/python bench/check
 	@test ! -f bench/throughput || $(BIN)/python bench/throughput
 	$(BIN)/python bench/fleet
 

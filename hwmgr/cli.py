@@ -23,6 +23,8 @@ from hwmgr.ui.options import common_options
 # verb -> (module, one-line help). Order is the order shown in --help.
 VERBS: dict[str, tuple[str, str]] = {
     "inventory": ("hwmgr.commands.inventory", "list PCI functions, NICs and RAID controllers"),
+    "check": ("hwmgr.commands.check", "compare drivers, firmware and NIC/sysctl settings with "
+              "the catalog"),
     "snapshot": ("hwmgr.commands.snapshot", "capture this host for offline analysis"),
     "catalog": ("hwmgr.commands.catalog", "validate or show the driver catalog"),
     "vercmp": ("hwmgr.commands.vercmp", "compare two versions (prints <, = or >)"),
@@ -30,6 +32,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "fetch": ("hwmgr.commands.fetch", "download and verify a driver's vendor package"),
     "upgrade": ("hwmgr.commands.upgrade", "upgrade a driver (DKMS build, keeps the old .ko)"),
     "rollback": ("hwmgr.commands.rollback", "restore a driver exactly as it was before"),
+    "apply": ("hwmgr.commands.apply", "set drifted NIC settings and sysctls (undo with revert)"),
+    "revert": ("hwmgr.commands.revert", "undo an apply exactly (values and persistence files)"),
     "recover": ("hwmgr.commands.recover", "finish or undo an interrupted transaction"),
     "history": ("hwmgr.commands.history", "show upgrades, rollbacks and their results"),
     "verify": ("hwmgr.commands.verify", "after a reboot: prove the armed driver state is live"),

@@ -126,6 +126,7 @@ WRONG: dict[type, list[str]] = {
     str: ["null", "1.5", "[]", "{}", "true"], bool: ['"true"', "1", "null"],
     int: ['"1"', "1.5", "null", "[]"], float: ['"0.5"', "null", "true", "{}"],
     list: ["{}", '"x"', "1", "null"], dict: ["[]", '"x"', "1", "null"],
+    type(None): ['"x"', "[]", "true"],
 }
 
 
@@ -135,7 +136,7 @@ def type_cases() -> list[Case]:
     out = []
     for i, (parts, value) in enumerate(walk(shipped())):
         wrong = WRONG[type(value)]
-        if parts[-1] in ("ring", "channels"):  # a count is a valid value there
+        if parts[-1] in ("ring", "channels", "txqueuelen"):  # a count is valid there
             wrong = [w for w in wrong if w != "1"]
         raw = wrong[i % len(wrong)]
         out.append(cat_case("cat-types", f"{jpath(parts)}={raw}",

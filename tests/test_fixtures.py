@@ -24,7 +24,7 @@ from hwmgr.errors import BadInputError
 from hwmgr.host.snapshot import open_host
 
 HOSTS_DIR = Path(__file__).resolve().parent / "fixtures" / "hosts"
-GOOD = ["seed000-ustor", "seed001-bnx2", "seed002-router"]
+GOOD = ["seed000-ustor", "seed001-bnx2", "seed002-router", "seed002-before", "seed002-after"]
 BROKEN = HOSTS_DIR / "broken"
 
 ADDR_RE = re.compile(r"^[0-9a-f]{4,5}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")

@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence, Union
 
 import hwmgr
 from hwmgr.catalog import layers, versions
+from hwmgr.catalog.rules import RuleData
 from hwmgr.catalog.validate import (  # noqa: F401 - json_path, MAX_FILE_BYTES: public here too
     FIRMWARE_SCHEME,
     MAX_FILE_BYTES,
@@ -39,7 +40,7 @@ ENV_DIR = "HWMGR_CATALOG_DIR"
 SYSTEM_DIR = Path("/usr/share/hwmgr/catalogs")
 # Bump when the validation rules change (here or in catalog_check): invalidates every cached
 # verdict.
-CHECKS_VERSION = "3"
+CHECKS_VERSION = "4"
 
 STATUSES = ("recommended", "known-good", "known-bad", "deprecated")
 VERDICTS = ("ok", "outdated", "known-bad", "unknown")
@@ -272,10 +273,11 @@ def _check_file(path: Path, *, use_cache: bool, partial: bool = False) -> _Check
     return chk
 
 
-class Catalog:
+class Catalog(RuleData):
     """Merged catalog entries with a device index; answers match() and verdict()."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.files: list[CatalogFile] = []
         self.drivers: dict[str, dict[str, Any]] = {}
         self.origin: dict[str, Path] = {}
@@ -342,6 +344,7 @@ class Catalog:
                     self._index[key] = (name, i)
             self.drivers[name] = drv
             self.origin[name] = where or self.files[0].path
+        self.add_rules(self.doc)
         return errors
 
     @staticmethod

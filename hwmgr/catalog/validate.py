@@ -245,7 +245,28 @@ def semantic_errors(data: Mapping[str, Any]) -> list[Finding]:
         for ver, ve in drv["versions"].items():
             out += _version_errors(name, drv, ver, ve)
         out += _recommended_errors(name, drv)
+    out += _v2_errors(data)
     return sorted(set(out))
+
+
+V2_DRIVER_KEYS = ("netdev_drivers",)
+V2_TOP_KEYS = ("sysctl", "conditional_settings")
+
+
+def _v2_errors(data: Mapping[str, Any]) -> list[Finding]:
+    """Schema 2 keys only in schema 2 files; sysctl names and conditional ids unique."""
+    out: list[Finding] = []
+    if data["schema_version"] == 1:
+        out += [(json_path([k]), "needs schema_version 2") for k in V2_TOP_KEYS if k in data]
+        out += [(json_path(["drivers", n, k]), "needs schema_version 2")
+                for n, drv in data["drivers"].items() for k in V2_DRIVER_KEYS if k in drv]
+    for key, field in (("sysctl", "name"), ("conditional_settings", "id")):
+        seen: set[str] = set()
+        for i, rule in enumerate(data.get(key, [])):
+            if rule[field] in seen:
+                out.append((json_path([key, i, field]), f"{rule[field]!r} is listed twice"))
+            seen.add(rule[field])
+    return out
 
 
 def _scheme_errors(name: str, drv: Mapping[str, Any]) -> list[Finding]:

@@ -66,6 +66,9 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             res = results_text(r["results"])
             t.add_row(*(_cell(v) for v in (r["id"], r["started"], r["kind"], r["driver"],
                                            r["version"], r["state"], res)))
+            for it in r["items"]:
+                t.add_row("", "", "", _cell(f"  {it.get('interface') or 'host'} "
+                                            f"{it.get('item')} → {it.get('to')}"), "", "", "")
             if args.steps:
                 for s in r["steps"]:
                     t.add_row("", "", f"  {_cell(s['name'])}", "", "", _cell(s["state"]), "")
@@ -140,7 +143,18 @@ def _row(t: dict[str, Any]) -> dict[str, Any]:
             "version": _dict(t["params"]).get("version"), "state": t["state"],
             "started": t["started"], "ended": t["ended"], "error": t.get("error"),
             "results": _dict(t.get("results")), "notes": _dict(t.get("notes")),
-            "steps": [{"name": s["name"], "state": s["state"]} for s in t["steps"]]}
+            "steps": [{"name": s["name"], "state": s["state"]} for s in t["steps"]],
+            "items": _items(t)}
+
+
+def _items(t: dict[str, Any]) -> list[dict[str, Any]]:
+    """The settings an apply or revert changed (interface, item, the value it set)."""
+    params = _dict(t["params"])
+    raw = params.get("items") if t["kind"] in ("apply", "revert") else None
+    if not isinstance(raw, list):
+        return []
+    return [{"interface": i.get("interface"), "item": i.get("item"),
+             "to": _onoff(i.get("wanted", i.get("value")))} for i in raw if isinstance(i, dict)]
 
 
 def _cell(value: Any) -> Any:
@@ -174,3 +188,7 @@ def results_text(results: dict[str, Any]) -> str:
     shown = {"verify", "throughput_before", "throughput_after", "auto_rollback"}
     parts += [f"{k}={v}" for k, v in results.items() if k not in shown]
     return ", ".join(parts) or "-"
+
+
+def _onoff(value: Any) -> Any:
+    return ("on" if value else "off") if isinstance(value, bool) else value

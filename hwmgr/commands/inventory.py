@@ -18,6 +18,7 @@ examples:
   hwmgr inventory --class 02 --json       network controllers only
 """
 
+CHECK_HINT = "NIC settings and sysctls against the catalog: hwmgr check"
 
 
 def option_parents() -> list[argparse.ArgumentParser]:
@@ -55,9 +56,14 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     show_all = bool(args.all or args.klass)  # a --class filter is an explicit request: list it
 
     def _render(console: Any) -> None:
-        from hwmgr.ui.inventory_table import render
+        from hwmgr.ui.inventory_table import render, wrap
 
         render(console, data, show_all=show_all)
+        flagged = any((d.get("catalog") or {}).get("status") in ("known-bad", "outdated")
+                      for d in data["devices"])
+        if not args.no_catalog and not flagged:  # else the upgrade hint comes first
+            for line in wrap(CHECK_HINT, max(int(console.width or 80), 20)):
+                console.out(line, style="dim")
 
     return Outcome(command=NAME, data=data, render=_render)
 

@@ -28,10 +28,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    from hwmgr.compliance.steps import REGISTRY as SETTINGS
     from hwmgr.lifecycle.plan import recover
 
     ui.require_root(ctx.host)
-    results = recover(ctx.host, ctx.config, wait=args.wait)
+    results = recover(ctx.host, ctx.config, wait=args.wait, extra=SETTINGS)
     data = [r.as_dict() for r in results]
     bad = [r for r in results if not r.closed]
 

@@ -13,7 +13,7 @@ Status, so `lookup()` can answer for items the output did not mention.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Callable, Iterable
 
 from hwmgr.compliance.ethtool import (
     WELL_KNOWN_FEATURES,
@@ -25,7 +25,7 @@ from hwmgr.compliance.ethtool import (
     parse_pause,
     parse_rings,
 )
-from hwmgr.compliance.iplink import parse_ip_link
+from hwmgr.compliance.iplink import LinkInfo, parse_ip_link
 from hwmgr.compliance.items import ItemValue, Status
 from hwmgr.errors import BadInputError
 from hwmgr.host.seam import Host
@@ -39,6 +39,7 @@ GROUPS: tuple[tuple[str, str, Callable[[str, int | None], Reading], tuple[str, .
     ("-k", "features", parse_features, WELL_KNOWN_FEATURES, Status.UNKNOWN),
     ("-c", "coalesce", parse_coalesce, (), Status.UNSUPPORTED),
 )
+GROUPS_BY_NAME = tuple(g[1] for g in GROUPS)
 WITH_MAXIMA = ("ring", "channels")
 _IFNAME_RE = re.compile(r"[^\s/:\x00-\x1f\x7f-][^\s/:\x00-\x1f\x7f]{0,14}")
 
@@ -86,19 +87,30 @@ def _int_attr(host: Host, ifname: str, attr: str) -> int | None:
 
 
 def read_interface(host: Host, ifname: str, *, ethtool: str = "ethtool",
-                   ip: str = "ip") -> dict[str, ItemValue]:
-    """Every readable setting of `ifname` as canonical item → value or Status."""
+                   ip: str = "ip", groups: Iterable[str] | None = None,
+                   links: dict[str, LinkInfo] | None = None) -> dict[str, ItemValue]:
+    """Every readable setting of `ifname` as canonical item → value or Status.
+
+    `groups` limits the ethtool sub-commands run (default: all five; check runs only those
+    its rules need); `links` is an already parsed `ip -d link show` of every link, which
+    spares one `ip` call per interface (and is what a snapshot records).
+    """
     check_ifname(ifname)
+    wanted = set(GROUPS_BY_NAME if groups is None else groups)
     items: dict[str, ItemValue] = {}
     for option, group, parser, always, none_means in GROUPS:
+        if group not in wanted:
+            continue
         res = host.run([ethtool, option, ifname])
         if not res.available:
             reading = Reading(Status.UNKNOWN, reason=res.describe())
         else:
             reading = parser(f"{res.stdout}\n{res.stderr}", res.rc)
         items.update(_group_items(group, reading, always, none_means))
-    res = host.run([ip, "-d", "link", "show", "dev", ifname])
-    link = parse_ip_link(res.stdout).get(ifname) if res.ok else None
+    if links is None:
+        res = host.run([ip, "-d", "link", "show", "dev", ifname])
+        links = parse_ip_link(res.stdout) if res.ok else {}
+    link = links.get(ifname)
     mtu = _int_attr(host, ifname, "mtu")
     qlen = _int_attr(host, ifname, "tx_queue_len")
     if mtu is None and link is not None:

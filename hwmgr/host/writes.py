@@ -351,6 +351,21 @@ class Writes:
 
         return sqlite3.connect(self._target(logical), **kwargs)
 
+    def write_attr(self, logical: str, text: str) -> None:
+        """Write a value into an existing kernel attribute (/proc/sys, /sys) in place: no temp
+        file, no create, no link followed; OSError when the kernel refuses the value."""
+        path = os.fspath(logical)
+        if not path.startswith(("/proc/sys/", "/sys/")) or ".." in path.split("/"):
+            raise RefusedError(f"refusing to write {path}: not a kernel attribute")
+        real = path if self.live else self.resolve(path)  # type: ignore[attr-defined]
+        if real is None:
+            raise RefusedError(f"refusing to write {path}: it leaves the host root")
+        fd = os.open(real, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
+
     @staticmethod
     def journal_connect_readonly(real: str | os.PathLike[str], **kwargs: Any
                                  ) -> sqlite3.Connection:

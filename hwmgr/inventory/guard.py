@@ -71,3 +71,112 @@ def secure_boot(host: Host) -> bool | None:
 def signing_key(host: Host, key: str | None = None, cert: str | None = None) -> bool:
     """True when a module-signing key and certificate are configured (DKMS's MOK by default)."""
     return host.exists(key or DKMS_MOK_KEY) and host.exists(cert or DKMS_MOK_CERT)
+
+
+# ---------------------------------------------------------------- the branch we sit on
+_TCP_LISTEN, _TCP_ESTABLISHED = "0A", "01"
+
+
+def _hex_addr(text: str) -> tuple[str, int] | None:
+    """/proc/net/tcp{,6} `HEXIP:HEXPORT` (little-endian 32-bit words) → (address, port)."""
+    addr, _, port = text.partition(":")
+    try:
+        raw = bytes.fromhex(addr)
+        if len(raw) not in (4, 16):
+            return None
+        ip = ipaddress.ip_address(b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4)))
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+            ip = ip.ipv4_mapped
+        return str(ip), int(port, 16)
+    except ValueError:
+        return None
+
+
+def _tcp_sockets(host: Host) -> list[tuple[str, tuple[str, int], tuple[str, int]]]:
+    """(state, local, remote) of every TCP socket in this network namespace."""
+    out = []
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in (host.read_text(name) or "").splitlines()[1:]:
+            f = line.split()
+            if len(f) < 4:
+                continue
+            local, remote = _hex_addr(f[1]), _hex_addr(f[2])
+            if local and remote:
+                out.append((f[3], local, remote))
+    return out
+
+
+def sshd_ports(host: Host) -> set[int]:
+    """TCP ports sshd listens on: from `ss -tlnp` (process names), else sshd_config, else 22."""
+    res = host.run(["ss", "-Htlnp"], timeout=10)
+    ports = set()
+    for line in res.stdout.splitlines() if res.ok else []:
+        if '"sshd' in line:
+            f = line.split()
+            if len(f) >= 4 and f[3].rpartition(":")[2].isdigit():
+                ports.add(int(f[3].rpartition(":")[2]))
+    if ports:
+        return ports
+    for line in (host.read_text("/etc/ssh/sshd_config") or "").splitlines():
+        f = line.split()
+        if len(f) == 2 and f[0].lower() == "port" and f[1].isdigit():
+            ports.add(int(f[1]))
+    return ports or {22}
+
+
+def route_interface(host: Host, peer: str) -> str | None:
+    """The interface `ip route get PEER` sends through (None when unroutable)."""
+    res = host.run(["ip", "route", "get", peer], timeout=10)
+    f = res.stdout.split() if res.ok else []
+    return f[f.index("dev") + 1] if "dev" in f and f.index("dev") + 1 < len(f) else None
+
+
+def ssh_peer_interfaces(host: Host) -> dict[str, str]:
+    """interface → peer of every ESTABLISHED connection to sshd's listening port(s): works
+    where sudo or Ansible's become stripped SSH_CONNECTION."""
+    ports = sshd_ports(host)
+    out: dict[str, str] = {}
+    for state, local, remote in _tcp_sockets(host):
+        if state == _TCP_ESTABLISHED and local[1] in ports:
+            ifname = route_interface(host, remote[0])
+            if ifname and ifname not in out:
+                out[ifname] = remote[0]
+    return out
+
+
+def interface_stack(host: Host, ifname: str) -> set[str]:
+    """`ifname` and every interface above or below it (bond, bridge, VLAN, macvlan …), from
+    sysfs `upper_*` / `lower_*` links and `master`, followed transitively."""
+    seen: set[str] = set()
+    todo = [ifname]
+    while todo:
+        cur = todo.pop()
+        if cur in seen or not cur or "/" in cur:
+            continue
+        seen.add(cur)
+        base = f"/sys/class/net/{cur}"
+        for entry in host.listdir(base):
+            if entry.startswith(("upper_", "lower_")):
+                todo.append(entry.split("_", 1)[1])
+        master = host.readlink(f"{base}/master")
+        if master:
+            todo.append(master.rstrip("/").rsplit("/", 1)[-1])
+    return seen
+
+
+def protected_interfaces(host: Host, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every interface whose link reset would cut this host off → why (default route, SSH
+    session or SSH peer socket), including the whole bond/bridge/VLAN stack around it."""
+    why: dict[str, str] = {}
+    for ifname in sorted(default_route_interfaces(host)):
+        why.setdefault(ifname, "carries the default route")
+    ssh = ssh_interface(host, env)
+    if ssh:
+        why.setdefault(ssh, "carries this SSH session (SSH_CONNECTION)")
+    for ifname, peer in ssh_peer_interfaces(host).items():
+        why.setdefault(ifname, f"carries an SSH session from {peer}")
+    out: dict[str, str] = {}
+    for ifname, reason in why.items():
+        for member in sorted(interface_stack(host, ifname)):
+            out.setdefault(member, reason if member == ifname else f"{reason} via {ifname}")
+    return out

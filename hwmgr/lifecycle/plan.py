@@ -420,12 +420,14 @@ def run_plan(host: Host, plan: Plan, settings: Config, *, command: str,
                            target=plan.driver, command=command, ui=ui).run()
 
 
-def recover(host: Host, settings: Config, *, wait: bool | float = False) -> list[TxnResult]:
-    """Finish or undo interrupted transactions (exactly old or new state afterwards)."""
+def recover(host: Host, settings: Config, *, wait: bool | float = False,
+            extra: dict[str, Any] | None = None) -> list[TxnResult]:
+    """Finish or undo interrupted transactions (exactly old or new state afterwards);
+    `extra` adds the step registries of other packages (apply / revert)."""
     state = StateDir(host, settings.state_dir)
     if state.read_journal() is None:
         return []
     from hwmgr.lifecycle.steps import REGISTRY
 
     with state.lock(command="hwmgr recover", wait=wait):
-        return Transaction.recover(state, REGISTRY)
+        return Transaction.recover(state, {**REGISTRY, **(extra or {})})

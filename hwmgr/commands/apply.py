@@ -1,0 +1,161 @@
+"""Apply the catalog's settings and sysctls that drifted: plan, confirm, one transaction."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from hwmgr.errors import EXIT_FAILED, NothingToDo, UsageError
+from hwmgr.output import Outcome, printable
+from hwmgr.ui import lifecycle as ui
+
+NAME = "apply"
+HELP = "set drifted NIC settings and sysctls now and persistently (undo with revert)"
+EXAMPLES = """\
+examples:
+  hwmgr apply --dry-run                            show every change, change nothing
+  hwmgr apply --interface eth2 --layer settings --yes
+  hwmgr apply --changes drift.json --persist-root /mnt/image --yes
+  hwmgr apply --force --confirm-timeout 60 --yes   also the uplink: reverted unless confirmed
+  hwmgr apply --confirm 17                         keep transaction 17 (from a new session)
+exit codes: 0 applied, 1 failed (undone), 2 usage, 4 nothing to do, 8 bad input,
+            9 refused (uplink/SSH interface, .link shadowing, another owner), 10 locked
+"""
+
+
+def option_parents() -> list[argparse.ArgumentParser]:
+    return ui.parents(mutating=True, root=True)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--interface", action="append", default=[], metavar="IF",
+                   help="only this interface (repeatable)")
+    p.add_argument("--layer", default="settings,sysctl", metavar="LAYERS",
+                   help="settings, sysctl or both (default settings,sysctl)")
+    p.add_argument("--changes", metavar="FILE",
+                   help="changes to make (JSON list of {interface,item,current,wanted} or a "
+                   "`hwmgr check --json` result) instead of the host's own drift")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--persist-root", default="/", metavar="DIR",
+                   help="write persistence files under DIR (image builds, tests; default /)")
+    p.add_argument("--force", action="store_true",
+                   help="also touch interfaces carrying the default route or SSH session "
+                   "(applied last, reverted unless confirmed)")
+    p.add_argument("--confirm-timeout", type=int, metavar="N",
+                   help="with --force: revert unless `hwmgr apply --confirm TXN` within N s "
+                   "(default 120)")
+    p.add_argument("--override", action="store_true",
+                   help="write values although another sysctl.d/tuned/.link/NM owner differs")
+    p.add_argument("--confirm", type=int, metavar="TXN",
+                   help="keep a forced apply: cancel its pending timed revert")
+    p.add_argument("--auto-revert", type=int, metavar="TXN", help=argparse.SUPPRESS)
+    p.add_argument("--after", type=float, default=0, help=argparse.SUPPRESS)
+
+
+def _changes(args: argparse.Namespace, ctx: Any, layers: list[str]) -> list[Any]:
+    from hwmgr.compliance import apply as ap
+
+    if args.changes:
+        try:
+            with open(args.changes, encoding="utf-8") as fh:
+                text = fh.read(1 << 22)
+        except OSError as exc:
+            raise UsageError(f"{printable(args.changes)}: {exc.strerror}") from None
+        return ap.changes_from_findings(
+            [_as_finding(c) for c in ap.load_changes(text, printable(args.changes))],
+            layers=layers, interfaces=args.interface)
+    return ap.drift_changes(ctx.host, args, layers)
+
+
+def _as_finding(c: Any) -> dict[str, Any]:
+    layer = "sysctl" if c.item.startswith("sysctl.") else "setting"
+    return {"layer": layer, "interface": c.interface, "item": c.item, "actual": c.current,
+            "expected": c.wanted, "status": "drift", "evidence": c.evidence}
+
+
+def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    from hwmgr.compliance import apply as ap
+
+    host, config = ctx.host, ctx.config
+    if args.auto_revert is not None:
+        res = ap.auto_revert(host, config, args.auto_revert, args.after)
+        return Outcome(NAME, data=res.as_dict() if res else None,
+                       exit_code=0 if res is None or res.ok else EXIT_FAILED)
+    if args.confirm is not None:
+        ui.require_root(host)
+        kept = ap.confirm(host, config, args.confirm)
+        if not kept:
+            raise NothingToDo(f"transaction {args.confirm} has no pending timed revert")
+        return Outcome(NAME, data={"confirmed": args.confirm}, render=lambda c: c.print(
+            f"transaction #{args.confirm} confirmed: the timed revert is cancelled",
+            markup=False))
+    layers = [x.strip() for x in args.layer.split(",") if x.strip()]
+    if not layers or set(layers) - set(ap.LAYERS):
+        raise UsageError(f"--layer {printable(args.layer)}: choose from settings, sysctl")
+    if args.confirm_timeout is not None and args.confirm_timeout < 1:
+        raise UsageError("--confirm-timeout must be at least 1 second")
+    changes = _changes(args, ctx, layers)
+    if not changes:
+        raise NothingToDo("nothing to apply: no drift in " + ", ".join(layers))
+    plan = ap.plan_apply(host, changes, persist_root=args.persist_root, force=args.force,
+                         override=args.override, confirm_timeout=args.confirm_timeout)
+    data = plan.as_dict()
+    if not plan.changes:
+        raise NothingToDo("nothing apply can set: " + "; ".join(plan.notes))
+    if plan.refusals:
+        return Outcome(NAME, status="refused", data=data,
+                       errors=[r["reason"] for r in plan.refusals], exit_code=plan.exit_code,
+                       render=lambda c: render_plan(c, data))
+    if args.dry_run:
+        return Outcome(NAME, data=data, render=lambda c: render_plan(c, data))
+    if not host.live:
+        raise UsageError("--root names a snapshot or another tree: apply can only plan it "
+                         "(add --dry-run)")
+    ui.require_root(host)
+    if not args.json:
+        import sys
+
+        from hwmgr.output import make_console
+
+        render_plan(make_console(sys.stderr, stderr=True), data)
+    ui.confirm(args, f"apply {len(plan.changes)} change(s)")
+    res = ap.run_apply(host, plan, config, command="hwmgr apply", wait=args.wait)
+    data["transaction"] = res.as_dict()
+    pending = res.ok and "confirm" in plan.params([])
+
+    def render(c: Any) -> None:
+        c.print(f"transaction #{res.id} apply: {res.state}"
+                + (f" ({printable(res.error)})" if res.error else ""), markup=False)
+        if pending:
+            c.print(f"confirm within {plan.confirm_timeout} s from a new session: "
+                    f"hwmgr apply --confirm {res.id}  (otherwise it is reverted)", markup=False)
+
+    return Outcome(NAME, status="ok" if res.ok else "failed", data=data,
+                   errors=[] if res.ok else [res.error or "apply failed"],
+                   exit_code=0 if res.ok else EXIT_FAILED, render=render)
+
+
+def render_plan(c: Any, d: dict[str, Any]) -> None:
+    """Every change: item, current → wanted, command, persistence; then notes and refusals."""
+    p = printable
+    c.print(f"apply plan: {len(d['changes'])} change(s)", markup=False)
+    for ch in d["changes"]:
+        where = ch["interface"] or "host"
+        c.print(p(f"  {where} {ch['item']}: {ch['current']} → {ch['wanted']}"
+                  + ("  [uplink/SSH: applied last, timed revert]" if ch["risky"] else "")),
+                markup=False)
+        c.print(p(f"      run:     {ch['command']}"), markup=False)
+        pe = ch.get("persist") or {}
+        if pe.get("key"):
+            target = pe.get("file") or f"NetworkManager connection {pe.get('connection')}"
+            c.print(p(f"      persist: {pe['backend']} {target} ({pe['key']})"), markup=False)
+        else:
+            c.print(p(f"      persist: NOT persisted ({pe.get('not_persisted', '?')})"),
+                    markup=False)
+    for f in d["files"]:
+        c.print(p(f"  writes {f['path']} ({f['bytes']} bytes; backed up first)"), markup=False)
+    for n in d["notes"]:
+        c.print(p(f"  note: {n}"), markup=False)
+    for r in d["refusals"]:
+        c.print(p(f"  refused (exit {r['code']}): {r['reason']}"), markup=False)

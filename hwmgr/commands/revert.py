@@ -1,0 +1,66 @@
+"""Undo an apply exactly: recorded values back, persistence files restored byte for byte."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from hwmgr.errors import EXIT_FAILED
+from hwmgr.output import Outcome, printable
+from hwmgr.ui import lifecycle as ui
+
+NAME = "revert"
+HELP = "undo an apply: recorded values and persistence files back exactly"
+EXAMPLES = """\
+examples:
+  hwmgr revert --yes              undo the newest apply not yet reverted
+  hwmgr revert --txn 17 --yes
+exit codes: 0 reverted, 1 failed (undone), 3 no such apply, 4 nothing to revert, 10 locked
+"""
+
+
+def option_parents() -> list[argparse.ArgumentParser]:
+    return ui.parents(mutating=True)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--txn", type=int, metavar="ID", help="the apply to undo (default: newest)")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+
+
+def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    from hwmgr.compliance import apply as ap
+    from hwmgr.transaction.state import StateDir
+
+    host, config = ctx.host, ctx.config
+    ui.require_root(host)
+    state = StateDir(host, config.state_dir)
+    try:
+        params = ap.revert_params(state, args.txn)
+    finally:
+        state.close()
+    ui.confirm(args, f"revert apply #{params['of']} ({len(params['items'])} setting(s), "
+               f"{len(params['files'])} file(s))")
+    res = ap.run_revert(host, params, config, command=f"hwmgr revert --txn {params['of']}",
+                        wait=args.wait)
+    data = {"of": params["of"], "items": params["items"],
+            "files": [f["path"] for f in params["files"]], "transaction": res.as_dict()}
+
+    def render(c: Any) -> None:
+        c.print(printable(f"transaction #{res.id} revert of #{params['of']}: {res.state}"
+                          + (f" ({res.error})" if res.error else "")), markup=False)
+        for it in params["items"]:
+            c.print(printable(f"  {it['interface'] or 'host'} {it['item']} → {_v(it['value'])}"),
+                    markup=False)
+        for f in params["files"]:
+            c.print(printable(f"  {'restored' if f.get('existed') else 'removed'} {f['path']}"),
+                    markup=False)
+
+    return Outcome(NAME, status="ok" if res.ok else "failed", data=data,
+                   errors=[] if res.ok else [res.error or "revert failed"],
+                   exit_code=0 if res.ok else EXIT_FAILED, render=render)
+
+
+def _v(value: Any) -> Any:
+    """A recorded value as ethtool spells it (booleans are on/off)."""
+    return ("on" if value else "off") if isinstance(value, bool) else value

@@ -1,0 +1,254 @@
+"""`hwmgr check`: the host judged against the catalog, one finding per item, and the exit code.
+
+Driver and firmware findings come from the inventory's catalog verdicts (known-bad or
+outdated is drift, fixed by `hwmgr upgrade`); setting findings from every interface a
+catalog entry governs (its PCI device matches the entry, or its netdev driver is one of the
+entry's `netdev_drivers`), with conditional rules evaluated on that interface; sysctl
+findings from the catalog's host rules. Only the ethtool sub-commands the rules need are
+run, `ip -d link show` once for all links, and the sysctls the rules name: the same reads a
+snapshot records, so `check --root SNAPSHOT` judges exactly what `check` judges live.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from hwmgr.catalog.load import Catalog
+from hwmgr.compliance import rules
+from hwmgr.compliance.fixes import upgrade_fix
+from hwmgr.compliance.iplink import LinkInfo, parse_ip_link
+from hwmgr.compliance.items import ItemValue, Status
+from hwmgr.compliance.judge import LAYERS, Finding, judge_setting, judge_sysctl, summary
+from hwmgr.compliance.read import GROUPS, read_interface
+from hwmgr.compliance.sysctl import read_sysctls
+from hwmgr.errors import EXIT_DRIFT, EXIT_OK, EXIT_REBOOT_PENDING, EXIT_UNKNOWN, UsageError
+from hwmgr.host import capture
+from hwmgr.host.seam import Host
+
+LAYER_WORDS = {"driver": "driver", "drivers": "driver", "firmware": "firmware",
+               "setting": "setting", "settings": "setting", "sysctl": "sysctl",
+               "sysctls": "sysctl"}
+_OPTION = {group: option for option, group, *_ in GROUPS}
+_VERDICT_STATUS = {"ok": "ok", "outdated": "drift", "known-bad": "drift", "unknown": "unknown"}
+
+
+def parse_layers(text: str | None) -> set[str]:
+    """`--layer driver,settings` → {"driver", "setting"}; UsageError naming a bad word."""
+    if not text:
+        return set(LAYERS)
+    out = set()
+    for word in (w.strip().lower() for w in text.split(",") if w.strip()):
+        if word not in LAYER_WORDS:
+            raise UsageError(f"--layer: {word!r} is not one of driver, firmware, settings, "
+                             "sysctl")
+        out.add(LAYER_WORDS[word])
+    return out or set(LAYERS)
+
+
+@dataclass
+class Governed:
+    """An interface a catalog entry governs, and how it was found."""
+
+    ifname: str
+    device: str | None  # PCI address, None for netdev_drivers matches (veth)
+    entry: str
+
+
+@dataclass
+class CheckResult:
+    """Findings of one host, its identity and the catalog judged against."""
+
+    findings: list[Finding] = field(default_factory=list)
+    hostname: str | None = None
+    kernel: str | None = None
+    catalog_version: str | None = None
+    devices: dict[str, str] = field(default_factory=dict)  # address -> display name
+
+    def data(self, reboot_pending: list[dict[str, Any]]) -> dict[str, Any]:
+        """The normative `check --json` data object."""
+        return {
+            "compliant": exit_code(self.findings, reboot_pending) == EXIT_OK,
+            "summary": summary(self.findings),
+            "reboot_pending": list(reboot_pending),
+            "catalog_version": self.catalog_version,
+            "host": {"hostname": self.hostname, "kernel": self.kernel},
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def exit_code(findings: Iterable[Finding], reboot_pending: list[Any]) -> int:
+    """5 drift; 7 a reboot is pending (and nothing but driver/firmware items drifted, which
+    the pending change may be what fixes); 11 something unknown and nothing drifted; 0."""
+    statuses = [(f.layer, f.status) for f in findings]
+    drift = [layer for layer, st in statuses if st == "drift"]
+    if reboot_pending and all(layer in ("driver", "firmware") for layer in drift):
+        return EXIT_REBOOT_PENDING
+    if drift:
+        return EXIT_DRIFT
+    if any(st == "unknown" for _, st in statuses):
+        return EXIT_UNKNOWN
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------ driver and firmware
+def _evidence(cat: Catalog, entry: str, *versions: Any) -> str | None:
+    known = cat.drivers.get(entry, {}).get("versions", {})
+    for ver in versions:
+        if isinstance(ver, str) and ver in known:
+            return str(known[ver].get("evidence"))
+    return None
+
+
+def driver_findings(cat: Catalog, dev: Mapping[str, Any], layers: set[str]) -> list[Finding]:
+    """The driver_version and firmware_version findings of one device with a verdict."""
+    v = dev.get("catalog")
+    if not v:
+        return []
+    out: list[Finding] = []
+    entry, rec, have = v.get("entry") or "", v.get("recommended_version"), dev.get(
+        "driver_version")
+    addr = dev["address"]
+    if "driver" in layers:
+        status = _VERDICT_STATUS.get(str(v.get("status")), "unknown")
+        word = {"drift": str(v.get("status")), "ok": "ok", "unknown": "not judged"}[status]
+        reason = f"{entry} {have or 'version unknown'} is {word}: {v.get('reason') or ''}"
+        out.append(Finding("driver", addr, None, "driver_version", rec, have, status,
+                           reason.rstrip(": "), upgrade_fix(entry, rec)
+                           if status == "drift" else None,
+                           _evidence(cat, entry, have, rec)))
+    fw = v.get("firmware")
+    if "firmware" in layers and fw:
+        ok = fw.get("ok")
+        status = "ok" if ok else "drift" if ok is False else "unknown"
+        cur = fw.get("current")
+        reason = (f"firmware {cur} meets the minimum {fw['min']} of {entry} {rec}" if ok else
+                  f"firmware {cur} is older than {fw['min']}, the minimum {entry} {rec} needs "
+                  "(update it with the vendor's firmware tool)" if ok is False else
+                  f"firmware version {'unknown' if not cur else cur + ' cannot be compared'}"
+                  + (f": {fw['note']}" if fw.get("note") else ""))
+        fw_ev = (cat.drivers.get(entry, {}).get("versions", {}).get(rec or "", {})
+                 .get("firmware", {}).get("evidence"))
+        out.append(Finding("firmware", addr, None, "firmware_version", {"min": fw["min"]},
+                           cur, status, reason, None, fw_ev))
+    return out
+
+
+# ------------------------------------------------------------------ which interfaces
+def _norm(name: Any) -> str | None:
+    return name.strip().replace("-", "_") if isinstance(name, str) and name.strip() else None
+
+
+def governed(host: Host, cat: Catalog, scan: Any) -> list[Governed]:
+    """Interfaces of matched PCI devices (bound to the entry's driver), then non-PCI netdevs
+    whose driver an entry lists in `netdev_drivers`."""
+    out: list[Governed] = []
+    by_addr = {d["address"]: d for d in scan.devices}
+    seen: set[str] = set()
+    for iface in scan.interfaces:
+        seen.add(iface["name"])
+        dev = by_addr.get(iface["address"])
+        m = cat.match(dev) if dev else None
+        if m is None:
+            continue
+        accepted = {_norm(m.driver)} | {_norm(n) for n in m.entry.get("netdev_drivers", [])}
+        drv = _norm(iface.get("driver"))
+        if drv is None or drv in accepted:
+            out.append(Governed(iface["name"], iface["address"], m.driver))
+    if not cat.has_netdev_entries():
+        return out
+    for ifname in host.listdir("/sys/class/net", capture.IFNAME):
+        if ifname in seen or ifname == "lo":
+            continue
+        link = host.readlink(f"/sys/class/net/{ifname}/device/driver")
+        drv = link.rstrip("/").rsplit("/", 1)[-1] if link else None
+        if drv is None:
+            res = host.run(["ethtool", "-i", ifname], timeout=capture.TIMEOUT)
+            drv = next((ln.split(":", 1)[1].strip() for ln in res.stdout.splitlines()
+                        if ln.startswith("driver:")), None) if res.ok else None
+        entry = cat.netdev_entry(drv)
+        if entry is not None:
+            out.append(Governed(ifname, None, entry))
+    return out
+
+
+def _missing(host: Host, record: str, what: str) -> str:
+    """Why an item has no value: the snapshot lacks the record, or the read gave nothing."""
+    if capture.lacks(host, record):
+        return capture.retake(what)
+    if host.meta:
+        return f"the snapshot's {what} says nothing usable"
+    return f"{what} gave no usable answer"
+
+
+def setting_findings(host: Host, cat: Catalog, ifaces: list[Governed],
+                     sysctls: Mapping[str, ItemValue]) -> list[Finding]:
+    """Every want of every governed interface, judged."""
+    conditionals = cat.conditional_settings()
+    links: dict[str, LinkInfo] | None = None
+    out: list[Finding] = []
+    for gov in ifaces:
+        if links is None:
+            res = host.run(list(capture.IP_LINK_ARGV), timeout=capture.TIMEOUT)
+            links = parse_ip_link(res.stdout) if res.ok else {}
+        link = links.get(gov.ifname)
+        qdisc: ItemValue = link.qdisc if link and link.qdisc else Status.UNKNOWN
+        wants = rules.interface_wants(gov.entry, cat.drivers[gov.entry].get("settings"),
+                                      conditionals, qdisc, sysctls)
+        if not wants:
+            continue
+        groups = {w.item.split(".", 1)[0] for w in wants.values()} & set(_OPTION)
+        items = read_interface(host, gov.ifname, groups=groups, links=links)
+        for item in sorted(wants):
+            group = item.split(".", 1)[0]
+            if group in _OPTION:
+                why = _missing(host, capture.ETHTOOL, f"ethtool {_OPTION[group]} {gov.ifname}")
+            else:
+                why = _missing(host, capture.IP_LINK, f"/sys/class/net/{gov.ifname}/{item}")
+            out.append(judge_setting(wants[item], items, gov.ifname, gov.device, why))
+    return out
+
+
+def sysctl_findings(host: Host, sysctl_rules: list[dict[str, Any]],
+                    sysctls: Mapping[str, ItemValue]) -> list[Finding]:
+    """Every host sysctl rule whose condition holds, judged (unknown when it cannot be told)."""
+    out: list[Finding] = []
+    why = _missing(host, capture.SYSCTL, "/proc/sys")
+    for rule in sysctl_rules:
+        ok, reason = rules.holds(rule.get("when"), None, sysctls)
+        if ok is False:
+            continue
+        have = sysctls.get(f"sysctl.{rule['name']}", Status.UNKNOWN)
+        if ok is None:
+            have = Status.UNKNOWN
+        found = judge_sysctl(rule, have, why if ok else f"its condition: {reason}")
+        out.append(found)
+    return out
+
+
+# ------------------------------------------------------------------ the whole host
+def check_host(host: Host, cat: Catalog, layers: set[str]) -> CheckResult:
+    """Scan (when driver, firmware or setting items are wanted), read, judge."""
+    from hwmgr.inventory.scan import Inventory, host_identity
+
+    result = CheckResult(catalog_version=cat.version)
+    sysctl_rules = cat.sysctl_rules() if "sysctl" in layers else []
+    conditionals = cat.conditional_settings() if "setting" in layers else []
+    names = rules.needed_sysctls(sysctl_rules, conditionals)
+    sysctls = read_sysctls(host, names)
+    if layers & {"driver", "firmware", "setting"}:
+        # no pci.ids names: the catalog's device names head the groups (loading pci.ids
+        # would be a third of check's run time)
+        scan = Inventory(host, names=None, verdict=cat.verdict).scan()
+        result.hostname, result.kernel = scan.hostname, scan.kernel
+        for dev in scan.devices:
+            result.findings += driver_findings(cat, dev, layers)
+            name = (dev.get("catalog") or {}).get("device_name")
+            if name:
+                result.devices[dev["address"]] = str(name)
+        if "setting" in layers:
+            result.findings += setting_findings(host, cat, governed(host, cat, scan), sysctls)
+    else:
+        result.hostname, result.kernel = host_identity(host)
+    result.findings += sysctl_findings(host, sysctl_rules, sysctls)
+    return result

@@ -1,0 +1,181 @@
+"""Wanted vs actual: one `Finding` per item, with its status, reason, fix and evidence.
+
+Statuses: `ok`; `drift` (readable and not what the catalog wants: the finding names the
+command that fixes it); `unknown` (could not be read: a missing tool, an unrecorded
+snapshot output, an unreadable condition); `unsupported` (the device or kernel said it
+cannot do this: veth has no rings). Pure functions over what `hwmgr.compliance.read` and
+`hwmgr.compliance.sysctl` returned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
+
+from hwmgr.compliance.fixes import setting_fix, sysctl_fix
+from hwmgr.compliance.items import ItemValue, Status
+from hwmgr.compliance.rules import Want, same_value
+
+STATUSES = ("drift", "unknown", "unsupported", "ok")  # worst first
+LAYERS = ("driver", "firmware", "setting", "sysctl")
+
+
+@dataclass
+class Finding:
+    """One compliance item of one device, interface or host (the `check --json` shape)."""
+
+    layer: str
+    device: str | None
+    interface: str | None
+    item: str
+    expected: Any
+    actual: Any
+    status: str
+    reason: str
+    fix: str | None = None
+    evidence: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The finding as the JSON object `check --json` prints."""
+        return asdict(self)
+
+
+def show(value: Any) -> Any:
+    """A value as JSON and people read it: booleans as on/off, a Status as null."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, Status):
+        return None
+    return value
+
+
+def describe(rule: Any) -> str:
+    """A rule in words: `on`, `4096`, `≥ 10000`, `≤ 9000`, `[*, *, ≥ 4194304]`."""
+    if isinstance(rule, dict):
+        if "min" in rule and "max" in rule:
+            return f"{rule['min']}..{rule['max']}"
+        if "min" in rule:
+            return f"≥ {rule['min']}"
+        if "max" in rule:
+            return f"≤ {rule['max']}"
+        if "value" in rule:
+            return str(rule["value"])
+    if isinstance(rule, list):
+        return "[" + ", ".join("*" if r is None else describe(r) for r in rule) + "]"
+    return str(show(rule))
+
+
+def _in_bounds(rule: Mapping[str, Any], have: int) -> int | None:
+    """None when `have` meets {min, max}; else the nearest value that would."""
+    if "min" in rule and have < rule["min"]:
+        return int(rule["min"])
+    if "max" in rule and have > rule["max"]:
+        return int(rule["max"])
+    return None
+
+
+def judge_setting(want: Want, items: Mapping[str, ItemValue], ifname: str,
+                  device: str | None, missing: str) -> Finding:
+    """One interface item against its want. `missing` says why an unknown item is unknown."""
+    def finding(status: str, reason: str, expected: Any = want.rule, actual: Any = None,
+                fix: str | None = None) -> Finding:
+        return Finding("setting", device, ifname, want.item, show(expected), show(actual),
+                       status, reason, fix, want.evidence)
+
+    if want.unknown:
+        return finding("unknown", want.unknown)
+    if want.condition:
+        inner = finding
+
+        def finding(status: str, reason: str, expected: Any = want.rule, actual: Any = None,
+                    fix: str | None = None) -> Finding:
+            return inner(status, f"{reason} while {want.condition}", expected, actual, fix)
+
+    have = items.get(want.item, items.get(want.item.split(".", 1)[0], Status.UNKNOWN))
+    if have is Status.UNSUPPORTED:
+        return finding("unsupported", f"{ifname} cannot report or set {want.item} "
+                                      "(the driver does not support it)")
+    if isinstance(have, Status) or have is None:
+        return finding("unknown", f"{want.item} could not be read: {missing}")
+    rule = want.rule
+    if rule in ("on", "off"):
+        target = rule == "on"
+        if have is target:
+            return finding("ok", f"{want.item} is {rule}", actual=have)
+        return finding("drift", f"{want.item} is {show(have)}, the catalog wants {rule}",
+                       actual=have, fix=setting_fix(ifname, want.item, target))
+    if not isinstance(have, int) or isinstance(have, bool):
+        return finding("unknown", f"{want.item} reads {have!r}, not a number", actual=have)
+    if rule == "max":
+        top = items.get(f"{want.item}.max", Status.UNKNOWN)
+        if top is Status.UNSUPPORTED:
+            return finding("unsupported", f"{ifname} has no {want.item} maximum", actual=have)
+        if not isinstance(top, int) or isinstance(top, bool):
+            return finding("unknown", f"the pre-set maximum of {want.item} could not be read",
+                           actual=have)
+        if have == top:
+            return finding("ok", f"{want.item} is at the pre-set maximum {top}", top, have)
+        return finding("drift", f"{want.item} is {have}, the catalog wants the pre-set "
+                                f"maximum {top}", top, have,
+                       setting_fix(ifname, want.item, top))
+    if isinstance(rule, dict):
+        target = _in_bounds(rule, have)
+        if target is None:
+            return finding("ok", f"{want.item} is {have} ({describe(rule)})", actual=have)
+        return finding("drift", f"{want.item} is {have}, the catalog wants {describe(rule)}",
+                       actual=have, fix=setting_fix(ifname, want.item, target))
+    if have == rule:
+        return finding("ok", f"{want.item} is {have}", actual=have)
+    return finding("drift", f"{want.item} is {have}, the catalog wants {rule}", actual=have,
+                   fix=setting_fix(ifname, want.item, rule))
+
+
+def judge_sysctl(rule: Mapping[str, Any], have: ItemValue, missing: str) -> Finding:
+    """One host sysctl rule (value, min, max or per-field bounds) against what was read."""
+    name = rule["name"]
+    item = f"sysctl.{name}"
+    expected: Any = next((rule[k] for k in ("value", "fields") if k in rule),
+                         {k: rule[k] for k in ("min", "max") if k in rule})
+
+    def finding(status: str, reason: str, fix: str | None = None) -> Finding:
+        return Finding("sysctl", None, None, item, expected, show(have), status, reason, fix,
+                       rule.get("evidence"))
+
+    if isinstance(have, Status):
+        return finding("unknown", f"{name} could not be read: {missing}")
+    if "value" in rule:
+        if same_value(rule["value"], have):
+            return finding("ok", f"{name} is {_text(have)}")
+        return finding("drift", f"{name} is {_text(have)}, the catalog wants "
+                                f"{_text(rule['value'])}", sysctl_fix(name, rule["value"]))
+    fields = rule.get("fields") or [expected]
+    values = have if isinstance(have, list) else [have]
+    if not all(isinstance(v, int) for v in values) or len(values) < len(fields):
+        return finding("unknown", f"{name} is {_text(have)}: not {len(fields)} number(s)")
+    fixed, bad = list(values), []
+    for i, spec in enumerate(fields):
+        if spec is None:
+            continue
+        bound = {"min": spec["value"], "max": spec["value"]} if "value" in spec else spec
+        target = _in_bounds(bound, values[i])
+        if target is not None:
+            fixed[i] = target
+            bad.append(f"field {i + 1} is {values[i]}, wants {describe(spec)}"
+                       if len(fields) > 1 else f"wants {describe(spec)}")
+    if not bad:
+        return finding("ok", f"{name} is {_text(have)} ({describe(expected)})")
+    value = fixed if isinstance(have, list) else fixed[0]
+    return finding("drift", f"{name} is {_text(have)}: {'; '.join(bad)}",
+                   sysctl_fix(name, value))
+
+
+def _text(value: Any) -> str:
+    return " ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def summary(findings: list[Finding]) -> dict[str, int]:
+    """Counts by status (every status present, zeros included)."""
+    out = {s: 0 for s in ("ok", "drift", "unknown", "unsupported")}
+    for f in findings:
+        out[f.status] += 1
+    return out

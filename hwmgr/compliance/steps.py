@@ -1,0 +1,190 @@
+"""The journaled steps of `hwmgr apply` and `hwmgr revert`, registered by transaction kind.
+
+Each setting is one step: do records the live value (journaled before anything changes), sets
+the new one and check reads it back; undo sets the recorded value again. Persistence files are
+backed up into the state dir (not /run, so `revert` works after a reboot) before they are
+written, and restored byte for byte. `REGISTRY` lets `hwmgr recover` rebuild every step from
+the journaled params alone.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from hwmgr.compliance.items import Status, jsonable
+from hwmgr.compliance.setters import apply_item, read_item, same
+from hwmgr.errors import HwmgrError
+from hwmgr.host.hashing import sha256_file
+from hwmgr.transaction.engine import Ctx, Step
+
+PENDING_DIR = "pending-revert"
+
+
+def pending_path(state_path: str, txn_id: int) -> str:
+    """Logical path of the marker that says "revert transaction `txn_id` unless confirmed"."""
+    return f"{state_path}/{PENDING_DIR}/{int(txn_id)}.json"
+
+
+# ---------------------------------------------------------------- one live setting
+def _set_steps(prefix: str, rec: dict[str, Any], value_key: str) -> Step:
+    iface, item = rec.get("interface"), rec["item"]
+
+    def do(ctx: Ctx) -> dict[str, Any]:
+        if "before" not in ctx.data:
+            before = read_item(ctx.host, iface, item)
+            if isinstance(before, Status):
+                raise HwmgrError(f"{iface or 'host'} {item}: cannot read the current value "
+                                 f"({before.value}); nothing changed")
+            ctx.save(before=jsonable(before))
+        apply_item(ctx.host, iface, item, rec[value_key])
+        return {}
+
+    def check(ctx: Ctx) -> bool:
+        return same(item, read_item(ctx.host, iface, item), rec[value_key])
+
+    def undo(ctx: Ctx) -> None:
+        if "before" not in ctx.data:
+            return  # crashed before anything was recorded: nothing was changed
+        before = ctx.data["before"]
+        if not same(item, read_item(ctx.host, iface, item), before):
+            apply_item(ctx.host, iface, item, before)
+
+    where = f"{iface}:" if iface else ""
+    return Step(f"{prefix} {where}{item}", do, undo, check,
+                description=f"{item} → {rec[value_key]}")
+
+
+# ---------------------------------------------------------------- one persistence file
+def _file_step(rec: dict[str, Any]) -> Step:
+    path, content = rec["path"], rec["content"].encode()
+
+    def do(ctx: Ctx) -> dict[str, Any]:
+        ctx.backup(path)  # journaled before the file changes; idempotent across re-runs
+        ctx.host.write_bytes(path, content)
+        return {"sha256": _sha(content)}
+
+    def check(ctx: Ctx) -> bool:
+        return ctx.host.read_bytes(path, limit=1 << 20) == content
+
+    def undo(ctx: Ctx) -> None:
+        ctx.restore(path)
+
+    return Step(f"persist {path}", do, undo, check, description=f"write {path}")
+
+
+def _sha(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+# ---------------------------------------------------------------- NetworkManager properties
+def _nm_get(ctx: Ctx, conn: str, prop: str) -> str | None:
+    res = ctx.host.run(["nmcli", "-g", prop, "connection", "show", conn])
+    return res.stdout.strip() if res.ok else None
+
+
+def _nm_set(ctx: Ctx, conn: str, props: dict[str, str]) -> None:
+    argv = ["nmcli", "connection", "modify", conn]
+    for k, v in props.items():
+        argv += [k, v]
+    res = ctx.host.run(argv, timeout=30)
+    if not res.ok:
+        raise HwmgrError(f"`{' '.join(argv)}` failed: {' '.join(res.stderr.split())}")
+
+
+def _nm_step(rec: dict[str, Any], value_key: str) -> Step:
+    conn = rec["connection"]
+
+    def do(ctx: Ctx) -> dict[str, Any]:
+        if "before" not in ctx.data:
+            ctx.save(before={p: _nm_get(ctx, conn, p) or "" for p in rec[value_key]})
+        _nm_set(ctx, conn, rec[value_key])
+        return {}
+
+    def check(ctx: Ctx) -> bool:
+        return all(_nm_get(ctx, conn, p) == v for p, v in rec[value_key].items())
+
+    def undo(ctx: Ctx) -> None:
+        if "before" in ctx.data:
+            _nm_set(ctx, conn, ctx.data["before"])
+
+    return Step(f"nm-connection {conn}", do, undo, check,
+                description=f"nmcli connection modify {conn}")
+
+
+# ---------------------------------------------------------------- the timed automatic revert
+def _arm_step(rec: dict[str, Any]) -> Step:
+    """Arm a revert that fires unless `hwmgr apply --confirm TXN` comes within the timeout."""
+
+    def do(ctx: Ctx) -> dict[str, Any]:
+        marker = pending_path(ctx.state.path, ctx.txn_id)
+        ctx.save(marker=marker)
+        ctx.host.write_bytes(marker, json.dumps({"txn": ctx.txn_id,
+                                                 "timeout": rec["timeout"]}).encode())
+        argv = [a.replace("{txn}", str(ctx.txn_id)) for a in rec["argv"]]
+        res = ctx.host.run(argv, timeout=30)
+        if not res.ok:
+            raise HwmgrError(f"cannot arm the timed revert (`{' '.join(argv)}`): "
+                             + " ".join((res.stderr or f"rc {res.rc}").split()))
+        return {"armed": argv}
+
+    def check(ctx: Ctx) -> bool:
+        return ctx.host.exists(pending_path(ctx.state.path, ctx.txn_id))
+
+    def undo(ctx: Ctx) -> None:
+        ctx.host.remove(pending_path(ctx.state.path, ctx.txn_id))  # the waiter then does nothing
+
+    return Step("arm timed revert", do, undo, check,
+                description=f"revert unless confirmed within {rec['timeout']} s")
+
+
+def apply_steps(params: dict[str, Any]) -> list[Step]:
+    """safe settings → persistence files / NM properties → (arm timed revert → risky ones)."""
+    safe = [c for c in params["items"] if not c.get("risky")]
+    risky = [c for c in params["items"] if c.get("risky")]
+    steps = [_set_steps("set", c, "wanted") for c in safe]
+    steps += [_file_step(f) for f in params.get("files", [])]
+    steps += [_nm_step(n, "properties") for n in params.get("nm", [])]
+    if risky:
+        if params.get("confirm"):
+            steps.append(_arm_step(params["confirm"]))
+        steps += [_set_steps("set", c, "wanted") for c in risky]
+    return steps
+
+
+# ---------------------------------------------------------------- revert
+def _restore_file_step(rec: dict[str, Any]) -> Step:
+    """Put a persistence file back exactly as the apply found it (or remove it)."""
+    path = rec["path"]
+
+    def do(ctx: Ctx) -> dict[str, Any]:
+        ctx.backup(path)  # what is there now, so undoing the revert puts it back
+        ctx.state.restore_file(rec)
+        return {}
+
+    def check(ctx: Ctx) -> bool:
+        real = ctx.host.path(path)
+        if not rec.get("existed"):
+            return not real.exists()
+        return real.is_file() and sha256_file(real) == rec["sha256"]
+
+    def undo(ctx: Ctx) -> None:
+        ctx.restore(path)
+
+    return Step(f"restore {path}", do, undo, check, description=f"restore {path}")
+
+
+def revert_steps(params: dict[str, Any]) -> list[Step]:
+    """Undo one apply: its settings and persistence in reverse order of the apply."""
+    steps = [_nm_step(n, "properties") for n in params.get("nm", [])]
+    steps += [_restore_file_step(f) for f in params.get("files", [])]
+    steps += [_set_steps("restore", c, "value") for c in params["items"]]
+    return steps
+
+
+REGISTRY: dict[str, Callable[[dict[str, Any]], list[Step]]] = {
+    "apply": apply_steps,
+    "revert": revert_steps,
+}

@@ -1,0 +1,169 @@
+"""`hwmgr check`: the CLI on seed fixtures, its JSON schema, a live veth pair, a snapshot."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+from netns import VethLink, sh
+from support import FIXTURES, HOSTS, HWMGR, REPO, run_cli, run_json
+
+SCHEMA = json.loads((REPO / "hwmgr" / "schemas" / "check.schema.json").read_text())
+SHIPPED = str(REPO / "catalogs" / "hwmgr-catalog.json")
+SITE = str(FIXTURES / "catalogs" / "good" / "site-veth.json")
+CAN_NETNS = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("ethtool")
+
+
+def checked(*args: str) -> tuple[int, dict]:
+    """`hwmgr check --json ARGS`: exit code and the data, validated against the schema."""
+    code, env = run_json("check", *args)
+    assert env["command"] == "check", env
+    jsonschema.validate(env["data"], SCHEMA)
+    assert env["data"]["compliant"] is (code == 0)
+    return code, env["data"]
+
+
+def by_item(data: dict, ifname: str | None = None) -> dict[str, dict]:
+    return {f["item"]: f for f in data["findings"] if ifname is None or f["interface"] == ifname}
+
+
+def test_seed002_before_exits_5_with_every_fix() -> None:
+    code, data = checked("--root", str(HOSTS / "seed002-before"))
+    assert code == 5
+    ring = by_item(data, "enp1s0f0")["ring.rx"]
+    assert ring == {
+        "layer": "setting", "device": "0000:01:00.0", "interface": "enp1s0f0",
+        "item": "ring.rx", "expected": 4096, "actual": 256, "status": "drift",
+        "reason": "ring.rx is 256, the catalog wants the pre-set maximum 4096",
+        "fix": "ethtool -G enp1s0f0 rx 4096", "evidence": ring["evidence"]}
+    assert ring["evidence"].startswith("seed 002 (X540-AT2)")
+    assert data["summary"] == {"ok": 7, "drift": 14, "unknown": 0, "unsupported": 0}
+    assert data["catalog_version"] == "2026.11.1" and data["host"]["hostname"] == "server"
+
+
+def test_seed002_human_table_groups_drift_first_and_merges_fixes() -> None:
+    res = run_cli("check", "--root", str(HOSTS / "seed002-before"))
+    assert res.returncode == 5, res.stderr
+    lines = res.stdout.splitlines()
+    head = lines.index("0000:01:00.0 enp1s0f0 Ethernet Controller 10-Gigabit X540-AT2")
+    rows = [ln.split()[0] for ln in lines[head + 2:head + 11]]
+    assert rows == ["drift"] * 7 + ["ok"] * 2
+    assert "  ethtool -G enp1s0f0 rx 4096 tx 4096" in lines
+    assert "  ethtool -A enp1s0f0 rx on tx on" in lines
+    assert "  ip link set dev enp1s0f1 txqueuelen 10000" in lines
+    assert "\x1b" not in res.stdout  # piped: plain text
+
+
+def test_seed002_after_exits_0() -> None:
+    code, data = checked("--root", str(HOSTS / "seed002-after"))
+    assert code == 0 and data["summary"]["drift"] == data["summary"]["unknown"] == 0
+
+
+def test_unrecorded_outputs_are_unknown_exit_11(copy_host) -> None:
+    root = copy_host("seed002-after")
+    meta = json.loads((root / "snapshot.json").read_text())
+    meta["records"] = ["ip-link", "sysctl"]  # taken by a hwmgr that recorded only `-i`
+    (root / "snapshot.json").write_text(json.dumps(meta))
+    index = json.loads((root / "commands" / "index.json").read_text())
+    gone = [["ethtool", o] for o in ("-a", "-g", "-l", "-k")]
+    keep = [c for c in index if c["argv"][:2] not in gone]
+    assert len(keep) == len(index) - 8
+    (root / "commands" / "index.json").write_text(json.dumps(keep))
+    code, data = checked("--root", str(root))
+    assert code == 11
+    ring = by_item(data, "enp1s0f0")["ring.rx"]
+    assert ring["status"] == "unknown" and ring["actual"] is None
+    assert "retake it with hwmgr" in ring["reason"] and "install" not in ring["reason"]
+
+
+def test_seed000_known_bad_driver() -> None:
+    code, data = checked("--root", str(HOSTS / "seed000-ustor"), "--layer", "driver")
+    assert code == 5
+    drv = [f for f in data["findings"] if f["device"] == "0000:02:00.0"][0]
+    assert drv["fix"] == "hwmgr upgrade be2net --to 10.2.470.14" and drv["status"] == "drift"
+
+
+def test_bad_layer_and_bad_catalog(tmp_path: Path) -> None:
+    res = run_cli("check", "--layer", "rings", "--root", str(HOSTS / "seed002-after"))
+    assert res.returncode == 2 and "'rings'" in res.stderr
+    bad = tmp_path / "c.json"
+    bad.write_text('{"schema_version": 1, "catalog_version": "2026.11.0", "released": '
+                   '"2026-11-21", "drivers": {}, "sysctl": []}')
+    res = run_cli("check", "--catalog", str(bad), "--root", str(HOSTS / "seed002-after"))
+    assert res.returncode == 8 and str(bad) in res.stderr and "Traceback" not in res.stderr
+
+
+def test_inventory_hints_at_check_only_for_humans() -> None:
+    res = run_cli("inventory", "--root", str(HOSTS / "seed002-after"))
+    assert res.stdout.splitlines()[-1].endswith("hwmgr check")
+    code, env = run_json("inventory", "--root", str(HOSTS / "seed002-after"))
+    assert code == 0 and "check" not in json.dumps(env["data"].get("notes", []))
+
+
+def test_snapshot_then_check_matches_live(tmp_path: Path) -> None:
+    code_live, live = checked()
+    assert run_cli("snapshot", str(tmp_path / "snap")).returncode == 0
+    code_snap, snap = checked("--root", str(tmp_path / "snap"))
+    assert (code_snap, snap["findings"]) == (code_live, live["findings"])
+    assert code_live in (0, 5)  # this machine is fully readable
+
+
+# ------------------------------------------------------------------------- live veth pair
+@pytest.fixture
+def veth():
+    if not CAN_NETNS:
+        pytest.skip("needs root, ip and ethtool")
+    link = VethLink.create("ck")
+    try:
+        yield link
+    finally:
+        link.teardown()
+
+
+def in_ns(link: VethLink, *args: str) -> tuple[int, dict]:
+    res = link.run_a([*HWMGR, "check", "--json", "--layer", "settings,sysctl",
+                      "--catalog", SHIPPED, "--catalog", SITE, *args])
+    env = json.loads(res.stdout)
+    jsonschema.validate(env["data"], SCHEMA)
+    return res.returncode, env["data"]
+
+
+def apply(link: VethLink, data: dict) -> list[str]:
+    fixes = [f["fix"] for f in data["findings"] if f["status"] == "drift"]
+    for fix in fixes:
+        sh(link.argv(link.ns_a, ["sh", "-c", fix]))
+    return fixes
+
+
+def test_live_veth_drift_fixed_with_real_tools(veth: VethLink) -> None:
+    code, data = in_ns(veth)
+    assert code == 5, data
+    items = by_item(data, veth.if_a)
+    assert items["ring.rx"]["status"] == "unsupported"  # veth has no rings
+    assert items["pause.rx"]["status"] == "unsupported"
+    assert items["features.generic-receive-offload"]["status"] == "drift"
+    assert items["txqueuelen"]["actual"] == 1000 and items["txqueuelen"]["status"] == "drift"
+    mtu = by_item(data)["sysctl.net.ipv4.tcp_mtu_probing"]
+    assert (mtu["status"], mtu["actual"]) == ("drift", 0)  # this namespace's own value
+    assert veth.if_b not in {f["interface"] for f in data["findings"]}  # not in this netns
+    fixes = apply(veth, data)
+    assert f"ethtool -K {veth.if_a} gro on" in fixes
+    code, data = in_ns(veth)
+    assert code == 0, [f for f in data["findings"] if f["status"] != "ok"]
+    assert by_item(data, veth.if_a)["channels.rx"]["status"] == "ok"
+    # seed 004: under a token-bucket shaper TSO must be off; the conditional rule sees tbf
+    veth.shape("100mbit")
+    code, data = in_ns(veth)
+    tso = by_item(data, veth.if_a)["features.tcp-segmentation-offload"]
+    assert code == 5 and tso["status"] == "drift" and "seed 004" in tso["evidence"]
+    assert apply(veth, data) == [f"ethtool -K {veth.if_a} tso off"]
+    code, _ = in_ns(veth)
+    assert code == 0
+    assert subprocess.run(["ip", "netns", "exec", veth.ns_a, "ethtool", "-k", veth.if_a],
+                          capture_output=True, text=True).stdout.count(
+        "tcp-segmentation-offload: off") == 1
