@@ -49,7 +49,7 @@ WRITES_PENDING = {
 }
 # who may widen where a live Host writes: the run's dirs (cli, and a StateDir its own path),
 # the user's --out (package, fleet-report)
-WIDENERS = {"allow_writes": {"cli.py", "transaction/state.py"},
+WIDENERS = {"allow_writes": {"cli.py", "transaction/state.py", "compliance/steps.py"},
             "writable": {"lifecycle/package.py", "fleet/write.py", "lifecycle/mirror.py",
                          "ui/catalog_trust.py"}}
 SHUTIL_WRITES = {"copy", "copy2", "copyfile", "copytree", "copymode", "copystat", "move",

@@ -23,9 +23,12 @@ _RELAX = ("required", "minProperties", "dependentRequired")
 
 
 def relaxed_schema(schema: Any) -> Any:
-    """The schema with every requirement to *have* a key removed (a partial layer's shape)."""
+    """The schema with every requirement to *have* a key removed (a partial layer's shape);
+    alternatives under oneOf/anyOf keep theirs, since that is how they tell themselves apart
+    (a sysctl rule is one of value/min/max/fields, and is replaced whole, never amended)."""
     if isinstance(schema, dict):
-        return {k: relaxed_schema(v) for k, v in schema.items() if k not in _RELAX}
+        return {k: (v if k in ("oneOf", "anyOf") else relaxed_schema(v))
+                for k, v in schema.items() if k not in _RELAX}
     if isinstance(schema, list):
         return [relaxed_schema(v) for v in schema]
     return schema

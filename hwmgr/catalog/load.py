@@ -40,7 +40,7 @@ ENV_DIR = "HWMGR_CATALOG_DIR"
 SYSTEM_DIR = Path("/usr/share/hwmgr/catalogs")
 # Bump when the validation rules change (here or in catalog_check): invalidates every cached
 # verdict.
-CHECKS_VERSION = "4"
+CHECKS_VERSION = "5"
 
 STATUSES = ("recommended", "known-good", "known-bad", "deprecated")
 VERDICTS = ("ok", "outdated", "known-bad", "unknown")
@@ -300,7 +300,9 @@ class Catalog(RuleData):
             for name in data.get("drivers") or {}:
                 if name not in self.doc["drivers"]:
                     self.provenance.set(("drivers", name), chk.path)
+            schema = max(self.doc.get("schema_version", 1), data.get("schema_version", 1))
             layers.merge(self.doc, data, chk.path, self.provenance)
+            self.doc["schema_version"] = schema  # a v1 site layer keeps the base's v2 rules
         self.files.append(CatalogFile(chk.path, chk.digest, str(data.get("catalog_version", "")),
                                       str(data.get("released", ""))))
 

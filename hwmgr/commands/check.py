@@ -39,22 +39,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     from hwmgr.catalog.load import load_catalog
     from hwmgr.compliance.check import check_host, exit_code, parse_layers
+    from hwmgr.compliance.history import record_check
+    from hwmgr.compliance.prom import write_prom
+    from hwmgr.errors import EXIT_OK, EXIT_UNKNOWN, HwmgrError
+    from hwmgr.transaction.pending import reboot_pending
 
     layers = parse_layers(args.layer)
-    if args.prom:
-        # LEAD: call the Prometheus writer of i11-report here (hwmgr.compliance.prom?) with
-        # `data` below; until it is merged, refuse rather than silently write nothing.
-        from hwmgr.errors import UsageError
-
-        raise UsageError("--prom: the Prometheus writer is not part of this build yet")
-    cat = load_catalog(args.catalog)
+    cat = load_catalog(args.catalog, config=ctx.config)
     result = check_host(ctx.host, cat, layers)
-    # LEAD: reboot pending comes from i11-report's hwmgr.compliance.pending:
-    #   pending = reboot_pending(ctx.host, ctx.config.state_dir)
-    # and check history is recorded there too. exit_code() already maps it to 7.
-    pending: list[dict[str, Any]] = []
+    # a change installed but not yet live: from the journal and the boot id, never guessed
+    pending = reboot_pending(ctx.host, ctx.config.state_dir)
     data = result.data(pending)
-    code = exit_code(result.findings, pending)
+    code = exit_code(result.findings, [p for p in pending if p.get("status") == "pending"])
+    if code == EXIT_OK and pending:  # only "unknown" entries: the boot id could not be read
+        code = EXIT_UNKNOWN
+    data["compliant"] = code == EXIT_OK
+    if ctx.host.live:
+        try:
+            record_check(ctx.host, ctx.config.state_dir, data)
+        except HwmgrError as exc:  # e.g. not root: the check itself still stands
+            data.setdefault("notes", []).append(f"check history not recorded: {exc.message}")
+    if args.prom:
+        data["prom"] = str(write_prom(args.prom, data))
 
     def _render(console: Any) -> None:
         from hwmgr.ui.check_table import render

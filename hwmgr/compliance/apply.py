@@ -298,7 +298,8 @@ def revert_params(state: StateDir, txn: int | None) -> dict[str, Any]:
                 files.append(rec)
         elif name.startswith("nm-connection ") and "before" in data:
             nm.append({"connection": name[len("nm-connection "):], "properties": data["before"]})
-    return {"of": row["id"], "items": items, "files": files, "nm": nm}
+    return {"of": row["id"], "items": items, "files": files, "nm": nm,
+            "persist_root": (row.get("params") or {}).get("persist_root", "/")}
 
 
 def run_revert(host: Host, params: dict[str, Any], config: Config, *, command: str,

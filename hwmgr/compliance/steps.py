@@ -56,10 +56,18 @@ def _set_steps(prefix: str, rec: dict[str, Any], value_key: str) -> Step:
 
 
 # ---------------------------------------------------------------- one persistence file
-def _file_step(rec: dict[str, Any]) -> Step:
+def _license(ctx: Ctx, root: str) -> None:
+    """Persistence files go under the persist root the user named (default /, whose settings
+    drop-in dirs are writable anyway): make that one directory writable for this run."""
+    if root != "/":
+        ctx.host.allow_writes(root)
+
+
+def _file_step(rec: dict[str, Any], root: str) -> Step:
     path, content = rec["path"], rec["content"].encode()
 
     def do(ctx: Ctx) -> dict[str, Any]:
+        _license(ctx, root)
         ctx.backup(path)  # journaled before the file changes; idempotent across re-runs
         ctx.host.write_bytes(path, content)
         return {"sha256": _sha(content)}
@@ -68,6 +76,7 @@ def _file_step(rec: dict[str, Any]) -> Step:
         return ctx.host.read_bytes(path, limit=1 << 20) == content
 
     def undo(ctx: Ctx) -> None:
+        _license(ctx, root)
         ctx.restore(path)
 
     return Step(f"persist {path}", do, undo, check, description=f"write {path}")
@@ -145,7 +154,8 @@ def apply_steps(params: dict[str, Any]) -> list[Step]:
     safe = [c for c in params["items"] if not c.get("risky")]
     risky = [c for c in params["items"] if c.get("risky")]
     steps = [_set_steps("set", c, "wanted") for c in safe]
-    steps += [_file_step(f) for f in params.get("files", [])]
+    root = params.get("persist_root", "/")
+    steps += [_file_step(f, root) for f in params.get("files", [])]
     steps += [_nm_step(n, "properties") for n in params.get("nm", [])]
     if risky:
         if params.get("confirm"):
@@ -155,11 +165,12 @@ def apply_steps(params: dict[str, Any]) -> list[Step]:
 
 
 # ---------------------------------------------------------------- revert
-def _restore_file_step(rec: dict[str, Any]) -> Step:
+def _restore_file_step(rec: dict[str, Any], root: str) -> Step:
     """Put a persistence file back exactly as the apply found it (or remove it)."""
     path = rec["path"]
 
     def do(ctx: Ctx) -> dict[str, Any]:
+        _license(ctx, root)
         ctx.backup(path)  # what is there now, so undoing the revert puts it back
         ctx.state.restore_file(rec)
         return {}
@@ -171,6 +182,7 @@ def _restore_file_step(rec: dict[str, Any]) -> Step:
         return real.is_file() and sha256_file(real) == rec["sha256"]
 
     def undo(ctx: Ctx) -> None:
+        _license(ctx, root)
         ctx.restore(path)
 
     return Step(f"restore {path}", do, undo, check, description=f"restore {path}")
@@ -179,7 +191,8 @@ def _restore_file_step(rec: dict[str, Any]) -> Step:
 def revert_steps(params: dict[str, Any]) -> list[Step]:
     """Undo one apply: its settings and persistence in reverse order of the apply."""
     steps = [_nm_step(n, "properties") for n in params.get("nm", [])]
-    steps += [_restore_file_step(f) for f in params.get("files", [])]
+    root = params.get("persist_root", "/")
+    steps += [_restore_file_step(f, root) for f in params.get("files", [])]
     steps += [_set_steps("restore", c, "value") for c in params["items"]]
     return steps
 

@@ -90,6 +90,8 @@ def run_hwmgr(module, argv, ok_codes):
                 verb, rc, EXIT_NAMES.get(rc, "unexpected exit"),
                 ": " + reason if reason else "")),
             rc=rc, cmd=argv, stdout=out[-4000:], stderr=err[-4000:])
+    if rc == 4 and isinstance(envelope, dict) and envelope.get("data") is None:
+        envelope["data"] = {}  # nothing to do: hwmgr says so in errors[], with no data
     if not isinstance(envelope, dict) or not isinstance(envelope.get("data"), dict):
         module.fail_json(msg="hwmgr %s (exit %s) printed no JSON envelope with a data object"
                              % (verb, rc), rc=rc, cmd=argv, stdout=out[-4000:],

@@ -23,7 +23,7 @@ version_added: "0.1.0"
 author: hwmgr authors
 options:
   layers:
-    description: Only these layers (repeated C(--layer)), for example C(setting), C(sysctl).
+    description: Only these layers (passed as one C(--layer) list), for example C(settings), C(sysctl).
     type: list
     elements: str
     default: []
@@ -56,7 +56,7 @@ attributes:
 EXAMPLES = r"""
 - name: Apply the catalog's NIC settings on the routers' uplinks
   hwmgr.fleet.hwmgr_apply:
-    layers: [setting]
+    layers: [settings]
     interfaces: [enp1s0f0, enp1s0f1]
   register: applied
 
@@ -134,8 +134,8 @@ def main():
     p = module.params
     argv = [find_hwmgr(module, p["executable"]), "apply", "--json"]
     argv += ["--dry-run"] if module.check_mode else ["--yes"]
-    for layer in p["layers"]:
-        argv += ["--layer", layer]
+    if p["layers"]:
+        argv += ["--layer", ",".join(p["layers"])]
     for ifname in p["interfaces"]:
         argv += ["--interface", ifname]
     for path in p["catalogs"] + write_catalogs(module, p["catalog_content"]):
