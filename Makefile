@@ -50,10 +50,10 @@ test: apt-test venv
 lint: venv
 	$(BIN)/ruff check hwmgr tests bench
 
+# every bench script present (bench/*, not the synth.py helper), one after the other
+BENCHES = $(sort $(filter-out %.py %.md,$(wildcard bench/*)))
 bench: apt-test venv
-	$(BIN)/python bench/inventory
-	$(BIN)/python bench/fetch
-	@test ! -f bench/throughput || $(BIN)/python bench/throughput
+	@for b in $(BENCHES); do echo "== $$b =="; $(BIN)/python $$b || exit 1; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
