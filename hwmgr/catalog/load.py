@@ -190,6 +190,11 @@ _VALIDATOR: Any = None
 def _schema_errors(data: Any) -> list[tuple[str, str]]:
     """Validate against the shipped schema (imports jsonschema: only on a cache miss)."""
     global _VALIDATOR
+    from hwmgr.catalog.fastvalidate import gate_for
+
+    gate = gate_for(_schema_bytes())
+    if gate is not None and gate(data):  # compiled: accepts in ms what jsonschema takes s for
+        return []
     import jsonschema
     from jsonschema.exceptions import best_match
 
@@ -492,9 +497,15 @@ def _firmware(minimum: str, current: Any, scheme: str) -> dict[str, Any]:
 def load_catalog(paths: Sequence[PathLike] | None = None) -> Catalog:
     """Load, validate and merge catalog files (see `discover`); BadInputError on any error,
     naming the file and JSON path of the first one."""
+    from hwmgr.catalog import index
+
+    files = discover(paths)
+    hit, slot = index.lookup(files)  # compiled once per content hash (catalog/index.py)
+    if hit is not None:
+        return hit
     cat = Catalog()
     errors: list[str] = []
-    for path in discover(paths):
+    for path in files:
         chk = _check_file(path, use_cache=True)
         errors += chk.errors
         if chk.data is not None:
@@ -503,4 +514,5 @@ def load_catalog(paths: Sequence[PathLike] | None = None) -> Catalog:
         more = f" (and {len(errors) - 1} more; run 'hwmgr catalog validate')" if len(
             errors) > 1 else ""
         raise BadInputError(f"bad catalog: {errors[0]}{more}")
+    index.remember(slot, cat)
     return cat
