@@ -26,6 +26,7 @@ OWN_FILES = {
     "catalog/pciids.py": "reads the analysing machine's pci.ids name database",
     "catalog/versions.py": "reads its own schemes.json (package data)",
     "catalog/load.py": "reads catalog files and its validation cache",
+    "catalog/index.py": "reads and writes its compiled catalog index in the cache dir",
     "lifecycle/recipe.py": "reads drivers/<name>/ recipe files",
     "catalog/validate.py": "reads the catalog files the user named (regular files only)",
     "lifecycle/fetch.py": "writes the download cache dir the caller resolved via Host.path",
