@@ -220,7 +220,7 @@ def test_fast_paths_give_the_plain_readers_answers(name: str, tmp_path: Path) ->
     from hwmgr.host.seam import Recorder
 
     root = _synthetic(tmp_path / "t") if name == "synthetic" else HOSTS / name
-    cat = load_catalog(None)
+    cat = load_catalog([Path(__file__).resolve().parent.parent / "catalogs/hwmgr-catalog.json"])
     names = PciNames(backend="pciids")
     fast_host, _ = open_host(str(root))
     fast = Inventory(fast_host, names=names, verdict=cat.verdict).scan().to_json()
