@@ -50,14 +50,14 @@ def build(root: Path, pfs: int = 64, vfs_per_pf: int = 15) -> int:
     index, count = [], 0
     (root / "commands").mkdir(parents=True)
     for i in range(pfs):
-        bus = 0x10 + i
-        pf_addr = f"0000:{bus:02x}:00.0"
+        bus, dom = 0x10 + i % 240, 2 * (i // 240)  # PFs on even domains, their VFs on odd
+        pf_addr = f"{dom:04x}:{bus:02x}:00.0"
         pf = _function(root, pf_addr, PF, f"p{i}")
         (pf / "sriov_totalvfs").write_text("63\n")
         (pf / "sriov_numvfs").write_text(f"{vfs_per_pf}\n")
         specs = [(pf_addr, PF, f"p{i}")]
         for v in range(vfs_per_pf):
-            vf_addr = f"0001:{bus:02x}:{0x10 + v // 8:02x}.{v % 8}"
+            vf_addr = f"{dom + 1:04x}:{bus:02x}:{0x10 + v // 8:02x}.{v % 8}"
             vf = _function(root, vf_addr, VF, f"p{i}v{v}")
             os.symlink(f"../{vf_addr}", pf / f"virtfn{v}")
             os.symlink(f"../{pf_addr}", vf / "physfn")
@@ -78,3 +78,24 @@ def build(root: Path, pfs: int = 64, vfs_per_pf: int = 15) -> int:
         "format": "hwmgr-snapshot", "version": 1, "hostname": "synthetic",
         "kernel": "3.10.0-957.5.1.el7.x86_64", "captured": "2026-11-21T00:00:00Z"}))
     return count
+
+
+def big_catalog(dest: Path, shipped: Path, rules: int = 50_000) -> int:
+    """Write the shipped catalog plus one driver with `rules` subsystem rules; returns the
+    number of device rules in the file (the shipped ones included)."""
+    data = json.loads(shipped.read_text())
+    template = data["drivers"]["ixgbe"]
+    devices = [
+        {"vendor": "1d6c", "device": f"{0x1000 + i // 1000:04x}", "subvendor": "1d6c",
+         "subdevice": f"{i % 1000:04x}", "name": f"Synthetic adapter {i}"}
+        for i in range(rules)
+    ]
+    data["drivers"]["synthnic"] = {
+        "version_scheme": template["version_scheme"],
+        "description": "synthetic driver for benches (50,000 subsystem rules)",
+        "versions": {"1.0.0": {"status": "recommended", "reason": "bench",
+                               "evidence": "synthetic"}},
+        "devices": devices,
+    }
+    dest.write_text(json.dumps(data, indent=1))
+    return sum(len(d["devices"]) for d in data["drivers"].values())

@@ -11,14 +11,13 @@ import argparse
 import importlib
 import os
 import sys
-import traceback
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from hwmgr import __version__
 from hwmgr.errors import EXIT_INTERNAL, EXIT_USAGE, HwmgrError, UsageError
-from hwmgr.output import Outcome, make_console, printable, write_json
-from hwmgr.ui.options import common_options
+
+# Start-up time: `hwmgr --help` imports nothing more than the above (json, dataclasses, the
+# host seam and the verb's own modules are imported once a verb runs).
 
 # verb -> (module, one-line help). Order is the order shown in --help.
 VERBS: dict[str, tuple[str, str]] = {
@@ -44,14 +43,17 @@ VERBS: dict[str, tuple[str, str]] = {
     "collect-script": ("hwmgr.commands.collect_script", "print the POSIX sh snapshot collector"),
 }
 
-@dataclass
 class Context:
     """Per-invocation settings shared by the verbs; builds the Host once, lazily."""
 
-    args: argparse.Namespace
-    _host: Any = field(default=None, repr=False)
-    _config: Any = field(default=None, repr=False)
-    _cleanup: list[Any] = field(default_factory=list, repr=False)
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self._host: Any = None
+        self._config: Any = None
+        self._cleanup: list[Any] = []
+
+    def __repr__(self) -> str:
+        return f"Context(args={self.args!r})"
 
     @property
     def host(self) -> Any:
@@ -104,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _verb_parser(verb: str) -> tuple[argparse.ArgumentParser, Any]:
+    from hwmgr.ui.options import common_options
+
     modname, helptext = VERBS[verb]
     mod = importlib.import_module(modname)
     parents = list(getattr(mod, "option_parents", lambda: [common_options()])())
@@ -139,7 +143,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser, mod = _verb_parser(verb)
         args = parser.parse_args(head + argv[idx + 1 :])
         ctx = Context(args)
-        outcome: Outcome = mod.run(args, ctx)
+        outcome = mod.run(args, ctx)
+        from hwmgr.output import make_console, printable, write_json
+
         if getattr(args, "json", False):
             write_json(outcome.envelope(), sys.stdout)
         elif outcome.render is not None:
@@ -157,6 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback
         if debug:
+            import traceback
+
             traceback.print_exc()
         msg = f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)"
         return _fail(verb, msg, EXIT_INTERNAL, want_json, debug)
@@ -166,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(verb: str, message: str, code: int, want_json: bool, debug: bool) -> int:
+    from hwmgr.output import Outcome, printable, write_json
+
     message = " ".join(message.split()) if "\n" in message else message
     message = printable(message)  # errors quote member, file and device names from snapshots
     if want_json:

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hwmgr.catalog import load as catmod
-from hwmgr.catalog.load import Catalog, load_catalog, source_refusal
+from hwmgr.catalog.load import Catalog, load_catalog
+from hwmgr.catalog.verdict import source_refusal
 from hwmgr.cli import main
 from hwmgr.errors import BadInputError, NotFoundError
 
@@ -276,7 +277,8 @@ def test_this_machine_virtio_nic() -> None:
 def _load_in_subprocess(path: Path, env: dict[str, str]) -> dict[str, Any]:
     code = ("import json, sys; from hwmgr.catalog.load import load_catalog; "
             "c = load_catalog([sys.argv[1]]); "
-            "print(json.dumps({'jsonschema': 'jsonschema' in sys.modules, 'n': len(c.names())}))")
+            "print(json.dumps({'jsonschema': 'jsonschema' in sys.modules, "
+            "'fast': 'fastjsonschema' in sys.modules, 'n': len(c.names())}))")
     out = subprocess.run([sys.executable, "-c", code, str(path)], env=env, cwd=REPO,
                          capture_output=True, text=True, timeout=60, check=True)
     return json.loads(out.stdout)
@@ -286,8 +288,9 @@ def test_cache_second_load_does_not_import_jsonschema(tmp_path: Path) -> None:
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     first = _load_in_subprocess(SHIPPED, env)
     second = _load_in_subprocess(SHIPPED, env)
-    assert first == {"jsonschema": True, "n": 8}
-    assert second == {"jsonschema": False, "n": 8}
+    # a valid catalog passes the compiled gate (catalog/fastvalidate.py): no jsonschema at all
+    assert first == {"jsonschema": False, "fast": True, "n": 8}
+    assert second == {"jsonschema": False, "fast": False, "n": 8}  # the compiled index
     assert len(list((tmp_path / "cache" / "hwmgr" / "catalog-valid").iterdir())) == 1
 
 

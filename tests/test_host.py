@@ -251,3 +251,36 @@ def test_journal_and_lock_open_inside_the_root(tmp_path: Path) -> None:
     os.symlink("/etc", tmp_path / "state/etc")
     with pytest.raises(RefusedError):
         h.journal_connect("/state/etc/journal.sqlite")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")
+@pytest.mark.parametrize("mode", ["tree", "snapshot", "live"])
+def test_read_attrs_answers_like_read_attr(tmp_path: Path, mode: str) -> None:
+    """The one-pass reader gives read_attr's answers for files, links (inside and leaving the
+    root), FIFOs, devices and missing names, on a fake tree, a snapshot and the live root."""
+    h = make_tree(tmp_path)
+    dev = tmp_path / "sys/devices/pci0000:00/0000:00:03.0"
+    os.mkfifo(dev / "fifo")
+    os.mknod(dev / "zero", 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    os.symlink("vendor", dev / "alias")
+    os.symlink("/etc/hostname", dev / "abs_escape")
+    os.symlink("../../../../../../etc/hostname", dev / "rel_escape")
+    (dev / "big").write_bytes(b"x" * 5000 + b"\n")
+    (dev / "empty").write_bytes(b"\x00\n")
+    names = ["vendor", "junk", "fifo", "zero", "alias", "abs_escape", "rel_escape", "big",
+             "empty", "missing", "driver", "..", ""]
+    if mode == "live":
+        h = Host("/", SubprocessRunner())
+        base = str(dev)
+    else:
+        h.meta = {"hostname": "h"} if mode == "snapshot" else {}
+        base = "/sys/bus/pci/devices/0000:00:03.0"
+    h.listdir(base)
+    for _ in range(2):  # cold, then with the directory's entry types cached
+        got = h.read_attrs(base, names)
+        assert got == {n: h.read_attr(f"{base}/{n}") for n in names}
+    assert got["vendor"] == got["alias"] == "0x8086" and got["big"] == "x" * 5000
+    assert got["fifo"] is None and got["zero"] is None and got["empty"] is None
+    if mode != "live":
+        assert got["abs_escape"] is None and got["rel_escape"] is None  # not this machine's
+    assert h.read_attrs("/no/such/dir", ["vendor"]) == {"vendor": None}

@@ -196,3 +196,45 @@ def test_live_inventory_without_ethtool_on_path() -> None:
         assert iface["name"] and iface["address"]  # sysfs still tells these
     for dev in data["devices"]:
         assert dev["driver_version_source"] in (None, "sysfs")
+
+
+def _synthetic(root: Path) -> Path:
+    """bench/synth.py's tree (PFs with SR-IOV VFs), small: 2 PFs x 3 VFs."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "synth", Path(__file__).resolve().parent.parent / "bench" / "synth.py")
+    assert spec and spec.loader
+    synth = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(synth)
+    assert synth.build(root, 2, 3) == 8
+    return root
+
+
+@pytest.mark.parametrize("name", [*FIXTURES, "synthetic"])
+def test_fast_paths_give_the_plain_readers_answers(name: str, tmp_path: Path) -> None:
+    """One-pass attribute reads, names once per ID tuple and verdicts once per kind of device
+    give exactly what per-file reads, fresh look-ups and a verdict per device give."""
+    from hwmgr.catalog.load import load_catalog
+    from hwmgr.catalog.pciids import PciNames
+    from hwmgr.host.seam import Recorder
+
+    root = _synthetic(tmp_path / "t") if name == "synthetic" else HOSTS / name
+    cat = load_catalog([Path(__file__).resolve().parent.parent / "catalogs/hwmgr-catalog.json"])
+    names = PciNames(backend="pciids")
+    fast_host, _ = open_host(str(root))
+    fast = Inventory(fast_host, names=names, verdict=cat.verdict).scan().to_json()
+    plain_host, _ = open_host(str(root))
+    plain_host.recorder = Recorder()  # a recording host reads file by file (read_attr)
+    plain = Inventory(plain_host, names=names).scan().to_json()
+    assert len(fast["devices"]) == len(plain["devices"]) > 0
+    for f, p in zip(fast["devices"], plain["devices"]):
+        assert f["catalog"] == cat.verdict(p, fast["host"]["kernel"])
+        assert {**f, "catalog": None} == p
+        assert f["device_name"] == (names.device(p["vendor_id"], p["device_id"])
+                                    if p["vendor_id"] and p["device_id"] else None)
+    assert fast["interfaces"] == plain["interfaces"]
+    if name == "synthetic":
+        pfs = [d for d in fast["devices"] if d["sriov"]]
+        assert len(pfs) == 2 and pfs[0]["catalog"] == pfs[1]["catalog"] is not None
+        assert pfs[0]["catalog"] is not pfs[1]["catalog"]  # each device its own copy

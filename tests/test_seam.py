@@ -28,6 +28,7 @@ OWN_FILES = {
     "catalog/pciids.py": "reads the analysing machine's pci.ids name database",
     "catalog/versions.py": "reads its own schemes.json (package data)",
     "catalog/load.py": "reads catalog files and its validation cache",
+    "catalog/index.py": "reads and writes its compiled catalog index in the cache dir",
     "lifecycle/recipe.py": "reads drivers/<name>/ recipe files",
     "host/snapshot.py": "writes/extracts snapshot archives the user named",
     "lifecycle/cache.py": "hashes cache files it verifies; flocks the cache dir while fetching",
@@ -44,6 +45,8 @@ OWN_FILES = {
 WRITES_PENDING = {
     "host/snapshot.py": "moves onto the seam after the i9 merge: extracts --root archives into a "
                         "temp dir and captures snapshots into the directory the user named",
+    "catalog/index.py": "the compiled catalog under ~/.cache/hwmgr, beside load.py's "
+                        "validation cache: both move onto a Host write together",
     "catalog/load.py": "moves onto the seam after the i9 merge: its validation cache under "
                        "~/.cache becomes a Host write",
 }

@@ -73,18 +73,6 @@ def _class4(value: Any) -> str | None:
     return _hex4(v[:4]) if len(v) in (4, 6) else None
 
 
-def source_refusal(source: Mapping[str, Any] | None) -> str | None:
-    """Why an upgrade must refuse to fetch this source (None if it may): no source, an
-    unverified one (no known checksum), or plain http without allow_http."""
-    if not source:
-        return "the catalog gives no source for this version"
-    if source.get("verified") is False or not source.get("sha256"):
-        return f"source {source.get('url')} is not verified (no known sha256/size)"
-    if str(source.get("url", "")).startswith("http://") and source.get("allow_http") is not True:
-        return f"source {source.get('url')} is plain http and not marked allow_http"
-    return None
-
-
 # ----------------------------------------------------------------------------- discovery
 def default_dirs() -> list[Path]:
     """Catalog directories in search order: $HWMGR_CATALOG_DIR, the checkout, the system."""
@@ -179,7 +167,14 @@ _VALIDATORS: dict[bool, Any] = {}
 
 def _schema_findings(data: Any, partial: bool = False) -> list[tuple[tuple[Any, ...], str]]:
     """(path parts, message) against the shipped schema, or its relaxed form for a partial
-    layer (imports jsonschema: only on a cache miss)."""
+    layer; a compiled gate accepts a whole valid file in ms, and only what it rejects meets
+    jsonschema (imported then), so users see jsonschema's messages."""
+    if not partial:
+        from hwmgr.catalog.fastvalidate import gate_for
+
+        gate = gate_for(_schema_bytes())
+        if gate is not None and gate(data):
+            return []
     import jsonschema
     from jsonschema.exceptions import best_match
 
@@ -476,12 +471,18 @@ def load_catalog(paths: Sequence[PathLike] | None = None, *,
     """Load, validate and layer catalog files: `paths` in order when given; else the base
     catalog (see `base_files`) then the site layers (`site_files`). BadInputError on any
     error, naming the file and JSON path of the first one."""
+    from hwmgr.catalog import index
+
     files = discover(paths) if paths else base_files(config) + site_files(config)
+    hit, slot = index.lookup(files)  # compiled once per content hash (catalog/index.py)
+    if hit is not None:
+        return hit
     cat, errors = Catalog.build(files)
     if errors:
         more = f" (and {len(errors) - 1} more; run 'hwmgr catalog validate')" if len(
             errors) > 1 else ""
         raise BadInputError(f"bad catalog: {errors[0]}{more}")
+    index.remember(slot, cat)
     return cat
 
 

@@ -32,6 +32,7 @@ Finding = tuple[str, str]
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_C1 = re.compile(r"[\x7f-\x9f]")
 
 
 def json_path(parts: Iterable[Any]) -> str:
@@ -87,7 +88,7 @@ def read_catalog(path: Path) -> tuple[bytes | None, str | None]:
 class _Obj(dict):  # type: ignore[type-arg]
     """A JSON object that remembers keys that appeared twice (json keeps the last)."""
 
-    dups: list[str]
+    dups: list[str] = []  # class default: shared, never mutated (see _pairs)
 
 
 class BadNumber:
@@ -103,12 +104,10 @@ class BadNumber:
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> _Obj:
-    obj = _Obj()
-    obj.dups = []
-    for k, v in pairs:
-        if k in obj:
-            obj.dups.append(k)
-        obj[k] = v
+    obj = _Obj(pairs)  # built in C; the key-by-key walk only when a key came twice
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        obj.dups = [k for k, _ in pairs if k in seen or seen.add(k)]  # type: ignore[func-returns-value]
     return obj
 
 
@@ -137,7 +136,15 @@ def parse(raw: bytes) -> tuple[Any, list[Finding]]:
         return None, [("$", f"invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})")]
     except RecursionError:
         return None, [("$", f"invalid JSON: nested more than {MAX_DEPTH} levels deep")]
-    return data, _value_errors(data)
+    # a control character or lone surrogate can only reach a string through an escape (\n,
+    # \u0000, \ud800) or as a raw C1 character (strict JSON refuses raw C0; UTF-8 refuses
+    # surrogates): a text with neither needs no per-string check
+    return data, _value_errors(data, texts="\\" in text or _C1.search(text) is not None)
+
+
+def _no_problem(text: str) -> None:
+    """The text check when the file holds no escape or C1 character: nothing to find."""
+    return None
 
 
 def _text_problem(text: str) -> str | None:
@@ -148,9 +155,10 @@ def _text_problem(text: str) -> str | None:
     return f"{text[:40]!r} holds {what} ({hit.group()!r})"
 
 
-def _value_errors(node: Any) -> list[Finding]:
-    """Duplicate keys, unusable numbers, control characters and too deep nesting, anywhere
-    (iterative, so no depth can exhaust the stack)."""
+def _value_errors(node: Any, texts: bool = True) -> list[Finding]:
+    """Duplicate keys, unusable numbers, control characters (when `texts`) and too deep
+    nesting, anywhere (iterative, so no depth can exhaust the stack)."""
+    problem = _text_problem if texts else _no_problem
     out: list[Finding] = []
     stack: list[tuple[Any, list[Any]]] = [(node, [])]
     while stack:
@@ -161,7 +169,7 @@ def _value_errors(node: Any) -> list[Finding]:
             for k in getattr(cur, "dups", []):
                 out.append((json_path(where), f"duplicate key {k!r} (JSON keeps only the last)"))
             for k in cur:
-                bad = _text_problem(k)
+                bad = problem(k)
                 if bad:
                     out.append((json_path(where), f"key {bad}"))
             stack.extend((v, where + [k]) for k, v in cur.items())
@@ -170,7 +178,7 @@ def _value_errors(node: Any) -> list[Finding]:
         elif isinstance(cur, BadNumber):
             out.append((json_path(where), f"{cur!r} is not a usable number"))
         elif isinstance(cur, str):
-            bad = _text_problem(cur)
+            bad = problem(cur)
             if bad:
                 out.append((json_path(where), bad))
     return sorted(out)

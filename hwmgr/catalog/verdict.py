@@ -107,3 +107,15 @@ def _firmware(minimum: str, current: Any, scheme: str) -> dict[str, Any]:
         except VersionError as exc:
             fw["note"] = str(exc)
     return fw
+
+
+def source_refusal(source: Mapping[str, Any] | None) -> str | None:
+    """Why an upgrade must refuse to fetch this source (None if it may): no source, an
+    unverified one (no known checksum), or plain http without allow_http."""
+    if not source:
+        return "the catalog gives no source for this version"
+    if source.get("verified") is False or not source.get("sha256"):
+        return f"source {source.get('url')} is not verified (no known sha256/size)"
+    if str(source.get("url", "")).startswith("http://") and source.get("allow_http") is not True:
+        return f"source {source.get('url')} is plain http and not marked allow_http"
+    return None

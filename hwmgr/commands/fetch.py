@@ -33,7 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.catalog.load import load_catalog, source_refusal
+    from hwmgr.catalog.load import load_catalog
+    from hwmgr.catalog.verdict import source_refusal
     from hwmgr.config import load_config
     from hwmgr.lifecycle.fetch import Source
     from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors

@@ -314,6 +314,52 @@ class Host(Writes):
         text = data.decode("utf-8", errors="replace").strip().replace("\x00", "")
         return text or None
 
+    def read_attrs(self, logical_dir: str, names: Sequence[str]) -> dict[str, str | None]:
+        """`read_attr` of several attributes of one directory, resolved once (the inventory's
+        hot path: a PCI function's or a netdev's attributes). Same answers, same safety:
+        links, FIFOs and devices take `read_attr`'s careful path; nothing else is opened."""
+        if self.recorder is not None or not (self.live or self.meta):
+            return {n: self.read_attr(f"{logical_dir}/{n}") for n in names}
+        base = logical_dir if self.live else self._resolve_dir(logical_dir)
+        out: dict[str, str | None] = dict.fromkeys(names)
+        if base is None:
+            return out
+        kinds = None
+        if not self.live:
+            kinds = self._kinds.get(base)
+            if kinds is None:
+                kinds = self._kinds[base] = _entry_kinds(base)
+        for name in names:
+            if not name or "/" in name or name in (".", ".."):
+                out[name] = self.read_attr(f"{logical_dir}/{name}")
+                continue
+            if kinds is not None:
+                regular = kinds.get(name)
+                if regular is None:
+                    continue  # missing: stays None
+                if not regular:  # a link, FIFO or device: the careful path
+                    out[name] = self.read_attr(f"{logical_dir}/{name}")
+                    continue
+            try:
+                fd = os.open(f"{base}/{name}", _READ_FLAGS | os.O_NOFOLLOW)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:  # live: a link
+                    out[name] = self.read_attr(f"{logical_dir}/{name}")
+                continue
+            try:
+                if kinds is None and not stat.S_ISREG(os.fstat(fd).st_mode):
+                    continue  # live FIFO or device: never read (could block)
+                data = os.read(fd, 4096)
+                if len(data) == 4096:
+                    data += self._read_fd(os.dup(fd), MAX_ATTR_BYTES - 4096)
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+            text = data.decode("utf-8", errors="replace").strip().replace("\x00", "")
+            out[name] = text or None
+        return out
+
     def listdir(self, logical: str, pattern: re.Pattern[str] | None = None) -> list[str]:
         """Sorted directory entries (only those fully matching `pattern`, if given).
 

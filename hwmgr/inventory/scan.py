@@ -23,6 +23,18 @@ _FUNC_ENTRIES = re.compile(
     r"|numa_node|(current|max)_link_(speed|width)|net|virtio\d+|host\d+|virtfn\d+|physfn"
     r"|sriov_totalvfs|sriov_numvfs"
 )
+_VIRTIO = re.compile(r"virtio\d+")
+_HOSTN = re.compile(r"host\d+")
+_VIRTFN = re.compile(r"virtfn(\d+)")
+# the one-value attributes of a function directory, read in one pass (Host.read_attrs)
+_FUNC_ATTRS = ("vendor", "device", "subsystem_vendor", "subsystem_device", "class", "revision",
+               "modalias", "numa_node", "current_link_speed", "current_link_width",
+               "max_link_speed", "max_link_width", "sriov_totalvfs", "sriov_numvfs")
+_NET_ATTRS = ("address", "speed", "duplex", "mtu", "operstate", "carrier", "tx_queue_len")
+# device fields that locate a function rather than describe it: a catalog verdict never
+# depends on them, so functions alike in every other field share one (see Inventory._verdict)
+_PLACE_FIELDS = frozenset({"address", "domain", "interfaces", "numa_node", "pcie_link", "sriov",
+                           "physfn", "catalog", "scsi_hosts", "modalias"})
 RAID_CLASSES = ("0104", "0107")
 NET_CLASS_PREFIX = "02"
 ETHTOOL_EMPTY = {"", "n/a", "N/A", "unknown"}
@@ -103,6 +115,8 @@ class Inventory:
         self.verdict = verdict
         self._ethtool: dict[str, dict[str, str | None] | None] = {}
         self._modver: dict[str, tuple[str | None, str | None]] = {}
+        self._names: dict[tuple[str | None, ...], tuple[str | None, ...]] = {}
+        self._verdicts: dict[tuple[Any, ...], dict[str, Any] | None] = {}
 
     # ------------------------------------------------------------------ top level
     def scan(self) -> Scan:
@@ -126,7 +140,7 @@ class Inventory:
             self._raid_firmware(raid)
         if self.verdict is not None:
             for dev in scan.devices:
-                dev["catalog"] = self.verdict(dev, kernel)
+                dev["catalog"] = self._verdict(dev, kernel)
         scan.devices.sort(key=lambda d: _addr_key(d["address"]))
         return scan
 
@@ -141,10 +155,9 @@ class Inventory:
         if not entries and not h.is_dir(base):
             return None, []
         present = set(entries)
-
-        def attr(name: str) -> str | None:
-            # reading only what the listing shows saves a failed open per absent attribute
-            return h.read_attr(f"{base}/{name}") if name in present else None
+        # reading only what the listing shows saves a failed open per absent attribute
+        values = h.read_attrs(base, [n for n in _FUNC_ATTRS if n in present])
+        attr = values.get
 
         vendor = hex_id(attr("vendor"), 4)
         device = hex_id(attr("device"), 4)
@@ -162,7 +175,8 @@ class Inventory:
         driver = net_driver or pci_driver
         drv_version, version_source, srcversion = self._driver_version(driver, ifaces)
         firmware = next((i["firmware_version"] for i in ifaces if i["firmware_version"]), None)
-        names = self.names
+        vendor_name, device_name, subsystem_name, class_name = self._pci_names(
+            vendor, device, svendor, sdevice, cls)
         dev: dict[str, Any] = {
             "address": addr,
             "domain": addr.split(":")[0],
@@ -173,14 +187,10 @@ class Inventory:
             "class": cls,
             "prog_if": cls_full[4:] if cls_full else None,
             "revision": revision,
-            "vendor_name": names.vendor(vendor) if names and vendor else None,
-            "device_name": names.device(vendor, device) if names and vendor and device else None,
-            "subsystem_name": (
-                names.subsystem(vendor, device, svendor, sdevice)
-                if names and vendor and device and svendor and sdevice
-                else None
-            ),
-            "class_name": names.class_name(cls) if names and cls else None,
+            "vendor_name": vendor_name,
+            "device_name": device_name,
+            "subsystem_name": subsystem_name,
+            "class_name": class_name,
             "driver": driver,
             "pci_driver": pci_driver,
             "driver_version": drv_version,
@@ -197,15 +207,46 @@ class Inventory:
             "catalog": None,
         }
         if cls in RAID_CLASSES:
-            dev["scsi_hosts"] = [e for e in entries if re.fullmatch(r"host\d+", e)]
+            dev["scsi_hosts"] = [e for e in entries if _HOSTN.fullmatch(e)]
         return dev, ifaces
+
+    def _pci_names(self, *ids: str | None) -> tuple[str | None, ...]:
+        """(vendor, device, subsystem, class) names, looked up once per ID tuple."""
+        hit = self._names.get(ids)
+        if hit is None:
+            vendor, device, svendor, sdevice, cls = ids
+            names = self.names
+            hit = self._names[ids] = (
+                names.vendor(vendor) if names and vendor else None,
+                names.device(vendor, device) if names and vendor and device else None,
+                names.subsystem(vendor, device, svendor, sdevice)
+                if names and vendor and device and svendor and sdevice else None,
+                names.class_name(cls) if names and cls else None,
+            )
+        return hit
+
+    def _verdict(self, dev: dict[str, Any], kernel: str | None) -> dict[str, Any] | None:
+        """The catalog verdict, computed once per device that differs only in place fields
+        (4,096 VFs of two kinds are two verdicts); each device gets its own copy."""
+        assert self.verdict is not None
+        try:
+            key = (kernel, *sorted((k, v) for k, v in dev.items() if k not in _PLACE_FIELDS))
+            hash(key)
+        except TypeError:  # a field that is not a plain value: no sharing
+            return self.verdict(dev, kernel)
+        if key not in self._verdicts:
+            self._verdicts[key] = self.verdict(dev, kernel)
+        got = self._verdicts[key]
+        if got is None:
+            return None
+        return {k: dict(v) if isinstance(v, dict) else v for k, v in got.items()}
 
     def _netdevs(self, base: str, entries: list[str]) -> list[str]:
         names: list[str] = []
         if "net" in entries:
             names += self.host.listdir(f"{base}/net")
         for e in entries:  # virtio: the netdev hangs off the virtioN child device
-            if re.fullmatch(r"virtio\d+", e):
+            if _VIRTIO.fullmatch(e):
                 names += self.host.listdir(f"{base}/{e}/net")
         return [n for n in names if _IFNAME.match(n)]
 
@@ -213,20 +254,21 @@ class Inventory:
         h = self.host
         base = f"/sys/class/net/{name}"
         info = self._ethtool_i(name)
-        mac = h.read_attr(f"{base}/address")
-        speed = _int(h.read_attr(f"{base}/speed"))
-        duplex = h.read_attr(f"{base}/duplex")
+        attrs = h.read_attrs(base, _NET_ATTRS)
+        mac = attrs["address"]
+        speed = _int(attrs["speed"])
+        duplex = attrs["duplex"]
         return {
             "name": name,
             "address": addr,
             "mac": mac.lower() if mac and _MAC.match(mac) else None,
-            "mtu": _int(h.read_attr(f"{base}/mtu")),
+            "mtu": _int(attrs["mtu"]),
             "speed_mbps": speed if speed is not None and speed > 0 and speed not in
             UNKNOWN_SPEEDS else None,
             "duplex": duplex if duplex in ("full", "half") else None,
-            "operstate": h.read_attr(f"{base}/operstate"),
-            "carrier": _int(h.read_attr(f"{base}/carrier")),
-            "tx_queue_len": _int(h.read_attr(f"{base}/tx_queue_len")),
+            "operstate": attrs["operstate"],
+            "carrier": _int(attrs["carrier"]),
+            "tx_queue_len": _int(attrs["tx_queue_len"]),
             "driver": _driver_name(info.get("driver")) if info else None,
             "driver_version": info.get("version") if info else None,
             "firmware_version": info.get("firmware-version") if info else None,
@@ -279,7 +321,7 @@ class Inventory:
             return None
         vfs = []
         for e in entries:
-            m = re.fullmatch(r"virtfn(\d+)", e)
+            m = _VIRTFN.fullmatch(e)
             if m:
                 vf = _link_name(self.host.readlink(f"{base}/{e}"))
                 if vf and _ADDR.match(vf):

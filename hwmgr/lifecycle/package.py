@@ -199,7 +199,7 @@ def _rpmbuild_available(host: Host) -> None:
 
 def _catalog_source(catalog: Any, driver: str, version: str) -> tuple[dict[str, Any], list[str]]:
     """The version's verified source entry, or the refusal lifecycle would give."""
-    from hwmgr.catalog.load import source_refusal
+    from hwmgr.catalog.verdict import source_refusal
 
     versions = catalog.entry(driver).get("versions", {})
     info = versions.get(version)

@@ -232,7 +232,7 @@ def plan_upgrade(
     env: Mapping[str, str] | None = None,
 ) -> Plan:
     """Decide an upgrade of `driver` to `version`; refusals say why it must not run."""
-    from hwmgr.catalog.load import source_refusal
+    from hwmgr.catalog.verdict import source_refusal
     from hwmgr.lifecycle.recipe import load_recipe
 
     entry = catalog.entry(driver)  # NotFoundError for an unknown driver

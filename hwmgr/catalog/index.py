@@ -1,0 +1,234 @@
+"""The compiled catalog: the merged, validated catalog saved once per input, loaded in ms.
+
+Parsing a catalog strictly and checking it (duplicate keys, semantic rules, cross-file
+conflicts) costs ~1 s for 50,000 device rules; a run that reads the same files again needs
+none of it. After a clean load, `store` writes the merged result (the merged document with
+its rules, the device index, file facts, which layer set each value) as plain tuples, dicts
+and lists with `marshal`, under
+`cache_dir()/catalog-index/KEY`, where KEY hashes every input's path and bytes, the schema,
+`CHECKS_VERSION` and this module's format: any change to any input is a different KEY, so a
+stale index is never read. The payload carries its own CRC-32; a damaged or foreign file
+is a miss (the full loader runs and rewrites it), never an error.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import marshal
+import os
+import sys
+import zlib
+from pathlib import Path
+from typing import Any, Sequence
+
+FORMAT = b"hwmgr-catalog-index 2\n"
+_DIGEST = 4  # CRC-32 of the payload: catches damage; whoever can write the cache is trusted
+_INTERN_MAX = 64
+
+
+def key(files: Sequence[tuple[Path, bytes]], schema: bytes, checks_version: str) -> str:
+    """The hash naming an index: every input file (path and bytes), schema, rule version."""
+    h = hashlib.sha256(FORMAT)
+    h.update(hashlib.sha256(schema).digest())
+    h.update(checks_version.encode())
+    for path, raw in files:
+        h.update(b"\0" + os.fsencode(str(path)) + b"\0")
+        h.update(hashlib.sha256(raw).digest())
+    return h.hexdigest()
+
+
+def _crc(payload: bytes) -> bytes:
+    return zlib.crc32(payload).to_bytes(4, "big")
+
+
+def index_path(cache: Path, name: str) -> Path:
+    return cache / "catalog-index" / name
+
+
+def plain(value: Any) -> Any:
+    """The same JSON value built from exact dict/list types only (what marshal accepts), with
+    keys and short strings interned: marshal then writes each once (half the load time)."""
+    if isinstance(value, dict):
+        return {sys.intern(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, str) and len(value) <= _INTERN_MAX:
+        return sys.intern(value)
+    return value
+
+
+def store(path: Path, state: tuple[Any, ...]) -> None:
+    """Write `state` atomically; silently skipped when the cache is unwritable."""
+    try:
+        payload = marshal.dumps(state)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        with open(tmp, "wb") as fh:
+            fh.write(FORMAT + _crc(payload) + payload)
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        pass
+
+
+def load(path: Path) -> tuple[Any, ...] | None:
+    """The stored state, or None when missing, damaged or not ours."""
+    try:
+        with open(path, "rb") as fh:
+            blob = fh.read()
+    except OSError:
+        return None
+    head = len(FORMAT)
+    if blob[:head] != FORMAT or len(blob) < head + _DIGEST:
+        return None
+    digest, payload = blob[head:head + _DIGEST], blob[head + _DIGEST:]
+    if _crc(payload) != digest:
+        return None
+    enabled = gc.isenabled()
+    gc.disable()  # ~100k new containers, none cyclic: collections would only repeat work
+    try:
+        state = marshal.loads(payload)
+    except (EOFError, ValueError, TypeError):
+        return None
+    finally:
+        if enabled:
+            gc.enable()
+    return state if isinstance(state, tuple) else None
+
+
+# ----------------------------------------------------------------------------- the load hook
+def lookup(files: Sequence[Path]) -> tuple[Any, Path | None]:
+    """(the Catalog stored for exactly these files, None) on a hit; (None, where to store it)
+    on a miss; (None, None) when an input cannot be read (the full loader says why)."""
+    from hwmgr.catalog.load import CHECKS_VERSION, _schema_bytes, cache_dir
+    from hwmgr.catalog.validate import read_catalog
+
+    inputs = []
+    for p in files:
+        raw, _why = read_catalog(p)
+        if raw is None:
+            return None, None
+        inputs.append((p, raw))
+    where = index_path(cache_dir(), key(inputs, _schema_bytes(), CHECKS_VERSION))
+    state = load(where)
+    if state is not None:
+        try:
+            return _catalog(state), where
+        except (TypeError, ValueError, KeyError, IndexError):
+            pass
+    return None, where
+
+
+def remember(where: Path | None, cat: Any) -> None:
+    """Store a cleanly loaded Catalog for the next run."""
+    if where is None:
+        return
+    files = tuple((str(f.path), f.sha256, f.catalog_version, f.released) for f in cat.files)
+    origin = {k: str(v) for k, v in cat.origin.items()}
+    buckets: dict[str | None, dict[tuple[str | None, ...], tuple[str, int]]] = {}
+    for k, (n, i) in cat._index.items():
+        buckets.setdefault(k[1], {})[tuple(plain(k))] = (sys.intern(n), i)
+    packed = {v: marshal.dumps(b) for v, b in buckets.items()}
+    prov = [(list(k), str(v)) for k, v in cat.provenance._by.items()]
+    store(where, (files, plain(cat.doc), origin, packed, prov))
+
+
+def _catalog(state: tuple[Any, ...]) -> Any:
+    """A Catalog rebuilt from a stored state (TypeError/ValueError when it is not one)."""
+    from hwmgr.catalog.load import Catalog, CatalogFile
+
+    files, doc, origin, idx, prov = state
+    if not (isinstance(doc, dict) and isinstance(origin, dict) and isinstance(idx, dict)):
+        raise TypeError("not a catalog index")
+    cat = Catalog()
+    cat.files = [CatalogFile(Path(p), sha, ver, rel) for p, sha, ver, rel in files]
+    cat.doc = doc  # the merged layers: driver entries and the schema 2 rules
+    cat.drivers = doc.get("drivers", {})
+    cat.add_rules(doc)
+    cat.provenance._by = {tuple(k): Path(v) for k, v in prov}
+    cat.origin = {k: Path(v) for k, v in origin.items()}
+    cat._index = _LazyIndex(idx)
+    return cat
+
+
+class _LazyIndex(dict):  # type: ignore[type-arg]
+    """Catalog._index from a compiled index: one vendor's rules are decoded when a device of
+    that vendor is first looked up (a host has a few vendors; a big catalog has thousands of
+    rules). Every whole-index operation decodes the rest first, so it acts as the full dict."""
+
+    def __init__(self, buckets: dict[str | None, bytes]) -> None:
+        super().__init__()
+        if not all(isinstance(b, bytes) for b in buckets.values()):
+            raise TypeError("not a catalog index")
+        self._buckets = dict(buckets)
+
+    def _fill(self, vendor: Any) -> None:
+        blob = self._buckets.pop(vendor, None)
+        if blob is None:
+            return
+        try:
+            part = marshal.loads(blob)
+        except (EOFError, ValueError, TypeError):
+            part = None
+        if not isinstance(part, dict):
+            from hwmgr.errors import BadInputError
+
+            raise BadInputError("the compiled catalog index in the cache is damaged; "
+                                f"remove {cache_dir_hint()} and rerun")
+        self.update(part)
+
+    def _fill_all(self) -> None:
+        for vendor in list(self._buckets):
+            self._fill(vendor)
+
+    def _fill_for(self, key: Any) -> None:
+        if self._buckets and isinstance(key, tuple) and len(key) > 1:
+            self._fill(key[1])
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._fill_for(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: Any) -> Any:
+        self._fill_for(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: Any) -> bool:
+        self._fill_for(key)
+        return super().__contains__(key)
+
+    def __eq__(self, other: Any) -> bool:
+        self._fill_all()
+        return dict(self) == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __iter__(self) -> Any:
+        self._fill_all()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._fill_all()
+        return super().__len__()
+
+    def keys(self) -> Any:
+        self._fill_all()
+        return super().keys()
+
+    def values(self) -> Any:
+        self._fill_all()
+        return super().values()
+
+    def items(self) -> Any:
+        self._fill_all()
+        return super().items()
+
+    def copy(self) -> dict[Any, Any]:
+        self._fill_all()
+        return dict(super().items())
+
+
+def cache_dir_hint() -> str:
+    from hwmgr.catalog.load import cache_dir
+
+    return str(cache_dir() / "catalog-index")

@@ -1,0 +1,146 @@
+"""The compiled catalog index (catalog/index.py): a hit gives the same catalog and verdicts as
+the full loader, any change to an input is a miss, a damaged index is a miss, never an error."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hwmgr.catalog import index
+from hwmgr.catalog import load as catmod
+from hwmgr.catalog.load import load_catalog
+from hwmgr.catalog.pciids import PciNames
+from hwmgr.errors import BadInputError
+from hwmgr.host.snapshot import open_host
+from hwmgr.inventory.scan import Inventory
+
+REPO = Path(__file__).resolve().parent.parent
+SHIPPED = REPO / "catalogs" / "hwmgr-catalog.json"
+MINI = REPO / "tests/fixtures/catalogs/good/mini.json"
+HOSTS = sorted(p for p in (REPO / "tests/fixtures/hosts").iterdir()
+               if p.is_dir() and p.name != "broken")
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv(catmod.ENV_DIR, raising=False)
+
+
+def _indexes() -> list[Path]:
+    d = catmod.cache_dir() / "catalog-index"
+    return sorted(d.iterdir()) if d.is_dir() else []
+
+
+def _devices() -> list[tuple[dict[str, Any], str | None]]:
+    """Every device of every fixture host, plus variants that reach each verdict branch."""
+    out = []
+    for root in HOSTS:
+        host, _ = open_host(str(root))
+        scan = Inventory(host, names=PciNames(backend="pciids")).scan()
+        for d in scan.devices:
+            out.append((d, scan.kernel))
+            for ver in ("0.1", "99.9", None, "2.6.32-279.el6.x86_64"):
+                out.append(({**d, "driver_version": ver}, scan.kernel))
+    return out
+
+
+@pytest.mark.parametrize("files", [[SHIPPED], [MINI], [SHIPPED, MINI]], ids=["shipped", "mini",
+                                                                              "both"])
+def test_index_hit_gives_the_full_loaders_verdicts(files: list[Path]) -> None:
+    try:
+        full = load_catalog(files)  # a miss: the full loader, which stores the index
+    except BadInputError:  # shipped + mini define the same drivers: an error, never stored
+        assert not _indexes()
+        return
+    assert len(_indexes()) == 1
+    hit, _where = index.lookup(files)
+    assert hit is not None and hit is not full
+    assert hit.drivers == full.drivers and hit._index == full._index
+    assert hit.files == full.files and hit.origin == full.origin
+    assert hit.version == full.version and hit.names() == full.names()
+    cases = _devices()
+    assert len(cases) > 50
+    for dev, kernel in cases:
+        assert hit.verdict(dev, kernel) == full.verdict(dev, kernel), dev["address"]
+        assert hit.recommended(dev, kernel) == full.recommended(dev, kernel)
+
+
+def test_any_changed_input_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = tmp_path / "c.json"
+    shutil.copy(MINI, f)
+    load_catalog([f])
+    data = json.loads(f.read_text())
+    data["drivers"]["be2net"]["versions"]["4.1.307r"]["status"] = "deprecated"
+    f.write_text(json.dumps(data))
+    assert index.lookup([f])[0] is None
+    cat = load_catalog([f])
+    assert cat.drivers["be2net"]["versions"]["4.1.307r"]["status"] == "deprecated"
+    assert len(_indexes()) == 2
+    # the same bytes under another name are another catalog (error messages name the file)
+    g = tmp_path / "d.json"
+    shutil.copy(f, g)
+    assert index.lookup([g])[0] is None
+    # the schema and the rules version are part of the key
+    monkeypatch.setattr(catmod, "CHECKS_VERSION", catmod.CHECKS_VERSION + "-next")
+    assert index.lookup([f])[0] is None
+
+
+def test_damaged_or_foreign_index_is_a_miss() -> None:
+    load_catalog([MINI])
+    (path,) = _indexes()
+    blob = path.read_bytes()
+    for bad in (b"", blob[:-1], blob[:40], blob[:-5] + b"XXXXX", b"junk" + blob,
+                index.FORMAT + b"\0" * 4 + b"\x00"):
+        path.write_bytes(bad)
+        assert index.lookup([MINI])[0] is None
+        assert len(load_catalog([MINI]).names()) == 6  # the full loader, which rewrites it
+        assert index.lookup([MINI])[0] is not None
+    # a well-formed payload of the wrong shape
+    payload = __import__("marshal").dumps(("not", "a", "catalog"))
+    digest = __import__("zlib").crc32(payload).to_bytes(4, "big")
+    path.write_bytes(index.FORMAT + digest + payload)
+    assert index.lookup([MINI])[0] is None
+
+
+def test_bad_catalog_is_never_indexed(tmp_path: Path) -> None:
+    f = tmp_path / "c.json"
+    f.write_text('{"schema_version": 1}')
+    for _ in range(2):
+        with pytest.raises(BadInputError):
+            load_catalog([f])
+    assert not _indexes()
+
+
+def test_unreadable_input_is_the_full_loaders_error(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    assert index.lookup([fifo]) == (None, None)  # never opened, never blocks
+    with pytest.raises(BadInputError, match="is a FIFO, not a catalog file"):
+        load_catalog([fifo])
+
+
+def test_rules_are_decoded_per_vendor_on_first_use() -> None:
+    load_catalog([SHIPPED])
+    hit, _ = index.lookup([SHIPPED])
+    lazy = hit._index
+    vendors = set(lazy._buckets)
+    assert len(vendors) > 2
+    dev = {"vendor_id": "8086", "device_id": "1528", "class": "0200", "driver": "ixgbe",
+           "pci_driver": "ixgbe", "driver_version": "5.1.0-k-rh7.6"}
+    assert hit.verdict(dev, "3.10.0-957.5.1.el7.x86_64")["entry"] == "ixgbe"
+    assert "8086" not in lazy._buckets and len(lazy._buckets) == len(vendors) - 1
+    assert dict(lazy.items()) and not lazy._buckets  # a whole-index view decodes the rest
+
+
+def test_a_tampered_bucket_is_a_one_line_error() -> None:
+    load_catalog([SHIPPED])
+    hit, _ = index.lookup([SHIPPED])
+    hit._index._buckets["8086"] = b"\x00garbage"
+    with pytest.raises(BadInputError, match="compiled catalog index in the cache is damaged"):
+        hit.match({"vendor_id": "8086", "device_id": "1528"})
