@@ -59,7 +59,7 @@ def test_index_hit_gives_the_full_loaders_verdicts(files: list[Path]) -> None:
         assert not _indexes()
         return
     assert len(_indexes()) == 1
-    hit, _where = index.lookup(files)
+    hit, _where = catmod.index_lookup(files)
     assert hit is not None and hit is not full
     assert hit.drivers == full.drivers and hit._index == full._index
     assert hit.files == full.files and hit.origin == full.origin
@@ -78,17 +78,17 @@ def test_any_changed_input_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyP
     data = json.loads(f.read_text())
     data["drivers"]["be2net"]["versions"]["4.1.307r"]["status"] = "deprecated"
     f.write_text(json.dumps(data))
-    assert index.lookup([f])[0] is None
+    assert catmod.index_lookup([f])[0] is None
     cat = load_catalog([f])
     assert cat.drivers["be2net"]["versions"]["4.1.307r"]["status"] == "deprecated"
     assert len(_indexes()) == 2
     # the same bytes under another name are another catalog (error messages name the file)
     g = tmp_path / "d.json"
     shutil.copy(f, g)
-    assert index.lookup([g])[0] is None
+    assert catmod.index_lookup([g])[0] is None
     # the schema and the rules version are part of the key
     monkeypatch.setattr(catmod, "CHECKS_VERSION", catmod.CHECKS_VERSION + "-next")
-    assert index.lookup([f])[0] is None
+    assert catmod.index_lookup([f])[0] is None
 
 
 def test_damaged_or_foreign_index_is_a_miss() -> None:
@@ -98,14 +98,14 @@ def test_damaged_or_foreign_index_is_a_miss() -> None:
     for bad in (b"", blob[:-1], blob[:40], blob[:-5] + b"XXXXX", b"junk" + blob,
                 index.FORMAT + b"\0" * 4 + b"\x00"):
         path.write_bytes(bad)
-        assert index.lookup([MINI])[0] is None
+        assert catmod.index_lookup([MINI])[0] is None
         assert len(load_catalog([MINI]).names()) == 6  # the full loader, which rewrites it
-        assert index.lookup([MINI])[0] is not None
+        assert catmod.index_lookup([MINI])[0] is not None
     # a well-formed payload of the wrong shape
     payload = __import__("marshal").dumps(("not", "a", "catalog"))
     digest = __import__("zlib").crc32(payload).to_bytes(4, "big")
     path.write_bytes(index.FORMAT + digest + payload)
-    assert index.lookup([MINI])[0] is None
+    assert catmod.index_lookup([MINI])[0] is None
 
 
 def test_bad_catalog_is_never_indexed(tmp_path: Path) -> None:
@@ -120,14 +120,14 @@ def test_bad_catalog_is_never_indexed(tmp_path: Path) -> None:
 def test_unreadable_input_is_the_full_loaders_error(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo.json"
     os.mkfifo(fifo)
-    assert index.lookup([fifo]) == (None, None)  # never opened, never blocks
+    assert catmod.index_lookup([fifo]) == (None, None)  # never opened, never blocks
     with pytest.raises(BadInputError, match="is a FIFO, not a catalog file"):
         load_catalog([fifo])
 
 
 def test_rules_are_decoded_per_vendor_on_first_use() -> None:
     load_catalog([SHIPPED])
-    hit, _ = index.lookup([SHIPPED])
+    hit, _ = catmod.index_lookup([SHIPPED])
     lazy = hit._index
     vendors = set(lazy._buckets)
     assert len(vendors) > 2
@@ -140,7 +140,7 @@ def test_rules_are_decoded_per_vendor_on_first_use() -> None:
 
 def test_a_tampered_bucket_is_a_one_line_error() -> None:
     load_catalog([SHIPPED])
-    hit, _ = index.lookup([SHIPPED])
+    hit, _ = catmod.index_lookup([SHIPPED])
     hit._index._buckets["8086"] = b"\x00garbage"
     with pytest.raises(BadInputError, match="compiled catalog index in the cache is damaged"):
         hit.match({"vendor_id": "8086", "device_id": "1528"})

@@ -71,8 +71,11 @@ def imports(path: Path, runtime: bool = False) -> list[tuple[int, str]]:
             if node.module == "hwmgr":  # from hwmgr import cli  /  __version__
                 out += [(node.lineno, f"hwmgr.{a.name}" if a.name != "__version__" else "hwmgr")
                         for a in node.names]
-            else:
-                out.append((node.lineno, node.module))
+            else:  # `from hwmgr.catalog import index` depends on the module hwmgr.catalog.index
+                subs = [f"{node.module}.{a.name}" for a in node.names
+                        if (PKG.parent / f"{node.module}.{a.name}".replace(".", "/")).with_suffix(
+                            ".py").is_file()]
+                out += [(node.lineno, m) for m in subs] or [(node.lineno, node.module)]
     return out
 
 

@@ -97,10 +97,12 @@ def load(path: Path) -> tuple[Any, ...] | None:
 
 
 # ----------------------------------------------------------------------------- the load hook
-def lookup(files: Sequence[Path]) -> tuple[Any, Path | None]:
-    """(the Catalog stored for exactly these files, None) on a hit; (None, where to store it)
-    on a miss; (None, None) when an input cannot be read (the full loader says why)."""
-    from hwmgr.catalog.load import CHECKS_VERSION, _schema_bytes, cache_dir
+def lookup(files: Sequence[Path], *, schema: bytes, checks_version: str, cache: Path,
+           types: tuple[Any, Any]) -> tuple[Any, Path | None]:
+    """(the Catalog stored for exactly these files, where) on a hit; (None, where to store it)
+    on a miss; (None, None) when an input cannot be read (the full loader says why). The
+    loader passes what the key and the rebuilt object need (`types`: Catalog, CatalogFile),
+    so this module never imports it back."""
     from hwmgr.catalog.validate import read_catalog
 
     inputs = []
@@ -109,11 +111,11 @@ def lookup(files: Sequence[Path]) -> tuple[Any, Path | None]:
         if raw is None:
             return None, None
         inputs.append((p, raw))
-    where = index_path(cache_dir(), key(inputs, _schema_bytes(), CHECKS_VERSION))
+    where = index_path(cache, key(inputs, schema, checks_version))
     state = load(where)
     if state is not None:
         try:
-            return _catalog(state), where
+            return _catalog(state, *types), where
         except (TypeError, ValueError, KeyError, IndexError):
             pass
     return None, where
@@ -133,9 +135,9 @@ def remember(where: Path | None, cat: Any) -> None:
     store(where, (files, plain(cat.doc), origin, packed, prov))
 
 
-def _catalog(state: tuple[Any, ...]) -> Any:
+def _catalog(state: tuple[Any, ...], catalog_cls: Any, file_cls: Any) -> Any:
     """A Catalog rebuilt from a stored state (TypeError/ValueError when it is not one)."""
-    from hwmgr.catalog.load import Catalog, CatalogFile
+    Catalog, CatalogFile = catalog_cls, file_cls  # noqa: N806 - the loader's classes
 
     files, doc, origin, idx, prov = state
     if not (isinstance(doc, dict) and isinstance(origin, dict) and isinstance(idx, dict)):
@@ -174,7 +176,7 @@ class _LazyIndex(dict):  # type: ignore[type-arg]
             from hwmgr.errors import BadInputError
 
             raise BadInputError("the compiled catalog index in the cache is damaged; "
-                                f"remove {cache_dir_hint()} and rerun")
+                                "remove ~/.cache/hwmgr/catalog-index and rerun")
         self.update(part)
 
     def _fill_all(self) -> None:
@@ -226,9 +228,3 @@ class _LazyIndex(dict):  # type: ignore[type-arg]
     def copy(self) -> dict[Any, Any]:
         self._fill_all()
         return dict(super().items())
-
-
-def cache_dir_hint() -> str:
-    from hwmgr.catalog.load import cache_dir
-
-    return str(cache_dir() / "catalog-index")

@@ -474,7 +474,7 @@ def load_catalog(paths: Sequence[PathLike] | None = None, *,
     from hwmgr.catalog import index
 
     files = discover(paths) if paths else base_files(config) + site_files(config)
-    hit, slot = index.lookup(files)  # compiled once per content hash (catalog/index.py)
+    hit, slot = index_lookup(files)  # compiled once per content hash (catalog/index.py)
     if hit is not None:
         return hit
     cat, errors = Catalog.build(files)
@@ -484,6 +484,14 @@ def load_catalog(paths: Sequence[PathLike] | None = None, *,
         raise BadInputError(f"bad catalog: {errors[0]}{more}")
     index.remember(slot, cat)
     return cat
+
+
+def index_lookup(files: Sequence[Path]) -> tuple[Catalog | None, Path | None]:
+    """The compiled index's answer for exactly these files (see catalog/index.py)."""
+    from hwmgr.catalog import index
+
+    return index.lookup(files, schema=_schema_bytes(), checks_version=CHECKS_VERSION,
+                        cache=cache_dir(), types=(Catalog, CatalogFile))
 
 
 def _locations(config: Any) -> Any:

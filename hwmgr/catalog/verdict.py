@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import fnmatch
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from hwmgr.catalog import versions
 from hwmgr.catalog.validate import FIRMWARE_SCHEME
 from hwmgr.errors import VersionError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from hwmgr.catalog.load import Catalog, Match
 
 
 def _norm_driver(name: Any) -> str | None:
@@ -27,9 +24,10 @@ _FROM_STATUS = {"recommended": "ok", "known-good": "ok", "deprecated": "outdated
                 "known-bad": "known-bad"}
 
 
-def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -> dict[str, Any]:
+def decide(cat: Any, m: Any, dev: Mapping[str, Any], kernel: str | None) -> dict[str, Any]:
     """Apply the verdict rules: driver binding, in-tree (inbox) policy, listed status, then
-    order against the recommended version (never across schemes)."""
+    order against the recommended version (never across schemes). `cat` is the loader's
+    Catalog and `m` its Match, typed loosely: the loader imports this module, not back."""
     entry, name = m.entry, m.driver
     scheme = entry["version_scheme"]
     rec = cat.recommended(dev, kernel)

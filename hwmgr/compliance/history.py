@@ -11,15 +11,14 @@ committed between the two checks around each change: drift explained by layer an
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import stat
 from typing import Any
 
 from hwmgr.errors import BadInputError, HwmgrError, NotPermittedError
 from hwmgr.host.capture import boot_id
 from hwmgr.host.seam import Host
 from hwmgr.output import printable
+from hwmgr.transaction.state import StateDir
 
 CHECKS_FILE = "checks.sqlite"
 KEEP = 1000
@@ -48,7 +47,6 @@ def record_check(host: Host, state_dir: str, data: dict[str, Any], *,
     Keeps the last KEEP checks. `at` defaults to now (the journal's clock, so it sorts with
     transaction times)."""
     from hwmgr.transaction.journal import utcnow
-    from hwmgr.transaction.state import StateDir
 
     if host.meta:
         return None
@@ -111,17 +109,9 @@ def _rows(data: dict[str, Any]) -> list[tuple[tuple[str, ...], int, str | None]]
 def open_history(host: Host, state_dir: str) -> sqlite3.Connection | None:
     """The check history read-only (creates nothing), or None when no check was recorded."""
     logical = f"/{state_dir.strip('/')}/{CHECKS_FILE}"
-    real = logical if host.live else host.resolve(logical)
-    try:
-        mode = os.stat(real).st_mode if real is not None else None
-    except FileNotFoundError:
+    real = StateDir(host, state_dir).existing_file(CHECKS_FILE)
+    if real is None:
         return None
-    except OSError as exc:
-        raise BadInputError(f"{printable(logical)}: cannot read ({exc.strerror})") from None
-    if mode is None:
-        return None
-    if not stat.S_ISREG(mode):
-        raise BadInputError(f"{printable(logical)}: not a regular file")
     try:
         db = host.journal_connect_readonly(real, timeout=10.0)  # type: ignore[arg-type]
         db.execute("SELECT 1 FROM checks LIMIT 1")

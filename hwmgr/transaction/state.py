@@ -126,8 +126,20 @@ class StateDir:
             return None
         if not os.path.isdir(real_dir):
             raise BadInputError(f"state dir {printable(self.path)} is not a directory")
-        logical = f"{self.path}/journal.sqlite"
-        real = host.resolve(logical) if not host.live else logical
+        real = self.existing_file("journal.sqlite")
+        if real is None:
+            return None
+        self._ro_journal = Journal(
+            Path(real), lambda **kw: host.journal_connect_readonly(real, **kw),  # type: ignore[arg-type]
+            readonly=True)
+        return self._ro_journal
+
+    def existing_file(self, name: str) -> str | None:
+        """The real path of the regular file `name` in the state dir, for opening read-only;
+        None when it is absent. Under a snapshot root links resolve inside the root; anything
+        but a regular file (a FIFO would block SQLite's open) is BadInputError."""
+        logical = f"{self.path}/{name}"
+        real = self.host.resolve(logical) if not self.host.live else logical
         try:
             mode = os.stat(real).st_mode if real is not None else None
         except FileNotFoundError:
@@ -136,12 +148,9 @@ class StateDir:
             raise BadInputError(f"{printable(logical)}: cannot read ({exc.strerror})") from None
         if mode is None:
             return None
-        if not stat.S_ISREG(mode):  # a FIFO would block SQLite's open
+        if not stat.S_ISREG(mode):
             raise BadInputError(f"{printable(logical)}: not a regular file")
-        self._ro_journal = Journal(
-            Path(real), lambda **kw: host.journal_connect_readonly(real, **kw),  # type: ignore[arg-type]
-            readonly=True)
-        return self._ro_journal
+        return real
 
     def close(self) -> None:
         for journal in (self._journal, self._ro_journal):
