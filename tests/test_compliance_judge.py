@@ -74,3 +74,20 @@ def test_fixes_quote_and_merge() -> None:
 def test_summary_counts_every_status() -> None:
     assert summary([judge("ring.rx", "max")]) == {"ok": 0, "drift": 1, "unknown": 0,
                                                   "unsupported": 0}
+
+
+def test_a_fixed_feature_that_differs_is_unsupported_not_drift() -> None:
+    """ethtool's "[fixed]" (seed 002: `tx-checksum-fcoe-crc: on [fixed]`): no fix can work."""
+    from hwmgr.compliance.ethtool import parse_features
+    from hwmgr.compliance.items import Status
+    from hwmgr.compliance.read import _group_items
+
+    text = "Features for v0:\ntx-checksum-fcoe-crc: on [fixed]\ngeneric-receive-offload: on\n"
+    items = _group_items("features", parse_features(text, 0), (), Status.UNKNOWN)
+    fixed = judge_setting(Want("features.tx-checksum-fcoe-crc", "off", "t"), items, "v0", None,
+                          "n/a")
+    assert (fixed.status, fixed.fix) == ("unsupported", None) and "[fixed]" in fixed.reason
+    gro = judge_setting(Want("features.generic-receive-offload", "off", "t"), items, "v0", None,
+                        "n/a")
+    assert gro.status == "drift" and gro.fix
+

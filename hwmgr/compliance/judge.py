@@ -102,6 +102,9 @@ def judge_setting(want: Want, items: Mapping[str, ItemValue], ifname: str,
         target = rule == "on"
         if have is target:
             return finding("ok", f"{want.item} is {rule}", actual=have)
+        if items.get(f"{want.item}.fixed") is True:
+            return finding("unsupported", f"{want.item} is {show(have)} and [fixed] by the "
+                                          "driver: it cannot be changed", actual=have)
         return finding("drift", f"{want.item} is {show(have)}, the catalog wants {rule}",
                        actual=have, fix=setting_fix(ifname, want.item, target))
     if not isinstance(have, int) or isinstance(have, bool):

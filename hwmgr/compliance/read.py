@@ -67,6 +67,8 @@ def _group_items(group: str, reading: Reading, always: tuple[str, ...],
         else:
             value = reading.values[key]
             items[name] = none_means if value is None else value
+            if key in reading.fixed:  # ethtool's "[fixed]": the driver will not change it
+                items[f"{name}.fixed"] = True
         if group in WITH_MAXIMA:
             if reading.status is not Status.OK:
                 items[f"{name}.max"] = reading.status
