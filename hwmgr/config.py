@@ -40,6 +40,15 @@ class Config:
     sign_cert: str | None = None
     site_catalog_dir: str = DEFAULT_SITE_CATALOG_DIR
     trusted_keys_dir: str = DEFAULT_TRUSTED_KEYS_DIR
+    catalog_dir: str | None = None  # HWMGR_CATALOG_DIR: a base catalog dir used alone
+    specs_dir: str | None = None  # HWMGR_SPECS_DIR: the DKMS RPM spec template's dir
+    user_cache_dir: str = ""  # $XDG_CACHE_HOME/hwmgr or ~/.cache/hwmgr (catalog caches)
+    source_date_epoch: str | None = None  # SOURCE_DATE_EPOCH: reproducible report times
+
+
+def current(config: Config | None = None) -> Config:
+    """`config`, or the one built from this process's environment (callers outside the CLI)."""
+    return config if config is not None else config_from(None)
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,12 @@ def config_from(args: Any, env: Mapping[str, str] | None = None) -> Config:
         offline=bool(getattr(args, "offline", False)),
         mirror=getattr(args, "mirror", None),
         drivers_dir=env.get("HWMGR_DRIVERS_DIR"),
+        catalog_dir=env.get("HWMGR_CATALOG_DIR") or None,
+        specs_dir=env.get("HWMGR_SPECS_DIR") or None,
+        user_cache_dir=os.path.join(
+            env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+            "hwmgr"),
+        source_date_epoch=env.get("SOURCE_DATE_EPOCH"),
         sign_key=env.get("HWMGR_SIGN_KEY"),
         sign_cert=env.get("HWMGR_SIGN_CERT"),
         site_catalog_dir=os.path.abspath(

@@ -31,6 +31,7 @@ from hwmgr.catalog.validate import (  # noqa: F401 - json_path, MAX_FILE_BYTES: 
     semantic_errors,
 )
 from hwmgr.catalog.verdict import _kernel_ok, decide
+from hwmgr.config import current
 from hwmgr.errors import BadInputError, NotFoundError, VersionError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -74,10 +75,10 @@ def _class4(value: Any) -> str | None:
 
 
 # ----------------------------------------------------------------------------- discovery
-def default_dirs() -> list[Path]:
+def default_dirs(config: Any = None) -> list[Path]:
     """Catalog directories in search order: $HWMGR_CATALOG_DIR, the checkout, the system."""
     dirs = []
-    env = os.environ.get(ENV_DIR)
+    env = current(config).catalog_dir
     if env:
         dirs.append(Path(env))
     dirs.append(Path(hwmgr.__file__).resolve().parent.parent / "catalogs")
@@ -85,7 +86,7 @@ def default_dirs() -> list[Path]:
     return dirs
 
 
-def discover(paths: Sequence[PathLike] | None = None) -> list[Path]:
+def discover(paths: Sequence[PathLike] | None = None, config: Any = None) -> list[Path]:
     """The catalog files to load. Explicit paths (files, or dirs of *.json) must exist; else
     $HWMGR_CATALOG_DIR alone if set; else the first default directory holding *.json wins.
     All files of the chosen set are merged; a driver or device rule defined twice is an error."""
@@ -99,12 +100,12 @@ def discover(paths: Sequence[PathLike] | None = None) -> list[Path]:
             else:
                 raise NotFoundError(f"catalog file {p} does not exist")
         return files
-    env = os.environ.get(ENV_DIR)
+    env = current(config).catalog_dir
     if env:  # an explicit directory is used alone, even when it holds no catalog
         if not Path(env).is_dir():
             raise NotFoundError(f"{ENV_DIR}={env} is not a directory")
         return sorted(Path(env).glob("*.json"))
-    for d in default_dirs():
+    for d in default_dirs(config):
         found = sorted(d.glob("*.json")) if d.is_dir() else []
         if found:
             return found
@@ -123,10 +124,9 @@ def _loops(p: Path) -> bool:
 
 
 # ----------------------------------------------------------------------------- cache
-def cache_dir() -> Path:
-    """$XDG_CACHE_HOME/hwmgr, else ~/.cache/hwmgr."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "hwmgr"
+def cache_dir(config: Any = None) -> Path:
+    """$XDG_CACHE_HOME/hwmgr, else ~/.cache/hwmgr (as `config` read it)."""
+    return Path(current(config).user_cache_dir)
 
 
 def _schema_bytes() -> bytes:
@@ -503,12 +503,12 @@ def _locations(config: Any) -> Any:
 def base_files(config: Any = None) -> list[Path]:
     """The base layer: $HWMGR_CATALOG_DIR when set; else the installed catalog (`hwmgr catalog
     update`) when present; else the shipped catalog (checkout, then the system dir)."""
-    if os.environ.get(ENV_DIR):
-        return discover()
+    if current(config).catalog_dir:
+        return discover(config=config)
     installed = _locations(config).installed
     if installed.is_file():
         return [installed]
-    return discover()
+    return discover(config=config)
 
 
 def site_files(config: Any = None) -> list[Path]:

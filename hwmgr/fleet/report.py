@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
@@ -41,7 +40,9 @@ MAX_INPUT_BYTES = 32 << 20
 def utc_now() -> str:
     """The `generated` stamp: UTC, seconds, Z suffix; SOURCE_DATE_EPOCH (when a valid
     integer) fixes it, for reproducible reports."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    from hwmgr.config import current
+
+    epoch = current().source_date_epoch or ""
     now = (_dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc) if epoch.isdigit()
            else _dt.datetime.now(_dt.timezone.utc))
     return now.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -80,7 +80,9 @@ def find_template(specs_dir: str | os.PathLike[str] | None = None) -> Path:
     if specs_dir is not None:
         dirs = [Path(specs_dir)]
     else:
-        env = os.environ.get(ENV_SPECS_DIR)
+        from hwmgr.config import current
+
+        env = current().specs_dir
         dirs = ([Path(env)] if env else []) + [REPO_SPECS_DIR, SYSTEM_SPECS_DIR]
     for d in dirs:
         if (d / TEMPLATE_NAME).is_file():

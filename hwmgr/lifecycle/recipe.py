@@ -128,7 +128,9 @@ def drivers_dirs(drivers_dir: str | os.PathLike[str] | None = None) -> list[Path
     if drivers_dir is not None:
         return [Path(drivers_dir)]
     dirs: list[Path] = []
-    env = os.environ.get(ENV_DRIVERS_DIR)
+    from hwmgr.config import current
+
+    env = current().drivers_dir
     if env:
         dirs.append(Path(env))
     dirs += [REPO_DRIVERS_DIR, SYSTEM_DRIVERS_DIR]
