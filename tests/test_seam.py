@@ -43,18 +43,15 @@ OWN_FILES = {
 # module -> why it still writes without the Host. Each entry is a debt: delete it when the
 # module moves onto Host.write_bytes/makedirs/copy_*/replace/journal_connect/open_lock.
 WRITES_PENDING = {
-    "host/snapshot.py": "moves onto the seam after the i9 merge: extracts --root archives into a "
-                        "temp dir and captures snapshots into the directory the user named",
-    "catalog/index.py": "the compiled catalog under ~/.cache/hwmgr, beside load.py's "
-                        "validation cache: both move onto a Host write together",
-    "catalog/load.py": "moves onto the seam after the i9 merge: its validation cache under "
-                       "~/.cache becomes a Host write",
+    "host/snapshot.py": "the seam package's own capture writer: writes the snapshot the user "
+                        "named; moves onto Host writes once they can make symlinks",
 }
 # who may widen where a live Host writes: the run's dirs (cli, and a StateDir its own path),
-# the user's --out (package, fleet-report)
+# the user's --out (package, fleet-report, mirror sync), the catalog layers' and the catalog
+# cache's dirs (catalog trust/update, the compiled index)
 WIDENERS = {"allow_writes": {"cli.py", "transaction/state.py", "compliance/steps.py"},
             "writable": {"lifecycle/package.py", "fleet/write.py", "lifecycle/mirror.py",
-                         "ui/catalog_trust.py"}}
+                         "ui/catalog_trust.py", "catalog/index.py"}}
 SHUTIL_WRITES = {"copy", "copy2", "copyfile", "copytree", "copymode", "copystat", "move",
                  "rmtree", "chown", "make_archive", "unpack_archive"}
 OS_WRITES = {"rename", "renames", "replace", "remove", "unlink", "rmdir", "removedirs", "chmod",

@@ -13,6 +13,7 @@ is a miss (the full loader runs and rewrites it), never an error.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import marshal
@@ -58,17 +59,25 @@ def plain(value: Any) -> Any:
     return value
 
 
-def store(path: Path, state: tuple[Any, ...]) -> None:
-    """Write `state` atomically; silently skipped when the cache is unwritable."""
+def cache_write(cache: Path, path: Path, data: bytes) -> None:
+    """Write one file of the analysing machine's catalog cache atomically, through a Host
+    that may write only `cache`; silently skipped when the cache is unwritable."""
+    from hwmgr.errors import HwmgrError
+    from hwmgr.host.runner import SubprocessRunner
+    from hwmgr.host.seam import Host
+
+    cache_host = Host("/", SubprocessRunner(), writable=[str(cache)])
+    with contextlib.suppress(OSError, HwmgrError):
+        cache_host.write_bytes(str(path), data)
+
+
+def store(cache: Path, path: Path, state: tuple[Any, ...]) -> None:
+    """Write `state` atomically under `cache`; silently skipped when it cannot be."""
     try:
         payload = marshal.dumps(state)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        with open(tmp, "wb") as fh:
-            fh.write(FORMAT + _crc(payload) + payload)
-        os.replace(tmp, path)
-    except (OSError, ValueError):
-        pass
+    except ValueError:
+        return
+    cache_write(cache, path, FORMAT + _crc(payload) + payload)
 
 
 def load(path: Path) -> tuple[Any, ...] | None:
@@ -132,7 +141,7 @@ def remember(where: Path | None, cat: Any) -> None:
         buckets.setdefault(k[1], {})[tuple(plain(k))] = (sys.intern(n), i)
     packed = {v: marshal.dumps(b) for v, b in buckets.items()}
     prov = [(list(k), str(v)) for k, v in cat.provenance._by.items()]
-    store(where, (files, plain(cat.doc), origin, packed, prov))
+    store(where.parent.parent, where, (files, plain(cat.doc), origin, packed, prov))
 
 
 def _catalog(state: tuple[Any, ...], catalog_cls: Any, file_cls: Any) -> Any:

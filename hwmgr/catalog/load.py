@@ -151,14 +151,10 @@ def _cached_ok(digest: str) -> bool:
 
 def _remember_ok(digest: str, path: Path) -> None:
     """Record a passed schema validation; silently skipped when the cache is unwritable."""
-    try:
-        marker = _marker(digest)
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        tmp = marker.with_name(f".{marker.name}.{os.getpid()}")
-        tmp.write_text(json.dumps({"file": str(path), "sha256": digest}) + "\n")
-        os.replace(tmp, marker)
-    except OSError:
-        pass
+    from hwmgr.catalog.index import cache_write
+
+    data = (json.dumps({"file": str(path), "sha256": digest}) + "\n").encode()
+    cache_write(cache_dir(), _marker(digest), data)
 
 
 # ----------------------------------------------------------------------------- parsing + schema
