@@ -48,6 +48,9 @@ demo: apt-run venv
 	@echo
 	@echo "== hwmgr inventory --root tests/fixtures/hosts/seed000-ustor (seed 000 storage server) =="
 	@$(BIN)/hwmgr inventory --root tests/fixtures/hosts/seed000-ustor; rc=$$?; [ $$rc -le 5 ] || exit $$rc
+	@echo
+	@echo "== hwmgr check --root tests/fixtures/hosts/seed002-before (seed 002 X540 router, before its fixes) =="
+	@$(BIN)/hwmgr check --root tests/fixtures/hosts/seed002-before; rc=$$?; [ $$rc -le 5 ] || exit $$rc
 
 # --- tests ----------------------------------------------------------------------------
 test: apt-test venv
