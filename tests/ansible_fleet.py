@@ -283,8 +283,10 @@ def build_collection(tmp: Path) -> Path:
     sh([str(BIN / "ansible-galaxy"), "collection", "build", str(COLLECTION),
         "--output-path", str(out)], timeout=120)
     (tarball,) = out.glob("hwmgr-fleet-*.tar.gz")
-    sh([str(BIN / "ansible-galaxy"), "collection", "install", str(tarball), "-p", str(cols)],
-       timeout=120)
+    # --force: the checkout itself is on sys.path (editable install), and ansible-galaxy
+    # counts an ansible_collections/ found there as "already installed"
+    sh([str(BIN / "ansible-galaxy"), "collection", "install", "--force", str(tarball), "-p",
+        str(cols)], timeout=120)
     return cols
 
 
