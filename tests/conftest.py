@@ -24,3 +24,30 @@ def copy_host(tmp_path: Path):
         return dest
 
     return _copy
+
+
+# Where `hwmgr apply` persists settings on a live host. Tests must name a --persist-root
+# (or a snapshot root): a file appearing or changing here means a test wrote to this host.
+HOST_PERSIST_DIRS = ("/etc/systemd/network", "/etc/sysctl.d",
+                     "/etc/NetworkManager/system-connections", "/etc/hwmgr")
+
+
+def _persist_state() -> dict[str, bytes | None]:
+    state: dict[str, bytes | None] = {}
+    for d in map(Path, HOST_PERSIST_DIRS):
+        for p in sorted(d.rglob("*")) if d.is_dir() else []:
+            state[str(p)] = p.read_bytes() if p.is_file() and not p.is_symlink() else None
+    return state
+
+
+@pytest.fixture(scope="session", autouse=True)
+def host_persistence_untouched():
+    """Fail the run if any test wrote this machine's persistence directories."""
+    before = _persist_state()
+    yield
+    after = _persist_state()
+    changed = sorted(p for p in set(before) | set(after)
+                     if before.get(p, b"?") != after.get(p, b"?"))
+    if changed:
+        pytest.fail("tests wrote this host's persistence files (use --persist-root): "
+                    + ", ".join(changed[:5]))

@@ -273,11 +273,15 @@ def test_facts_role_shows_ansible_local(small_fleet: af.Fleet, collections: Path
 
 @needs_apply
 def test_apply_module_check_mode_diff_then_idempotent(small_fleet: af.Fleet,
-                                                       collections: Path) -> None:
+                                                       collections: Path,
+                                                       tmp_path: Path) -> None:
     f = small_fleet
     f.live("tuned", "drift", txqueuelen=af.TXQ_DRIFTED)
+    image = tmp_path / "image"  # persistence files land here, never in this host's /etc
+    image.mkdir()
     args = {"executable": str(f.hwmgr), "catalog_content": {
-        "site.json": json.dumps(af.SITE_CATALOG)}, "layers": ["settings"]}
+        "site.json": json.dumps(af.SITE_CATALOG)}, "layers": ["settings"],
+        "persist_root": str(image)}
     dry = adhoc(f, collections, "tuned", "hwmgr.fleet.hwmgr_apply", args, "--check", "--diff")
     assert dry["changed"] is True and dry["rc"] == 0
     assert {(c["interface"], c["item"], c["current"], c["wanted"]) for c in dry["changes"]} \
@@ -292,5 +296,7 @@ def test_apply_module_check_mode_diff_then_idempotent(small_fleet: af.Fleet,
     assert done["changed"] is True, done
     txq = af.sh([af.IP, "-n", ns, "-j", "link", "show", "v0"]).stdout
     assert json.loads(txq)[0]["txqlen"] == af.TXQ_WANTED
+    link = image / "etc/systemd/network/10-hwmgr-v0.link"
+    assert f"TransmitQueueLength={af.TXQ_WANTED}" in link.read_text()
     again = adhoc(f, collections, "tuned", "hwmgr.fleet.hwmgr_apply", args)
     assert (again["changed"], again["rc"], again.get("changes")) == (False, 4, []), again

@@ -42,6 +42,10 @@ options:
     description: Catalog layers given inline (file name to JSON text), passed after O(catalogs).
     type: dict
     default: {}
+  persist_root:
+    description: Write the persistence files (systemd .link, sysctl.d, NetworkManager) under
+      this directory instead of C(/) (C(--persist-root)), for image builds and tests.
+    type: path
   executable:
     description: The hwmgr command (a name searched in C(PATH), or an absolute path).
     type: str
@@ -127,6 +131,7 @@ def main():
             interfaces=dict(type="list", elements="str", default=[]),
             catalogs=dict(type="list", elements="path", default=[]),
             catalog_content=dict(type="dict", default={}),
+            persist_root=dict(type="path"),
             executable=dict(type="str", default="hwmgr"),
         ),
         supports_check_mode=True,
@@ -138,6 +143,8 @@ def main():
         argv += ["--layer", ",".join(p["layers"])]
     for ifname in p["interfaces"]:
         argv += ["--interface", ifname]
+    if p["persist_root"]:
+        argv += ["--persist-root", p["persist_root"]]
     for path in p["catalogs"] + write_catalogs(module, p["catalog_content"]):
         argv += ["--catalog", path]
     ok = (EXIT_OK, EXIT_NOTHING_TO_DO, EXIT_REBOOT_PENDING)
