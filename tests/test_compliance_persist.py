@@ -52,6 +52,12 @@ def test_link_file_copies_the_keys_of_the_file_it_shadows(tree: Path) -> None:
     assert any("99-default.link applies today" in n for n in plan.notes)
 
 
+def test_tso_persists_both_tcp_segmentation_keys(tree: Path) -> None:
+    """ethtool's tso covers IPv4 and IPv6 TSO; udev needs a key for each (seen in the lab)."""
+    (f,) = _plan(tree, [Change("eth7", "features.tso", "on", "off")]).files
+    assert f["content"].endswith("TCPSegmentationOffload=no\nTCP6SegmentationOffload=no\n")
+
+
 def test_earlier_matching_link_file_is_refused_by_name(tree: Path) -> None:
     d = tree / "etc/systemd/network"
     d.mkdir(parents=True)

@@ -64,6 +64,12 @@ ITEM_KEYS: dict[str, tuple[str | None, str | None]] = {
     "txqueuelen": ("TransmitQueueLength", "link.tx-queue-length"),
     "mtu": ("MTUBytes", "802-3-ethernet.mtu"),
 }
+# .link keys written with the same value as an item's own key: ethtool's `tso` switches
+# tx-tcp-segmentation AND tx-tcp6-segmentation, udev's TCPSegmentationOffload= only the first
+# (found in the QEMU lab: after a reboot tcp-segmentation-offload read "on" again).
+LINK_COMPANIONS: dict[str, tuple[str, ...]] = {
+    "features.tcp-segmentation-offload": ("TCP6SegmentationOffload",),
+}
 
 
 def under(root: str, logical: str) -> str:
@@ -232,6 +238,8 @@ class LinkFileBackend:
                 if not override:
                     continue
             merged[key] = _link_value(item, value)
+            for companion in LINK_COMPANIONS.get(item, ()):
+                merged[companion] = merged[key]
             plan.keys[item] = key
         match = (f"MACAddress={facts['mac']}" if facts["mac"] and
                  (self.host.read_attr(f"/sys/class/net/{ifname}/addr_assign_type") or "0") == "0"
