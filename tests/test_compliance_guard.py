@@ -48,6 +48,15 @@ def test_default_route_through_a_bridge_over_the_nic_is_refused(ns: ApplyNs) -> 
     assert ns.gro() == "off" and not Path(ns.state).exists()
 
 
+def test_txqueuelen_on_the_guarded_nic_is_applied(ns: ApplyNs) -> None:
+    """A queue length never resets the link, so the uplink may take it without --force."""
+    _bridge_default_route(ns)
+    res = ns.apply([{"interface": "v0", "item": "txqueuelen", "current": ns.qlen(),
+                     "wanted": 4321}], "--yes")
+    assert res.returncode == 0, res.stderr
+    assert ns.qlen() == 4321
+
+
 def test_unrelated_interface_is_not_refused(ns: ApplyNs) -> None:
     ns.ip("addr", "add", "10.252.0.1/24", "dev", "v1")
     ns.ip("route", "add", "default", "via", "10.252.0.2", "dev", "v1")

@@ -38,6 +38,9 @@ from hwmgr.transaction.state import StateDir
 LAYERS = ("settings", "sysctl")
 DEFAULT_CONFIRM_TIMEOUT = 120
 
+# items no driver resets the link for: a guarded (uplink/SSH) interface may still take them
+LINK_SAFE_ITEMS = frozenset({"txqueuelen"})
+
 
 @dataclass
 class Change:
@@ -154,7 +157,7 @@ def plan_apply(host: Host, changes: list[Change], *, persist_root: str = "/",
                               "left as it is")
             continue
         normalise(item, ch.wanted)  # BadInputError for a value no setter takes
-        risky = ch.interface in protected
+        risky = ch.interface in protected and item not in LINK_SAFE_ITEMS
         if risky and not force:
             plan.refusals.append({"code": EXIT_REFUSED, "reason": (
                 f"{ch.interface} {protected[ch.interface]}: changing {item} may reset the link "
