@@ -50,6 +50,23 @@ def find_hwmgr(module, executable):
     return found
 
 
+# the options every hwmgr module takes: which hwmgr, and the catalog layers it reads
+COMMON_ARGUMENT_SPEC = dict(
+    catalogs=dict(type="list", elements="path", default=[]),
+    catalog_content=dict(type="dict", default={}),
+    executable=dict(type="str", default="hwmgr"),
+)
+
+
+def base_argv(module, verb):
+    """`hwmgr VERB --json` plus one --catalog per layer (files, then inline content)."""
+    p = module.params
+    argv = [find_hwmgr(module, p["executable"]), verb, "--json"]
+    for path in p["catalogs"] + write_catalogs(module, p["catalog_content"]):
+        argv += ["--catalog", path]
+    return argv
+
+
 def write_catalogs(module, contents):
     """Inline catalog layers ({name: JSON text}, in order) as private files under the
     module's temporary directory; returns their paths for repeated --catalog."""

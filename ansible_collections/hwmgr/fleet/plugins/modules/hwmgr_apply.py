@@ -101,9 +101,9 @@ from ansible_collections.hwmgr.fleet.plugins.module_utils.hwmgr import (
     EXIT_NOTHING_TO_DO,
     EXIT_OK,
     EXIT_REBOOT_PENDING,
-    find_hwmgr,
+    COMMON_ARGUMENT_SPEC,
+    base_argv,
     run_hwmgr,
-    write_catalogs,
 )
 
 
@@ -129,15 +129,13 @@ def main():
         argument_spec=dict(
             layers=dict(type="list", elements="str", default=[]),
             interfaces=dict(type="list", elements="str", default=[]),
-            catalogs=dict(type="list", elements="path", default=[]),
-            catalog_content=dict(type="dict", default={}),
             persist_root=dict(type="path"),
-            executable=dict(type="str", default="hwmgr"),
+            **COMMON_ARGUMENT_SPEC,
         ),
         supports_check_mode=True,
     )
     p = module.params
-    argv = [find_hwmgr(module, p["executable"]), "apply", "--json"]
+    argv = base_argv(module, "apply")
     argv += ["--dry-run"] if module.check_mode else ["--yes"]
     if p["layers"]:
         argv += ["--layer", ",".join(p["layers"])]
@@ -145,8 +143,6 @@ def main():
         argv += ["--interface", ifname]
     if p["persist_root"]:
         argv += ["--persist-root", p["persist_root"]]
-    for path in p["catalogs"] + write_catalogs(module, p["catalog_content"]):
-        argv += ["--catalog", path]
     ok = (EXIT_OK, EXIT_NOTHING_TO_DO, EXIT_REBOOT_PENDING)
     rc, envelope = run_hwmgr(module, argv, ok_codes=ok)
     data = envelope["data"]

@@ -109,9 +109,9 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.hwmgr.fleet.plugins.module_utils.hwmgr import (
     CHECK_STATUS,
-    find_hwmgr,
+    COMMON_ARGUMENT_SPEC,
+    base_argv,
     run_hwmgr,
-    write_catalogs,
 )
 
 
@@ -120,18 +120,14 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             root=dict(type="path"),
-            catalogs=dict(type="list", elements="path", default=[]),
-            catalog_content=dict(type="dict", default={}),
-            executable=dict(type="str", default="hwmgr"),
+            **COMMON_ARGUMENT_SPEC,
         ),
         supports_check_mode=True,
     )
     p = module.params
-    argv = [find_hwmgr(module, p["executable"]), "check", "--json"]
+    argv = base_argv(module, "check")
     if p["root"]:
         argv += ["--root", p["root"]]
-    for path in p["catalogs"] + write_catalogs(module, p["catalog_content"]):
-        argv += ["--catalog", path]
     rc, envelope = run_hwmgr(module, argv, ok_codes=tuple(CHECK_STATUS))
     data = envelope["data"]
     status = CHECK_STATUS[rc]
