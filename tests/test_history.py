@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -29,7 +30,8 @@ def test_history_on_an_empty_state_dir(tmp_path: Path) -> None:
     assert not (tmp_path / "none").exists(), "reading history creates nothing"
 
 
-def _journal(state_dir: Path, target: str = "be2net", params: str | None = None) -> Path:
+def _journal(state_dir: Path, target: str = "be2net", params: str | None = None,
+             fetched: dict | None = None) -> Path:
     """A real journal with one transaction (raw SQL for the hostile bits)."""
     from hwmgr.transaction.journal import Journal
 
@@ -39,8 +41,21 @@ def _journal(state_dir: Path, target: str = "be2net", params: str | None = None)
     txn = j.begin("upgrade", target, {"version": "1.0"}, [("fetch", True, False)])
     if params is not None:
         j.db.execute("UPDATE transactions SET params=? WHERE id=?", (params, txn))
+    if fetched is not None:
+        j.save_data(txn, 0, fetched)
     j.close()
     return state_dir / "journal.sqlite"
+
+
+def test_steps_say_where_the_package_came_from(tmp_path: Path) -> None:
+    """An auditor asks which copy was installed: the fetch step's origin is in --steps."""
+    _journal(tmp_path / "state", fetched={"origin": "mirror", "sha256": "ab" * 32})
+    res = run_cli("history", "--steps", "--json", "--state-dir", str(tmp_path / "state"))
+    (txn,) = json.loads(res.stdout)["data"]["transactions"]
+    assert txn["steps"][0]["name"] == "fetch"
+    assert txn["steps"][0]["data"] == {"origin": "mirror", "sha256": "ab" * 32}
+    res = run_cli("history", "--steps", "--state-dir", str(tmp_path / "state"))
+    assert "from mirror" in res.stdout, res.stdout
 
 
 def test_history_reads_without_writing(tmp_path: Path) -> None:

@@ -71,7 +71,9 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
                                             f"{it.get('item')} → {it.get('to')}"), "", "", "")
             if args.steps:
                 for s in r["steps"]:
-                    t.add_row("", "", f"  {_cell(s['name'])}", "", "", _cell(s["state"]), "")
+                    origin = s["data"].get("origin")  # where a fetch step got the package
+                    t.add_row("", "", f"  {_cell(s['name'])}", "", "", _cell(s["state"]),
+                              _cell(f"from {origin}") if origin else "")
         c.print(t)
 
     return Outcome(NAME, data={"transactions": rows}, render=render)
@@ -143,7 +145,8 @@ def _row(t: dict[str, Any]) -> dict[str, Any]:
             "version": _dict(t["params"]).get("version"), "state": t["state"],
             "started": t["started"], "ended": t["ended"], "error": t.get("error"),
             "results": _dict(t.get("results")), "notes": _dict(t.get("notes")),
-            "steps": [{"name": s["name"], "state": s["state"]} for s in t["steps"]],
+            "steps": [{"name": s["name"], "state": s["state"], "data": _dict(s.get("data"))}
+                      for s in t["steps"]],
             "items": _items(t)}
 
 
