@@ -24,7 +24,7 @@ from typing import Iterator, Sequence
 
 CACHE_ENV = "HWMGR_LAB_CACHE"
 DEFAULT_CACHE = "/var/cache/hwmgr-lab"
-BUILDER_VERSION = 4
+BUILDER_VERSION = 5
 GUEST_DIR = Path(__file__).resolve().parent / "guest"
 DISK_SIZE = "4G"
 # debootstrap --include (minbase) and then apt-get install in the chroot
@@ -39,6 +39,10 @@ INITRD_MODULES = ("virtio_pci", "virtio_blk", "ext4")
 INITRD_APPLETS = ("sh", "mount", "umount", "insmod", "switch_root", "mkdir", "cat", "sleep",
                   "echo", "ls", "poweroff", "grep")
 E1000E_SUBDIR = "drivers/net/ethernet/intel/e1000e"
+# Debian does not build netdevsim (CONFIG_NETDEVSIM is not set); the lab builds it from the
+# same linux-source against the matching headers, so the guest has a NIC whose rings, pause
+# and channels can all be set (e1000e has no channels) and that has no PCI device at all.
+NETDEVSIM_SUBDIR = "drivers/net/netdevsim"
 # Module trees for hardware the guest cannot have (QEMU emulates no sound, USB, GPU, radio,
 # other vendors' NICs...). Dropping them takes /lib/modules from ~4,000 modules to ~1,200,
 # which makes every depmod (dkms install/remove and hwmgr's own) about 3x cheaper under TCG.
@@ -139,7 +143,7 @@ def apt_sources() -> tuple[Path, str, str]:
 def _key(kver: str) -> str:
     stub = (GUEST_DIR / "lab-init").read_bytes()
     doc = json.dumps([BUILDER_VERSION, kver, DEBOOTSTRAP_PACKAGES, CHROOT_PACKAGES,
-                      INITRD_MODULES, DISK_SIZE, PRUNED_MODULES, KEPT_ETHERNET,
+                      INITRD_MODULES, DISK_SIZE, PRUNED_MODULES, KEPT_ETHERNET, NETDEVSIM_SUBDIR,
                       hashlib.sha256(stub).hexdigest()])
     return hashlib.sha256(doc.encode()).hexdigest()[:16]
 
@@ -265,7 +269,7 @@ def _prune_modules(mods: Path, root: Path, kver: str) -> None:
     for d in doomed:
         shutil.rmtree(d, ignore_errors=True)
     run(["/sbin/depmod", "-b", str(root), kver], what="depmod -b (pruned modules)")
-    for mod in ("e1000e", "megaraid_sas", "sch_tbf", *INITRD_MODULES):
+    for mod in ("e1000e", "megaraid_sas", "sch_tbf", "netdevsim", *INITRD_MODULES):
         run(["/sbin/modprobe", "-d", str(root), "-S", kver, "--show-depends", mod],
             what=f"modprobe --show-depends {mod} after pruning")
 
@@ -304,11 +308,17 @@ def _build(cache: Path, kver: str, kversion: str, key: str) -> dict:
         run(["dpkg-deb", "-x", str(_one(debs, f"linux-source-{series}_*.deb")), str(lsrc)])
         tarball = next((lsrc / "usr" / "src").glob(f"linux-source-{series}.tar.*"))
         run(["tar", "-xf", str(tarball), "-C", str(work),
-             f"linux-source-{series}/{E1000E_SUBDIR}"], what="extract e1000e")
+             f"linux-source-{series}/{E1000E_SUBDIR}",
+             f"linux-source-{series}/{NETDEVSIM_SUBDIR}"], what="extract e1000e, netdevsim")
         src_new = cache / "e1000e-src.new"
         shutil.rmtree(src_new, ignore_errors=True)
         shutil.copytree(work / f"linux-source-{series}" / E1000E_SUBDIR, src_new)
         shutil.rmtree(lsrc)
+    with _timed(timings, "netdevsim.ko against the kernel's headers"):
+        nsim = work / f"linux-source-{series}" / NETDEVSIM_SUBDIR
+        run(["make", "-s", "-C", f"/lib/modules/{kver}/build", f"M={nsim}",
+             "CONFIG_NETDEVSIM=m", f"-j{os.cpu_count() or 1}", "modules"],
+            what=f"build netdevsim (needs linux-headers-{kver})", timeout=900)
     root = work / "rootfs"
     with _timed(timings, f"debootstrap {codename} (minbase) from {mirror}"):
         run(["debootstrap", "--variant=minbase", f"--include={','.join(DEBOOTSTRAP_PACKAGES)}",
@@ -329,6 +339,8 @@ def _build(cache: Path, kver: str, kversion: str, key: str) -> dict:
         (root / "lib/modules").mkdir(parents=True, exist_ok=True)
         # hardlink-free copy: headers' /lib/modules/<kver>/build link is kept by merging
         run(["cp", "-a", str(kimg / "lib/modules" / kver), str(root / "lib/modules/")])
+        (root / "lib/modules" / kver / "extra").mkdir(exist_ok=True)
+        shutil.copy2(nsim / "netdevsim.ko", root / "lib/modules" / kver / "extra")
         _prune_modules(root / "lib/modules" / kver, root, kver)
         hdr = Path("/lib/modules") / kver / "build"
         if not (root / "lib/modules" / kver / "build").exists() and hdr.is_symlink():

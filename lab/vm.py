@@ -38,10 +38,13 @@ from lab.image import Image, LabError, log, run
 
 REPO = Path(__file__).resolve().parent.parent
 GUEST = Path(__file__).resolve().parent / "guest"
+SITE = Path(__file__).resolve().parent / "site"
 UNIT = REPO / "contrib" / "systemd" / "hwmgr-verify.service"
 HOST_IP = "10.0.2.2"  # the host as QEMU user networking shows it to the guest
 FLOOR_MBPS = 100.0
 RECOMMENDED = "3.8.8_lab"  # the catalog's pick for 8086:10d3, so inventory has a verdict
+TRUSTED_BY_SITE = "3.8.7_lab"  # no checksum in the catalog: the guest trusts the obtained file
+VENDOR_URL = "http://downloads.vendor.invalid/e1000e"  # never resolves: the mirror must serve
 BOOT_TIMEOUT = 600.0
 JOBS_ENV, SMP_ENV, CPU_ENV = "HWMGR_LAB_JOBS", "HWMGR_LAB_SMP", "HWMGR_LAB_CPU"
 GUEST_FILES = ("init.sh", "lib.sh", "facts.py", "summary.py", "net.sh", "run-step.sh",
@@ -215,7 +218,13 @@ class Lab:
         return self
 
     def _catalog(self) -> dict[str, Any]:
-        """The bundled catalog plus the lab's e1000e releases (sha256/size of today's SRPMs)."""
+        """The bundled catalog plus the lab's e1000e releases (sha256/size of today's SRPMs).
+
+        TRUSTED_BY_SITE (3.8.7) is listed as the shipped catalog lists be2net 10.2.470.14: a
+        vendor URL and no checksum (`verified: false`), so the guest's first boot has to
+        `catalog trust` the SRPM an admin obtained. Its vendor host never resolves; the lab's
+        HTTP server is the site mirror (flat layout) the fetch goes to.
+        """
         base = json.loads((REPO / "catalogs" / "hwmgr-catalog.json").read_text())
         year, month = base["catalog_version"].split(".")[:2]
         base["catalog_version"] = f"{year}.{month}.900"
@@ -225,18 +234,30 @@ class Lab:
         for lv in srpms.VERSIONS:
             p = self.srpms[lv.version]
             data = p.read_bytes()
+            source: dict[str, Any] = {"type": "srpm", "url": f"{self.mirror}/{p.name}",
+                                      "allow_http": True,
+                                      "sha256": hashlib.sha256(data).hexdigest(),
+                                      "size": len(data)}
+            if lv.version == TRUSTED_BY_SITE:
+                source = {"type": "srpm", "url": f"{VENDOR_URL}/{p.name}", "allow_http": True,
+                          "verified": False,
+                          "notes": ["no checksum from the vendor: the site records one with "
+                                    "`hwmgr catalog trust` (issue 14)"]}
             versions[lv.version] = {
                 "status": "recommended" if lv.version == RECOMMENDED else "known-good",
                 "reason": f"lab release ({lv.note}); the catalog does not know it is broken"
                 if lv.broken else f"lab release ({lv.note})",
                 "evidence": "lab/srpms.py: Debian linux-source e1000e with a lab version string",
                 "kernels": ["6.1.0-*-amd64"],
-                "source": {"type": "srpm", "url": f"http://{HOST_IP}:{self.http_port}/{p.name}",
-                           "allow_http": True, "sha256": hashlib.sha256(data).hexdigest(),
-                           "size": len(data)},
+                "source": source,
             }
         base["drivers"]["e1000e"]["versions"] = versions
         return base
+
+    @property
+    def mirror(self) -> str:
+        """The site mirror as the guest sees it: the lab's HTTP server (flat layout)."""
+        return f"http://{HOST_IP}:{self.http_port}"
 
     def iperf_server(self) -> int:
         """Start one more iperf3 server on 127.0.0.1 (one per VM: iperf3 serves one client)."""
@@ -320,7 +341,7 @@ class VM:
             "on_failure": on_failure,  # reboot_command: hwmgr's default, systemctl reboot
             "throughput_peer": HOST_IP, "throughput_port": self.iperf_port,
             "throughput_floor_mbps": floor_mbps, "throughput_duration": 3,
-            "link_wait_seconds": 10,
+            "link_wait_seconds": 10, "mirror": lab.mirror,
         }
         self.boots: list[Boot] = []
         self._proc: subprocess.Popen | None = None
@@ -335,6 +356,10 @@ class VM:
         shutil.copytree(self.lab.pylib, d / "pylib")
         (d / "catalog").mkdir()
         shutil.copy2(self.lab.run_dir / "catalog.json", d / "catalog" / "lab.json")
+        shutil.copytree(SITE, d / "site")  # site catalog layers a step may install
+        # the vendor SRPM "the admin obtained" (scp'd onto the host), for `catalog trust`
+        (d / "obtained").mkdir()
+        shutil.copy2(self.lab.srpms[TRUSTED_BY_SITE], d / "obtained")
         (d / "drivers").mkdir()
         shutil.copytree(REPO / "drivers" / "e1000e", d / "drivers" / "e1000e")
         (d / "hwmgr.json").write_text(json.dumps(self.config, indent=1) + "\n")

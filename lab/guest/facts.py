@@ -64,12 +64,50 @@ def module(name):
             "modinfo": fields}
 
 
+def current(argv):
+    """`ethtool -g/-l` style output: {key: value} of its "Current hardware settings" part
+    (or the whole output, as for -a), lower-case keys."""
+    rc, out = sh(*argv)
+    if rc:
+        return None
+    part = out.split("Current hardware settings:")[-1]
+    return {k.strip().lower(): v.strip() for k, v in
+            (ln.split(":", 1) for ln in part.splitlines()[1:] if ":" in ln)}
+
+
+def settings(ifname):
+    """The NIC settings hwmgr may change, as ethtool and sysfs report them (not hwmgr)."""
+    rc, out = sh("ethtool", "-k", ifname)
+    pairs = [ln.split(":", 1) for ln in out.splitlines()[1:] if ":" in ln] if rc == 0 else []
+    feats = {k.strip(): v.split()[0] for k, v in pairs if v.strip()} if rc == 0 else None
+    rc, prop = sh("udevadm", "info", "-q", "property", f"/sys/class/net/{ifname}")
+    link = [ln.split("=", 1)[1] for ln in prop.splitlines() if ln.startswith("ID_NET_LINK_FILE=")]
+    return {"ring": current(["ethtool", "-g", ifname]),
+            "pause": current(["ethtool", "-a", ifname]),
+            "channels": current(["ethtool", "-l", ifname]),
+            "features": feats, "txqueuelen": read(f"/sys/class/net/{ifname}/tx_queue_len"),
+            "link_file": link[0] if link else None}
+
+
+def files(*dirs):
+    """{path: content} of the persistence files hwmgr may write (or restore)."""
+    found = {}
+    for d in dirs:
+        for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            found[f"{d}/{name}"] = read(f"{d}/{name}")
+    return found
+
+
 doc = {"kernel": os.uname().release, "pci": pci(),
        "modules": {m: module(m) for m in ("e1000e", "megaraid_sas")},
        "ethtool": {i: ethtool_i(i) for i in sorted(os.listdir("/sys/class/net")) if i != "lo"},
        "scsi_hosts": {h: read(f"/sys/class/scsi_host/{h}/proc_name")
                       for h in sorted(os.listdir("/sys/class/scsi_host"))}
        if os.path.isdir("/sys/class/scsi_host") else {}}
+doc["settings"] = {i: settings(i) for i in doc["ethtool"]}
+doc["sysctl"] = {n: read("/proc/sys/" + n.replace(".", "/")) for n in
+                 ("net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem")}
+doc["files"] = files("/etc/systemd/network", "/etc/sysctl.d")
 rc, out = sh("dkms", "status", "e1000e")
 doc["dkms_status"] = out.strip().splitlines() if rc == 0 else []
 rc, out = sh("dmesg")

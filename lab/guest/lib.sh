@@ -21,6 +21,8 @@ rec() {
 show() { echo "LAB-SHOW $*"; "$@" 2>&1 | sed 's/^/    /'; }
 # facts_end: the guest's view of the drivers now (after an upgrade, before its reboot)
 facts_end() { python3 /lab/facts.py "$OUT/facts-end.json" > /dev/null 2>> "$OUT/facts-end.err"; }
+# facts_as NAME: the same view now, as $OUT/facts-NAME.json (e.g. right after an apply)
+facts_as() { python3 /lab/facts.py "$OUT/facts-$1.json" > /dev/null 2>> "$OUT/facts-$1.err"; }
 # reboot_after: end this boot with a reboot (QEMU exits; the harness boots again)
 reboot_after() { echo "$(date -u +%FT%TZ) step script" > /run/lab-reboot-requested; }
 # mark_when_running PATTERN MARK [GLOB]: print "LAB-MARK MARK" once a process matching

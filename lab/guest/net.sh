@@ -9,6 +9,10 @@ say "udev coldplug done: $(ls /sys/class/net | tr '\n' ' ')"
 if [ -e /sys/class/net/eth0 ]; then
   ip addr add 10.0.2.15/24 dev eth0; ip link set eth0 up
 fi
+# netdevsim (built for the lab: Debian's kernel has none): a NIC without a PCI device whose
+# rings, pause and channels can be set; 4 queues. udev applies any matching .link file to it.
+modprobe netdevsim && echo "1 1 4" > /sys/bus/netdevsim/new_device && udevadm settle --timeout=30
+say "netdevsim: $(ls /sys/bus/netdevsim/devices/netdevsim1/net 2>/dev/null | tr '\n' ' ')"
 [ -x /lab/shape.sh ] && { say "shaping eth0: $(tail -1 /lab/shape.sh)"; /lab/shape.sh; }
 say "facts: $(python3 /lab/facts.py $OUT/facts-boot.json 2>$OUT/facts-boot.err)"
 exit 0

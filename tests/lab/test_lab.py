@@ -6,7 +6,10 @@ lab/guest/facts.py). The guest boots with systemd; boot-time verification is the
 hwmgr-verify.service. DKMS builds of e1000e cost about 260 CPU-seconds each under TCG, so
 the scenarios share boots and disks, and build each version once:
 
-  chain a: 1 inventory + upgrade 3.8.7 | 2 verify + upgrade 3.8.8 | 3 verify, rollback x2
+  chain a: 1 inventory, trust the obtained 3.8.7 SRPM, plan, upgrade 3.8.7 (issue 14)
+           | 2 verify + upgrade 3.8.8 | 3 verify, apply settings, rollback
+           | 4 verify; settings compliant after the reboot, revert, rollback to inbox
+           | 5 inbox verified; the original settings are back (issue 12)
   chain b (a's disk after boot 1): 4 3.8.7 verified; broken 3.8.9 → verify fails →
            auto-rollback → 3.8.7 verified
   chain c (a's disk after boot 2): 5 shaped link → throughput fails → auto-rollback once
@@ -18,6 +21,7 @@ chains share the rest. Boot 1 runs alone, so it gets every host CPU.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from typing import Any
 
@@ -79,6 +83,35 @@ def throughput_mbps(exp: dict[str, Any]) -> float:
     return float(got[0])
 
 
+# issue 14: 3.8.7 has no checksum in the catalog (as be2net 10.2.470.14 in the shipped one);
+# the admin obtained the SRPM, trusts it on purpose, and the fetch comes from the site mirror
+TRUST_STORY = (f"rec refused hwmgr plan upgrade e1000e --to {V1} --json\n"
+               f"rec trust hwmgr catalog trust e1000e {V1} --file /lab/obtained/*.src.rpm "
+               "--yes --json\nshow cat /etc/hwmgr/catalog.d/50-trusted.json\n"
+               f"rec plan hwmgr plan upgrade e1000e --to {V1} --json\n")
+# issue 12: the site states settings (lab/site/70-lab-settings.json) for the 82574L and for
+# netdevsim (no PCI device); apply in a#3, compliant after the reboot in a#4, then revert
+CHECK = "hwmgr check --layer settings,sysctl --json"
+APPLY = ("install -D -m644 /lab/site/70-lab-settings.json "
+         "/etc/hwmgr/catalog.d/70-lab-settings.json\n"
+         f"rec check-before {CHECK}\nrec apply-plan hwmgr apply --dry-run --json\n"
+         "show hwmgr apply --dry-run\nrec apply hwmgr apply --yes --json\n"
+         f"rec check-applied {CHECK}\nfacts_as applied\n")
+REVERT = (f"rec check-boot {CHECK}\nshow hwmgr check --layer settings,sysctl\n"
+          f"rec revert hwmgr revert --yes --json\nrec check-reverted {CHECK}\n"
+          "facts_as reverted\n")
+# issue 12's guard through a stack this host's kernel cannot build: the default route via a
+# VLAN on a bond whose member is eth1 (bonding and 8021q load in the guest)
+GUARD = ("modprobe bonding && modprobe 8021q\n"
+         "ip link add bond0 type bond mode active-backup && ip link set eth1 down\n"
+         "ip link set eth1 master bond0 && ip link set bond0 up\n"
+         "ip link add link bond0 name bond0.7 type vlan id 7 && ip link set bond0.7 up\n"
+         "ip addr add 192.0.2.2/24 dev bond0.7 && ip route add default via 192.0.2.1\n"
+         "rec guard hwmgr apply --interface eth1 --layer settings --yes --json\n"
+         "ip route del default; ip link del bond0.7; ip link set eth1 nomaster; "
+         "ip link del bond0\n")
+
+
 def step_upgrade(version: str) -> str:
     return (f"rec upgrade hwmgr upgrade e1000e --to {version} --yes --json\nfacts_end\n"
             "reboot_after")
@@ -102,6 +135,22 @@ PLAN_D = [("rec before hwmgr history e1000e --json\nshow hwmgr history e1000e --
            "rec recover hwmgr recover --json\nrec history hwmgr history e1000e --json\n"
            "reboot_after", {}),
           ("rec verify hwmgr verify --json\n" + HISTORY, {})]
+
+
+def nic_settings(facts: dict[str, Any], ifname: str) -> dict[str, Any]:
+    """One interface's settings as the guest's ethtool/sysfs/udev report them (facts.py)."""
+    s = facts["settings"][ifname]
+    feats, ring, pause = s["features"] or {}, s["ring"] or {}, s["pause"] or {}
+    return {"ring": (ring.get("rx"), ring.get("tx")), "pause": (pause.get("rx"), pause.get("tx")),
+            "channels": (s["channels"] or {}).get("combined"), "txqueuelen": s["txqueuelen"],
+            "gro": feats.get("generic-receive-offload"),
+            "tso": (feats.get("tcp-segmentation-offload"), feats.get("tx-tcp6-segmentation")),
+            "link_file": s["link_file"]}
+
+
+def drifted(doc: dict[str, Any]) -> set[tuple[str | None, str]]:
+    return {(f["interface"], f["item"]) for f in doc["data"]["findings"]
+            if f["status"] == "drift"}
 
 
 def guarded(chain: Chain, fn: Any) -> Any:
@@ -137,7 +186,9 @@ def test_1_inventory_in_the_guest(lab: Lab, chains: dict[str, Chain]) -> None:
     def run() -> Boot:
         a.vm = lab.vm("a")
         a.hold(lab)
-        return a.vm.boot("rec inventory hwmgr inventory --json\n" + step_upgrade(V1),
+        return a.vm.boot("rec inventory hwmgr inventory --json\n" + TRUST_STORY +
+                         step_upgrade(V1) + "\nrec upgrade-steps hwmgr history e1000e "
+                         "--steps --json",
                          timeout=BUILD_BOOT, slot=False, smp=lab.smp_alone)
 
     b = guarded(a, run)
@@ -162,6 +213,28 @@ def test_1_inventory_in_the_guest(lab: Lab, chains: dict[str, Chain]) -> None:
         "megaraid_sas"
     assert_inbox(versions(b, boot_time=True), kver, "a#1 before the upgrade")
     a.data["kver"] = kver
+
+
+@pytest.mark.timeout(60)
+def test_1b_site_trusts_the_obtained_srpm(lab: Lab, chains: dict[str, Chain]) -> None:
+    """Issue 14: no checksum → plan refuses; `catalog trust` of the obtained SRPM records it;
+    plan passes; the upgrade's fetch comes from the site mirror (the vendor host never
+    resolves in the guest). Its reboot and verify are scenario 2."""
+    b = chains["a"].data.get("boot1")
+    assert b is not None, "scenario 1 did not boot"
+    assert b.rc_of("refused") == 9, b.text("refused.err")
+    assert "is not verified (no known sha256/size)" in (b.text("refused.err") or "")
+    pkg = ok(b, "trust")["data"]["package"]
+    srpm = lab.srpms[V1].read_bytes()
+    assert (pkg["name"], pkg["version"], pkg["sha256"], pkg["size"]) == \
+        ("e1000e", V1, hashlib.sha256(srpm).hexdigest(), len(srpm)), pkg
+    assert ok(b, "plan")["data"]["to_version"] == V1
+    txn = ok(b, "upgrade")["data"]["transaction"]
+    (steps,) = [t["steps"] for t in ok(b, "upgrade-steps")["data"]["transactions"]
+                if t["id"] == txn["id"]]
+    fetch = steps[0]
+    assert fetch["name"] == "fetch" and fetch["data"]["origin"] == "mirror", fetch
+    assert fetch["data"]["sha256"] == pkg["sha256"], fetch
 
 
 @pytest.mark.timeout(BUILD_BOOT + 300)
@@ -218,8 +291,9 @@ def test_3_upgrade_again_then_rollback_twice(lab: Lab, chains: dict[str, Chain])
 
 
 def _rollbacks(a: Chain, kver: str) -> None:
-    b3 = guarded(a, lambda: a.vm.boot("rec rollback hwmgr rollback e1000e --yes --json\n"
+    b3 = guarded(a, lambda: a.vm.boot(APPLY + "rec rollback hwmgr rollback e1000e --yes --json\n"
                                       "reboot_after", slot=False))
+    a.data["boot3"] = b3
     assert_vendor(versions(b3, boot_time=True), V2, "a#3 after reboot")
     exp = expectation(b3)
     assert (exp["expected_version"], exp["status"]) == (V2, "verified"), exp["findings"]
@@ -227,7 +301,9 @@ def _rollbacks(a: Chain, kver: str) -> None:
     assert rb["plan"]["to_version"] == V1 and rb["transaction"]["state"] == "committed"
 
     b4 = guarded(a, lambda: a.vm.boot(
-        "rec rollback hwmgr rollback e1000e --to inbox --yes --json\nreboot_after", slot=False))
+        REVERT + "rec rollback hwmgr rollback e1000e --to inbox --yes --json\nreboot_after",
+        slot=False))
+    a.data["boot4"] = b4
     # the previous *vendor* version is back, not the inbox driver
     assert_vendor(versions(b4, boot_time=True), V1, "a#4 after the first rollback")
     exp = expectation(b4)
@@ -235,8 +311,11 @@ def _rollbacks(a: Chain, kver: str) -> None:
     rb = ok(b4, "rollback")["data"]
     assert rb["plan"]["to_version"] == "inbox" and rb["transaction"]["state"] == "committed"
 
-    b5 = guarded(a, lambda: a.vm.boot("rec history hwmgr history e1000e --json\n"
+    b5 = guarded(a, lambda: a.vm.boot(f"rec check-after {CHECK}\n" + GUARD +
+                                      "rec history hwmgr history e1000e --json\n"
+                                      "rec history-all hwmgr history --json\n"
                                       "show hwmgr history e1000e", slot=False))
+    a.data["boot5"] = b5
     assert_inbox(versions(b5, boot_time=True), kver, "a#5 after rollback to inbox")
     exp = expectation(b5)
     assert exp["kind"] == "rollback" and exp["status"] == "verified", exp["findings"]
@@ -358,3 +437,57 @@ def test_6_power_cut_during_dkms_install(lab: Lab, chains: dict[str, Chain]) -> 
     story = [(t["kind"], t["version"], t["state"])
              for t in reversed(ok(b2, "history")["data"]["transactions"])]
     assert story == [("upgrade", V1, "committed"), ("upgrade", V2, state)]
+
+
+# ----------------------------------------------------------------------------- chain a, issue 12
+@pytest.mark.timeout(60)
+def test_7_settings_apply_reboot_revert(lab: Lab, chains: dict[str, Chain]) -> None:
+    """Issue 12 on chain a's boots 3-5: apply → reboot → compliant (udev applied the .link
+    files, systemd-sysctl the sysctl.d file) → revert → reboot → the original settings."""
+    a = chains["a"]
+    b3, b4, b5 = (a.data.get(f"boot{n}") for n in (3, 4, 5))
+    assert b3 and b4 and b5, "chain a did not reach boot 5 (see scenario 3)"
+    before = {i: nic_settings(b3.boot_facts, i) for i in ("eth0", "eth1")}
+    assert before["eth0"]["ring"] == ("256", "256") and before["eth1"]["channels"] == "4"
+    want = {("eth0", "features.generic-receive-offload"),
+            ("eth0", "features.tcp-segmentation-offload"), ("eth0", "ring.rx"),
+            ("eth0", "ring.tx"), ("eth0", "txqueuelen"), ("eth1", "channels.combined"),
+            ("eth1", "pause.rx"), ("eth1", "pause.tx"), ("eth1", "ring.rx"),
+            ("eth1", "ring.tx"), ("eth1", "txqueuelen"), (None, "sysctl.net.core.rmem_max"),
+            (None, "sysctl.net.core.wmem_max")}
+    assert b3.rc_of("check-before") == 5 and drifted(b3.json("check-before.out")) == want
+    plan = ok(b3, "apply-plan")["data"]
+    assert {(c["interface"], c["item"]) for c in plan["changes"]} == want
+    assert all(c["persist"].get("backend") in ("systemd-link", "sysctl.d")
+               for c in plan["changes"]), plan["changes"]
+    assert ok(b3, "apply")["data"]["transaction"]["state"] == "committed"
+    assert ok(b3, "check-applied")["data"]["compliant"] is True
+
+    # after the reboot: udev and systemd-sysctl made it so, hwmgr did nothing this boot
+    after = {i: nic_settings(b4.boot_facts, i) for i in ("eth0", "eth1")}
+    assert after["eth0"] | {"channels": None, "pause": None} == {
+        "ring": ("1024", "1024"), "pause": None, "channels": None, "txqueuelen": "10000",
+        "gro": "off", "tso": ("off", "off"),
+        "link_file": "/etc/systemd/network/10-hwmgr-eth0.link"}, after["eth0"]
+    assert after["eth1"] | {"gro": None, "tso": None} == {
+        "ring": ("2048", "2048"), "pause": ("on", "on"), "channels": "2", "txqueuelen": "5000",
+        "gro": None, "tso": None, "link_file": "/etc/systemd/network/10-hwmgr-eth1.link"}
+    assert b4.boot_facts["sysctl"]["net.core.rmem_max"] == "4194304"
+    assert ok(b4, "check-boot")["data"]["compliant"] is True, b4.text("check-boot.out")
+    revert = ok(b4, "revert")["data"]
+    assert revert["transaction"]["state"] == "committed"
+    assert b4.rc_of("check-reverted") == 5
+    assert drifted(b4.json("check-reverted.out")) == want
+
+    # after the next reboot: exactly the original values, the persistence files as they were
+    assert {i: nic_settings(b5.boot_facts, i) for i in ("eth0", "eth1")} == before
+    assert b5.boot_facts["sysctl"] == b3.boot_facts["sysctl"]
+    assert b5.boot_facts["files"] == b3.boot_facts["files"]
+    assert drifted(b5.json("check-after.out")) == want
+    guard = b5.json("guard.out") or {}
+    assert b5.rc_of("guard") == 9, guard
+    assert "eth1 carries the default route via bond0.7" in str(guard.get("errors")), guard
+    kinds = [(t["kind"], t["state"]) for t in
+             reversed(ok(b5, "history-all")["data"]["transactions"])
+             if t["kind"] in ("apply", "revert")]
+    assert kinds == [("apply", "committed"), ("revert", "committed")], kinds
