@@ -287,3 +287,18 @@ def build_srpm_with_payload_name(
     srpm.write_bytes(blob)
     srpm.chmod(stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
     return srpm
+
+
+def corrupt_header_signature(src: Path, dest: Path) -> Path:
+    """Copy a signed SRPM with one byte of its header signature's MPI flipped (the key ID
+    packet before it stays readable): digests still OK, the signature BAD."""
+    blob = bytearray(src.read_bytes())
+    sig, sig_data, _ = _header(bytes(blob), 96)
+    tags = [t for t in (268, 267) if t in sig]  # RSAHEADER, DSAHEADER (EdDSA lands here)
+    if not tags:
+        raise FactoryError(f"{src} has no header signature")
+    _typ, doff, count = sig[tags[0]]
+    blob[sig_data + doff + count - 10] ^= 0xFF
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(bytes(blob))
+    return dest

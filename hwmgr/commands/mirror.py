@@ -1,4 +1,5 @@
-"""Fill an internal mirror directory from a connected machine: `hwmgr mirror sync DIR`."""
+"""Fill an internal mirror directory: `hwmgr mirror sync DIR` downloads on a connected machine,
+`hwmgr mirror sync DIR --from FILE` places files the admin already has (no network)."""
 
 from __future__ import annotations
 
@@ -15,31 +16,42 @@ EXAMPLES = """\
 examples:
   hwmgr mirror sync /srv/hwmgr-mirror                   every verified catalog source
   hwmgr mirror sync /srv/hwmgr-mirror --driver be2net --to 10.2.470.14
+  hwmgr mirror sync /srv/hwmgr-mirror --from be2net-10.2.470.14-1.src.rpm
+                                                        a file you have: no network
   then serve /srv/hwmgr-mirror with any HTTP server and set "mirror" in /etc/hwmgr/hwmgr.json
 layout: DIR/sha256/<sha256>/<file name> (like hwmgr's cache) and DIR/index.json
-exit codes: 0 synced, 3 nothing to sync / 404, 9 refused (checksum mismatch: nothing kept)
+exit codes: 0 synced, 3 nothing to sync / 404 / no such --from file, 9 refused (checksum
+            mismatch; a --from file whose sha256 no catalog source pins: nothing copied)
 """
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     s = sub.add_parser("sync", help="download verified catalog sources into DIR",
-                       description="Download every verified source into DIR (mirror layout).")
+                       description="Download every verified source into DIR (mirror layout); "
+                                   "with --from, copy the files given instead (no network).")
     s.add_argument("dir", metavar="DIR")
     s.add_argument("--driver")
     s.add_argument("--to", metavar="VERSION")
+    s.add_argument("--from", dest="from_files", action="append", metavar="FILE", type=Path,
+                   help="a vendor file you already have (repeatable): placed under the source "
+                        "whose pinned sha256 it has; one that matches none is refused")
     s.add_argument("--catalog", action="append", metavar="FILE", default=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     from hwmgr.catalog.load import load_catalog
-    from hwmgr.lifecycle.mirror import sync
+    from hwmgr.lifecycle.mirror import sync, sync_from
 
     dest = Path(args.dir)
     if dest.exists() and not dest.is_dir():
         raise BadInputError(f"{args.dir}: not a directory")
     catalog = load_catalog(getattr(args, "catalog", None), config=ctx.config)
-    data = sync(catalog, dest.resolve(), driver=args.driver, version=args.to)
+    if args.from_files:
+        data = sync_from(catalog, dest.resolve(), args.from_files, driver=args.driver,
+                         version=args.to)
+    else:
+        data = sync(catalog, dest.resolve(), driver=args.driver, version=args.to)
 
     def render(c: Any) -> None:
         for f in data["files"]:

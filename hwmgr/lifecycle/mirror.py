@@ -4,7 +4,9 @@ A mirror is a directory (or any HTTP server exporting one) laid out like hwmgr's
 `sha256/<hex>/<file name>` (a flat `<file name>` is accepted too). The site names it with
 `mirror` in the site config (`/etc/hwmgr/hwmgr.json`: an http(s) URL or a directory), with
 `--mirror`, or per source in a catalog layer (`source.mirrors`: full URLs of the file).
-`hwmgr mirror sync DIR` fills such a directory on a connected machine.
+`hwmgr mirror sync DIR` fills such a directory on a connected machine; `hwmgr mirror sync DIR
+--from FILE` from files the admin already has (no network), each placed under the sha256 a
+catalog source pins for it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 from urllib.parse import unquote, urlsplit
 
-from hwmgr.errors import HwmgrError
+from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
+from hwmgr.host.hashing import sha256_file
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.fetch import FetchResult, Progress, Source, fetch
@@ -101,9 +104,103 @@ def sync(catalog: Any, dest: Path, *, driver: str | None = None, version: str | 
     if driver and not done and not skipped:
         raise HwmgrError(f"nothing to sync for {driver}{' ' + version if version else ''}",
                          exit_code=3)
-    index = {"format": "hwmgr-mirror", "version": 1, "files": done}
-    local_host.write_bytes(f"{dest}/{INDEX}", (json.dumps(index, indent=1) + "\n").encode())
+    _write_index(local_host, dest, done)
     return {"dir": str(dest), "files": done, "skipped": skipped}
+
+
+def _write_index(local_host: Host, dest: Path, done: list[dict[str, Any]]) -> None:
+    """Write `dest/index.json`: this run's files, then earlier entries still on disk."""
+    files = list(done)
+    raw = local_host.read_bytes(f"{dest}/{INDEX}")
+    try:
+        old = json.loads(raw) if raw is not None else {}
+    except ValueError:
+        old = {}  # the index is a listing hwmgr rewrites, not an input: a garbled one goes
+    seen = {(f["driver"], f["version"]) for f in done}
+    for f in old.get("files", []) if isinstance(old, dict) else []:
+        if (isinstance(f, dict) and isinstance(f.get("path"), str)
+                and (f.get("driver"), f.get("version")) not in seen
+                and ".." not in Path(f["path"]).parts and (dest / f["path"]).is_file()):
+            files.append(f)
+    index = {"format": "hwmgr-mirror", "version": 1, "files": files}
+    local_host.write_bytes(f"{dest}/{INDEX}", (json.dumps(index, indent=1) + "\n").encode())
+
+
+def _sources(catalog: Any, driver: str | None, version: str | None
+             ) -> list[tuple[str, str, Mapping[str, Any]]]:
+    """(driver, version, source object) of every catalog source, or of the one named."""
+    out = []
+    for name in catalog.names():
+        if driver and name != driver:
+            continue
+        for ver, info in catalog.entry(name).get("versions", {}).items():
+            if info.get("source") and not (version and ver != version):
+                out.append((name, ver, info["source"]))
+    if driver and not out:
+        raise NotFoundError(f"nothing to sync for {driver}{' ' + version if version else ''}:"
+                            " no such source in the catalog")
+    return out
+
+
+def _pinned(raw: Mapping[str, Any]) -> str | None:
+    """The sha256 a source pins, or None when it is not verified."""
+    sha = raw.get("sha256")
+    return None if raw.get("verified") is False or not isinstance(sha, str) else sha.lower()
+
+
+def _no_match(path: Path, sha: str, sources: list[tuple[str, str, Mapping[str, Any]]],
+              named: bool) -> str:
+    """One line: FILE, its sha256, and what the sources it could be (same file name, or the
+    --driver/--to named) pin."""
+    def name(raw: Mapping[str, Any]) -> str:
+        return Source(str(raw.get("url", "")), "", 0, filename=raw.get("filename")).name()
+
+    near = [s for s in sources if name(s[2]) == path.name] or (sources if named else [])
+    unpinned = "no sha256 (not verified: run hwmgr catalog trust first)"
+    pins = ", ".join(f"{d} {v} expects {_pinned(raw) or unpinned}" for d, v, raw in near)
+    what = f"; {pins}" if pins else (" (no catalog source is named like it; name one with "
+                                     "--driver/--to)")
+    return (f"{path}: sha256 {sha} matches no pinned catalog source{what}; nothing copied "
+            "into the mirror")
+
+
+def sync_from(catalog: Any, dest: Path, files: Sequence[Path], *, driver: str | None = None,
+              version: str | None = None) -> dict[str, Any]:
+    """Place files the admin already has into `dest` (mirror layout, no network): each under
+    every source whose pinned sha256 it has. All files are checked before anything is
+    copied; one that matches no pinned source is refused (exit 9) and nothing changes."""
+    dest = dest.absolute()
+    sources = _sources(catalog, driver, version)
+    plan = []
+    for path in files:
+        path = Path(path).absolute()
+        if not path.exists():
+            raise NotFoundError(f"{path}: no such file")
+        if not path.is_file():
+            raise BadInputError(f"{path}: not a regular file")
+        sha, size = sha256_file(path), path.stat().st_size
+        hits = [(d, v, raw) for d, v, raw in sources if _pinned(raw) == sha]
+        if not hits:
+            raise RefusedError(_no_match(path, sha, sources, bool(driver)))
+        for d, v, raw in hits:
+            src = Source.from_catalog(raw, where=f"{d} {v} source")
+            if src.size != size:
+                raise RefusedError(f"{path}: sha256 matches {d} {v}, but its size is {size} "
+                                   f"bytes, not the pinned {src.size}; nothing copied")
+            plan.append((path, d, v, src))
+    local_host = Host("/", SubprocessRunner(), writable=[str(dest)])  # only the dir named
+    local_host.makedirs(str(dest))
+    done = []
+    for path, d, v, src in plan:
+        rel = f"sha256/{src.sha256.lower()}/{src.name()}"
+        local_host.copy_in(path, f"{dest}/{rel}", mode=0o644)
+        if sha256_file(dest / rel) != src.sha256.lower():  # the file changed under us
+            local_host.remove(f"{dest}/{rel}")
+            raise RefusedError(f"{path}: changed while it was copied into {dest}; removed")
+        done.append({"driver": d, "version": v, "sha256": src.sha256.lower(),
+                     "size": src.size, "path": rel, "url": src.url, "origin": "file"})
+    _write_index(local_host, dest, done)
+    return {"dir": str(dest), "files": done, "skipped": []}
 
 
 def source_mirrors(raw: Mapping[str, Any]) -> list[str]:

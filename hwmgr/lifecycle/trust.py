@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -19,13 +18,11 @@ from typing import Any, Mapping
 from hwmgr.errors import BadInputError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.seam import Host
+from hwmgr.lifecycle.signature import header_key_id, same_key, verify_in_keyring
 from hwmgr.lifecycle.srpm import RPM_TIMEOUT, inspect_srpm
 
 TRUST_FILE = "50-trusted.json"
-_EXTRA_QUERY = ("%{VENDOR}\\n%{BUILDHOST}\\n"
-                "%|DSAHEADER?{%{DSAHEADER:pgpsig}}:{%|RSAHEADER?{%{RSAHEADER:pgpsig}}:"
-                "{(none)}|}|\\n")
-_KEY_ID = re.compile(r"Key ID ([0-9a-fA-F]{8,40})")
+_EXTRA_QUERY = "%{VENDOR}\\n%{BUILDHOST}\\n"
 
 
 @dataclass
@@ -60,10 +57,9 @@ def inspect_package(host: Host, pkg: Path) -> PackageFacts:
     info = inspect_srpm(host, pkg)
     res = host.run(["rpm", "-qp", "--nosignature", "--qf", _EXTRA_QUERY, str(pkg)],
                    timeout=RPM_TIMEOUT)
-    lines = (res.stdout.split("\n") + ["", "", ""])[:3] if res.ok else ["", "", ""]
-    key = _KEY_ID.search(lines[2])
+    lines = (res.stdout.split("\n") + ["", ""])[:2] if res.ok else ["", ""]
     return PackageFacts(Path(pkg), info.name, info.version, info.release, _none(lines[0]),
-                        _none(lines[1]), key.group(1).lower() if key else None,
+                        _none(lines[1]), header_key_id(host, Path(pkg)),
                         sha256_file(pkg), Path(pkg).stat().st_size, [f.name for f in info.files])
 
 
@@ -87,6 +83,31 @@ def check_published(sha256: str | None, size: int | None, facts: PackageFacts) -
                            f"is {size}; not recorded")
 
 
+def check_signing(host: Host, facts: PackageFacts, where: str, *, pinned: str | None,
+                  pinned_in: str | None, require: bool, state_dir: str) -> None:
+    """Refuse (exit 9) a package the catalog's pinned key or --require-signature rules out,
+    and a signed one whose signature does not verify with hwmgr's keyring: what is recorded
+    is what `fetch`/`upgrade` will check again."""
+    name, key = facts.path.name, facts.signing_key
+    pin = f"{pinned} (pinned for {where} in {pinned_in or 'the catalog'})"
+    if pinned and key is None:
+        raise RefusedError(f"{name}: not signed, but the catalog requires a signature by key "
+                           f"{pin}; not recorded")
+    if pinned and key and not same_key(key, pinned):
+        raise RefusedError(f"{name}: signed by key {key}, but the catalog requires key {pin}; "
+                           "not recorded")
+    if require and key is None:
+        raise RefusedError(f"{name}: not signed, and --require-signature was given for "
+                           f"{where}; not recorded")
+    if key is None:
+        return
+    try:
+        verify_in_keyring(host, facts.path, state_dir, key)
+    except RefusedError as exc:
+        exc.message = f"{exc.message}; not recorded"
+        raise
+
+
 def site_layer(driver: str, version: str, facts: PackageFacts, source: Mapping[str, Any],
                today: str | None = None) -> dict[str, Any]:
     """The site-catalog JSON that records this package as the version's trusted source."""
@@ -97,8 +118,8 @@ def site_layer(driver: str, version: str, facts: PackageFacts, source: Mapping[s
             + (f"signed by key {facts.signing_key}" if facts.signing_key else "unsigned"))
     src: dict[str, Any] = {"sha256": facts.sha256, "size": facts.size, "verified": True,
                            "notes": [note]}
-    if facts.signing_key:
-        src["signing_key"] = facts.signing_key
+    if facts.signing_key:  # a key the catalog pinned stays as written (it may be longer)
+        src["signing_key"] = source.get("signing_key") or facts.signing_key
     if not source.get("filename") and not str(source.get("url", "")).endswith(facts.path.name):
         src["filename"] = facts.path.name
     return {"drivers": {driver: {"versions": {version: {"source": src}}}}}

@@ -25,6 +25,9 @@ def add_actions(sub: Any, common: Callable[[], argparse.ArgumentParser]) -> None
     t.add_argument("--file", required=True, metavar="PKG", help="the vendor source RPM")
     t.add_argument("--sha256", help="checksum published elsewhere (the file must match)")
     t.add_argument("--size", type=int, help="size published elsewhere (the file must match)")
+    t.add_argument("--require-signature", action="store_true",
+                   help="refuse an unsigned package (a signed one is always checked against "
+                        "hwmgr's rpm keyring)")
     t.add_argument("--yes", "-y", action="store_true", help="record without asking")
     u = sub.add_parser("update", parents=[common()], help="install a signed catalog from a URL",
                        description="Download URL and URL.asc, verify with gpgv against "
@@ -89,6 +92,12 @@ def _trust(args: argparse.Namespace, ctx: Any, loc: Any) -> Outcome:
     facts = trust.inspect_package(local_host, Path(args.file))
     trust.check_match(facts, args.driver, args.version, recipe.srpm_name)
     trust.check_published(args.sha256, args.size, facts)
+    pinned = info["source"].get("signing_key")
+    pinned_in = cat.provenance.of(("drivers", args.driver, "versions", args.version, "source",
+                                   "signing_key")) if pinned else None
+    trust.check_signing(local_host, facts, f"{args.driver} {args.version}", pinned=pinned,
+                        pinned_in=str(pinned_in) if pinned_in else None,
+                        require=args.require_signature, state_dir=ctx.config.state_dir)
     layer = trust.site_layer(args.driver, args.version, facts, info["source"])
     data: dict[str, Any] = {"package": facts.as_dict(), "layer": layer,
                             "site_file": str(loc.site_dir / trust.TRUST_FILE), "recorded": False}
@@ -108,9 +117,10 @@ def _trust(args: argparse.Namespace, ctx: Any, loc: Any) -> Outcome:
             local_host.write_bytes(target, before)
         raise
     data["recorded"] = True
+    signed = f", signing key {facts.signing_key}" if facts.signing_key else ""
     return Outcome(NAME, data=data, render=lambda c: c.print(
-        f"recorded {args.driver} {args.version}: sha256 {facts.sha256}, {facts.size} bytes "
-        f"in {data['site_file']}", markup=False, soft_wrap=True))
+        f"recorded {args.driver} {args.version}: sha256 {facts.sha256}, {facts.size} bytes"
+        f"{signed} in {printable(data['site_file'])}", markup=False, soft_wrap=True))
 
 
 def _show_facts(facts: Any) -> None:
