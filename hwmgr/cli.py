@@ -99,6 +99,10 @@ def _parser_class() -> type[argparse.ArgumentParser]:
             def error(self, message: str) -> None:  # type: ignore[override]
                 raise UsageError(message)
 
+            def _get_formatter(self) -> argparse.HelpFormatter:
+                # argparse's own width, without its `import shutil` (bz2, lzma: ~4 ms)
+                return self.formatter_class(prog=self.prog, width=_columns() - 2)
+
         _Parser = Parser
     return _Parser
 
