@@ -45,6 +45,27 @@ def asdict(obj: object) -> dict[str, object]:
     return out
 
 
+class _StdFields:
+    """`__dataclass_fields__` built on first access, so the stdlib's `asdict`, `fields`,
+    `replace` and `is_dataclass` (by then imported by whoever calls them) accept these
+    classes, also nested inside real dataclasses."""
+
+    def __get__(self, obj: object, owner: type) -> dict[str, object]:
+        import dataclasses
+
+        out = {}
+        for spec in owner.__value_fields__:  # type: ignore[attr-defined]
+            kw = {k: v for k, v in (("default", spec.default),
+                                     ("default_factory", spec.default_factory))
+                  if v is not _MISSING}
+            std = dataclasses.field(hash=spec.hash, **kw)  # type: ignore[call-overload]
+            std.name = spec.name
+            std.type = owner.__annotations__.get(spec.name)
+            std._field_type = dataclasses._FIELD  # type: ignore[attr-defined]  # noqa: SLF001
+            out[spec.name] = std
+        return out
+
+
 def dataclass(cls: type | None = None, *, frozen: bool = False) -> object:
     """Decorate `cls` (optionally `frozen`) as `dataclasses.dataclass` would."""
     if cls is None:
@@ -104,6 +125,7 @@ def _build(cls: type, frozen: bool) -> type:
     cls.__repr__ = __repr__  # type: ignore[assignment, method-assign]
     cls.__eq__ = __eq__  # type: ignore[assignment, method-assign]
     cls.__value_fields__ = tuple(specs)  # type: ignore[attr-defined]
+    cls.__dataclass_fields__ = _StdFields()  # type: ignore[attr-defined]
     if frozen:
         def __hash__(self: object) -> int:  # noqa: N807
             return hash(tuple(getattr(self, n) for n in hashed))

@@ -68,6 +68,21 @@ def test_fields_and_asdict() -> None:
     assert valueclass.asdict(b)["tags"] is not b.tags
 
 
+def test_the_stdlib_helpers_accept_them() -> None:
+    """Code elsewhere calls dataclasses.asdict/replace on these (also nested in a dataclass)."""
+    _std, ours = _pair(False)
+    b = ours("a", 2, ["t"])
+    assert dataclasses.is_dataclass(b)
+    assert dataclasses.asdict(b) == {"name": "a", "size": 2, "tags": ["t"], "parts": {}}
+    assert dataclasses.replace(b, size=5) == ours("a", 5, ["t"])
+
+    @dataclasses.dataclass
+    class Outer:
+        inner: object
+
+    assert dataclasses.asdict(Outer(b)) == {"inner": dataclasses.asdict(b)}
+
+
 def test_start_up_path_does_not_import_dataclasses() -> None:
     """The inventory's modules use valueclass: importing them leaves dataclasses out."""
     import subprocess
