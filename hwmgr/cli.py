@@ -7,17 +7,22 @@ when used, so `hwmgr --help` and everyday commands stay fast.
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import sys
-from typing import Any, Sequence
 
 from hwmgr import __version__
 from hwmgr.errors import EXIT_INTERNAL, EXIT_USAGE, HwmgrError, UsageError
 
-# Start-up time: `hwmgr --help` imports nothing more than the above (json, dataclasses, the
-# host seam and the verb's own modules are imported once a verb runs).
+TYPE_CHECKING = False  # typing itself costs ~3 ms of start-up; annotations only need it here
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any, Sequence
+
+# Start-up time: `hwmgr --help` imports nothing more than the above; argparse (with re, enum,
+# gettext), json, the host seam and the verb's own modules are imported once a verb runs.
+DESCRIPTION = "Vendor-aware hardware inventory and driver lifecycle manager."
+EPILOG = ("Run 'hwmgr VERB --help' for a verb's options and examples. "
+          "Exit codes are listed in README.md.")
 
 # verb -> (module, one-line help). Order is the order shown in --help.
 VERBS: dict[str, tuple[str, str]] = {
@@ -83,35 +88,51 @@ class Context:
         self._cleanup.clear()
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises UsageError instead of exiting, so errors stay one line."""
+def _parser_class() -> type[argparse.ArgumentParser]:
+    """argparse that raises UsageError instead of exiting, so errors stay one line (built on
+    first use: argparse is not imported for `hwmgr --help`)."""
+    global _Parser
+    if _Parser is None:
+        import argparse
 
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(message)
+        class Parser(argparse.ArgumentParser):
+            def error(self, message: str) -> None:  # type: ignore[override]
+                raise UsageError(message)
+
+            def _get_formatter(self) -> argparse.HelpFormatter:
+                # argparse's own width, without its `import shutil` (bz2, lzma: ~4 ms)
+                return self.formatter_class(prog=self.prog, width=_columns() - 2)
+
+        _Parser = Parser
+    return _Parser
+
+
+_Parser: type[argparse.ArgumentParser] | None = None
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="hwmgr",
-        description="Vendor-aware hardware inventory and driver lifecycle manager.",
-        epilog="Run 'hwmgr VERB --help' for a verb's options and examples. "
-        "Exit codes are listed in README.md.",
-    )
+    """The top-level parser: only for `hwmgr` without a verb (usage, --version, errors)."""
+    import argparse
+
+    parser = _parser_class()(prog="hwmgr", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"hwmgr {__version__}")
     parser.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
-    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_parser_class())
     for verb, (_modname, helptext) in VERBS.items():
         sub.add_parser(verb, help=helptext, add_help=False)
     return parser
 
 
 def _verb_parser(verb: str) -> tuple[argparse.ArgumentParser, Any]:
+    import argparse
+    import importlib
+
     from hwmgr.ui.options import common_options
 
     modname, helptext = VERBS[verb]
     mod = importlib.import_module(modname)
     parents = list(getattr(mod, "option_parents", lambda: [common_options()])())
-    p = _Parser(
+    p = _parser_class()(
         prog=f"hwmgr {verb}",
         description=mod.__doc__.strip().splitlines()[0] if mod.__doc__ else helptext,
         epilog=getattr(mod, "EXAMPLES", None),
@@ -130,13 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     verb = "hwmgr"
     ctx: Context | None = None
     try:
-        top = build_parser()
         # split off the verb so each verb module is imported only when used
         idx = next((i for i, a in enumerate(argv) if a in VERBS), None)
         if idx is None:
-            top.parse_args(argv)  # handles --version / --help / unknown verbs
-            top.print_help(sys.stderr)
-            return EXIT_USAGE
+            return _no_verb(argv)
         verb = argv[idx]
         # `hwmgr --json inventory` means `hwmgr inventory --json`: the verbs share these options
         head = [a for a in argv[:idx] if a != "--debug"]
@@ -171,6 +189,88 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if ctx is not None:
             ctx.close()
+
+
+def _no_verb(argv: list[str]) -> int:
+    """`hwmgr`, `hwmgr --help`, `hwmgr --version`, or an unknown verb; the common three
+    without argparse (the same text, see `top_help`), anything else through it."""
+    if argv == ["--version"]:
+        print(f"hwmgr {__version__}")
+        return 0
+    if argv in ([], ["-h"], ["--help"]):
+        text = top_help(_columns())
+        if text is not None:
+            (sys.stdout if argv else sys.stderr).write(text)
+            return 0 if argv else EXIT_USAGE
+    top = build_parser()
+    top.parse_args(argv)  # handles --version / --help / unknown verbs
+    top.print_help(sys.stderr)
+    return EXIT_USAGE
+
+
+def _columns() -> int:
+    """The terminal width exactly as argparse gets it (shutil.get_terminal_size)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return columns
+
+
+def top_help(columns: int) -> str | None:
+    """`hwmgr --help` as argparse prints it for a terminal `columns` wide, without importing
+    argparse (~10 ms of a 40 ms start); None below 40 columns, where argparse lays it out
+    differently (tests/test_cli.py compares both at every width from 40 to 300)."""
+    width = columns - 2  # argparse's HelpFormatter width
+    if width < 38:
+        return None
+    col = 18  # help column: the longest verb ("collect-script", 14) + indents, capped at 24
+    out = ["usage: hwmgr [-h] [--version] VERB ...", "", *_wrap(DESCRIPTION, width), "",
+           "positional arguments:", "  VERB"]
+    rows = [(f"    {v}", h) for v, (_m, h) in VERBS.items()]
+    rows += [("  -h, --help", "show this help message and exit"),
+             ("  --version", "show program's version number and exit")]
+    for i, (head, text) in enumerate(rows):
+        if i == len(VERBS):
+            out += ["", "options:"]
+        lines = _wrap(text, width - col)
+        if len(head) + 2 <= col:
+            out.append(head.ljust(col) + lines[0])
+        else:
+            out += [head, " " * col + lines[0]]
+        out += [" " * col + line for line in lines[1:]]
+    out += ["", *_wrap(EPILOG, width)]
+    return "\n".join(out) + "\n"
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """textwrap.wrap for the fixed help texts: greedy, breaking at spaces and after a hyphen
+    between letters ("Vendor-aware"), as textwrap does; no word here is longer than `width`."""
+    chunks: list[str] = []
+    for n, word in enumerate(text.split()):
+        if n:
+            chunks.append(" ")
+        start = 0
+        for i in range(2, len(word) - 2):
+            if (word[i] == "-" and word[i - 2:i].isalpha() and word[i + 1:i + 3].isalpha()):
+                chunks.append(word[start:i + 1])
+                start = i + 1
+        chunks.append(word[start:])
+    lines: list[str] = []
+    line = ""
+    for chunk in chunks:
+        if len(line) + len(chunk) > width:
+            lines.append(line.rstrip(" "))
+            line = "" if chunk == " " else chunk
+        else:
+            line += chunk
+    lines.append(line.rstrip(" "))
+    return lines
 
 
 def _fail(verb: str, message: str, code: int, want_json: bool, debug: bool) -> int:

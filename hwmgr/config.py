@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from hwmgr.errors import BadInputError
 from hwmgr.host.seam import Host
+from hwmgr.valueclass import asdict, dataclass, field, fields
 
 DEFAULT_CONFIG = "/etc/hwmgr/hwmgr.json"
 DEFAULT_STATE_DIR = "/var/lib/hwmgr"
@@ -165,7 +165,7 @@ def _check(key: str, value: Any, where: str) -> Any:
     return value
 
 
-KNOWN_KEYS = tuple(k for k in SiteConfig.__dataclass_fields__ if k != "source")
+KNOWN_KEYS = tuple(k for k in (f.name for f in fields(SiteConfig)) if k != "source")
 
 
 def parse_config(raw: bytes, where: str) -> SiteConfig:

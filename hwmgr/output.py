@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
+
+from hwmgr.valueclass import dataclass, field
 
 JSON_FORMAT_VERSION = 1
 

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence, Union
 
@@ -33,6 +32,7 @@ from hwmgr.catalog.validate import (  # noqa: F401 - json_path, MAX_FILE_BYTES: 
 from hwmgr.catalog.verdict import _kernel_ok, decide
 from hwmgr.config import current
 from hwmgr.errors import BadInputError, NotFoundError, VersionError
+from hwmgr.valueclass import dataclass, field
 
 PathLike = Union[str, "os.PathLike[str]"]
 

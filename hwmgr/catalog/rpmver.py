@@ -7,10 +7,10 @@ to one job; the ASCII helpers here are shared by the other schemes.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Optional
 
 from hwmgr.errors import VersionError
+from hwmgr.valueclass import dataclass
 
 
 def shown(raw: object, limit: int = 60) -> str:

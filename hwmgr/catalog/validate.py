@@ -11,7 +11,6 @@ errors naming the file. The JSON Schema itself is applied by `hwmgr.catalog` (ca
 
 from __future__ import annotations
 
-import datetime
 import json
 import math
 import os
@@ -226,6 +225,8 @@ def glob_problem(glob: str) -> str | None:
 
 
 def _date_problem(text: str) -> str | None:
+    import datetime  # only a catalog that is not in the validation cache gets here
+
     try:
         datetime.date.fromisoformat(text)
     except ValueError:

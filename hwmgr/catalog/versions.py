@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Union
 
 from hwmgr.catalog.rpmver import (
@@ -34,6 +33,7 @@ from hwmgr.catalog.rpmver import (
     vercmp_raw,
 )
 from hwmgr.errors import VersionError
+from hwmgr.valueclass import dataclass, field
 
 __all__ = [
     "EVR",

@@ -10,13 +10,12 @@ keeps every call, so `hwmgr snapshot` can store exactly what the tool ran.
 from __future__ import annotations
 
 import os
-import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Protocol, Sequence
 
 from hwmgr.errors import BadInputError
 from hwmgr.output import printable
+from hwmgr.valueclass import dataclass, field
 
 RC_NOT_AVAILABLE = 127
 RC_TIMEOUT = 124
@@ -94,6 +93,8 @@ class SubprocessRunner:
         full_env.update(env or {})
         full_env["LC_ALL"] = "C"
         full_env.pop("LANGUAGE", None)
+        import subprocess  # here, not at import: a snapshot's replayed run never needs it
+
         try:
             proc = subprocess.run(  # noqa: S603 - argv list, never a shell
                 args,

@@ -12,12 +12,12 @@ import errno
 import os
 import re
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 from hwmgr.host.runner import DEFAULT_TIMEOUT, Result, Runner
 from hwmgr.host.writes import LIVE_WRITABLE, Writes, fsync_dir
+from hwmgr.valueclass import dataclass, field
 
 __all__ = ["Host", "Recorder", "fsync_dir"]
 

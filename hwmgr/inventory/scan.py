@@ -7,10 +7,10 @@ that cannot be read is `None` ("unknown"); nothing is invented.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from hwmgr.host.seam import Host
+from hwmgr.valueclass import dataclass, field
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 _ADDR = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
