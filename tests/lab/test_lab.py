@@ -222,8 +222,9 @@ def test_1b_site_trusts_the_obtained_srpm(lab: Lab, chains: dict[str, Chain]) ->
     resolves in the guest). Its reboot and verify are scenario 2."""
     b = chains["a"].data.get("boot1")
     assert b is not None, "scenario 1 did not boot"
-    assert b.rc_of("refused") == 9, b.text("refused.err")
-    assert "is not verified (no known sha256/size)" in (b.text("refused.err") or "")
+    refused = b.json("refused.out") or {}
+    assert b.rc_of("refused") == 9, refused
+    assert "is not verified (no known sha256/size)" in str(refused.get("errors")), refused
     pkg = ok(b, "trust")["data"]["package"]
     srpm = lab.srpms[V1].read_bytes()
     assert (pkg["name"], pkg["version"], pkg["sha256"], pkg["size"]) == \
