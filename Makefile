@@ -55,7 +55,7 @@ demo: apt-run venv
 # --- tests ----------------------------------------------------------------------------
 test: apt-test venv
 	$(BIN)/ruff check hwmgr tests bench
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	scripts/run-tests $(BIN)/python $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/ruff check hwmgr tests bench
