@@ -23,7 +23,18 @@ def _config(vendor: str, device: str, svendor: str, sdevice: str, cls: str, rev:
     return head.ljust(64, b"\0")
 
 
-def _function(root: Path, addr: str, spec: tuple[str, ...], ifname: str) -> Path:
+def uevent(addr: str, spec: tuple[str, ...]) -> str:
+    """The function's `uevent` as the kernel writes it (dev_uevent + pci_uevent)."""
+    vendor, device, svendor, sdevice, cls, _, driver, _ = (s.upper() for s in spec)
+    return (
+        f"DRIVER={spec[6]}\nPCI_CLASS={int(cls, 16):04X}\nPCI_ID={vendor}:{device}\n"
+        f"PCI_SUBSYS_ID={svendor}:{sdevice}\nPCI_SLOT_NAME={addr}\n"
+        f"MODALIAS=pci:v0000{vendor}d0000{device}sv0000{svendor}sd0000{sdevice}"
+        f"bc{cls[0:2]}sc{cls[2:4]}i{cls[4:6]}\n"
+    )
+
+
+def _function(root: Path, addr: str, spec: tuple[str, ...], ifname: str, ue: bool) -> Path:
     vendor, device, svendor, sdevice, cls, rev, driver, _ = spec
     d = root / "sys/bus/pci/devices" / addr
     d.mkdir(parents=True)
@@ -34,6 +45,8 @@ def _function(root: Path, addr: str, spec: tuple[str, ...], ifname: str) -> Path
         ("current_link_speed", "5.0 GT/s PCIe"), ("current_link_width", "8"),
     ):
         (d / name).write_text(value + "\n")
+    if ue:
+        (d / "uevent").write_text(uevent(addr, spec))
     (d / "config").write_bytes(_config(vendor, device, svendor, sdevice, cls, rev))
     os.symlink(f"../../../bus/pci/drivers/{driver}", d / "driver")
     (d / "net" / ifname).mkdir(parents=True)
@@ -45,20 +58,21 @@ def _function(root: Path, addr: str, spec: tuple[str, ...], ifname: str) -> Path
     return d
 
 
-def build(root: Path, pfs: int = 64, vfs_per_pf: int = 15) -> int:
-    """Write the tree under `root`; returns the number of PCI functions."""
+def build(root: Path, pfs: int = 64, vfs_per_pf: int = 15, ue: bool = True) -> int:
+    """Write the tree under `root`; returns the number of PCI functions. `ue=False` leaves
+    out the `uevent` files, like snapshots taken before hwmgr read them."""
     index, count = [], 0
     (root / "commands").mkdir(parents=True)
     for i in range(pfs):
         bus, dom = 0x10 + i % 240, 2 * (i // 240)  # PFs on even domains, their VFs on odd
         pf_addr = f"{dom:04x}:{bus:02x}:00.0"
-        pf = _function(root, pf_addr, PF, f"p{i}")
+        pf = _function(root, pf_addr, PF, f"p{i}", ue)
         (pf / "sriov_totalvfs").write_text("63\n")
         (pf / "sriov_numvfs").write_text(f"{vfs_per_pf}\n")
         specs = [(pf_addr, PF, f"p{i}")]
         for v in range(vfs_per_pf):
             vf_addr = f"{dom + 1:04x}:{bus:02x}:{0x10 + v // 8:02x}.{v % 8}"
-            vf = _function(root, vf_addr, VF, f"p{i}v{v}")
+            vf = _function(root, vf_addr, VF, f"p{i}v{v}", ue)
             os.symlink(f"../{vf_addr}", pf / f"virtfn{v}")
             os.symlink(f"../{pf_addr}", vf / "physfn")
             specs.append((vf_addr, VF, f"p{i}v{v}"))

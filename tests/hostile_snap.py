@@ -50,6 +50,7 @@ OUTPUT = "commands/ethtool-i-eth2.txt"
 FILE_LOCS: list[tuple[str, bool | None]] = [
     ("snapshot.json", True), ("commands/index.json", None), (OUTPUT, True),
     (f"{DEV}/vendor", False), (f"{DEV}/class", False), (f"{DEV}/driver", False),
+    (f"{DEV}/uevent", False),
     ("sys/class/net/eth2/speed", False), ("sys/module/be2net/version", False),
     ("proc/net/route", False), ("proc/sys/kernel/osrelease", False),
     (EXPECT, None), (JOURNAL, None), (CONFIG, None),
@@ -391,6 +392,8 @@ def control_cases(tar: bool = False) -> list[Case]:
                                    f"firmware-version: {c}\nbus-info: 0000:02:00.0\n".encode()),
              False),
             ("vendor-attr", put(f"{DEV}/vendor", f"0x19a2{c}\n".encode()), False),
+            ("uevent", put(f"{DEV}/uevent", f"DRIVER=be2net{c}\nPCI_CLASS=20000\nPCI_ID="
+                           f"19A2:0710\nPCI_SUBSYS_ID=10DF:E70B\nX={c}\n".encode()), False),
             ("module-version", put("sys/module/be2net/version", f"4.1{c}\n".encode()), False),
         ]
         if "\x00" not in c:  # a file name cannot hold NUL
@@ -506,6 +509,9 @@ def misc_cases(tar: bool = False) -> list[Case]:
         ("device-file", put(DEV, b"x"), False, ()),
         ("attr-2MB", put(f"{DEV}/vendor", b"0x19a2" + b" " * (2 << 20)), False, ()),
         ("net-file", put("sys/class/net/eth2", b"x"), False, ()),
+        ("uevent-2MB", put(f"{DEV}/uevent", b"PCI_ID=19A2:0710\n" * (2 << 17)), False, ()),
+        ("uevent-binary", put(f"{DEV}/uevent", bytes(range(256)) * 8), False, ()),
+        ("uevent-dir", put(f"{DEV}/uevent", DIR), False, ()),
         ("many-devices", _many_devices(3000), False, ()),
         ("long-name", put(f"sys/bus/pci/devices/{'0' * 250}", DIR), False, ()),
         ("deep-dirs", put("sys/bus/pci/devices/" + "/".join(["d"] * 400), DIR), None, ()),

@@ -284,3 +284,52 @@ def test_read_attrs_answers_like_read_attr(tmp_path: Path, mode: str) -> None:
     if mode != "live":
         assert got["abs_escape"] is None and got["rel_escape"] is None  # not this machine's
     assert h.read_attrs("/no/such/dir", ["vendor"]) == {"vendor": None}
+
+
+@pytest.mark.timeout(20)
+def test_a_snapshot_steps_through_links_by_its_listings_and_stays_inside(
+        tmp_path: Path) -> None:
+    """A static snapshot learns each path step's type from its parent's listing (d_type), not
+    an lstat: absolute links are still re-rooted, '..' clamped, loops unknown, FIFOs unread."""
+    root = tmp_path / "root"
+    h = make_tree(root)
+    h.meta = {"hostname": "h"}
+    dev = root / "sys/devices/pci0000:00/0000:00:03.0"
+    os.mkfifo(dev / "fifo")
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/passwd").write_text("outside\n")
+    for _ in range(2):  # cold, then from the cached listings
+        assert h.read_attr("/sys/bus/pci/devices/abs/vendor") == "0x8086"
+        assert h.read_bytes("/sys/bus/pci/devices/0000:00:03.0/vendor") == b"0x8086\n"
+        assert h.read_attr("/sys/bus/pci/devices/escape/passwd") is None
+        assert h.resolve("/sys/bus/pci/devices/escape") == str(root / "etc")
+        assert h.read_attr("/sys/bus/pci/devices/loop1/vendor") is None
+        assert h.listdir("/sys/bus/pci/devices/loop1") == []
+        assert h.read_bytes("/sys/bus/pci/devices/abs/fifo") is None
+        assert h.read_attrs("/sys/bus/pci/devices/abs", ["fifo", "vendor"]) == {
+            "fifo": None, "vendor": "0x8086"}
+
+
+def test_a_snapshot_lists_each_directory_once(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inventory of a snapshot lists every directory it touches once: the listing serves
+    listdir, the reads in the directory and the path steps through it."""
+    from test_inventory import synth_module
+
+    from hwmgr.host.snapshot import open_host
+    from hwmgr.inventory.scan import Inventory
+
+    synth_module().build(tmp_path / "t", 2, 3)
+    host, _ = open_host(str(tmp_path / "t"))
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def counting(path: str) -> object:
+        listed.append(str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", counting)
+    scan = Inventory(host).scan()
+    assert len(scan.devices) == 8 and all(d["vendor_id"] == "8086" for d in scan.devices)
+    assert len(listed) == len(set(listed)), sorted(p for p in listed if listed.count(p) > 1)
+    assert any(p.endswith("/sys/class/net") for p in listed)  # one listing, not an lstat each

@@ -198,8 +198,7 @@ def test_live_inventory_without_ethtool_on_path() -> None:
         assert dev["driver_version_source"] in (None, "sysfs")
 
 
-def _synthetic(root: Path) -> Path:
-    """bench/synth.py's tree (PFs with SR-IOV VFs), small: 2 PFs x 3 VFs."""
+def synth_module():  # noqa: ANN201 - bench/synth.py, loaded from its file
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -207,11 +206,16 @@ def _synthetic(root: Path) -> Path:
     assert spec and spec.loader
     synth = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(synth)
-    assert synth.build(root, 2, 3) == 8
+    return synth
+
+
+def _synthetic(root: Path, uevent: bool = True) -> Path:
+    """bench/synth.py's tree (PFs with SR-IOV VFs), small: 2 PFs x 3 VFs."""
+    assert synth_module().build(root, 2, 3, ue=uevent) == 8
     return root
 
 
-@pytest.mark.parametrize("name", [*FIXTURES, "synthetic"])
+@pytest.mark.parametrize("name", [*FIXTURES, "synthetic", "synthetic-no-uevent"])
 def test_fast_paths_give_the_plain_readers_answers(name: str, tmp_path: Path) -> None:
     """One-pass attribute reads, names once per ID tuple and verdicts once per kind of device
     give exactly what per-file reads, fresh look-ups and a verdict per device give."""
@@ -219,7 +223,8 @@ def test_fast_paths_give_the_plain_readers_answers(name: str, tmp_path: Path) ->
     from hwmgr.catalog.pciids import PciNames
     from hwmgr.host.seam import Recorder
 
-    root = _synthetic(tmp_path / "t") if name == "synthetic" else HOSTS / name
+    root = (_synthetic(tmp_path / "t", name == "synthetic") if name.startswith("synthetic")
+            else HOSTS / name)
     cat = load_catalog([Path(__file__).resolve().parent.parent / "catalogs/hwmgr-catalog.json"])
     names = PciNames(backend="pciids")
     fast_host, _ = open_host(str(root))
@@ -234,7 +239,7 @@ def test_fast_paths_give_the_plain_readers_answers(name: str, tmp_path: Path) ->
         assert f["device_name"] == (names.device(p["vendor_id"], p["device_id"])
                                     if p["vendor_id"] and p["device_id"] else None)
     assert fast["interfaces"] == plain["interfaces"]
-    if name == "synthetic":
+    if name.startswith("synthetic"):
         pfs = [d for d in fast["devices"] if d["sriov"]]
         assert len(pfs) == 2 and pfs[0]["catalog"] == pfs[1]["catalog"] is not None
         assert pfs[0]["catalog"] is not pfs[1]["catalog"]  # each device its own copy

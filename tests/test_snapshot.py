@@ -53,6 +53,14 @@ def test_snapshot_holds_only_what_was_read(tmp_path: Path) -> None:
         assert all((target / ref).is_file() for ref in refs)
     # no config-space dumps or other attributes the tool never reads
     assert not list(target.glob("sys/bus/pci/devices/*/config"))
+    # each function's uevent (what inventory reads) and the files it stands in for (what
+    # hwmgr releases before it read)
+    funcs = list(target.glob("sys/bus/pci/devices/*"))
+    assert funcs
+    for f in funcs:
+        if Path("/sys/bus/pci/devices", f.name, "uevent").is_file():
+            assert (f / "uevent").read_text().startswith(("DRIVER=", "PCI_CLASS="))
+        assert (f / "vendor").is_file() and (f / "class").is_file()
 
 
 def test_snapshot_refuses_to_overwrite(tmp_path: Path) -> None:

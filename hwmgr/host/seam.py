@@ -61,7 +61,9 @@ class Host(Writes):
         self.live = os.path.realpath(self.root) == "/"
         self._real_root = os.path.realpath(self.root)
         self._dir_cache: dict[str, str | None] = {}
-        self._kinds: dict[str, dict[str, bool]] = {}  # real dir -> {name: regular} (snapshots)
+        # a static snapshot's directories, each listed once: real dir -> {name: DirEntry}; the
+        # d_types serve its listdir, the reads in it and the path steps through it
+        self._kinds: dict[str, dict[str, os.DirEntry[str]]] = {}
         self._writable: list[str] = list(LIVE_WRITABLE)
         self.allow_writes(*writable)
 
@@ -90,11 +92,25 @@ class Host(Writes):
             return self._resolve_chain(logical)
         cand = os.path.join(base, leaf)
         try:
-            if os.path.islink(cand):
+            if self._is_link(base, leaf, cand):
                 return self._resolve_chain(logical)
         except OSError:
             return None
         return cand
+
+    def _listing(self, real_dir: str) -> dict[str, os.DirEntry[str]]:
+        """A static snapshot's directory entries, from one scandir per directory per Host."""
+        got = self._kinds.get(real_dir)
+        if got is None:
+            got = self._kinds[real_dir] = _entries(real_dir)
+        return got
+
+    def _is_link(self, base: str, leaf: str, cand: str) -> bool:
+        """Whether `base/leaf` is a symlink: the parent's d_type in a snapshot, else lstat."""
+        if self.meta and not self.live:
+            entry = self._listing(base).get(leaf)
+            return entry is not None and entry.is_symlink()
+        return os.path.islink(cand)
 
     def _resolve_dir(self, logical_dir: str) -> str | None:
         """Resolve a directory incrementally: cached parent + one lstat for the last part."""
@@ -118,7 +134,7 @@ class Host(Writes):
             return base if base == self._real_root else os.path.dirname(base)
         cand = f"{base}/{leaf}" if base != "/" else f"/{leaf}"
         try:
-            if not os.path.islink(cand):
+            if not self._is_link(base, leaf, cand):
                 return cand
         except OSError:
             return None
@@ -231,13 +247,11 @@ class Host(Writes):
             return os.open(f"{base}/{leaf}", _READ_FLAGS)  # fstat'ed by the caller
         if not self.meta:  # a root that may change under us (tests, writers): lstat each time
             return self._open_rooted(f"{base}/{leaf}")
-        kinds = self._kinds.get(base)  # a snapshot is static: one scandir per directory
-        if kinds is None:
-            kinds = self._kinds[base] = _entry_kinds(base)
-        regular = kinds.get(leaf)
-        if regular is None:
+        entry = self._listing(base).get(leaf)  # a snapshot is static: one scandir per dir
+        if entry is None:
             return None  # missing
-        if not regular:  # a link (ELOOP: resolved the slow way), FIFO, device: never opened
+        if not entry.is_file(follow_symlinks=False):
+            # a link (ELOOP: resolved the slow way), FIFO, device: never opened
             return self._open_rooted(f"{base}/{leaf}")
         return os.open(f"{base}/{leaf}", _READ_FLAGS | os.O_NOFOLLOW)
 
@@ -250,7 +264,7 @@ class Host(Writes):
         try:
             if leaf in ("", ".", ".."):
                 raise OSError(errno.ELOOP, "resolve the slow way")
-            fd = self._open_rooted(f"{base}/{leaf}")
+            fd = self._open_attr(base, leaf)
         except OSError as exc:
             if exc.errno != errno.ELOOP:
                 return None
@@ -324,20 +338,16 @@ class Host(Writes):
         out: dict[str, str | None] = dict.fromkeys(names)
         if base is None:
             return out
-        kinds = None
-        if not self.live:
-            kinds = self._kinds.get(base)
-            if kinds is None:
-                kinds = self._kinds[base] = _entry_kinds(base)
+        kinds = None if self.live else self._listing(base)
         for name in names:
             if not name or "/" in name or name in (".", ".."):
                 out[name] = self.read_attr(f"{logical_dir}/{name}")
                 continue
             if kinds is not None:
-                regular = kinds.get(name)
-                if regular is None:
+                entry = kinds.get(name)
+                if entry is None:
                     continue  # missing: stays None
-                if not regular:  # a link, FIFO or device: the careful path
+                if not entry.is_file(follow_symlinks=False):  # link, FIFO, device: careful path
                     out[name] = self.read_attr(f"{logical_dir}/{name}")
                     continue
             try:
@@ -370,10 +380,7 @@ class Host(Writes):
         if real is None:
             return []
         if self.meta and not self.live:  # a static snapshot: keep the types read_attr needs
-            kinds = self._kinds.get(real)
-            if kinds is None:
-                kinds = self._kinds[real] = _entry_kinds(real)
-            names = sorted(kinds)
+            names = sorted(self._listing(real))
         else:
             try:
                 names = sorted(os.listdir(real))
@@ -432,10 +439,11 @@ class Host(Writes):
         return st.f_bavail * st.f_frsize
 
 
-def _entry_kinds(real_dir: str) -> dict[str, bool]:
-    """{name: is a regular file (not a link)} from one scandir: d_type, no stat per entry."""
+def _entries(real_dir: str) -> dict[str, os.DirEntry[str]]:
+    """{name: DirEntry} from one scandir; its is_file/is_symlink answer from the d_type
+    (no stat per entry), asked only for the entries a caller touches."""
     try:
         with os.scandir(real_dir) as it:
-            return {e.name: e.is_file(follow_symlinks=False) for e in it}
+            return {e.name: e for e in it}
     except OSError:
         return {}

@@ -10,6 +10,7 @@ import re
 from typing import Any, Callable
 
 from hwmgr.host.seam import Host
+from hwmgr.inventory.uevent import REPLACES, parse_pci_uevent, pci_modalias
 from hwmgr.valueclass import dataclass, field
 
 PCI_DEVICES = "/sys/bus/pci/devices"
@@ -21,14 +22,14 @@ _DRIVER = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
 _FUNC_ENTRIES = re.compile(
     r"vendor|device|subsystem_vendor|subsystem_device|class|revision|modalias|driver"
     r"|numa_node|(current|max)_link_(speed|width)|net|virtio\d+|host\d+|virtfn\d+|physfn"
-    r"|sriov_totalvfs|sriov_numvfs"
+    r"|sriov_totalvfs|sriov_numvfs|uevent"
 )
 _VIRTIO = re.compile(r"virtio\d+")
 _HOSTN = re.compile(r"host\d+")
 _VIRTFN = re.compile(r"virtfn(\d+)")
-# the one-value attributes of a function directory, read in one pass (Host.read_attrs)
-_FUNC_ATTRS = ("vendor", "device", "subsystem_vendor", "subsystem_device", "class", "revision",
-               "modalias", "numa_node", "current_link_speed", "current_link_width",
+# the one-value attributes of a function directory, read in one pass (Host.read_attrs);
+# `uevent` stands in for the ID files (uevent.REPLACES) and the driver link when well-formed
+_FUNC_ATTRS = ("uevent", "revision", "numa_node", "current_link_speed", "current_link_width",
                "max_link_speed", "max_link_width", "sriov_totalvfs", "sriov_numvfs")
 _NET_ATTRS = ("address", "speed", "duplex", "mtu", "operstate", "carrier", "tx_queue_len")
 # device fields that locate a function rather than describe it: a catalog verdict never
@@ -117,11 +118,16 @@ class Inventory:
         self._modver: dict[str, tuple[str | None, str | None]] = {}
         self._names: dict[tuple[str | None, ...], tuple[str | None, ...]] = {}
         self._verdicts: dict[tuple[Any, ...], dict[str, Any] | None] = {}
+        self._notes: list[str] = []
+        # a recording host (snapshot capture) also reads what a uevent stands in for, so the
+        # snapshot answers hwmgr releases that predate uevent
+        self._read_all = host.recorder is not None
 
     # ------------------------------------------------------------------ top level
     def scan(self) -> Scan:
         hostname, kernel = host_identity(self.host)
         scan = Scan(hostname=hostname, kernel=kernel)
+        self._notes = scan.notes
         entries = self.host.listdir(PCI_DEVICES)
         if not entries and not self.host.is_dir(PCI_DEVICES):
             scan.notes.append(f"{PCI_DEVICES} is not readable: no PCI functions listed")
@@ -157,16 +163,29 @@ class Inventory:
         present = set(entries)
         # reading only what the listing shows saves a failed open per absent attribute
         values = h.read_attrs(base, [n for n in _FUNC_ATTRS if n in present])
+        ue = self._uevent(base, addr, values.get("uevent"))
+        if ue is None or self._read_all:
+            values.update(h.read_attrs(base, [n for n in REPLACES if n in present]))
         attr = values.get
 
-        vendor = hex_id(attr("vendor"), 4)
-        device = hex_id(attr("device"), 4)
-        svendor = hex_id(attr("subsystem_vendor"), 4)
-        sdevice = hex_id(attr("subsystem_device"), 4)
-        cls_full = hex_id(attr("class"), 6)
+        if ue is not None:
+            vendor, device = ue["vendor"], ue["device"]
+            svendor, sdevice = ue["subsystem_vendor"], ue["subsystem_device"]
+            cls_full = ue["class"]
+            modalias = ue.get("modalias")  # the kernel always writes it; else derived
+        else:
+            vendor = hex_id(attr("vendor"), 4)
+            device = hex_id(attr("device"), 4)
+            svendor = hex_id(attr("subsystem_vendor"), 4)
+            sdevice = hex_id(attr("subsystem_device"), 4)
+            cls_full = hex_id(attr("class"), 6)
+            modalias = attr("modalias")
         revision = hex_id(attr("revision"), 2)
         cls = cls_full[:4] if cls_full else None
-        pci_driver = _driver_link(h.readlink(f"{base}/driver")) if "driver" in present else None
+        link = "driver" in present and (ue is None or self._read_all)
+        pci_driver = _driver_link(h.readlink(f"{base}/driver")) if link else None
+        if ue is not None:
+            pci_driver = ue["driver"]
         ifnames = self._netdevs(base, entries)
         ifaces = [self._interface(name, addr) for name in ifnames]
         # The driver a user knows this function by: the NIC driver ethtool reports when there is
@@ -199,7 +218,7 @@ class Inventory:
             "firmware_version": firmware,
             "firmware_source": "ethtool" if firmware else None,
             "interfaces": ifnames,
-            "modalias": attr("modalias") or _modalias(vendor, device, svendor, sdevice, cls_full),
+            "modalias": modalias or _modalias(vendor, device, svendor, sdevice, cls_full),
             "numa_node": _numa(attr("numa_node")),
             "pcie_link": self._pcie_link(attr),
             "sriov": self._sriov(base, entries, attr),
@@ -209,6 +228,16 @@ class Inventory:
         if cls in RAID_CLASSES:
             dev["scsi_hosts"] = [e for e in entries if _HOSTN.fullmatch(e)]
         return dev, ifaces
+
+    def _uevent(self, base: str, addr: str, text: str | None) -> dict[str, str | None] | None:
+        """The function's parsed uevent; None (noted when it was there but not a kernel's)
+        sends the scan to the attribute files."""
+        if text is None:
+            return None
+        got, why = parse_pci_uevent(text, addr)
+        if got is None:
+            self._notes.append(f"{base}/uevent: ignored ({why}); read the attribute files")
+        return got
 
     def _pci_names(self, *ids: str | None) -> tuple[str | None, ...]:
         """(vendor, device, subsystem, class) names, looked up once per ID tuple."""
@@ -394,11 +423,7 @@ def _modalias(
     """Derive the kernel's PCI modalias when the snapshot lacks the file."""
     if not (v and d and sv and sd and cls):
         return None
-    u = str.upper
-    return (
-        f"pci:v0000{u(v)}d0000{u(d)}sv0000{u(sv)}sd0000{u(sd)}"
-        f"bc{u(cls[0:2])}sc{u(cls[2:4])}i{u(cls[4:6])}"
-    )
+    return pci_modalias(v, d, sv, sd, cls)
 
 
 def _addr_key(addr: str) -> tuple[int, ...]:
