@@ -144,3 +144,20 @@ def test_a_tampered_bucket_is_a_one_line_error() -> None:
     hit._index._buckets["8086"] = b"\x00garbage"
     with pytest.raises(BadInputError, match="compiled catalog index in the cache is damaged"):
         hit.match({"vendor_id": "8086", "device_id": "1528"})
+
+
+def test_old_indexes_are_pruned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each edited layer is a new key: only the newest KEEP indexes stay, the current among
+    them, and it still hits."""
+    monkeypatch.setattr(index, "KEEP", 3)
+    f = tmp_path / "c.json"
+    data = json.loads(MINI.read_text())
+    for n in range(6):
+        data["description"] = f"edit {n}"
+        f.write_text(json.dumps(data))
+        os.utime(f, ns=(n * 10**9, n * 10**9))
+        load_catalog([f])
+    assert len(_indexes()) == 3
+    assert catmod.index_lookup([f])[0] is not None
+    markers = catmod.cache_dir() / "catalog-valid"
+    assert len(list(markers.iterdir())) == 3

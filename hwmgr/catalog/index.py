@@ -26,6 +26,7 @@ from typing import Any, Sequence
 FORMAT = b"hwmgr-catalog-index 2\n"
 _DIGEST = 4  # CRC-32 of the payload: catches damage; whoever can write the cache is trusted
 _INTERN_MAX = 64
+KEEP = 16  # compiled indexes (and validation markers) kept per cache directory
 
 
 def key(files: Sequence[tuple[Path, bytes]], schema: bytes, checks_version: str) -> str:
@@ -69,6 +70,19 @@ def cache_write(cache: Path, path: Path, data: bytes) -> None:
     cache_host = Host("/", SubprocessRunner(), writable=[str(cache)])
     with contextlib.suppress(OSError, HwmgrError):
         cache_host.write_bytes(str(path), data)
+        _prune(cache_host, path, keep=KEEP)
+
+
+def _prune(host: Any, newest: Path, keep: int) -> None:
+    """Keep `newest` and the `keep - 1` most recent other files of its cache directory: every
+    edit of a catalog layer makes a new key, and nothing else would ever delete the old ones."""
+    entries = []
+    for entry in os.scandir(newest.parent):
+        with contextlib.suppress(OSError):
+            if entry.is_file(follow_symlinks=False) and entry.name != newest.name:
+                entries.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.path))
+    for _mtime, stale in sorted(entries, reverse=True)[max(keep - 1, 0):]:
+        host.remove(stale)
 
 
 def store(cache: Path, path: Path, state: tuple[Any, ...]) -> None:
