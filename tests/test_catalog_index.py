@@ -161,3 +161,30 @@ def test_old_indexes_are_pruned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert catmod.index_lookup([f])[0] is not None
     markers = catmod.cache_dir() / "catalog-valid"
     assert len(list(markers.iterdir())) == 3
+
+
+@pytest.mark.parametrize("files", [[SHIPPED], [SHIPPED, MINI]], ids=["shipped", "both"])
+def test_entries_are_decoded_on_first_use_in_the_documents_order(files: list[Path]) -> None:
+    full = load_catalog(files)
+    hit, _where = catmod.index_lookup(files)
+    assert hit is not None
+    assert dict.__len__(hit.drivers) == 0  # nothing decoded before anyone asks
+    first = next(iter(full.drivers))
+    assert hit.drivers[first] == full.drivers[first]
+    assert dict.__len__(hit.drivers) == 1
+    assert json.dumps(hit.doc) == json.dumps(full.doc)  # every entry, in the same order
+    assert list(hit.drivers) == list(full.drivers) and hit.doc["drivers"] is hit.drivers
+    assert hit._netdevs == full._netdevs
+
+
+def test_a_damaged_entry_is_a_one_line_error(tmp_path: Path) -> None:
+    load_catalog([SHIPPED])
+    (where,) = _indexes()
+    state = index.load(where)
+    assert state is not None
+    drivers = dict(state[5])
+    drivers["ixgbe"] = b"\x00garbage"
+    index.store(where.parent.parent, where, (*state[:5], drivers, state[6]))
+    hit, _ = catmod.index_lookup([SHIPPED])
+    with pytest.raises(BadInputError, match="compiled catalog index in the cache is damaged"):
+        hit.drivers["ixgbe"]

@@ -23,7 +23,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Sequence
 
-FORMAT = b"hwmgr-catalog-index 2\n"
+FORMAT = b"hwmgr-catalog-index 3\n"
 _DIGEST = 4  # CRC-32 of the payload: catches damage; whoever can write the cache is trusted
 _INTERN_MAX = 64
 KEEP = 16  # compiled indexes (and validation markers) kept per cache directory
@@ -155,40 +155,54 @@ def remember(where: Path | None, cat: Any) -> None:
         buckets.setdefault(k[1], {})[tuple(plain(k))] = (sys.intern(n), i)
     packed = {v: marshal.dumps(b) for v, b in buckets.items()}
     prov = [(list(k), str(v)) for k, v in cat.provenance._by.items()]
-    store(where.parent.parent, where, (files, plain(cat.doc), origin, packed, prov))
+    # each driver entry on its own: a run decodes only the entries it looks at (a big catalog
+    # is mostly one vendor's device rules that a host never matches)
+    doc = {k: (None if k == "drivers" else plain(v)) for k, v in cat.doc.items()}
+    drivers = {sys.intern(n): marshal.dumps(plain(e)) for n, e in cat.drivers.items()}
+    store(where.parent.parent, where,
+          (files, doc, origin, packed, prov, drivers, dict(cat._netdevs)))
 
 
 def _catalog(state: tuple[Any, ...], catalog_cls: Any, file_cls: Any) -> Any:
     """A Catalog rebuilt from a stored state (TypeError/ValueError when it is not one)."""
     Catalog, CatalogFile = catalog_cls, file_cls  # noqa: N806 - the loader's classes
 
-    files, doc, origin, idx, prov = state
-    if not (isinstance(doc, dict) and isinstance(origin, dict) and isinstance(idx, dict)):
+    files, doc, origin, idx, prov, drivers, netdevs = state
+    if not (isinstance(doc, dict) and isinstance(origin, dict) and isinstance(idx, dict)
+            and isinstance(netdevs, dict)):
         raise TypeError("not a catalog index")
     cat = Catalog()
     cat.files = [CatalogFile(Path(p), sha, ver, rel) for p, sha, ver, rel in files]
+    cat.add_rules({**doc, "drivers": {}})
+    cat._netdevs = dict(netdevs)  # what add_rules reads from every entry, kept at store time
+    cat.drivers = _LazyDrivers(drivers)
+    if "drivers" in doc:
+        doc["drivers"] = cat.drivers  # same key order as the merged document
     cat.doc = doc  # the merged layers: driver entries and the schema 2 rules
-    cat.drivers = doc.get("drivers", {})
-    cat.add_rules(doc)
     cat.provenance._by = {tuple(k): Path(v) for k, v in prov}
     cat.origin = {k: Path(v) for k, v in origin.items()}
     cat._index = _LazyIndex(idx)
     return cat
 
 
-class _LazyIndex(dict):  # type: ignore[type-arg]
-    """Catalog._index from a compiled index: one vendor's rules are decoded when a device of
-    that vendor is first looked up (a host has a few vendors; a big catalog has thousands of
-    rules). Every whole-index operation decodes the rest first, so it acts as the full dict."""
+class _LazyDict(dict):  # type: ignore[type-arg]
+    """A dict from a compiled index whose parts (marshal blobs) are decoded on first use.
+    Every whole-dict operation decodes the rest first, so it acts as the full dict."""
 
-    def __init__(self, buckets: dict[str | None, bytes]) -> None:
+    def __init__(self, buckets: dict[Any, bytes]) -> None:
         super().__init__()
         if not all(isinstance(b, bytes) for b in buckets.values()):
             raise TypeError("not a catalog index")
         self._buckets = dict(buckets)
 
-    def _fill(self, vendor: Any) -> None:
-        blob = self._buckets.pop(vendor, None)
+    def _merge(self, bucket: Any, part: Any) -> None:
+        raise NotImplementedError
+
+    def _bucket(self, key: Any) -> Any:
+        raise NotImplementedError
+
+    def _fill(self, bucket: Any) -> None:
+        blob = self._buckets.pop(bucket, None)
         if blob is None:
             return
         try:
@@ -200,15 +214,15 @@ class _LazyIndex(dict):  # type: ignore[type-arg]
 
             raise BadInputError("the compiled catalog index in the cache is damaged; "
                                 "remove ~/.cache/hwmgr/catalog-index and rerun")
-        self.update(part)
+        self._merge(bucket, part)
 
     def _fill_all(self) -> None:
-        for vendor in list(self._buckets):
-            self._fill(vendor)
+        for bucket in list(self._buckets):
+            self._fill(bucket)
 
     def _fill_for(self, key: Any) -> None:
-        if self._buckets and isinstance(key, tuple) and len(key) > 1:
-            self._fill(key[1])
+        if self._buckets:
+            self._fill(self._bucket(key))
 
     def get(self, key: Any, default: Any = None) -> Any:
         self._fill_for(key)
@@ -251,3 +265,34 @@ class _LazyIndex(dict):  # type: ignore[type-arg]
     def copy(self) -> dict[Any, Any]:
         self._fill_all()
         return dict(super().items())
+
+
+class _LazyIndex(_LazyDict):
+    """Catalog._index from a compiled index: one vendor's rules are decoded when a device of
+    that vendor is first looked up (a host has a few vendors; a big catalog has thousands of
+    rules)."""
+
+    def _bucket(self, key: Any) -> Any:
+        return key[1] if isinstance(key, tuple) and len(key) > 1 else None
+
+    def _merge(self, bucket: Any, part: Any) -> None:
+        self.update(part)
+
+
+class _LazyDrivers(_LazyDict):
+    """Catalog.drivers from a compiled index: an entry is decoded when it is first read; once
+    all are, they are in the merged document's order again."""
+
+    def __init__(self, buckets: dict[Any, bytes]) -> None:
+        super().__init__(buckets)
+        self._order = list(buckets)
+
+    def _bucket(self, key: Any) -> Any:
+        return key
+
+    def _merge(self, bucket: Any, part: Any) -> None:
+        dict.__setitem__(self, bucket, part)
+        if not self._buckets:
+            ordered = [(k, dict.__getitem__(self, k)) for k in self._order]
+            dict.clear(self)
+            dict.update(self, ordered)
