@@ -1,0 +1,24 @@
+"""The bench scripts still run against today's code (they are not part of the suite's timing:
+one tiny round each, no numbers asserted beyond their own sanity checks)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("argv", [["bench/fetch", "--size-mb", "2", "--runs", "1",
+                                   "--cut-mb", "1", "--warmup", "0"]], ids=["fetch"])
+def test_bench_script_runs(argv: list[str]) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the benches run as root (make bench)")
+    res = subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "Traceback" not in res.stderr
