@@ -353,13 +353,17 @@ class Catalog(RuleData):
                 cat._layer(chk)
         if errors or not cat.files:
             return cat, errors
-        errors = cat._merged_errors(use_cache)
+        return cat, cat._finish(use_cache)
+
+    def _finish(self, use_cache: bool) -> list[str]:
+        """The checks of the layered whole: merged schema, cross-layer rules, the index."""
+        errors = self._merged_errors(use_cache)
         if not errors:
-            errors = [f"merged catalog: {p}: {m}" for p, m in semantic_errors(cat.doc)] if len(
-                cat.files) > 1 else []
+            errors = [f"merged catalog: {p}: {m}" for p, m in semantic_errors(self.doc)] if len(
+                self.files) > 1 else []
         if not errors:
-            errors = cat._index_all()
-        return cat, errors
+            errors = self._index_all()
+        return errors
 
     @staticmethod
     def validate_files(paths: Sequence[PathLike]) -> list[str]:
@@ -371,9 +375,9 @@ class Catalog(RuleData):
             errors += chk.errors
             if chk.data is not None:
                 cat._layer(chk)
-        if errors:
+        if errors or not cat.files:
             return errors
-        return Catalog.build(paths, use_cache=False)[1]
+        return cat._finish(use_cache=False)  # the files are checked: not a second time
 
     def effective(self, name: str) -> list[dict[str, Any]]:
         """Every value of one merged driver entry with the file it came from."""

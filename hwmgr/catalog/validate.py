@@ -141,11 +141,6 @@ def parse(raw: bytes) -> tuple[Any, list[Finding]]:
     return data, _value_errors(data, texts="\\" in text or _C1.search(text) is not None)
 
 
-def _no_problem(text: str) -> None:
-    """The text check when the file holds no escape or C1 character: nothing to find."""
-    return None
-
-
 def _text_problem(text: str) -> str | None:
     hit = _CONTROL.search(text)
     if hit is None:
@@ -156,31 +151,50 @@ def _text_problem(text: str) -> str | None:
 
 def _value_errors(node: Any, texts: bool = True) -> list[Finding]:
     """Duplicate keys, unusable numbers, control characters (when `texts`) and too deep
-    nesting, anywhere (iterative, so no depth can exhaust the stack)."""
-    problem = _text_problem if texts else _no_problem
+    nesting, anywhere (iterative, so no depth can exhaust the stack). A node's path is a
+    (parent link, key) chain, spelled out only for a node with a problem: a 50,000-rule
+    catalog has a million nodes and almost never one."""
+    problem = _text_problem if texts else None
     out: list[Finding] = []
-    stack: list[tuple[Any, list[Any]]] = [(node, [])]
+    stack: list[tuple[Any, Any, int]] = [(node, None, 0)]
     while stack:
-        cur, where = stack.pop()
-        if isinstance(cur, (dict, list)) and len(where) >= MAX_DEPTH:
-            out.append((json_path(where), f"nested more than {MAX_DEPTH} levels deep"))
+        cur, link, depth = stack.pop()
+        if isinstance(cur, (dict, list)) and depth >= MAX_DEPTH:
+            out.append((_spelled(link), f"nested more than {MAX_DEPTH} levels deep"))
         elif isinstance(cur, dict):
             for k in getattr(cur, "dups", []):
-                out.append((json_path(where), f"duplicate key {k!r} (JSON keeps only the last)"))
-            for k in cur:
-                bad = problem(k)
+                out.append((_spelled(link), f"duplicate key {k!r} (JSON keeps only the last)"))
+            for k, v in cur.items():
+                bad = problem(k) if problem is not None else None
                 if bad:
-                    out.append((json_path(where), f"key {bad}"))
-            stack.extend((v, where + [k]) for k, v in cur.items())
+                    out.append((_spelled(link), f"key {bad}"))
+                if _worth_a_look(v, problem):
+                    stack.append((v, (link, k), depth + 1))
         elif isinstance(cur, list):
-            stack.extend((v, where + [i]) for i, v in enumerate(cur))
+            stack.extend((v, (link, i), depth + 1) for i, v in enumerate(cur)
+                         if _worth_a_look(v, problem))
         elif isinstance(cur, BadNumber):
-            out.append((json_path(where), f"{cur!r} is not a usable number"))
-        elif isinstance(cur, str):
+            out.append((_spelled(link), f"{cur!r} is not a usable number"))
+        elif isinstance(cur, str) and problem is not None:
             bad = problem(cur)
             if bad:
-                out.append((json_path(where), bad))
+                out.append((_spelled(link), bad))
     return sorted(out)
+
+
+def _worth_a_look(value: Any, problem: Any) -> bool:
+    """Containers and bad numbers always; strings only when texts are checked."""
+    return isinstance(value, (dict, list, BadNumber)) or (problem is not None and
+                                                        isinstance(value, str))
+
+
+def _spelled(link: Any) -> str:
+    """The JSON path of a (parent link, key) chain."""
+    keys: list[Any] = []
+    while link is not None:
+        link, key = link
+        keys.append(key)
+    return json_path(keys[::-1])
 
 
 # ----------------------------------------------------------------------------- semantics
