@@ -10,7 +10,7 @@ import re
 from typing import Any, Callable
 
 from hwmgr.host.seam import Host
-from hwmgr.inventory.uevent import REPLACES, parse_pci_uevent, pci_modalias
+from hwmgr.inventory.uevent import DRIVER_NAME, REPLACES, parse_pci_uevent, pci_modalias
 from hwmgr.valueclass import dataclass, field
 
 PCI_DEVICES = "/sys/bus/pci/devices"
@@ -18,7 +18,6 @@ _ADDR = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 _HEX = re.compile(r"^(?:0x)?([0-9a-fA-F]+)$")
 _IFNAME = re.compile(r"^[^/\s]{1,15}$")
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5,19}$")
-_DRIVER = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
 _FUNC_ENTRIES = re.compile(
     r"vendor|device|subsystem_vendor|subsystem_device|class|revision|modalias|driver"
     r"|numa_node|(current|max)_link_(speed|width)|net|virtio\d+|host\d+|virtfn\d+|physfn"
@@ -409,7 +408,7 @@ def _driver_link(target: str | None) -> str | None:
 
 
 def _driver_name(raw: str | None) -> str | None:
-    return raw if raw and _DRIVER.match(raw) else None
+    return raw if raw and DRIVER_NAME.fullmatch(raw) else None
 
 
 def _numa(raw: str | None) -> int | None:

@@ -26,7 +26,7 @@ MAX_UEVENT = 4096  # one sysfs page: the kernel never writes more
 _KEY = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
 _PAIR = re.compile(r"([0-9A-Fa-f]{4}):([0-9A-Fa-f]{4})")
 _CLASS = re.compile(r"[0-9A-Fa-f]{4,6}")
-_DRIVER = re.compile(r"[A-Za-z0-9_.+-]{1,64}")
+DRIVER_NAME = re.compile(r"[A-Za-z0-9_.+-]{1,64}")  # a kernel driver name (fullmatch)
 _MODALIAS = re.compile(
     r"pci:v[0-9A-F]{8}d[0-9A-F]{8}sv[0-9A-F]{8}sd[0-9A-F]{8}bc[0-9A-F]{2}sc[0-9A-F]{2}i[0-9A-F]{2}"
 )
@@ -75,7 +75,7 @@ def parse_pci_uevent(text: str, addr: str) -> tuple[dict[str, str | None] | None
     if slot is not None and slot.lower() != addr.lower():
         return None, "PCI_SLOT_NAME names another function"
     driver = kv.get("DRIVER")
-    if driver is not None and not _DRIVER.fullmatch(driver):
+    if driver is not None and not DRIVER_NAME.fullmatch(driver):
         return None, "DRIVER is not a driver name"
     v, d = ids.group(1).lower(), ids.group(2).lower()
     sv, sd = sub.group(1).lower(), sub.group(2).lower()
