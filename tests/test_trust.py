@@ -338,3 +338,33 @@ def test_bad_key_file_creates_no_state_dir(env: dict[str, str], keys: dict[str, 
     assert not Path(env["HWMGR_STATE_DIR"]).exists()
     missing = trust(packages["x"], env, "--key", str(tmp_path / "nope.asc"))
     assert missing.returncode == 3 and "nope.asc: key file not found" in missing.stderr
+
+
+@pytest.fixture(scope="module")
+def subkeyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VendorKey, str, Path]]:
+    """A vendor key whose signing subkey (not the primary) signs the package: (key, the
+    subkey's long ID, the package)."""
+    tmp = tmp_path_factory.mktemp("subkeyed")
+    key = make_key(tmp / "k", "sub@vendor.invalid")
+    gpg(key.home, "--quick-add-key", key.fingerprint, "rsa2048", "sign", "never")
+    sub = [line.split(":")[9] for line in gpg(key.home, "--with-colons", "--list-keys")
+           .splitlines() if line.startswith("fpr:")][1]
+    key.public.write_text(gpg(key.home, "--armor", "--export", key.fingerprint))
+    (tmp / "pkg").mkdir()
+    pkg = build_be2net_srpm(tmp / "unsigned")
+    pkg = sign(Path(shutil.copy(pkg, tmp / "pkg" / pkg.name)),
+               VendorKey(key.home, f"{sub}!", key.fingerprint, key.public))  # ! = this subkey
+    yield key, sub[-16:].lower(), pkg
+    forget(key)
+
+
+def test_key_whose_subkey_signed_the_package(env: dict[str, str],
+                                             subkeyed: tuple[VendorKey, str, Path]) -> None:
+    key, sub_id, pkg = subkeyed
+    res = trust(pkg, env, "--key", str(key.public))
+    assert res.returncode == 0, res.stderr
+    assert f"signed by:  {sub_id}\n" in res.stderr and f"subkey:     {sub_id}\n" in res.stderr
+    assert f"imported key {key.key_id} into " in res.stdout
+    assert recorded_source(env)["signing_key"] == sub_id
+    [entry] = pubkeys(Path(env["HWMGR_STATE_DIR"]))
+    assert entry.startswith(rpm_name(key))
