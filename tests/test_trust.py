@@ -6,14 +6,16 @@ signature is required are each refused (exit 9, one line) with nothing changed."
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 from srpmfactory import build_be2net_srpm, corrupt_header_signature
 from support import run_cli
-from vendorkey import VendorKey, forget, import_key, make_key, sign
+from vendorkey import VendorKey, forget, gpg, import_key, make_key, sign
 
 pytestmark = pytest.mark.skipif(not shutil.which("gpg") or not shutil.which("rpmsign"),
                                 reason="gpg and rpmsign are needed")
@@ -170,3 +172,199 @@ def test_signing_key_must_be_a_key_id(env: dict[str, str]) -> None:
     res = run_cli("catalog", "show", DRIVER, env=env)
     assert res.returncode == 8, res.stderr
     assert str(layer) in res.stderr and "signing_key" in res.stderr
+
+
+# --------------------------------------------------------------------------- --key KEYFILE
+
+def pubkeys(state: Path) -> list[str]:
+    """The gpg-pubkey entries in hwmgr's keyring (read from a copy: rpm writes to a db it
+    opens, and would create a missing one)."""
+    ring = state / "keyring"
+    if not ring.exists():
+        return []
+    copy = state.parent / "ring-copy"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(ring, copy)
+    res = subprocess.run(["rpm", "--dbpath", str(copy), "-qa", "gpg-pubkey"],
+                         capture_output=True, text=True, check=True, timeout=120)
+    shutil.rmtree(copy)
+    return sorted(res.stdout.split())
+
+
+def rpm_name(key: VendorKey) -> str:
+    return f"gpg-pubkey-{key.key_id[-8:]}-"
+
+
+def no_workspace_left(state: Path) -> bool:
+    return not state.exists() or not list(state.glob(".trust-key-*"))
+
+
+@pytest.mark.parametrize("form", ["armored", "binary"])
+def test_key_shown_imported_recorded_then_fetch_verifies(
+        form: str, env: dict[str, str], keys: dict[str, VendorKey], packages: dict[str, Path],
+        tmp_path: Path) -> None:
+    x = keys["x"]
+    state = Path(env["HWMGR_STATE_DIR"])
+    keyfile = x.public
+    if form == "binary":  # rpm imports armored keys only: hwmgr converts it
+        keyfile = tmp_path / "vendor.gpg"
+        keyfile.write_bytes(subprocess.run(
+            ["gpg", "--homedir", str(x.home), "--batch", "--export", x.fingerprint],
+            capture_output=True, check=True, timeout=120).stdout)
+    res = trust(packages["x"], env, "--key", str(keyfile))
+    assert res.returncode == 0, res.stderr
+    fpr = " ".join(x.fingerprint[i:i + 4] for i in range(0, 40, 4))
+    for line in (f"signed by:  {x.key_id}", f"key file:   {keyfile}",
+                 f"key:        {fpr} (key ID {x.key_id})",
+                 f"user ID:    test vendor <{x.email}>",
+                 f"keyring:    to be imported into {state / 'keyring'}"):
+        assert line + "\n" in res.stderr, res.stderr
+    assert f"imported key {x.key_id} into {state / 'keyring'}; " in res.stdout
+    assert recorded_source(env)["signing_key"] == x.key_id
+    [entry] = pubkeys(state)
+    assert entry.startswith(rpm_name(x))
+    assert no_workspace_left(state)
+    # fetch verifies the recorded key with the keyring --key filled
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    shutil.copy(packages["x"], mirror)
+    res = run_cli("fetch", DRIVER, "--to", VERSION, "--offline", "--mirror", str(mirror),
+                  "--json", env=env)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["data"]["signed_by"] == x.key_id
+
+
+def test_key_already_in_keyring_is_not_imported_again(
+        env: dict[str, str], keys: dict[str, VendorKey], packages: dict[str, Path]) -> None:
+    """Also the rerun after a crash between the import and the record: it completes."""
+    x, y = keys["x"], keys["y"]
+    state = Path(env["HWMGR_STATE_DIR"])
+    import_key(state, y)
+    import_key(state, x)
+    before = tree(state / "keyring")
+    res = run_cli("catalog", "trust", DRIVER, VERSION, "--file", str(packages["x"]), "--key",
+                  str(x.public), "--yes", "--json", env=env)
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)["data"]
+    assert data["key_imported"] is False and data["key"]["in_keyring"] is True
+    assert data["recorded"] is True and recorded_source(env)["signing_key"] == x.key_id
+    res = trust(packages["x"], env, "--key", str(x.public))
+    assert res.returncode == 0, res.stderr
+    assert f"keyring:    already in {state / 'keyring'}\n" in res.stderr
+    assert f"key {x.key_id} already in {state / 'keyring'}, not imported again" in res.stdout
+    assert tree(state / "keyring") == before
+    assert len([k for k in pubkeys(state) if k.startswith(rpm_name(x))]) == 1
+
+
+KEY_REFUSALS = {
+    # case: (package, key file, reason)
+    "wrong-key": ("x", "y", "signed by key {x}, but {keyfile} holds key {y}"),
+    "unsigned": ("unsigned", "x", "not signed, but --key {keyfile} was given"),
+    "corrupt-signature": ("corrupt", "x", "signature by key {x8} is BAD"),
+}
+
+
+@pytest.mark.parametrize("ring", ["no-keyring", "keyring"])
+@pytest.mark.parametrize("case", sorted(KEY_REFUSALS))
+def test_key_refusals_change_nothing(case: str, ring: str, env: dict[str, str],
+                                     keys: dict[str, VendorKey], packages: dict[str, Path],
+                                     tmp_path: Path) -> None:
+    pkg_name, key_name, why = KEY_REFUSALS[case]
+    state = Path(env["HWMGR_STATE_DIR"])
+    if ring == "keyring":
+        import_key(state, keys["y"] if key_name == "x" else keys["x"])
+    before = tree(tmp_path)
+    keyfile = keys[key_name].public
+    res = trust(packages[pkg_name], env, "--key", str(keyfile))
+    assert res.returncode == 9, res.stderr
+    line = res.stderr.strip()
+    assert "\n" not in line and line.endswith("; not recorded, no key imported"), line
+    reason = why.format(x=keys["x"].key_id, x8=keys["x"].key_id[-8:], y=keys["y"].key_id,
+                        keyfile=keyfile)
+    assert f"{packages[pkg_name].name}: " in line and reason in line, line
+    assert tree(tmp_path) == before
+    assert state.exists() == (ring == "keyring") and no_workspace_left(state)
+
+
+def bad_key_file(case: str, tmp: Path, keys: dict[str, VendorKey]) -> Path:
+    """A key file that is not one public key."""
+    path = tmp / f"bad-{case}.asc"
+    if case == "garbage":
+        path.write_bytes(b"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nnot base64 \x1b[31m\n"
+                         b"-----END PGP PUBLIC KEY BLOCK-----\n")
+    elif case == "binary-garbage":
+        path.write_bytes(bytes(range(256)) * 4)
+    elif case == "private":
+        x = keys["x"]
+        path.write_text(gpg(x.home, "--armor", "--export-secret-keys", x.fingerprint))
+    elif case == "empty":
+        path.write_bytes(b"")
+    elif case == "directory":
+        path.mkdir()
+    elif case == "fifo":
+        os.mkfifo(path)
+    elif case == "two-keys":
+        path.write_text(keys["x"].public.read_text() + keys["y"].public.read_text())
+    return path
+
+
+BAD_KEYS = {"garbage": "not an OpenPGP public key", "binary-garbage": "not an OpenPGP public key",
+            "private": "is a private (secret) key", "empty": "is empty",
+            "directory": "is a directory", "fifo": "is a FIFO", "two-keys": "holds 2 public keys"}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_KEYS))
+def test_bad_key_files_exit_8_change_nothing(case: str, env: dict[str, str],
+                                             keys: dict[str, VendorKey],
+                                             packages: dict[str, Path], tmp_path: Path) -> None:
+    state = Path(env["HWMGR_STATE_DIR"])
+    import_key(state, keys["y"])
+    (tmp_path / "keys").mkdir()
+    keyfile = bad_key_file(case, tmp_path / "keys", keys)
+    before = tree(tmp_path)
+    res = trust(packages["x"], env, "--key", str(keyfile))  # run_cli times out: no hang
+    assert res.returncode == 8, res.stderr
+    line = res.stderr.strip()
+    assert "\n" not in line and f"{keyfile}: " in line, line
+    assert BAD_KEYS[case] in line and "Traceback" not in res.stderr, line
+    assert tree(tmp_path) == before and no_workspace_left(state)
+
+
+def test_bad_key_file_creates_no_state_dir(env: dict[str, str], keys: dict[str, VendorKey],
+                                           packages: dict[str, Path], tmp_path: Path) -> None:
+    keyfile = bad_key_file("garbage", tmp_path, keys)
+    res = trust(packages["x"], env, "--key", str(keyfile))
+    assert res.returncode == 8, res.stderr
+    assert not Path(env["HWMGR_STATE_DIR"]).exists()
+    missing = trust(packages["x"], env, "--key", str(tmp_path / "nope.asc"))
+    assert missing.returncode == 3 and "nope.asc: key file not found" in missing.stderr
+
+
+@pytest.fixture(scope="module")
+def subkeyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VendorKey, str, Path]]:
+    """A vendor key whose signing subkey (not the primary) signs the package: (key, the
+    subkey's long ID, the package)."""
+    tmp = tmp_path_factory.mktemp("subkeyed")
+    key = make_key(tmp / "k", "sub@vendor.invalid")
+    gpg(key.home, "--quick-add-key", key.fingerprint, "rsa2048", "sign", "never")
+    sub = [line.split(":")[9] for line in gpg(key.home, "--with-colons", "--list-keys")
+           .splitlines() if line.startswith("fpr:")][1]
+    key.public.write_text(gpg(key.home, "--armor", "--export", key.fingerprint))
+    (tmp / "pkg").mkdir()
+    pkg = build_be2net_srpm(tmp / "unsigned")
+    pkg = sign(Path(shutil.copy(pkg, tmp / "pkg" / pkg.name)),
+               VendorKey(key.home, f"{sub}!", key.fingerprint, key.public))  # ! = this subkey
+    yield key, sub[-16:].lower(), pkg
+    forget(key)
+
+
+def test_key_whose_subkey_signed_the_package(env: dict[str, str],
+                                             subkeyed: tuple[VendorKey, str, Path]) -> None:
+    key, sub_id, pkg = subkeyed
+    res = trust(pkg, env, "--key", str(key.public))
+    assert res.returncode == 0, res.stderr
+    assert f"signed by:  {sub_id}\n" in res.stderr and f"subkey:     {sub_id}\n" in res.stderr
+    assert f"imported key {key.key_id} into " in res.stdout
+    assert recorded_source(env)["signing_key"] == sub_id
+    [entry] = pubkeys(Path(env["HWMGR_STATE_DIR"]))
+    assert entry.startswith(rpm_name(key))

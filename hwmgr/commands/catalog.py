@@ -22,15 +22,18 @@ examples:
   hwmgr catalog show be2net --effective       merged entry, each value with its layer file
   hwmgr catalog trust be2net 10.2.470.14 --file be2net-10.2.470.14-1.src.rpm
                                               record a vendor package's sha256 in catalog.d
+  hwmgr catalog trust be2net 10.2.470.14 --file be2net-10.2.470.14-1.src.rpm --key VENDOR.asc
+                                              a signed one: show the vendor's key, check the
+                                              signature with it, import it into hwmgr's keyring
   hwmgr catalog update https://hwmgr.example.org/catalog.json
                                               signed update (needs catalog.json.asc)
   hwmgr catalog rollback                      back to the previously installed catalog
   hwmgr catalog sign catalog.json --key KEYID writes catalog.json.asc
 layers: the base (the installed catalog, else the shipped one), then
         /etc/hwmgr/catalog.d/*.json in lexical order; --catalog F... replaces that list
-exit codes: 0 ok, 3 unknown driver or missing file, 8 invalid catalog (or not a regular
-            file: a directory, device or FIFO), 9 refused (signature, downgrade, package
-            mismatch; nothing changed)
+exit codes: 0 ok, 3 unknown driver or missing file, 8 invalid catalog or --key file (or
+            not a regular file: a directory, device or FIFO), 9 refused (signature, wrong
+            key, downgrade, package mismatch; nothing changed)
 """
 
 STATUS_STYLE = {"recommended": "bold green", "known-good": "green", "known-bad": "bold red",

@@ -2,8 +2,8 @@
 own keyring.
 
 The keyring is an rpm database under the state dir (`<state>/keyring`), so trusting a vendor
-key for hwmgr does not make the host's rpm trust it. Import a key with
-`rpmkeys --dbpath /var/lib/hwmgr/keyring --import VENDOR-KEY.asc`.
+key for hwmgr does not make the host's rpm trust it. A key gets there with
+`hwmgr catalog trust DRIVER VERSION --file PKG --key VENDOR-KEY.asc` (`keyfile`).
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def verify_in_keyring(host: Host, package: Path, state_dir: str, key_id: str) ->
     """
     ring = keyring_path(state_dir)
     keyring = host.path(ring)
-    hint = f"import it with 'rpmkeys --dbpath {keyring} --import KEYFILE'"
+    hint = ("give the vendor's key to 'hwmgr catalog trust DRIVER VERSION --file PKG "
+            "--key KEYFILE'")
     if not host.exists(ring):
         raise RefusedError(f"{package.name}: key {key_id} is not in hwmgr's keyring "
                            f"({keyring} does not exist); {hint}")

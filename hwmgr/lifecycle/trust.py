@@ -84,10 +84,12 @@ def check_published(sha256: str | None, size: int | None, facts: PackageFacts) -
 
 
 def check_signing(host: Host, facts: PackageFacts, where: str, *, pinned: str | None,
-                  pinned_in: str | None, require: bool, state_dir: str) -> None:
+                  pinned_in: str | None, require: bool, state_dir: str,
+                  verify: bool = True) -> None:
     """Refuse (exit 9) a package the catalog's pinned key or --require-signature rules out,
-    and a signed one whose signature does not verify with hwmgr's keyring: what is recorded
-    is what `fetch`/`upgrade` will check again."""
+    and (with `verify`) a signed one whose signature does not verify with hwmgr's keyring:
+    what is recorded is what `fetch`/`upgrade` will check again. With --key the caller
+    verifies against a copy of the keyring plus the key instead (`keyfile`)."""
     name, key = facts.path.name, facts.signing_key
     pin = f"{pinned} (pinned for {where} in {pinned_in or 'the catalog'})"
     if pinned and key is None:
@@ -99,7 +101,7 @@ def check_signing(host: Host, facts: PackageFacts, where: str, *, pinned: str | 
     if require and key is None:
         raise RefusedError(f"{name}: not signed, and --require-signature was given for "
                            f"{where}; not recorded")
-    if key is None:
+    if key is None or not verify:
         return
     try:
         verify_in_keyring(host, facts.path, state_dir, key)

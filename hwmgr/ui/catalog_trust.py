@@ -28,6 +28,10 @@ def add_actions(sub: Any, common: Callable[[], argparse.ArgumentParser]) -> None
     t.add_argument("--require-signature", action="store_true",
                    help="refuse an unsigned package (a signed one is always checked against "
                         "hwmgr's rpm keyring)")
+    t.add_argument("--key", metavar="KEYFILE",
+                   help="the vendor's OpenPGP public key (armored or binary): shown, checked "
+                        "against the package's signature, imported into hwmgr's keyring on "
+                        "confirmation")
     t.add_argument("--yes", "-y", action="store_true", help="record without asking")
     u = sub.add_parser("update", parents=[common()], help="install a signed catalog from a URL",
                        description="Download URL and URL.asc, verify with gpgv against "
@@ -80,12 +84,14 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
 
 
 def _trust(args: argparse.Namespace, ctx: Any, loc: Any) -> Outcome:
-    from hwmgr.catalog.load import load_catalog
-    from hwmgr.lifecycle import trust
-    from hwmgr.lifecycle.recipe import load_recipe
-    from hwmgr.ui.lifecycle import confirm
+    from contextlib import nullcontext
 
-    local_host = _local(ctx, loc)
+    from hwmgr.catalog.load import load_catalog
+    from hwmgr.lifecycle import keyfile, trust
+    from hwmgr.lifecycle.recipe import load_recipe
+
+    state_dir = ctx.config.state_dir
+    local_host = _local(ctx, loc, state_dir) if args.key else _local(ctx, loc)
     cat = load_catalog(getattr(args, "catalog", None), config=ctx.config)
     info = trust.version_entry(cat, args.driver, args.version)
     recipe = load_recipe(args.driver, ctx.config.drivers_dir)
@@ -95,16 +101,43 @@ def _trust(args: argparse.Namespace, ctx: Any, loc: Any) -> Outcome:
     pinned = info["source"].get("signing_key")
     pinned_in = cat.provenance.of(("drivers", args.driver, "versions", args.version, "source",
                                    "signing_key")) if pinned else None
-    trust.check_signing(local_host, facts, f"{args.driver} {args.version}", pinned=pinned,
-                        pinned_in=str(pinned_in) if pinned_in else None,
-                        require=args.require_signature, state_dir=ctx.config.state_dir)
+    with keyfile.Workspace(local_host, state_dir) if args.key else nullcontext() as work:
+        key = keyfile.load_key(local_host, args.key, work) if work else None
+        trust.check_signing(local_host, facts, f"{args.driver} {args.version}", pinned=pinned,
+                            pinned_in=str(pinned_in) if pinned_in else None,
+                            require=args.require_signature, state_dir=state_dir,
+                            verify=key is None)
+        if key is not None:
+            keyfile.check_package_key(local_host, facts.path, facts.signing_key, key, work)
+        return _record(args, ctx, loc, local_host, facts, info, key, work)
+
+
+def _record(args: argparse.Namespace, ctx: Any, loc: Any, local_host: Any, facts: Any,
+            info: Any, key: Any, work: Any) -> Outcome:
+    """Show, ask, then import the key (if any) and record last: a rerun completes a crash."""
+    from hwmgr.catalog.load import load_catalog
+    from hwmgr.lifecycle import keyfile, trust
+    from hwmgr.lifecycle.signature import keyring_path, verify_in_keyring
+    from hwmgr.ui.lifecycle import confirm
+
+    ring = str(local_host.path(keyring_path(ctx.config.state_dir)))
     layer = trust.site_layer(args.driver, args.version, facts, info["source"])
     data: dict[str, Any] = {"package": facts.as_dict(), "layer": layer,
                             "site_file": str(loc.site_dir / trust.TRUST_FILE), "recorded": False}
+    if key is not None:
+        data.update(key=key.as_dict(), keyring=ring, key_imported=False)
     if not getattr(args, "json", False):
-        _show_facts(facts)
-    confirm(args, f"trust {facts.path.name} as {args.driver} {args.version} "
-                  f"(record it in {data['site_file']})")
+        _show_facts(facts, list(keyfile.key_lines(key, ring)) if key else [])
+    what = f"trust {facts.path.name} as {args.driver} {args.version} "
+    if key is not None and not key.in_keyring:
+        what += f"(import key {key.key_id} into {ring}, record it in {data['site_file']})"
+    else:
+        what += f"(record it in {data['site_file']})"
+    confirm(args, what)
+    if key is not None:
+        data["key_imported"] = keyfile.install_key(local_host, key, work)
+        data["key"]["in_keyring"] = True
+        verify_in_keyring(local_host, facts.path, ctx.config.state_dir, facts.signing_key)
     target = str(loc.site_dir / trust.TRUST_FILE)
     before = local_host.read_bytes(target)
     trust.record(local_host, loc.site_dir, layer)
@@ -118,13 +151,18 @@ def _trust(args: argparse.Namespace, ctx: Any, loc: Any) -> Outcome:
         raise
     data["recorded"] = True
     signed = f", signing key {facts.signing_key}" if facts.signing_key else ""
+    keyed = ("" if key is None else
+             f"imported key {key.key_id} into {ring}; " if data["key_imported"] else
+             f"key {key.key_id} already in {ring}, not imported again; ")
     return Outcome(NAME, data=data, render=lambda c: c.print(
-        f"recorded {args.driver} {args.version}: sha256 {facts.sha256}, {facts.size} bytes"
-        f"{signed} in {printable(data['site_file'])}", markup=False, soft_wrap=True))
+        printable(keyed) + f"recorded {args.driver} {args.version}: sha256 {facts.sha256}, "
+        f"{facts.size} bytes{signed} in {printable(data['site_file'])}", markup=False,
+        soft_wrap=True))
 
 
-def _show_facts(facts: Any) -> None:
-    """What rpm says, before the question (stderr: stdout keeps the result)."""
+def _show_facts(facts: Any, key_lines: list[str]) -> None:
+    """What rpm (and gpg, for --key) says, before the question (stderr: stdout keeps the
+    result)."""
     import sys
 
     lines = [f"package:    {facts.name}-{facts.version}-{facts.release} ({facts.path.name})",
@@ -133,6 +171,6 @@ def _show_facts(facts: Any) -> None:
              f"signed by:  {facts.signing_key or '(unsigned)'}",
              f"sha256:     {facts.sha256}",
              f"size:       {facts.size} bytes",
-             "payload:    " + ", ".join(facts.files)]
+             "payload:    " + ", ".join(facts.files), *key_lines]
     sys.stderr.write("".join(printable(line) + "\n" for line in lines))
     sys.stderr.flush()
