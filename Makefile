@@ -54,11 +54,11 @@ demo: apt-run venv
 
 # --- tests ----------------------------------------------------------------------------
 test: apt-test venv
-	$(BIN)/ruff check hwmgr tests bench
+	$(BIN)/ruff check hwmgr tests bench lab scripts ansible_collections
 	scripts/run-tests $(BIN)/python $(PYTEST_ARGS)
 
 lint: venv
-	$(BIN)/ruff check hwmgr tests bench
+	$(BIN)/ruff check hwmgr tests bench lab scripts ansible_collections
 
 # every bench script present (bench/*, not the synth.py helper), one after the other
 BENCHES = $(sort $(filter-out %.py %.md,$(wildcard bench/*)))

@@ -23,7 +23,9 @@ version_added: "0.1.0"
 author: hwmgr authors
 options:
   layers:
-    description: Only these layers (passed as one C(--layer) list), for example C(settings), C(sysctl).
+    description: >-
+      Only these layers (passed as one C(--layer) list), for example C(settings),
+      C(sysctl).
     type: list
     elements: str
     default: []
@@ -97,11 +99,12 @@ diff:
 import json
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.hwmgr.fleet.plugins.module_utils.hwmgr import (
+    COMMON_ARGUMENT_SPEC,
     EXIT_NOTHING_TO_DO,
     EXIT_OK,
     EXIT_REBOOT_PENDING,
-    COMMON_ARGUMENT_SPEC,
     base_argv,
     run_hwmgr,
 )

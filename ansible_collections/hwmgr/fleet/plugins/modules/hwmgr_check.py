@@ -107,6 +107,7 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.hwmgr.fleet.plugins.module_utils.hwmgr import (
     CHECK_STATUS,
     COMMON_ARGUMENT_SPEC,
