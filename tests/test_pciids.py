@@ -352,10 +352,10 @@ def test_libpci_bad_files_do_not_end_the_process(tmp_path: Path) -> None:
     code = textwrap.dedent(
         f"""
         import json
-        from hwmgr.catalog.pciids import _LibPci
+        from hwmgr.catalog.libpci import LibPci
         out = {{}}
         for name in ("missing.ids", "garbage.ids", "random.ids", "long.ids", "bad.ids.gz"):
-            lib = _LibPci({str(tmp_path)!r} + "/" + name)
+            lib = LibPci({str(tmp_path)!r} + "/" + name, "libpci.so.3")
             out[name] = [lib.loaded, lib.errors, lib.lookup(1, 0xabcd), lib.lookup(1, 0x8086)]
             lib.close()
         print(json.dumps(out))

@@ -60,9 +60,10 @@ def plain(value: Any) -> Any:
     return value
 
 
-def cache_write(cache: Path, path: Path, data: bytes) -> None:
+def cache_write(cache: Path, path: Path, data: bytes, keep: int | None = None) -> None:
     """Write one file of the analysing machine's catalog cache atomically, through a Host
-    that may write only `cache`; silently skipped when the cache is unwritable."""
+    that may write only `cache`, keeping the `keep` (default KEEP) newest of its directory;
+    silently skipped when the cache is unwritable."""
     from hwmgr.errors import HwmgrError
     from hwmgr.host.runner import SubprocessRunner
     from hwmgr.host.seam import Host
@@ -70,7 +71,7 @@ def cache_write(cache: Path, path: Path, data: bytes) -> None:
     cache_host = Host("/", SubprocessRunner(), writable=[str(cache)])
     with contextlib.suppress(OSError, HwmgrError):
         cache_host.write_bytes(str(path), data)
-        _prune(cache_host, path, keep=KEEP)
+        _prune(cache_host, path, keep=KEEP if keep is None else keep)
 
 
 def _prune(host: Any, newest: Path, keep: int) -> None:

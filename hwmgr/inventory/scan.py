@@ -109,13 +109,16 @@ class Inventory:
         host: Host,
         names: Any | None = None,
         verdict: Callable[[dict[str, Any], str | None], dict[str, Any] | None] | None = None,
+        known_names: dict[tuple[str | None, ...], tuple[str | None, ...]] | None = None,
     ) -> None:
         self.host = host
         self.names = names
         self.verdict = verdict
         self._ethtool: dict[str, dict[str, str | None] | None] = {}
         self._modver: dict[str, tuple[str | None, str | None]] = {}
-        self._names: dict[tuple[str | None, ...], tuple[str | None, ...]] = {}
+        # names per ID tuple; `known_names` (remembered from earlier runs) spares the lookups
+        self.pci_names: dict[tuple[str | None, ...], tuple[str | None, ...]] = dict(
+            known_names or {})
         self._verdicts: dict[tuple[Any, ...], dict[str, Any] | None] = {}
         self._notes: list[str] = []
         # a recording host (snapshot capture) also reads what a uevent stands in for, so the
@@ -240,11 +243,11 @@ class Inventory:
 
     def _pci_names(self, *ids: str | None) -> tuple[str | None, ...]:
         """(vendor, device, subsystem, class) names, looked up once per ID tuple."""
-        hit = self._names.get(ids)
+        hit = self.pci_names.get(ids)
         if hit is None:
             vendor, device, svendor, sdevice, cls = ids
             names = self.names
-            hit = self._names[ids] = (
+            hit = self.pci_names[ids] = (
                 names.vendor(vendor) if names and vendor else None,
                 names.device(vendor, device) if names and vendor and device else None,
                 names.subsystem(vendor, device, svendor, sdevice)
@@ -382,14 +385,25 @@ class Inventory:
 
 def collect(host: Any, catalog_paths: list[str] | None, use_catalog: bool = True) -> Any:
     """Scan `host` with names and catalog verdicts; shared by inventory, snapshot and check."""
+    from pathlib import Path
+
+    from hwmgr.catalog.namememo import NameMemo
     from hwmgr.catalog.pciids import default_names
+    from hwmgr.config import current
 
     verdict = None
     if use_catalog:
         from hwmgr.catalog.load import load_catalog
 
         verdict = load_catalog(catalog_paths).verdict
-    return Inventory(host, names=default_names(), verdict=verdict).scan()
+    names = default_names()
+    memo = NameMemo.for_names(names, Path(current().user_cache_dir))
+    inv = Inventory(host, names=names, verdict=verdict,
+                    known_names=memo.entries if memo else None)
+    scan = inv.scan()
+    if memo is not None:
+        memo.save(inv.pci_names)
+    return scan
 
 
 def _link_name(target: str | None) -> str | None:
