@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _indexes() -> list[Path]:
     d = catmod.cache_dir() / "catalog-index"
-    return sorted(d.iterdir()) if d.is_dir() else []
+    return sorted(p for p in d.iterdir() if p.is_file()) if d.is_dir() else []
 
 
 def _devices() -> list[tuple[dict[str, Any], str | None]]:
@@ -188,3 +189,79 @@ def test_a_damaged_entry_is_a_one_line_error(tmp_path: Path) -> None:
     hit, _ = catmod.index_lookup([SHIPPED])
     with pytest.raises(BadInputError, match="compiled catalog index in the cache is damaged"):
         hit.drivers["ixgbe"]
+
+
+# ----------------------------------------------------------------------------- by identity
+def _by_stat() -> list[Path]:
+    d = catmod.cache_dir() / "catalog-index" / "by-stat"
+    return sorted(d.iterdir()) if d.is_dir() else []
+
+
+def _unread(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Record every catalog file the index reads (the contents path)."""
+    import hwmgr.catalog.validate as validate
+
+    seen: list[Path] = []
+    real = validate.read_catalog
+
+    def spy(path: Path) -> Any:
+        seen.append(path)
+        return real(path)
+
+    monkeypatch.setattr(validate, "read_catalog", spy)
+    return seen
+
+
+def test_settled_inputs_are_known_by_identity_until_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A settled catalog's hit skips reading it; a same-size edit changes its ctime, so the
+    next run reads the contents and sees the edit."""
+    monkeypatch.setattr(index, "SETTLED_NS", 0)  # the files below count as settled at once
+    f = tmp_path / "c.json"
+    data = json.loads(MINI.read_text())
+    data["description"] = "edit A"
+    f.write_text(json.dumps(data))
+    load_catalog([f])  # miss: full loader, index stored
+    load_catalog([f])  # hit by contents: the identity record is written
+    assert len(_by_stat()) == 1
+    seen = _unread(monkeypatch)
+    hit = load_catalog([f])
+    assert seen == [] and hit.doc["description"] == "edit A"  # not read at all
+    time.sleep(0.05)  # past the coarse clock's tick, as any real edit is (SETTLED_NS)
+    data["description"] = "edit B"  # same length: same size
+    f.write_text(json.dumps(data))
+    got = load_catalog([f])
+    assert got.doc["description"] == "edit B" and f in seen
+
+
+def test_fresh_inputs_are_never_known_by_identity(tmp_path: Path) -> None:
+    """A file written within SETTLED_NS could change again in the same clock tick: no record."""
+    f = tmp_path / "c.json"
+    shutil.copyfile(MINI, f)
+    for _ in range(3):
+        load_catalog([f])
+    assert _indexes() and not _by_stat()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "other-ident", "bad-name", "unknown-key"])
+def test_a_bad_identity_record_falls_back_to_the_contents(
+        damage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import marshal
+
+    monkeypatch.setattr(index, "SETTLED_NS", 0)
+    f = tmp_path / "c.json"
+    shutil.copyfile(MINI, f)
+    want = load_catalog([f]).doc
+    load_catalog([f])
+    (rec,) = _by_stat()
+    head = index._BY_STAT
+    ident, name = marshal.loads(rec.read_bytes()[len(head):])
+    rec.write_bytes({
+        "garbage": b"\x00" * 40,
+        "other-ident": head + marshal.dumps((("x",), name)),
+        "bad-name": head + marshal.dumps((ident, "../../etc/passwd")),
+        "unknown-key": head + marshal.dumps((ident, "0" * 64)),
+    }[damage])
+    seen = _unread(monkeypatch)
+    assert load_catalog([f]).doc == want
+    assert seen == [f]  # the contents decided

@@ -9,16 +9,24 @@ and lists with `marshal`, under
 `CHECKS_VERSION` and this module's format: any change to any input is a different KEY, so a
 stale index is never read. The payload carries its own CRC-32; a damaged or foreign file
 is a miss (the full loader runs and rewrites it), never an error.
+
+Reading and hashing the inputs is itself most of a hit's cost for a big catalog (7.5 MB for
+50,000 rules). So a hit also records, under `catalog-index/by-stat/`, which KEY the inputs'
+identities (path, device, inode, size, mtime, ctime) had; the next run with the same
+identities skips to that KEY. Git's rule against racy timestamps applies: the record is
+written only when every input is older than `SETTLED_NS`, so any later write changes the
+ctime (which no user can set back) and with it the identity.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
 import marshal
 import os
+import stat
 import sys
+import time
 import zlib
 from pathlib import Path
 from typing import Any, Sequence
@@ -27,10 +35,14 @@ FORMAT = b"hwmgr-catalog-index 3\n"
 _DIGEST = 4  # CRC-32 of the payload: catches damage; whoever can write the cache is trusted
 _INTERN_MAX = 64
 KEEP = 16  # compiled indexes (and validation markers) kept per cache directory
+SETTLED_NS = 2 * 10**9  # inputs this much older than now can be known by their identities
+_BY_STAT = b"hwmgr-catalog-by-stat 1\n"
 
 
 def key(files: Sequence[tuple[Path, bytes]], schema: bytes, checks_version: str) -> str:
     """The hash naming an index: every input file (path and bytes), schema, rule version."""
+    import hashlib  # OpenSSL's load costs ~3 ms: only runs that hash pay it
+
     h = hashlib.sha256(FORMAT)
     h.update(hashlib.sha256(schema).digest())
     h.update(checks_version.encode())
@@ -129,20 +141,79 @@ def lookup(files: Sequence[Path], *, schema: bytes, checks_version: str, cache: 
     so this module never imports it back."""
     from hwmgr.catalog.validate import read_catalog
 
+    ident = _identities(files, schema, checks_version)
+    by_stat = _by_stat_path(cache, ident) if ident is not None else None
+    name = _by_stat_read(by_stat, ident) if by_stat is not None else None
+    if name is not None:
+        cat = _rebuilt(index_path(cache, name), types)
+        if cat is not None:
+            return cat, index_path(cache, name)
     inputs = []
     for p in files:
         raw, _why = read_catalog(p)
         if raw is None:
             return None, None
         inputs.append((p, raw))
-    where = index_path(cache, key(inputs, schema, checks_version))
+    name = key(inputs, schema, checks_version)
+    where = index_path(cache, name)
+    cat = _rebuilt(where, types)
+    if cat is not None and by_stat is not None:
+        _by_stat_write(cache, by_stat, ident, name)
+    return cat, where
+
+
+def _rebuilt(where: Path, types: tuple[Any, Any]) -> Any:
+    """The Catalog stored at `where`, or None when missing, damaged or not one."""
     state = load(where)
-    if state is not None:
+    if state is None:
+        return None
+    try:
+        return _catalog(state, *types)
+    except (TypeError, ValueError, KeyError, IndexError):
+        return None
+
+
+def _identities(files: Sequence[Path], schema: bytes,
+                checks_version: str) -> tuple[Any, ...] | None:
+    """What identifies these inputs without reading them; None when one is not a settled
+    regular file (then the contents decide)."""
+    out: list[Any] = [FORMAT, zlib.crc32(schema), len(schema), checks_version]
+    settled = time.time_ns() - SETTLED_NS
+    for p in files:
         try:
-            return _catalog(state, *types), where
-        except (TypeError, ValueError, KeyError, IndexError):
-            pass
-    return None, where
+            st = os.stat(p)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode) or max(st.st_mtime_ns, st.st_ctime_ns) >= settled:
+            return None
+        out.append((os.fsencode(str(p)), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+                    st.st_ctime_ns))
+    return tuple(out)
+
+
+def _by_stat_path(cache: Path, ident: tuple[Any, ...]) -> Path:
+    """Where the record for `ident` lives (a CRC names it; the record holds `ident` itself)."""
+    return cache / "catalog-index" / "by-stat" / f"{zlib.crc32(marshal.dumps(ident)):08x}"
+
+
+def _by_stat_read(path: Path, ident: tuple[Any, ...]) -> str | None:
+    """The KEY recorded for exactly these identities, or None."""
+    try:
+        with open(path, "rb") as fh:
+            blob = fh.read(64 * 1024)
+        got, name = marshal.loads(blob[len(_BY_STAT):]) if blob.startswith(_BY_STAT) else (
+            None, None)
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    if got != ident or not isinstance(name, str) or len(name) != 64 or \
+            name.strip("0123456789abcdef"):
+        return None
+    return name
+
+
+def _by_stat_write(cache: Path, path: Path, ident: tuple[Any, ...], name: str) -> None:
+    if _by_stat_read(path, ident) != name:
+        cache_write(cache, path, _BY_STAT + marshal.dumps((ident, name)))
 
 
 def remember(where: Path | None, cat: Any) -> None:

@@ -9,15 +9,19 @@ never import it. The strict parse and the semantic checks (cheap) run on every l
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence, Union
+from typing import Any, Mapping, Sequence
 
-import hwmgr
 from hwmgr.catalog import layers, versions
+from hwmgr.catalog.discover import (  # noqa: F401 - ENV_DIR, discover: public here too
+    ENV_DIR,
+    PathLike,
+    base_files,
+    discover,
+    site_files,
+)
 from hwmgr.catalog.rules import RuleData
 from hwmgr.catalog.validate import (  # noqa: F401 - json_path, MAX_FILE_BYTES: public here too
     FIRMWARE_SCHEME,
@@ -34,11 +38,7 @@ from hwmgr.config import current
 from hwmgr.errors import BadInputError, NotFoundError, VersionError
 from hwmgr.valueclass import dataclass, field
 
-PathLike = Union[str, "os.PathLike[str]"]
-
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "catalog.schema.json"
-ENV_DIR = "HWMGR_CATALOG_DIR"
-SYSTEM_DIR = Path("/usr/share/hwmgr/catalogs")
 # Bump when the validation rules change (here or in catalog_check): invalidates every cached
 # verdict.
 CHECKS_VERSION = "5"
@@ -74,55 +74,6 @@ def _class4(value: Any) -> str | None:
     return _hex4(v[:4]) if len(v) in (4, 6) else None
 
 
-# ----------------------------------------------------------------------------- discovery
-def default_dirs(config: Any = None) -> list[Path]:
-    """Catalog directories in search order: $HWMGR_CATALOG_DIR, the checkout, the system."""
-    dirs = []
-    env = current(config).catalog_dir
-    if env:
-        dirs.append(Path(env))
-    dirs.append(Path(hwmgr.__file__).resolve().parent.parent / "catalogs")
-    dirs.append(SYSTEM_DIR)
-    return dirs
-
-
-def discover(paths: Sequence[PathLike] | None = None, config: Any = None) -> list[Path]:
-    """The catalog files to load. Explicit paths (files, or dirs of *.json) must exist; else
-    $HWMGR_CATALOG_DIR alone if set; else the first default directory holding *.json wins.
-    All files of the chosen set are merged; a driver or device rule defined twice is an error."""
-    if paths:
-        files: list[Path] = []
-        for p in map(Path, paths):
-            if p.is_dir():
-                files += sorted(p.glob("*.json"))
-            elif p.exists() or _loops(p):
-                files.append(p)  # a FIFO, device or link loop: _check_file says what it is
-            else:
-                raise NotFoundError(f"catalog file {p} does not exist")
-        return files
-    env = current(config).catalog_dir
-    if env:  # an explicit directory is used alone, even when it holds no catalog
-        if not Path(env).is_dir():
-            raise NotFoundError(f"{ENV_DIR}={env} is not a directory")
-        return sorted(Path(env).glob("*.json"))
-    for d in default_dirs(config):
-        found = sorted(d.glob("*.json")) if d.is_dir() else []
-        if found:
-            return found
-    return []
-
-
-def _loops(p: Path) -> bool:
-    """A name that is there but cannot be resolved (a symlink loop), unlike a missing one."""
-    try:
-        p.stat()
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    return False
-
-
 # ----------------------------------------------------------------------------- cache
 def cache_dir(config: Any = None) -> Path:
     """$XDG_CACHE_HOME/hwmgr, else ~/.cache/hwmgr (as `config` read it)."""
@@ -136,9 +87,16 @@ def _schema_bytes() -> bytes:
         raise BadInputError(f"catalog schema {SCHEMA_PATH} is unreadable: {exc}") from None
 
 
+def _sha256(data: bytes) -> str:
+    """Hex SHA-256; hashlib (OpenSSL, ~3 ms to load) is imported by the runs that hash."""
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
 def _marker(digest: str) -> Path:
-    schema = hashlib.sha256(_schema_bytes()).hexdigest()
-    key = hashlib.sha256(f"{digest}:{schema}:{CHECKS_VERSION}".encode()).hexdigest()
+    schema = _sha256(_schema_bytes())
+    key = _sha256(f"{digest}:{schema}:{CHECKS_VERSION}".encode())
     return cache_dir() / "catalog-valid" / key
 
 
@@ -247,7 +205,7 @@ def _check_file(path: Path, *, use_cache: bool, partial: bool = False) -> _Check
     if raw is None:
         chk.errors.append(f"{path}: {why}")
         return chk
-    chk.digest = hashlib.sha256(raw).hexdigest()
+    chk.digest = _sha256(raw)
     data, errs = parse(raw)
     key = f"layer:{chk.digest}" if partial else chk.digest
     if not errs and partial and not isinstance(data, dict):
@@ -301,7 +259,7 @@ class Catalog(RuleData):
         """Check the merged result of two or more layers: full schema, semantic rules."""
         if len(self.files) < 2:
             return []
-        digest = hashlib.sha256(json.dumps(self.doc, sort_keys=True).encode()).hexdigest()
+        digest = _sha256(json.dumps(self.doc, sort_keys=True).encode())
         key = f"merged:{digest}"
         found: list[tuple[tuple[Any, ...], str]] = []
         if not (use_cache and _cached_ok(key)):
@@ -492,26 +450,3 @@ def index_lookup(files: Sequence[Path]) -> tuple[Catalog | None, Path | None]:
 
     return index.lookup(files, schema=_schema_bytes(), checks_version=CHECKS_VERSION,
                         cache=cache_dir(), types=(Catalog, CatalogFile))
-
-
-def _locations(config: Any) -> Any:
-    from hwmgr.config import catalog_locations
-
-    return catalog_locations(config)
-
-
-def base_files(config: Any = None) -> list[Path]:
-    """The base layer: $HWMGR_CATALOG_DIR when set; else the installed catalog (`hwmgr catalog
-    update`) when present; else the shipped catalog (checkout, then the system dir)."""
-    if current(config).catalog_dir:
-        return discover(config=config)
-    installed = _locations(config).installed
-    if installed.is_file():
-        return [installed]
-    return discover(config=config)
-
-
-def site_files(config: Any = None) -> list[Path]:
-    """The site layers: catalog.d/*.json of the analysing machine, in lexical order."""
-    d = _locations(config).site_dir
-    return sorted(d.glob("*.json")) if d.is_dir() else []

@@ -1,0 +1,87 @@
+"""Which catalog files a run loads: explicit paths, $HWMGR_CATALOG_DIR, the installed or
+shipped base catalog, then the site layers (catalog.d/*.json), in that order."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Sequence, Union
+
+import hwmgr
+from hwmgr.config import current
+from hwmgr.errors import NotFoundError
+
+ENV_DIR = "HWMGR_CATALOG_DIR"
+SYSTEM_DIR = Path("/usr/share/hwmgr/catalogs")
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def default_dirs(config: Any = None) -> list[Path]:
+    """Catalog directories in search order: $HWMGR_CATALOG_DIR, the checkout, the system."""
+    dirs = []
+    env = current(config).catalog_dir
+    if env:
+        dirs.append(Path(env))
+    dirs.append(Path(hwmgr.__file__).resolve().parent.parent / "catalogs")
+    dirs.append(SYSTEM_DIR)
+    return dirs
+
+
+def discover(paths: Sequence[PathLike] | None = None, config: Any = None) -> list[Path]:
+    """The catalog files to load. Explicit paths (files, or dirs of *.json) must exist; else
+    $HWMGR_CATALOG_DIR alone if set; else the first default directory holding *.json wins.
+    All files of the chosen set are merged; a driver or device rule defined twice is an error."""
+    if paths:
+        files: list[Path] = []
+        for p in map(Path, paths):
+            if p.is_dir():
+                files += sorted(p.glob("*.json"))
+            elif p.exists() or _loops(p):
+                files.append(p)  # a FIFO, device or link loop: _check_file says what it is
+            else:
+                raise NotFoundError(f"catalog file {p} does not exist")
+        return files
+    env = current(config).catalog_dir
+    if env:  # an explicit directory is used alone, even when it holds no catalog
+        if not Path(env).is_dir():
+            raise NotFoundError(f"{ENV_DIR}={env} is not a directory")
+        return sorted(Path(env).glob("*.json"))
+    for d in default_dirs(config):
+        found = sorted(d.glob("*.json")) if d.is_dir() else []
+        if found:
+            return found
+    return []
+
+
+def _loops(p: Path) -> bool:
+    """A name that is there but cannot be resolved (a symlink loop), unlike a missing one."""
+    try:
+        p.stat()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return False
+
+
+def _locations(config: Any) -> Any:
+    from hwmgr.config import catalog_locations
+
+    return catalog_locations(config)
+
+
+def base_files(config: Any = None) -> list[Path]:
+    """The base layer: $HWMGR_CATALOG_DIR when set; else the installed catalog (`hwmgr catalog
+    update`) when present; else the shipped catalog (checkout, then the system dir)."""
+    if current(config).catalog_dir:
+        return discover(config=config)
+    installed = _locations(config).installed
+    if installed.is_file():
+        return [installed]
+    return discover(config=config)
+
+
+def site_files(config: Any = None) -> list[Path]:
+    """The site layers: catalog.d/*.json of the analysing machine, in lexical order."""
+    d = _locations(config).site_dir
+    return sorted(d.glob("*.json")) if d.is_dir() else []
