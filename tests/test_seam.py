@@ -29,6 +29,7 @@ OWN_FILES = {
     "catalog/versions.py": "reads its own schemes.json (package data)",
     "catalog/load.py": "reads catalog files and its validation cache",
     "catalog/index.py": "reads and writes its compiled catalog index in the cache dir",
+    "catalog/namememo.py": "reads its remembered PCI names in the cache dir (writes via index)",
     "lifecycle/recipe.py": "reads drivers/<name>/ recipe files",
     "host/snapshot.py": "writes/extracts snapshot archives the user named",
     "lifecycle/cache.py": "hashes cache files it verifies; flocks the cache dir while fetching",
