@@ -11,11 +11,14 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Mapping
 
 from hwmgr.errors import BadInputError
 from hwmgr.host.seam import Host
 from hwmgr.valueclass import asdict, dataclass, field, fields
+
+TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
 DEFAULT_CONFIG = "/etc/hwmgr/hwmgr.json"
 DEFAULT_STATE_DIR = "/var/lib/hwmgr"

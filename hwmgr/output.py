@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, TextIO
 
 from hwmgr.valueclass import dataclass, field
+
+TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Any, Callable, TextIO
 
 JSON_FORMAT_VERSION = 1
 

@@ -12,12 +12,10 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
 
 from hwmgr.catalog import layers, versions
 from hwmgr.catalog.discover import (  # noqa: F401 - ENV_DIR, discover: public here too
     ENV_DIR,
-    PathLike,
     base_files,
     discover,
     site_files,
@@ -37,6 +35,12 @@ from hwmgr.catalog.verdict import _kernel_ok, decide
 from hwmgr.config import current
 from hwmgr.errors import BadInputError, NotFoundError, VersionError
 from hwmgr.valueclass import dataclass, field
+
+TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Sequence
+
+    from hwmgr.catalog.discover import PathLike
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "catalog.schema.json"
 # Bump when the validation rules change (here or in catalog_check): invalidates every cached

@@ -7,10 +7,13 @@ to one job; the ASCII helpers here are shared by the other schemes.
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from hwmgr.errors import VersionError
 from hwmgr.valueclass import dataclass
+
+TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def shown(raw: object, limit: int = 60) -> str:

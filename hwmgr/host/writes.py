@@ -18,12 +18,15 @@ import contextlib
 import errno
 import os
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterator
 
 from hwmgr.errors import RefusedError
 
-if TYPE_CHECKING:  # pragma: no cover - sqlite3 is imported when a journal is opened
-    import sqlite3
+TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
+if TYPE_CHECKING:
+    import sqlite3  # imported at run time only when a journal is opened
+    from typing import IO, Any, Callable, Iterator
+
+    Select = Callable[[Any], Any]  # tarfile.TarInfo -> TarInfo to extract, or None to skip
 
 MAX_WRITE_SYMLINKS = 40
 TMP_SUFFIX = ".hwmgr-tmp"
@@ -43,8 +46,6 @@ LIVE_WRITABLE = (
     "/etc/network",
     "/etc/sysconfig/network-scripts",
 )
-
-Select = Callable[[Any], Any]  # tarfile.TarInfo -> TarInfo to extract, or None to skip
 
 
 def fsync_dir(path: os.PathLike[str] | str) -> None:
