@@ -221,8 +221,7 @@ def test_settled_inputs_are_known_by_identity_until_written(
     data = json.loads(MINI.read_text())
     data["description"] = "edit A"
     f.write_text(json.dumps(data))
-    load_catalog([f])  # miss: full loader, index stored
-    load_catalog([f])  # hit by contents: the identity record is written
+    load_catalog([f])  # miss: full loader; the index and its identity record are stored
     assert len(_by_stat()) == 1
     seen = _unread(monkeypatch)
     hit = load_catalog([f])
@@ -252,7 +251,6 @@ def test_a_bad_identity_record_falls_back_to_the_contents(
     f = tmp_path / "c.json"
     shutil.copyfile(MINI, f)
     want = load_catalog([f]).doc
-    load_catalog([f])
     (rec,) = _by_stat()
     head = index._BY_STAT
     ident, name = marshal.loads(rec.read_bytes()[len(head):])

@@ -136,10 +136,27 @@ def load(path: Path) -> tuple[Any, ...] | None:
 
 
 # ----------------------------------------------------------------------------- the load hook
+class Slot:
+    """Where the Catalog for these inputs is (or is to be) stored, and the identity record
+    (`by-stat`) that names it, written with it when the inputs are settled."""
+
+    __slots__ = ("path", "by_stat", "ident")
+
+    def __init__(self, path: Path, by_stat: Path | None, ident: tuple[Any, ...] | None) -> None:
+        self.path, self.by_stat, self.ident = path, by_stat, ident
+
+    def record(self, cache: Path) -> None:
+        """Write the identity record naming `path`, unless it already does."""
+        if self.by_stat is not None and self.ident is not None and \
+                _by_stat_read(self.by_stat, self.ident) != self.path.name:
+            cache_write(cache, self.by_stat, _BY_STAT + marshal.dumps((self.ident,
+                                                                        self.path.name)))
+
+
 def lookup(files: Sequence[Path], *, schema: bytes, checks_version: str, cache: Path,
-           types: tuple[Any, Any]) -> tuple[Any, Path | None]:
-    """(the Catalog stored for exactly these files, where) on a hit; (None, where to store it)
-    on a miss; (None, None) when an input cannot be read (the full loader says why). The
+           types: tuple[Any, Any]) -> tuple[Any, Slot | None]:
+    """(the Catalog stored for exactly these files, its slot) on a hit; (None, where to store
+    it) on a miss; (None, None) when an input cannot be read (the full loader says why). The
     loader passes what the key and the rebuilt object need (`types`: Catalog, CatalogFile),
     so this module never imports it back."""
     from hwmgr.catalog.validate import read_catalog
@@ -150,19 +167,18 @@ def lookup(files: Sequence[Path], *, schema: bytes, checks_version: str, cache: 
     if name is not None:
         cat = _rebuilt(index_path(cache, name), types)
         if cat is not None:
-            return cat, index_path(cache, name)
+            return cat, Slot(index_path(cache, name), by_stat, ident)
     inputs = []
     for p in files:
         raw, _why = read_catalog(p)
         if raw is None:
             return None, None
         inputs.append((p, raw))
-    name = key(inputs, schema, checks_version)
-    where = index_path(cache, name)
-    cat = _rebuilt(where, types)
-    if cat is not None and by_stat is not None:
-        _by_stat_write(cache, by_stat, ident, name)
-    return cat, where
+    slot = Slot(index_path(cache, key(inputs, schema, checks_version)), by_stat, ident)
+    cat = _rebuilt(slot.path, types)
+    if cat is not None:
+        slot.record(cache)
+    return cat, slot
 
 
 def _rebuilt(where: Path, types: tuple[Any, Any]) -> Any:
@@ -214,15 +230,11 @@ def _by_stat_read(path: Path, ident: tuple[Any, ...]) -> str | None:
     return name
 
 
-def _by_stat_write(cache: Path, path: Path, ident: tuple[Any, ...], name: str) -> None:
-    if _by_stat_read(path, ident) != name:
-        cache_write(cache, path, _BY_STAT + marshal.dumps((ident, name)))
-
-
-def remember(where: Path | None, cat: Any) -> None:
-    """Store a cleanly loaded Catalog for the next run."""
-    if where is None:
+def remember(slot: Slot | None, cat: Any) -> None:
+    """Store a cleanly loaded Catalog for the next run (and its identity record)."""
+    if slot is None:
         return
+    where = slot.path
     files = tuple((str(f.path), f.sha256, f.catalog_version, f.released) for f in cat.files)
     origin = {k: str(v) for k, v in cat.origin.items()}
     buckets: dict[str | None, dict[tuple[str | None, ...], tuple[str, int]]] = {}
@@ -236,6 +248,8 @@ def remember(where: Path | None, cat: Any) -> None:
     drivers = {sys.intern(n): marshal.dumps(plain(e)) for n, e in cat.drivers.items()}
     store(where.parent.parent, where,
           (files, doc, origin, packed, prov, drivers, dict(cat._netdevs)))
+    if where.is_file():
+        slot.record(where.parent.parent)
 
 
 def _catalog(state: tuple[Any, ...], catalog_cls: Any, file_cls: Any) -> Any:

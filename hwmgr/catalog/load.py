@@ -448,7 +448,7 @@ def load_catalog(paths: Sequence[PathLike] | None = None, *,
     return cat
 
 
-def index_lookup(files: Sequence[Path]) -> tuple[Catalog | None, Path | None]:
+def index_lookup(files: Sequence[Path]) -> tuple[Catalog | None, Any]:
     """The compiled index's answer for exactly these files (see catalog/index.py)."""
     from hwmgr.catalog import index
 
