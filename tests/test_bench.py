@@ -14,7 +14,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("argv", [["bench/fetch", "--size-mb", "2", "--runs", "1",
-                                   "--cut-mb", "1", "--warmup", "0"]], ids=["fetch"])
+                                   "--cut-mb", "1", "--warmup", "0"],
+                                  ["bench/inventory", "--runs", "1"]], ids=["fetch", "inventory"])
 def test_bench_script_runs(argv: list[str]) -> None:
     if os.geteuid() != 0:
         pytest.skip("the benches run as root (make bench)")
@@ -22,3 +23,8 @@ def test_bench_script_runs(argv: list[str]) -> None:
                          timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "Traceback" not in res.stderr
+    if argv[0] == "bench/inventory":  # every row of issue 15's table, with a ratio
+        for what in ("inventory --json, live ", "--root, 17 functions", "--root, 1,024 functions",
+                     "--root, 4,096 functions", "hwmgr --help", "50,020-rule catalog"):
+            line = next((ln for ln in res.stdout.splitlines() if what in ln), "")
+            assert line.count("x |") == 1, (what, res.stdout)
