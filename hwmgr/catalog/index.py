@@ -248,7 +248,7 @@ def remember(slot: Slot | None, cat: Any) -> None:
     drivers = {sys.intern(n): marshal.dumps(plain(e)) for n, e in cat.drivers.items()}
     store(where.parent.parent, where,
           (files, doc, origin, packed, prov, drivers, dict(cat._netdevs)))
-    if where.is_file():
+    if os.path.isfile(where):  # stored (an unreadable cache dir is simply no record)
         slot.record(where.parent.parent)
 
 
