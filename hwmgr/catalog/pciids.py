@@ -9,9 +9,9 @@ pure-Python parser gives the same answers. `namememo` spares most runs both.
 
 from __future__ import annotations
 
+import _thread  # threading costs ~1 ms to import; a lock is all this needs
 import os
 import re
-import threading
 
 from hwmgr.errors import BadInputError, NotFoundError, UsageError
 
@@ -224,7 +224,7 @@ class PciNames:
         self._source: str | None = None
         self._path: str | None = None
         self._loaded = False
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     # -- loading -----------------------------------------------------------------------------
     def _find_path(self) -> str | None:
@@ -350,7 +350,7 @@ class PciNames:
 
 
 _default: PciNames | None = None
-_default_lock = threading.Lock()
+_default_lock = _thread.allocate_lock()
 
 
 def default_names() -> PciNames:

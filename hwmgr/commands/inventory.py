@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from hwmgr.output import Outcome
+
+TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "inventory"
 HELP = "list PCI functions, NICs and RAID controllers"
