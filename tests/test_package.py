@@ -265,3 +265,28 @@ def test_package_offline_miss(bed, tmp_path: Path, monkeypatch, capsys) -> None:
     rc, doc, _ = _package(bed, monkeypatch, capsys, "--to", "1.0", "--out", str(tmp_path),
                        "--offline")
     assert rc == 3 and doc["errors"][0].startswith("offline:")
+
+
+def test_package_fetches_through_the_site_mirror(bed, tmp_path: Path, monkeypatch,
+                                                  capsys) -> None:
+    """No internet: the vendor URL is dead, the site config names an HTTP mirror. `package`
+    takes the same path as `upgrade` (it used to take only a --mirror directory)."""
+    cat = write_catalog(tmp_path / "vendor-gone.json", "http://127.0.0.1:9/vendor", bed.srpms)
+    monkeypatch.setattr(bed, "catalog", cat)
+    site = tmp_path / "hwmgr.json"
+    site.write_text(json.dumps({"mirror": bed.url}))
+    monkeypatch.setitem(bed.env, "HWMGR_CONFIG", str(site))
+    monkeypatch.setitem(bed.env, "HWMGR_CACHE_DIR", str(tmp_path / "empty-cache"))
+    out = tmp_path / "out"
+    rc, doc, _ = _package(bed, monkeypatch, capsys, "--to", "1.0", "--out", str(out))
+    assert rc == 0, doc
+    src = doc["data"]["source"]
+    assert src["origin"] == "mirror"
+    assert src["sha256"] == hashlib.sha256(bed.srpms["1.0"].read_bytes()).hexdigest()
+    assert (out / f"{MODULE}-dkms-1.0-1.noarch.rpm").is_file()
+    # and without the site mirror the dead vendor URL is the answer
+    (tmp_path / "plain.json").write_text("{}")
+    monkeypatch.setitem(bed.env, "HWMGR_CONFIG", str(tmp_path / "plain.json"))
+    monkeypatch.setitem(bed.env, "HWMGR_CACHE_DIR", str(tmp_path / "empty-cache-2"))
+    rc, doc, _ = _package(bed, monkeypatch, capsys, "--to", "1.0", "--out", str(tmp_path / "o2"))
+    assert rc != 0 and "127.0.0.1:9" in doc["errors"][0]

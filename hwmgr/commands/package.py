@@ -32,7 +32,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR", default=".",
                    help="where to write the RPM (default: current directory)")
     p.add_argument("--offline", action="store_true", help="use only the cache or --mirror")
-    p.add_argument("--mirror", metavar="DIR", help="directory holding vendor packages by name")
+    p.add_argument("--mirror", metavar="DIR|URL",
+                   help="a mirror of vendor packages: a directory, or an http(s) base URL "
+                   "(default: the site config's mirror)")
     p.add_argument("--keep-spec", action="store_true",
                    help="also write the generated <driver>-dkms-<version>.spec to --out")
     p.add_argument("--packager", metavar="'NAME <EMAIL>'", default=None,

@@ -238,9 +238,11 @@ def build_dkms_rpm(
     that may write only there; with `keep_spec` the generated spec goes beside it. Work files
     live in a temp dir under the cache dir and are removed.
     """
+    from hwmgr.config import load_config
     from hwmgr.host.hashing import sha256_file
     from hwmgr.lifecycle.dkms import render_dkms_conf
-    from hwmgr.lifecycle.fetch import Source, fetch
+    from hwmgr.lifecycle.fetch import Source
+    from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
     from hwmgr.lifecycle.recipe import load_recipe
     from hwmgr.lifecycle.srpm import unpack_srpm
 
@@ -261,8 +263,12 @@ def build_dkms_rpm(
     except OSError as exc:
         raise HwmgrError(f"cannot create output dir {out}: {exc.strerror}") from None
 
-    got = fetch(host, Source.from_catalog(source), settings.cache_dir,
-                offline=settings.offline, mirror=Path(settings.mirror) if settings.mirror else None)
+    # the same fetch as an upgrade's: --mirror, else the site config's mirror (a directory or
+    # an HTTP base), then the source's own mirrors, the vendor URL last
+    got = fetch_mirrored(host, Source.from_catalog(source), settings.cache_dir,
+                         offline=settings.offline,
+                         mirror=settings.mirror or load_config(host).mirror,
+                         per_source=source_mirrors(source))
     if source.get("signing_key"):
         from hwmgr.lifecycle.signature import check_signature
 
