@@ -368,3 +368,50 @@ def test_key_whose_subkey_signed_the_package(env: dict[str, str],
     assert recorded_source(env)["signing_key"] == sub_id
     [entry] = pubkeys(Path(env["HWMGR_STATE_DIR"]))
     assert entry.startswith(rpm_name(key))
+
+
+def _dead_key(tmp: Path, case: str) -> Path:
+    """An ed25519 public key that expired in 2020 (made at a faked time), or one revoked by
+    its own revocation certificate; exported armored as a vendor would hand it out."""
+    home = tmp / f"gnupg-{case}"
+    home.mkdir(mode=0o700)
+
+    def g(*args: str) -> str:
+        res = subprocess.run(["gpg", "--homedir", str(home), "--batch", "--no-options",
+                              "--passphrase", "", *args], capture_output=True, text=True,
+                             timeout=60, check=False)
+        assert res.returncode == 0, res.stderr
+        return res.stdout
+
+    uid = f"{case} <{case}@vendor.invalid>"
+    if case == "expired":
+        g("--faked-system-time", "20200101T000000", "--quick-gen-key", uid, "ed25519", "sign",
+          "1d")
+    else:
+        g("--quick-gen-key", uid, "ed25519", "sign", "never")
+        (cert,) = (home / "openpgp-revocs.d").iterdir()
+        rev = tmp / "rev.asc"
+        rev.write_text(cert.read_text().replace(":-----BEGIN", "-----BEGIN"))
+        g("--import", str(rev))
+    out = tmp / f"{case}.asc"
+    out.write_text(g("--armor", "--export", f"{case}@vendor.invalid"))
+    return out
+
+
+@pytest.mark.parametrize("case", ["expired", "revoked"])
+def test_dead_keys_are_refused(case: str, env: dict[str, str], packages: dict[str, Path],
+                               tmp_path: Path) -> None:
+    """gpg says the key is revoked or expired: exit 9, one line naming the file, the key and
+    why; nothing recorded, nothing imported."""
+    (tmp_path / "vendor").mkdir()
+    keyfile = _dead_key(tmp_path / "vendor", case)
+    before = tree(tmp_path)
+    res = trust(packages["x"], env, "--key", str(keyfile))
+    assert res.returncode == 9, res.stderr
+    line = res.stderr.strip()
+    assert "\n" not in line and f"{keyfile}: key " in line and f"is {case}" in line, line
+    if case == "expired":
+        assert "on 2020-01-02" in line, line
+    assert tree(tmp_path) == before
+    state = Path(env["HWMGR_STATE_DIR"])
+    assert not state.exists() or no_workspace_left(state)

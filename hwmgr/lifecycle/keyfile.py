@@ -121,9 +121,13 @@ def _gpg(host: Host, home: str, *args: str) -> Any:
     return res
 
 
+_DEAD = {"r": "revoked", "e": "expired"}  # gpg --with-colons validity letters
+
+
 def parse_colons(text: str) -> list[dict[str, Any]]:
     """gpg --with-colons records → one dict per key: kind ('pub'/'sec'), fpr, created,
-    uids, subkey fprs (a uid's escapes such as \\x3a are left as gpg wrote them)."""
+    uids, subkey fprs, validity (r revoked, e expired), expiry (a uid's escapes such as
+    \\x3a are left as gpg wrote them)."""
     keys: list[dict[str, Any]] = []
     last = ""
     for line in text.splitlines():
@@ -131,7 +135,9 @@ def parse_colons(text: str) -> list[dict[str, Any]]:
         rec = f[0]
         if rec in ("pub", "sec"):
             keys.append({"kind": rec, "fpr": "", "created": int(f[5]) if len(f) > 5 and
-                         f[5].isdigit() else 0, "uids": [], "subkeys": [], "secret_sub": False})
+                         f[5].isdigit() else 0, "uids": [], "subkeys": [], "secret_sub": False,
+                         "validity": f[1] if len(f) > 1 else "",
+                         "expires": int(f[6]) if len(f) > 6 and f[6].isdigit() else 0})
         elif not keys:
             continue
         elif rec == "fpr" and len(f) > 9:
@@ -166,6 +172,15 @@ def load_key(host: Host, key_file: str, work: Workspace) -> VendorKey:
         raise BadInputError(f"{key_file}: holds {len(keys)} public keys; give the one that "
                             "signs the package ('gpg --armor --export KEYID')")
     key = keys[0]
+    if key["validity"] in _DEAD:  # gpg's own verdict from the key's signatures and dates
+        when = ""
+        if key["validity"] == "e" and key["expires"]:
+            import time
+
+            when = time.strftime(" on %Y-%m-%d", time.gmtime(key["expires"]))
+        raise RefusedError(f"{key_file}: key {key['fpr']} is {_DEAD[key['validity']]}{when}; "
+                           "a package it signed is not trusted (ask the vendor for its "
+                           "current key)")
     imp = _gpg(host, home, "--import", "--import-options", "import-minimal",
                work.real("key.in"))
     exp = _gpg(host, home, "--armor", "--export", key["fpr"])
