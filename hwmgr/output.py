@@ -34,20 +34,28 @@ class Outcome:
         }
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
-_CONTROL.update({0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"})
-_CONTROL.update({c: f"\\u{c:04x}" for c in range(0x80, 0xA0)})
-# lone surrogates cannot be written to a UTF-8 terminal at all; those from undecodable file
-# names (surrogateescape, U+DC80-U+DCFF) show as the byte they stand for
-_CONTROL.update({c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)})
-_CONTROL.update({c: f"\\x{c - 0xDC00:02x}" for c in range(0xDC80, 0xDD00)})
+_CONTROL: dict[int, str] = {}  # filled on first use: 2,200 entries, ~0.5 ms of every start
+
+
+def _control() -> dict[int, str]:
+    """The escape table for printable(): C0/C1 controls, DEL, and lone surrogates (those from
+    undecodable file names, U+DC80-U+DCFF, show as the byte they stand for)."""
+    if not _CONTROL:
+        table = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
+        table.update({0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"})
+        table.update({c: f"\\u{c:04x}" for c in range(0x80, 0xA0)})
+        # lone surrogates cannot be written to a UTF-8 terminal at all
+        table.update({c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)})
+        table.update({c: f"\\x{c - 0xDC00:02x}" for c in range(0xDC80, 0xDD00)})
+        _CONTROL.update(table)
+    return _CONTROL
 
 
 def printable(text: Any) -> str:
     """`text` with control characters (and lone surrogates) escaped: host- and snapshot-
     supplied strings reach a terminal only through this, so a hostile hostname cannot move
     the cursor or recolour, and an undecodable file name cannot crash the output."""
-    return str(text).translate(_CONTROL)
+    return str(text).translate(_CONTROL or _control())
 
 
 def write_json(obj: Any, stream: TextIO) -> None:
