@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -415,3 +416,23 @@ def test_dead_keys_are_refused(case: str, env: dict[str, str], packages: dict[st
     assert tree(tmp_path) == before
     state = Path(env["HWMGR_STATE_DIR"])
     assert not state.exists() or no_workspace_left(state)
+
+
+def test_a_killed_runs_workspace_is_removed_by_the_next_success(
+        env: dict[str, str], keys: dict[str, VendorKey], packages: dict[str, Path]) -> None:
+    """SIGKILL (or SIGTERM) at the prompt leaves `.trust-key-*` behind; the next successful
+    run removes those older than an hour and leaves a concurrent run's alone. A refused run
+    removes nothing."""
+    state = Path(env["HWMGR_STATE_DIR"])
+    old, new = state / ".trust-key-killed", state / ".trust-key-running"
+    for d in (old, new):
+        (d / "gnupg").mkdir(parents=True)
+        (d / "key.in").write_bytes(b"left over")
+    two_hours_ago = time.time() - 7200
+    os.utime(old, (two_hours_ago, two_hours_ago))
+    refused = trust(packages["y"], env, "--key", str(keys["x"].public))  # wrong key: exit 9
+    assert refused.returncode == 9 and old.is_dir() and new.is_dir()
+    res = trust(packages["x"], env, "--key", str(keys["x"].public))
+    assert res.returncode == 0, res.stderr
+    assert not old.exists() and (new / "key.in").read_bytes() == b"left over"
+    assert sorted(p.name for p in state.glob(".trust-key-*")) == [new.name]

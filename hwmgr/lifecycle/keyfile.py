@@ -60,6 +60,9 @@ class VendorKey:
                 "rpm_name": self.rpm_name, "in_keyring": self.in_keyring}
 
 
+STALE_SECONDS = 3600  # a trust run waits at its prompt; one older than this was killed
+
+
 class Workspace:
     """A private temp dir under the state dir (gpg home, the key, the keyring copy); removed
     afterwards, with the state dir itself when this run created it."""
@@ -72,10 +75,27 @@ class Workspace:
     def __enter__(self) -> Workspace:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         self.host.remove_tree(self.dir)
+        if exc_type is None:  # a refused run changes nothing, not even old leftovers
+            self._remove_stale()
         if self._made_state and not self.host.listdir(self.state_dir):
             self.host.remove_tree(self.state_dir)
+
+    def _remove_stale(self) -> None:
+        """Remove workspaces a killed run left (SIGKILL or SIGTERM at the prompt skips
+        __exit__): those older than STALE_SECONDS, so a concurrent run's is never touched."""
+        import time
+
+        for name in self.host.listdir(self.state_dir):
+            if not name.startswith(".trust-key-"):
+                continue
+            try:
+                st = os.lstat(self.host.path(f"{self.state_dir}/{name}"))
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode) and time.time() - st.st_mtime > STALE_SECONDS:
+                self.host.remove_tree(f"{self.state_dir}/{name}")
 
     def path(self, name: str) -> str:
         """Logical path of `name` in the workspace."""
