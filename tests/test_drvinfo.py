@@ -1,6 +1,7 @@
 """`ethtool -i` answered in-process (hwmgr/host/drvinfo.py): byte for byte what the real
-ethtool prints, on real devices (this host's NICs, a veth pair in namespaces, loopback), and
-the real binary still runs whenever the ioctl cannot answer."""
+ethtool prints, on real devices (this host's NICs; veth, loopback, bridge, ifb, macvlan, vxlan,
+tun and whatever else this kernel has, in namespaces) and in a snapshot, and the real binary
+still runs whenever the ioctl cannot answer."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from netns import VethLink
+from netns import IP, VethLink, sh
+from support import run_cli
 
-from hwmgr.host.drvinfo import ethtool_i, valid_ifname
+from hwmgr.host.drvinfo import DRVINFO_SIZE, ethtool_i, format_drvinfo, valid_ifname
 from hwmgr.host.runner import RecordingRunner, SubprocessRunner
 
 REPO = Path(__file__).resolve().parent.parent
@@ -67,6 +69,105 @@ def test_same_bytes_as_ethtool_on_veth_and_loopback_in_a_namespace() -> None:
         assert out["lo"][0] != 0  # loopback has no driver info: ethtool's own error, rc 71
     finally:
         link.teardown()
+
+
+# device kinds whose drivers fill ethtool_drvinfo differently ("N/A" fields, a bus-info, the
+# kernel release as version); each is made inside the namespace if this kernel has its driver
+_KINDS = {
+    "bridge": ["type", "bridge"],
+    "ifb": ["type", "ifb"],
+    "macvlan": ["link", "{veth}", "type", "macvlan"],
+    "vxlan": ["type", "vxlan", "id", "42", "dstport", "4789"],
+    "vlan": ["link", "{veth}", "type", "vlan", "id", "5"],
+    "dummy": ["type", "dummy"],
+    "tun": [],  # ip tuntap
+}
+
+
+@pytest.fixture(scope="module")
+def drv_link():
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root")
+    link = VethLink.create("dk")
+    yield link
+    link.teardown()
+
+
+@pytest.mark.parametrize("kind", sorted(_KINDS))
+def test_same_bytes_as_ethtool_on_other_device_kinds(drv_link: VethLink, kind: str) -> None:
+    name = f"hwd-{kind}"
+    if kind == "tun":
+        argv = [IP, "-n", drv_link.ns_a, "tuntap", "add", "dev", name, "mode", "tun"]
+    else:
+        argv = [IP, "-n", drv_link.ns_a, "link", "add", name,
+                *(a.format(veth=drv_link.if_a) for a in _KINDS[kind])]
+    made = sh(argv, check=False)
+    if made.returncode != 0:
+        if "Unknown device type" in made.stderr or "not supported" in made.stderr.lower():
+            pytest.skip(f"this kernel has no {kind} driver (and cannot load modules): "
+                        f"{made.stderr.strip()}")
+        raise AssertionError(f"{' '.join(argv)}: {made.stderr}")
+    try:
+        res = drv_link.run_a([sys.executable, "-c", _COMPARE], env={"PYTHONPATH": str(REPO)})
+        assert res.returncode == 0, res.stderr
+        out = json.loads(res.stdout)
+        assert name in out
+        _check(out)
+        assert out[name][0] == 0 and out[name][3].startswith(f"driver: {kind}\n"), out[name]
+    finally:
+        sh([IP, "-n", drv_link.ns_a, "link", "del", name], check=False)
+
+
+def _drvinfo(driver: bytes = b"", version: bytes = b"", fw: bytes = b"", bus: bytes = b"",
+             erom: bytes = b"", counts: tuple[int, ...] = (0, 0, 0, 0, 0)) -> bytes:
+    """A struct ethtool_drvinfo as the kernel fills it (fields given up to 32 bytes)."""
+    raw = bytearray(DRVINFO_SIZE)
+    raw[0:4] = (3).to_bytes(4, sys.byteorder)
+    for at, value in ((4, driver), (36, version), (68, fw), (100, bus), (132, erom)):
+        raw[at:at + len(value)] = value
+    for at, n in zip((176, 180, 184, 188, 192), counts):  # n_priv_flags .. regdump_len
+        raw[at:at + 4] = n.to_bytes(4, sys.byteorder)
+    return bytes(raw)
+
+
+def test_a_full_32_byte_field_stops_at_its_end_and_counts_map_to_their_lines() -> None:
+    # %.*s with 32: a field without a NUL prints all 32 bytes and never the next field
+    text = format_drvinfo(_drvinfo(driver=b"d" * 32, version=b"v" * 32, bus=b"0000:01:00.0",
+                                   erom=b"1.2\0junk", counts=(1, 0, 7, 0, 2)))
+    assert text == ("driver: " + "d" * 32 + "\nversion: " + "v" * 32 +
+                    "\nfirmware-version: \nexpansion-rom-version: 1.2\n"
+                    "bus-info: 0000:01:00.0\nsupports-statistics: no\nsupports-test: yes\n"
+                    "supports-eeprom-access: no\nsupports-register-dump: yes\n"
+                    "supports-priv-flags: yes\n")
+
+
+def test_bytes_that_are_not_utf8_decode_as_a_real_runs_stdout() -> None:
+    """A firmware string with stray bytes: the same U+FFFD text the spawned ethtool's stdout
+    decodes to (so a snapshot can write it), never lone surrogates."""
+    fw = b"FW \xff\xfe 1.\xe2\x82"
+    text = format_drvinfo(_drvinfo(driver=b"x", fw=fw))
+    printed = (b"driver: x\nversion: \nfirmware-version: " + fw +
+               b"\nexpansion-rom-version: \nbus-info: \nsupports-statistics: no\n"
+               b"supports-test: no\nsupports-eeprom-access: no\n"
+               b"supports-register-dump: no\nsupports-priv-flags: no\n")
+    assert text == printed.decode("utf-8", errors="replace")
+    assert "firmware-version: FW \ufffd\ufffd 1.\ufffd\n" in text
+    text.encode("utf-8")  # strict: what write_text needs
+
+
+def test_a_snapshot_stores_ethtool_i_as_the_binary_prints_it(tmp_path: Path) -> None:
+    target = tmp_path / "snap"
+    res = run_cli("snapshot", str(target))
+    assert res.returncode == 0, res.stderr
+    index = json.loads((target / "commands" / "index.json").read_text())
+    stored = [e for e in index if e["argv"][:2] == ["ethtool", "-i"]]
+    if not stored:
+        pytest.skip("no PCI NIC here: the inventory asks ethtool -i nothing")
+    for entry in stored:
+        real = subprocess.run(entry["argv"], capture_output=True, text=True, check=False,
+                              env=dict(os.environ, LC_ALL="C"))
+        assert entry["rc"] == real.returncode
+        assert (target / entry["stdout"]).read_text() == real.stdout
 
 
 def test_recording_runner_keeps_the_native_answer() -> None:

@@ -61,19 +61,25 @@ def ethtool_i(name: str) -> str | None:
         return None
     finally:
         sock.close()
-    raw = buf.tobytes()
+    return format_drvinfo(buf.tobytes())
 
-    def text(field: str) -> str:  # printf("%.*s", 32, field): up to the first NUL
+
+def format_drvinfo(raw: bytes) -> str:
+    """dump_drvinfo()'s text for a filled struct ethtool_drvinfo, decoded as the runner decodes
+    a real ethtool's stdout (UTF-8, bad bytes replaced), so both paths give the same string."""
+
+    def text(field: str) -> bytes:  # printf("%.*s", 32, field): up to the first NUL
         at = _TEXT[field]
-        return raw[at:at + 32].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+        return raw[at:at + 32].split(b"\0", 1)[0]
 
-    def yes(count: str) -> str:
+    def yes(count: str) -> bytes:
         at = _COUNTS[count]
-        return "yes" if int.from_bytes(raw[at:at + 4], sys.byteorder) else "no"
+        return b"yes" if int.from_bytes(raw[at:at + 4], sys.byteorder) else b"no"
 
-    return (f"driver: {text('driver')}\nversion: {text('version')}\n"
-            f"firmware-version: {text('fw')}\nexpansion-rom-version: {text('erom')}\n"
-            f"bus-info: {text('bus')}\nsupports-statistics: {yes('n_stats')}\n"
-            f"supports-test: {yes('test')}\nsupports-eeprom-access: {yes('eedump')}\n"
-            f"supports-register-dump: {yes('regdump')}\n"
-            f"supports-priv-flags: {yes('n_priv')}\n")
+    out = (b"driver: " + text("driver") + b"\nversion: " + text("version") +
+           b"\nfirmware-version: " + text("fw") + b"\nexpansion-rom-version: " + text("erom") +
+           b"\nbus-info: " + text("bus") + b"\nsupports-statistics: " + yes("n_stats") +
+           b"\nsupports-test: " + yes("test") + b"\nsupports-eeprom-access: " + yes("eedump") +
+           b"\nsupports-register-dump: " + yes("regdump") +
+           b"\nsupports-priv-flags: " + yes("n_priv") + b"\n")
+    return out.decode("utf-8", errors="replace")

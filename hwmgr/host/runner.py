@@ -2,11 +2,13 @@
 
 `SubprocessRunner` runs real commands (argv only, `LC_ALL=C`, a timeout, rc 127 for a missing
 binary); `ethtool -i NAME` it answers with ethtool's own ioctl instead of a process when it can
-(`drvinfo`: the same bytes, no fork). `ReplayRunner` serves a snapshot's recorded outputs
-(docs/formats.md) and answers anything unrecorded as "not available" (rc 127) with
-`unrecorded` set, so callers can tell "the snapshot lacks it" from "the binary is missing".
-`RecordingRunner` wraps another runner and keeps every call, so `hwmgr snapshot` can store
-exactly what the tool ran.
+(`drvinfo`: the same bytes, no fork) — only for exactly that argv with a bare `ethtool` and no
+input, env or cwd, and only when ethtool is on PATH (a missing binary stays rc 127); whenever
+the ioctl cannot answer, the real binary runs and says why. `ReplayRunner` serves a snapshot's
+recorded outputs (docs/formats.md) and answers anything unrecorded as "not available" (rc 127)
+with `unrecorded` set, so callers can tell "the snapshot lacks it" from "the binary is
+missing". `RecordingRunner` wraps another runner and keeps every call, so `hwmgr snapshot` can
+store exactly what the tool ran.
 """
 
 from __future__ import annotations
