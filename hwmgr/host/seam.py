@@ -14,6 +14,7 @@ import re
 import stat
 from pathlib import Path
 
+from hwmgr.host.links import Escape, disk_links, walk
 from hwmgr.host.runner import DEFAULT_TIMEOUT, Result, Runner
 from hwmgr.host.writes import LIVE_WRITABLE, Writes, fsync_dir
 from hwmgr.valueclass import dataclass, field
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Host", "Recorder", "fsync_dir"]
 
-MAX_SYMLINK_FOLLOWS = 40
 MAX_ATTR_BYTES = 1 << 20
 # O_NONBLOCK: opening a FIFO for reading must not wait for a writer (it then reads empty)
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -145,37 +145,11 @@ class Host(Writes):
 
     def _resolve_chain(self, logical: str) -> str | None:
         """Walk components under the root, following symlinks chroot-style."""
-        root = self._real_root
-        pending = [p for p in logical.split("/") if p][::-1]
-        done: list[str] = []
-        follows = 0
-        while pending:
-            comp = pending.pop()
-            if comp in ("", "."):
-                continue
-            if comp == "..":
-                if done:
-                    done.pop()
-                continue
-            cand = os.path.join(root, *done, comp)
-            try:
-                is_link = os.path.islink(cand)
-            except OSError:
-                return None
-            if not is_link:
-                done.append(comp)
-                continue
-            follows += 1
-            if follows > MAX_SYMLINK_FOLLOWS:
-                return None
-            try:
-                target = os.readlink(cand)
-            except OSError:
-                return None
-            if target.startswith("/"):
-                done = []
-            pending.extend([p for p in target.split("/") if p][::-1])
-        return os.path.join(root, *done)
+        try:
+            done = walk(logical.split("/"), disk_links(self._real_root), reroot=True)
+        except (Escape, OSError):
+            return None
+        return os.path.join(self._real_root, *done)
 
     # ---------------------------------------------------------------- readers
     def read_bytes(self, logical: str, limit: int = MAX_ATTR_BYTES) -> bytes | None:

@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 
 from hwmgr.errors import RefusedError
+from hwmgr.host.links import Escape, disk_links, walk
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
 if TYPE_CHECKING:
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 
     Select = Callable[[Any], Any]  # tarfile.TarInfo -> TarInfo to extract, or None to skip
 
-MAX_WRITE_SYMLINKS = 40
 TMP_SUFFIX = ".hwmgr-tmp"
 # Host paths hwmgr itself writes on the live machine, besides the state and cache dirs. DKMS,
 # depmod and update-initramfs/dracut write /var/lib/dkms, /lib/modules and /boot themselves
@@ -130,32 +130,16 @@ class Writes:
     def _resolve_for_write(self, parts: list[str], logical: str) -> str:
         """Real directory of `parts` under the root; refuse a symlink leading out of it."""
         root = self._real_root
-        pending = parts[::-1]
-        done: list[str] = []
-        follows = 0
-        while pending:
-            comp = pending.pop()
-            if comp in ("", "."):
-                continue
-            if comp == "..":
-                if not done:
-                    raise RefusedError(f"refusing to write {logical}: a symlink in it climbs "
-                                       f"out of the root {root}")
-                done.pop()
-                continue
-            cand = os.path.join(root, *done, comp)
-            if not os.path.islink(cand):
-                done.append(comp)
-                continue
-            follows += 1
-            if follows > MAX_WRITE_SYMLINKS:
-                raise RefusedError(f"refusing to write {logical}: too many symlinks")
-            target = os.readlink(cand)
-            if target.startswith("/"):
-                link = "/" + "/".join([*done, comp])
-                raise RefusedError(f"refusing to write {logical}: {link} is a symlink to "
-                                   f"{target}, outside the root {root}")
-            pending.extend(target.split("/")[::-1])
+        try:
+            done = walk(parts, disk_links(root), reroot=False)
+        except Escape as esc:
+            if esc.why == "climb":
+                why = f"a symlink in it climbs out of the root {root}"
+            elif esc.why == "absolute":
+                why = f"/{esc.link} is a symlink to {esc.target}, outside the root {root}"
+            else:
+                why = "too many symlinks"
+            raise RefusedError(f"refusing to write {logical}: {why}") from None
         return os.path.join(root, *done)
 
     def _changed(self) -> None:

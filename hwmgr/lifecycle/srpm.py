@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
+from hwmgr.host.links import Escape, table_links, walk
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.recipe import Recipe, check_version
 
 RPM_TIMEOUT = 120.0
 MAX_TAR_BYTES = 2 << 30  # uncompressed size of all regular members
 MAX_TAR_MEMBERS = 100_000
-MAX_SYMLINK_FOLLOWS = 40
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+~@%-")
 _QUERY = (
     "%{NAME}\\n%{VERSION}\\n%{RELEASE}\\n%{SOURCEPACKAGE}\\n%{FILENAMES:arraysize}\\n"
@@ -119,32 +119,6 @@ def _parts(name: str) -> list[str]:
     return [p for p in name.split("/") if p not in ("", ".")]
 
 
-def _resolve(parts: list[str], links: dict[str, str]) -> list[str] | None:
-    """Resolve an archive path through the archive's own symlinks; None if it leaves the root."""
-    pending = parts[::-1]
-    done: list[str] = []
-    follows = 0
-    while pending:
-        comp = pending.pop()
-        if comp in ("", "."):
-            continue
-        if comp == "..":
-            if not done:
-                return None
-            done.pop()
-            continue
-        cand = "/".join([*done, comp])
-        target = links.get(cand)
-        if target is None:
-            done.append(comp)
-            continue
-        follows += 1
-        if follows > MAX_SYMLINK_FOLLOWS or target.startswith("/"):
-            return None
-        pending.extend(target.split("/")[::-1])
-    return done
-
-
 def check_tarball(
     path: Path, *, max_bytes: int = MAX_TAR_BYTES, max_members: int = MAX_TAR_MEMBERS
 ) -> list[tarfile.TarInfo]:
@@ -210,8 +184,10 @@ def check_tarball(
         if ti.issym():
             if not ti.linkname or ti.linkname.startswith("/"):
                 raise refuse(ti, f"symlink to absolute path {ti.linkname!r}")
-            if _resolve(parts[:-1] + ti.linkname.split("/"), links) is None:
-                raise refuse(ti, f"symlink {ti.linkname!r} leads outside the tree")
+            try:
+                walk([*parts[:-1], *ti.linkname.split("/")], table_links(links), reroot=False)
+            except Escape:
+                raise refuse(ti, f"symlink {ti.linkname!r} leads outside the tree") from None
         elif ti.islnk():
             target = _parts(ti.linkname)
             if ti.linkname.startswith("/") or ".." in target or not target:
