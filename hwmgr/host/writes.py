@@ -148,26 +148,33 @@ class Writes:
 
     # ---------------------------------------------------------------- files
     @contextlib.contextmanager
-    def open_atomic(self, logical: str, mode: int = 0o644) -> Iterator[IO[bytes]]:
-        """A binary file that appears under `logical` whole, or not at all (temp+fsync+rename)."""
-        dest = self._target(logical)
-        parent, name = os.path.split(dest)
+    def _staged(self, logical: str) -> Iterator[str]:
+        """A fresh temp name beside `logical`'s target: renamed over the target when the block
+        ends, removed when it fails; the directory is fsynced after the rename."""
+        target = self._target(logical)
+        parent, name = os.path.split(target)
         os.makedirs(parent, exist_ok=True)
         tmp = os.path.join(parent, f".{name}{TMP_SUFFIX}")
-        _unlink_quietly(tmp)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+        _unlink_quietly(tmp)  # never write through a link left at the temp name
         try:
-            with os.fdopen(fd, "wb") as fh:
-                yield fh
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, dest)
+            yield tmp
+            os.replace(tmp, target)
         except BaseException:
             _unlink_quietly(tmp)
             raise
         finally:
             self._changed()
         fsync_dir(parent)
+
+    @contextlib.contextmanager
+    def open_atomic(self, logical: str, mode: int = 0o644) -> Iterator[IO[bytes]]:
+        """A binary file that appears under `logical` whole, or not at all (temp+fsync+rename)."""
+        with self._staged(logical) as tmp:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+            with os.fdopen(fd, "wb") as fh:
+                yield fh
+                fh.flush()
+                os.fsync(fh.fileno())
 
     def write_bytes(self, logical: str, data: bytes, mode: int = 0o644) -> None:
         """Write a file atomically (temp file + fsync + rename)."""
@@ -207,23 +214,11 @@ class Writes:
     def _copy(self, src: str, dest: str, *, metadata: bool, mode: int | None) -> None:
         import shutil  # writers only; readers stay light at start-up
 
-        target = self._target(dest)
-        parent, name = os.path.split(target)
-        os.makedirs(parent, exist_ok=True)
-        tmp = os.path.join(parent, f".{name}{TMP_SUFFIX}")
-        _unlink_quietly(tmp)  # never copy through a link left at the temp name
-        try:
+        with self._staged(dest) as tmp:
             (shutil.copy2 if metadata else shutil.copyfile)(src, tmp)
             if mode is not None:
                 os.chmod(tmp, mode)
             _fsync_file(tmp)
-            os.replace(tmp, target)
-        except BaseException:
-            _unlink_quietly(tmp)
-            raise
-        finally:
-            self._changed()
-        fsync_dir(parent)
 
     def copy_file(self, src_logical: str, dest_logical: str) -> None:
         """Copy a host file to another host path with metadata, atomically at the destination."""
