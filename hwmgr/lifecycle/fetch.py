@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.seam import Host
@@ -30,16 +30,20 @@ from hwmgr.lifecycle.cache import (
     mirror_files,
     verified,
 )
+from hwmgr.lifecycle.http import (
+    MAX_BACKOFF,
+    Transient,
+    content_length,
+    fill,
+    open_get,
+    reader,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; requests is imported lazily
     import requests
 
-MAX_REDIRECTS = 5
-MAX_BACKOFF = 30.0
-_REDIRECTS = (301, 302, 303, 307, 308)
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 _UNSAFE_NAME = re.compile(r"[/\\\0]|\A\.|\.part\Z")  # no paths, dot-files or .part names
-_ERRNO_TEXT = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
 _CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)\s*\Z", re.IGNORECASE)
 
 Progress = Callable[[int, int], None]
@@ -95,16 +99,6 @@ class FetchResult:
     origin: str = "network"
 
 
-class _Transient(Exception):
-    """A failure worth retrying: connection error, timeout, 5xx, or a body cut short."""
-
-    def __init__(self, reason: str, *, cut: bool = False, retry_after: float = 0.0) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.cut = cut
-        self.retry_after = retry_after
-
-
 class _ResumedMismatch(Exception):
     """A resumed download failed its checksum: the old `.part` prefix may be stale."""
 
@@ -147,136 +141,6 @@ def cache_path(cache_dir: Path, sha256: str, filename: str) -> Path:
     """The cache location of a file: `cache_dir/sha256/<hex>/<filename>` (keyed by content)."""
     hexsum = _check_hex(sha256, "sha256")
     return Path(cache_dir) / "sha256" / hexsum / _check_name(filename, "filename")
-
-
-# ------------------------------------------------------------------ network side
-def _short(exc: BaseException) -> str:
-    """A short one-line reason for a network exception (`Connection refused`, ...)."""
-    text = str(exc)
-    found = _ERRNO_TEXT.search(text)
-    if found:
-        return found.group(1).strip()
-    line = text.splitlines()[0].strip() if text else ""
-    return line[:160] or type(exc).__name__
-
-
-def _check_redirect(current: str, target: str, allow_http: bool) -> None:
-    """Refuse a redirect hop to another scheme than http(s), or any downgrade to http."""
-    scheme = urlsplit(target).scheme.lower()
-    if scheme not in ("http", "https") or not urlsplit(target).hostname:
-        raise RefusedError(f"refusing redirect from {current} to {target} (not an http(s) URL)")
-    if scheme == "http":
-        if urlsplit(current).scheme.lower() == "https":
-            raise RefusedError(f"refusing redirect from {current} to {target} (https -> http)")
-        if not allow_http:
-            raise RefusedError(f"refusing redirect to plain-http {target} (allow_http is off)")
-
-
-def _status_error(url: str, resp: Any) -> HwmgrError:
-    reason = f"HTTP {resp.status_code}" + (f" {resp.reason}" if resp.reason else "")
-    if resp.status_code in (404, 410):
-        return NotFoundError(f"{url}: {reason}")
-    return HwmgrError(f"{url}: {reason}")
-
-
-def _retry_after(resp: Any) -> float:
-    value = resp.headers.get("Retry-After", "")
-    return min(float(value), MAX_BACKOFF) if value.isdigit() else 0.0
-
-
-def _open(session: Any, url: str, offset: int, allow_http: bool, timeout: float) -> tuple[Any, str]:
-    """GET `url` (from byte `offset`), following at most MAX_REDIRECTS checked hops."""
-    import requests
-
-    from hwmgr import __version__
-
-    headers = {"Accept-Encoding": "identity", "User-Agent": f"hwmgr/{__version__}"}
-    if offset:
-        headers["Range"] = f"bytes={offset}-"
-    origin = url
-    for _hop in range(MAX_REDIRECTS + 1):
-        try:
-            resp = session.get(
-                url,
-                headers=headers,
-                stream=True,
-                allow_redirects=False,
-                timeout=(timeout, timeout),
-                # pass the session's own CA choice: REQUESTS_CA_BUNDLE would override it
-                verify=getattr(session, "verify", True),
-            )
-        except requests.Timeout as exc:
-            raise _Transient(f"no answer within {timeout:g} s") from exc
-        except requests.exceptions.SSLError as exc:
-            raise HwmgrError(f"{url}: TLS error: {_short(exc)}") from exc
-        except requests.ConnectionError as exc:
-            raise _Transient(f"connection failed: {_short(exc)}") from exc
-        except requests.RequestException as exc:
-            raise HwmgrError(f"{url}: {_short(exc)}") from exc
-        code = resp.status_code
-        if code in _REDIRECTS:
-            location = resp.headers.get("Location")
-            resp.close()
-            if not location:
-                raise HwmgrError(f"{url}: HTTP {code} redirect without a Location header")
-            target = urljoin(url, location)
-            _check_redirect(url, target, allow_http)
-            url = target
-            continue
-        if 200 <= code < 300:
-            return resp, url
-        resp.close()
-        if code >= 500 or code in (408, 429):
-            raise _Transient(
-                f"HTTP {code} {resp.reason or ''}".strip(), retry_after=_retry_after(resp)
-            )
-        raise _status_error(url, resp)
-    raise RefusedError(f"refusing more than {MAX_REDIRECTS} redirects starting at {origin}")
-
-
-def _content_length(resp: Any) -> int | None:
-    value = resp.headers.get("Content-Length")
-    if value is None or "chunked" in resp.headers.get("Transfer-Encoding", "").lower():
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        return None
-
-
-def _reader(resp: Any) -> Callable[[memoryview], int]:
-    """A `readinto` for the raw body: http.client's own (no copies) or a urllib3 fallback."""
-    import http.client
-
-    fp = getattr(resp.raw, "_fp", None)
-    if isinstance(fp, http.client.HTTPResponse):
-        return fp.readinto
-    raw = resp.raw
-
-    def readinto(view: memoryview) -> int:
-        data = raw.read(len(view), decode_content=False)
-        view[: len(data)] = data
-        return len(data)
-
-    return readinto
-
-
-def _fill(readinto: Callable[[memoryview], int], view: memoryview) -> tuple[int, Exception | None]:
-    """Read until `view` is full or EOF; return (bytes read, the network error if any)."""
-    import http.client
-
-    import urllib3
-
-    n = 0
-    try:
-        while n < len(view):
-            got = readinto(view[n:])
-            if not got:
-                break
-            n += got
-    except (OSError, http.client.HTTPException, urllib3.exceptions.HTTPError) as exc:
-        return n, exc
-    return n, None
 
 
 # ------------------------------------------------------------------ one attempt
@@ -326,13 +190,13 @@ def _body_start(job: _Job, resp: Any, served: str, offset: int) -> int:
             )
         if not found or int(found.group(1)) != offset:
             job.part.remove()  # a range we did not ask for: start over next attempt
-            raise _Transient(f"bad Content-Range {resp.headers.get('Content-Range')!r}")
+            raise Transient(f"bad Content-Range {resp.headers.get('Content-Range')!r}")
     elif offset:  # 200: the server ignored Range, so start again from byte 0
         offset = 0
     elif resp.status_code != 200:
         raise HwmgrError(f"{served}: unexpected HTTP {resp.status_code} for a download")
     expected = job.size - offset
-    announced = _content_length(resp)
+    announced = content_length(resp)
     if announced is not None and announced != expected:
         job.part.remove()
         what = "truncated body" if announced < expected else "oversized body"
@@ -348,13 +212,13 @@ def _stream(job: _Job, resp: Any, served: str, sink: Sink, done: int) -> int:
 
     import urllib3
 
-    size, readinto = job.size, _reader(resp)
+    size, readinto = job.size, reader(resp)
     if job.progress is not None:
         job.progress(done, size)
     while True:
         buf = sink.buffer()
         want = min(CHUNK, size + 1 - done)  # never read past size+1: oversize shows, no more
-        n, error = _fill(readinto, memoryview(buf)[:want])
+        n, error = fill(readinto, memoryview(buf)[:want])
         if done + n > size:
             sink.put(buf, 0)
             sink.close()
@@ -367,8 +231,8 @@ def _stream(job: _Job, resp: Any, served: str, sink: Sink, done: int) -> int:
         if error is not None:
             if isinstance(error, (socket.timeout, urllib3.exceptions.ReadTimeoutError)):
                 reason = f"stalled: no data for {job.timeout:g} s after {done} bytes"
-                raise _Transient(reason) from error
-            raise _Transient(f"connection cut after {done} of {size} bytes", cut=True) from error
+                raise Transient(reason) from error
+            raise Transient(f"connection cut after {done} of {size} bytes", cut=True) from error
         if n < want:
             return done
 
@@ -378,7 +242,7 @@ def _attempt(job: _Job) -> str:
     offset, hasher = _resume_point(job)
     if offset < 0:
         return job.url
-    resp, served = _open(job.session, job.url, offset, job.allow_http, job.timeout)
+    resp, served = open_get(job.session, job.url, offset, job.allow_http, job.timeout)
     with contextlib.ExitStack() as stack:
         stack.callback(resp.close)
         start = _body_start(job, resp, served, offset)
@@ -391,7 +255,7 @@ def _attempt(job: _Job) -> str:
         done = _stream(job, resp, served, sink, start)
         sink.close()
         if done < job.size:
-            raise _Transient(f"connection closed after {done} of {job.size} bytes", cut=True)
+            raise Transient(f"connection closed after {done} of {job.size} bytes", cut=True)
         digest = hasher.hexdigest()
         if digest != job.hexsum:
             job.part.remove()
@@ -418,7 +282,7 @@ def _download(job: _Job, retries: int, backoff: float) -> tuple[str, int]:
                 raise RefusedError(f"checksum mismatch for {job.final.name}") from exc
             restarted = True  # the stale prefix is gone: one clean download, no back-off
             attempts -= 1
-        except _Transient as exc:
+        except Transient as exc:
             if attempts > retries:
                 if exc.cut:
                     raise RefusedError(

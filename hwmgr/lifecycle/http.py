@@ -1,0 +1,162 @@
+"""One checked HTTP GET for vendor downloads: redirects followed only to http(s) and never
+down from https, a resumable `Range`, retryable failures told apart from final ones, and the
+body read into a caller's buffer without copies. `fetch` builds caching, resume and
+verification on top of this.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urljoin, urlsplit
+
+from hwmgr.errors import HwmgrError, NotFoundError, RefusedError
+
+TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+MAX_REDIRECTS = 5
+MAX_BACKOFF = 30.0
+_REDIRECTS = (301, 302, 303, 307, 308)
+_ERRNO_TEXT = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
+
+
+class Transient(Exception):
+    """A failure worth retrying: connection error, timeout, 5xx, or a body cut short."""
+
+    def __init__(self, reason: str, *, cut: bool = False, retry_after: float = 0.0) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.cut = cut
+        self.retry_after = retry_after
+
+
+def _short(exc: BaseException) -> str:
+    """A short one-line reason for a network exception (`Connection refused`, ...)."""
+    text = str(exc)
+    found = _ERRNO_TEXT.search(text)
+    if found:
+        return found.group(1).strip()
+    line = text.splitlines()[0].strip() if text else ""
+    return line[:160] or type(exc).__name__
+
+
+def _check_redirect(current: str, target: str, allow_http: bool) -> None:
+    """Refuse a redirect hop to another scheme than http(s), or any downgrade to http."""
+    scheme = urlsplit(target).scheme.lower()
+    if scheme not in ("http", "https") or not urlsplit(target).hostname:
+        raise RefusedError(f"refusing redirect from {current} to {target} (not an http(s) URL)")
+    if scheme == "http":
+        if urlsplit(current).scheme.lower() == "https":
+            raise RefusedError(f"refusing redirect from {current} to {target} (https -> http)")
+        if not allow_http:
+            raise RefusedError(f"refusing redirect to plain-http {target} (allow_http is off)")
+
+
+def _status_error(url: str, resp: Any) -> HwmgrError:
+    reason = f"HTTP {resp.status_code}" + (f" {resp.reason}" if resp.reason else "")
+    if resp.status_code in (404, 410):
+        return NotFoundError(f"{url}: {reason}")
+    return HwmgrError(f"{url}: {reason}")
+
+
+def _retry_after(resp: Any) -> float:
+    value = resp.headers.get("Retry-After", "")
+    return min(float(value), MAX_BACKOFF) if value.isdigit() else 0.0
+
+
+def open_get(
+    session: Any, url: str, offset: int, allow_http: bool, timeout: float
+) -> tuple[Any, str]:
+    """GET `url` (from byte `offset`), following at most MAX_REDIRECTS checked hops."""
+    import requests
+
+    from hwmgr import __version__
+
+    headers = {"Accept-Encoding": "identity", "User-Agent": f"hwmgr/{__version__}"}
+    if offset:
+        headers["Range"] = f"bytes={offset}-"
+    origin = url
+    for _hop in range(MAX_REDIRECTS + 1):
+        try:
+            resp = session.get(
+                url,
+                headers=headers,
+                stream=True,
+                allow_redirects=False,
+                timeout=(timeout, timeout),
+                # pass the session's own CA choice: REQUESTS_CA_BUNDLE would override it
+                verify=getattr(session, "verify", True),
+            )
+        except requests.Timeout as exc:
+            raise Transient(f"no answer within {timeout:g} s") from exc
+        except requests.exceptions.SSLError as exc:
+            raise HwmgrError(f"{url}: TLS error: {_short(exc)}") from exc
+        except requests.ConnectionError as exc:
+            raise Transient(f"connection failed: {_short(exc)}") from exc
+        except requests.RequestException as exc:
+            raise HwmgrError(f"{url}: {_short(exc)}") from exc
+        code = resp.status_code
+        if code in _REDIRECTS:
+            location = resp.headers.get("Location")
+            resp.close()
+            if not location:
+                raise HwmgrError(f"{url}: HTTP {code} redirect without a Location header")
+            target = urljoin(url, location)
+            _check_redirect(url, target, allow_http)
+            url = target
+            continue
+        if 200 <= code < 300:
+            return resp, url
+        resp.close()
+        if code >= 500 or code in (408, 429):
+            raise Transient(
+                f"HTTP {code} {resp.reason or ''}".strip(), retry_after=_retry_after(resp)
+            )
+        raise _status_error(url, resp)
+    raise RefusedError(f"refusing more than {MAX_REDIRECTS} redirects starting at {origin}")
+
+
+def content_length(resp: Any) -> int | None:
+    value = resp.headers.get("Content-Length")
+    if value is None or "chunked" in resp.headers.get("Transfer-Encoding", "").lower():
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def reader(resp: Any) -> Callable[[memoryview], int]:
+    """A `readinto` for the raw body: http.client's own (no copies) or a urllib3 fallback."""
+    import http.client
+
+    fp = getattr(resp.raw, "_fp", None)
+    if isinstance(fp, http.client.HTTPResponse):
+        return fp.readinto
+    raw = resp.raw
+
+    def readinto(view: memoryview) -> int:
+        data = raw.read(len(view), decode_content=False)
+        view[: len(data)] = data
+        return len(data)
+
+    return readinto
+
+
+def fill(readinto: Callable[[memoryview], int], view: memoryview) -> tuple[int, Exception | None]:
+    """Read until `view` is full or EOF; return (bytes read, the network error if any)."""
+    import http.client
+
+    import urllib3
+
+    n = 0
+    try:
+        while n < len(view):
+            got = readinto(view[n:])
+            if not got:
+                break
+            n += got
+    except (OSError, http.client.HTTPException, urllib3.exceptions.HTTPError) as exc:
+        return n, exc
+    return n, None
