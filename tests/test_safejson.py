@@ -34,3 +34,13 @@ def test_ordinary_documents_and_the_hook_still_work() -> None:
 def test_load_names_the_file() -> None:
     with pytest.raises(BadInputError, match=r"^snap/x\.json: not valid JSON \(nested"):
         safejson.load("[" * 1000, "snap/x.json")
+
+
+def test_digit_limit_is_exact_and_only_for_integers() -> None:
+    big = "9" * 40
+    assert safejson.parse(f'{{"n": -{big}}}') == {"n": -int(big)}
+    # long digit runs that are not integers: a string and a float's fraction
+    doc = f'{{"s": "{"7" * 50}", "f": 0.{"1" * 45}, "n": 5}}'
+    assert safejson.parse(doc) == {"s": "7" * 50, "f": float("0." + "1" * 45), "n": 5}
+    with pytest.raises(safejson.JSONError, match="41 digits"):
+        safejson.parse(f'[1, "{"7" * 50}", 1{big}]')
