@@ -282,7 +282,7 @@ class Inventory:
         if "net" in entries:
             names += self.host.listdir(f"{base}/net")
         for e in entries:  # virtio: the netdev hangs off the virtioN child device
-            if _VIRTIO.fullmatch(e):
+            if e.startswith("virtio") and _VIRTIO.fullmatch(e):  # the prefix spares a regex
                 names += self.host.listdir(f"{base}/{e}/net")
         return [n for n in names if _IFNAME.match(n)]
 
