@@ -263,3 +263,22 @@ def test_a_bad_identity_record_falls_back_to_the_contents(
     seen = _unread(monkeypatch)
     assert load_catalog([f]).doc == want
     assert seen == [f]  # the contents decided
+
+
+def test_a_hit_imports_no_validator(tmp_path: Path) -> None:
+    """A run answered from the index neither validates nor merges: the validator, the schema
+    gate and `copy` (layering) are not imported at all (start-up, issue 15)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from hwmgr.catalog.load import load_catalog; "
+            f"cat = load_catalog([{str(SHIPPED)!r}]); "
+            "print(len(cat.names()), *sorted(m for m in ('hwmgr.catalog.validate', "
+            "'hwmgr.catalog.fastvalidate', 'copy', 'jsonschema') if m in sys.modules))")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, timeout=120) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[0].stderr + runs[1].stderr
+    miss, hit = (r.stdout.split() for r in runs)
+    assert "hwmgr.catalog.validate" in miss  # the first run built the index
+    assert hit == [miss[0]] and int(hit[0]) > 0, (miss, hit)

@@ -159,8 +159,6 @@ def lookup(files: Sequence[Path], *, schema: bytes, checks_version: str, cache: 
     it) on a miss; (None, None) when an input cannot be read (the full loader says why). The
     loader passes what the key and the rebuilt object need (`types`: Catalog, CatalogFile),
     so this module never imports it back."""
-    from hwmgr.catalog.validate import read_catalog
-
     ident = _identities(files, schema, checks_version)
     by_stat = _by_stat_path(cache, ident) if ident is not None else None
     name = _by_stat_read(by_stat, ident) if by_stat is not None else None
@@ -168,6 +166,8 @@ def lookup(files: Sequence[Path], *, schema: bytes, checks_version: str, cache: 
         cat = _rebuilt(index_path(cache, name), types)
         if cat is not None:
             return cat, Slot(index_path(cache, name), by_stat, ident)
+    from hwmgr.catalog.validate import read_catalog  # a miss: the hit above needs no validator
+
     inputs = []
     for p in files:
         raw, _why = read_catalog(p)

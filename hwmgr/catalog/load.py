@@ -20,17 +20,8 @@ from hwmgr.catalog.discover import (  # noqa: F401 - ENV_DIR, discover: public h
     discover,
     site_files,
 )
+from hwmgr.catalog.refs import json_path, ref_hits  # json_path: public here too
 from hwmgr.catalog.rules import RuleData
-from hwmgr.catalog.validate import (  # noqa: F401 - json_path, MAX_FILE_BYTES: public here too
-    FIRMWARE_SCHEME,
-    MAX_FILE_BYTES,
-    device_ref,
-    json_path,
-    parse,
-    read_catalog,
-    ref_hits,
-    semantic_errors,
-)
 from hwmgr.catalog.verdict import _kernel_ok, decide
 from hwmgr.config import current
 from hwmgr.errors import BadInputError, NotFoundError, VersionError
@@ -204,6 +195,8 @@ class _Check:
 def _check_file(path: Path, *, use_cache: bool, partial: bool = False) -> _Check:
     """Read, parse, schema-validate (cached) and semantically check one file. A `partial`
     layer is checked for its own shape only (no required keys; the merge is checked later)."""
+    from hwmgr.catalog.validate import parse, read_catalog, semantic_errors  # index misses only
+
     chk = _Check(path)
     raw, why = read_catalog(path)
     if raw is None:
@@ -319,6 +312,8 @@ class Catalog(RuleData):
 
     def _finish(self, use_cache: bool) -> list[str]:
         """The checks of the layered whole: merged schema, cross-layer rules, the index."""
+        from hwmgr.catalog.validate import semantic_errors
+
         errors = self._merged_errors(use_cache)
         if not errors:
             errors = [f"merged catalog: {p}: {m}" for p, m in semantic_errors(self.doc)] if len(

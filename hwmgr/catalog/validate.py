@@ -19,35 +19,20 @@ import stat
 from pathlib import Path
 
 from hwmgr.catalog import versions
+from hwmgr.catalog.refs import FIRMWARE_SCHEME, device_ref, json_path, ref_hits
 from hwmgr.errors import VersionError
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
 if TYPE_CHECKING:
-    from typing import Any, Iterable, Mapping
-
-FIRMWARE_SCHEME = "firmware"  # an entry's firmware_scheme when it names none
+    from typing import Any, Mapping
 
 MAX_FILE_BYTES = 16 << 20
 MAX_INT_DIGITS = 19  # every integer a catalog holds (sizes, counts) fits in 64 bits
 MAX_DEPTH = 32  # the schema nests 7 levels deep
 Finding = tuple[str, str]
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _C1 = re.compile(r"[\x7f-\x9f]")
-
-
-def json_path(parts: Iterable[Any]) -> str:
-    """Render a path like $.drivers.be2net.versions['4.1.307r'].status."""
-    out = "$"
-    for p in parts:
-        if isinstance(p, int):
-            out += f"[{p}]"
-        elif _IDENT.match(str(p)):
-            out += f".{p}"
-        else:
-            out += f"[{str(p)!r}]"
-    return out
 
 
 # ----------------------------------------------------------------------------- reading
@@ -201,22 +186,6 @@ def _spelled(link: Any) -> str:
 
 
 # ----------------------------------------------------------------------------- semantics
-def device_ref(rule: Mapping[str, Any]) -> str | None:
-    """'vendor:device[:subvendor:subdevice]' of a device rule, None for a class rule."""
-    if "device" not in rule:
-        return None
-    ref = f"{rule['vendor']}:{rule['device']}"
-    if "subvendor" in rule:
-        ref += f":{rule['subvendor']}:{rule['subdevice']}"
-    return ref
-
-
-def ref_hits(ref: str, ids: tuple[str | None, ...]) -> bool:
-    """Does an applies_to ref ('v:d' or 'v:d:sv:sd') name the device with these IDs?"""
-    want = ref.split(":")
-    return all(w == have for w, have in zip(want, ids))
-
-
 def glob_problem(glob: str) -> str | None:
     """Why a kernel glob is malformed: an unclosed '[' or an empty range such as [z-a]
     (fnmatch would quietly match the bracket literally, or never match at all)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 
 from hwmgr.catalog import versions
-from hwmgr.catalog.validate import FIRMWARE_SCHEME
+from hwmgr.catalog.refs import FIRMWARE_SCHEME
 from hwmgr.errors import VersionError
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
