@@ -387,6 +387,22 @@ def test_cli_validate_ok(capsys: pytest.CaptureFixture[str]) -> None:
     assert err == ""
 
 
+def test_cli_validate_counts_a_layer_that_deletes(capsys: pytest.CaptureFixture[str],
+                                                  tmp_path: Path) -> None:
+    """A site layer's `"be2net": null` (delete that entry) validates and is not counted as
+    one of its drivers; the counts come from the documents validation parsed."""
+    layer = tmp_path / "site.json"
+    layer.write_text(json.dumps({"drivers": {"be2net": None, "ixgbe": {"description": "x"}}}))
+    assert main(["catalog", "validate", "--json", str(SHIPPED), str(layer)]) == 0
+    got = json.loads(capsys.readouterr().out)["data"]["files"]
+    shipped = json.loads(SHIPPED.read_text())
+    assert got[0]["drivers"] == len(shipped["drivers"]) > 1
+    assert got[0]["devices"] == sum(len(d.get("devices", [])) for d in
+                                    shipped["drivers"].values())
+    assert {k: got[1][k] for k in ("ok", "catalog_version", "drivers", "devices")} == {
+        "ok": True, "catalog_version": "site layer", "drivers": 1, "devices": 0}
+
+
 def test_cli_validate_bad(capsys: pytest.CaptureFixture[str]) -> None:
     files = [str(BAD / "status_bogus.json"), str(BAD / "typo_key.json"), str(MINI)]
     assert main(["catalog", "validate", *files]) == 8

@@ -325,16 +325,24 @@ class Catalog(RuleData):
     @staticmethod
     def validate_files(paths: Sequence[PathLike]) -> list[str]:
         """Every error of these files layered in order (full schema validation, no cache)."""
+        return Catalog.check_files(paths)[0]
+
+    @staticmethod
+    def check_files(paths: Sequence[PathLike]) -> tuple[list[str], list[Any]]:
+        """`validate_files`, plus each file's parsed document (None where it has errors), so
+        a caller that reports on the files need not parse them again."""
         cat = Catalog()
         errors: list[str] = []
+        docs: list[Any] = []
         for p in paths:
             chk = _check_file(Path(p), use_cache=False, partial=bool(cat.files))
             errors += chk.errors
+            docs.append(chk.data)
             if chk.data is not None:
                 cat._layer(chk)
         if errors or not cat.files:
-            return errors
-        return cat._finish(use_cache=False)  # the files are checked: not a second time
+            return errors, docs
+        return cat._finish(use_cache=False), docs  # the files are checked: not a second time
 
     def effective(self, name: str) -> list[dict[str, Any]]:
         """Every value of one merged driver entry with the file it came from."""

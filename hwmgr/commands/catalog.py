@@ -88,11 +88,12 @@ def _validate(files: list[str]) -> Outcome:
 
     for f in files:
         _regular_file(f)
-    errors = Catalog.validate_files(files)
+    errors, docs = Catalog.check_files(files)
     results = []
-    for f in files:
+    for f, doc in zip(files, docs):
         mine = [e for e in errors if e.startswith(f"{Path(f)}: ")]
-        results.append({"file": f, "ok": not mine, "errors": mine, **_summary(f, not mine)})
+        results.append({"file": f, "ok": not mine, "errors": mine,
+                        **(_summary(doc) if not mine and doc is not None else {})})
     data = {"files": results}
 
     def render(console: Any) -> None:
@@ -128,15 +129,12 @@ def _regular_file(path: str) -> None:
     raise BadInputError(f"catalog file {printable(path)} is {kind}, not a JSON file")
 
 
-def _summary(path: str, ok: bool) -> dict[str, Any]:
-    if not ok:
-        return {}
-    from hwmgr import safejson
-
-    doc = safejson.parse(Path(path).read_bytes())
-    drivers = (doc.get("drivers") or {}).values()  # a site layer may be partial
+def _summary(doc: dict[str, Any]) -> dict[str, Any]:
+    """Counts for the OK line, from the document validation parsed (a layer may be partial)."""
+    # a layer's `"be2net": null` deletes that entry: it is not one of the file's drivers
+    drivers = [d for d in (doc.get("drivers") or {}).values() if isinstance(d, dict)]
     return {"catalog_version": doc.get("catalog_version", "site layer"),
-            "drivers": len(doc.get("drivers") or {}),
+            "drivers": len(drivers),
             "devices": sum(len(d.get("devices") or []) for d in drivers),
             "versions": sum(len(d.get("versions") or {}) for d in drivers)}
 
