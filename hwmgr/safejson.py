@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 MAX_DEPTH = 64  # hwmgr's own formats nest at most ~8 levels
 MAX_INT_DIGITS = 40  # every integer hwmgr reads fits in 128 bits
-_LONG_RUN = None  # compiled on first use (start-up)
+_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+_LONG_RUN = b"0" * (MAX_INT_DIGITS + 1)
 
 
 class JSONError(ValueError):
@@ -30,15 +31,11 @@ def _parse_int(text: str) -> int:
     return int(text)
 
 
-def _long_digits(text: str) -> bool:
-    """Whether `text` has more than MAX_INT_DIGITS digits in a row anywhere (in a number,
-    or in a string, where the hook then simply finds nothing to refuse)."""
-    global _LONG_RUN
-    if _LONG_RUN is None:
-        import re
-
-        _LONG_RUN = re.compile(rf"[0-9]{{{MAX_INT_DIGITS + 1}}}")
-    return _LONG_RUN.search(text) is not None
+def _long_digits(raw: bytes) -> bool:
+    """Whether `raw` has more than MAX_INT_DIGITS digits in a row anywhere (in a number, or
+    in a string, where the hook then simply finds nothing to refuse). Every digit maps to
+    '0' and a substring search finds the run: ~1 ms per MB, a tenth of a regex search."""
+    return _LONG_RUN in raw.translate(_ZEROS)
 
 
 def _depth_ok(data: Any, limit: int) -> bool:
@@ -69,7 +66,8 @@ def parse(
         raise JSONError(f"not UTF-8 text (byte {exc.start})") from None
     # the per-integer hook costs a Python call per number (4x the parse of a snapshot's
     # command index): only text with a run of over MAX_INT_DIGITS digits needs it
-    hook = _parse_int if _long_digits(text) else None
+    hook = _parse_int if _long_digits(
+        raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")) else None
     try:
         data = json.loads(text, parse_int=hook, object_pairs_hook=object_pairs_hook)
     except JSONError:
