@@ -49,15 +49,23 @@ def show(value: Any) -> Any:
     return value
 
 
+def bounds(rule: Mapping[str, Any]) -> str | None:
+    """{min, max} in words (`10..20`, `≥ 10000`, `≤ 9000`); None when it has neither."""
+    if "min" in rule and "max" in rule:
+        return f"{rule['min']}..{rule['max']}"
+    if "min" in rule:
+        return f"≥ {rule['min']}"
+    if "max" in rule:
+        return f"≤ {rule['max']}"
+    return None
+
+
 def describe(rule: Any) -> str:
     """A rule in words: `on`, `4096`, `≥ 10000`, `≤ 9000`, `[*, *, ≥ 4194304]`."""
     if isinstance(rule, dict):
-        if "min" in rule and "max" in rule:
-            return f"{rule['min']}..{rule['max']}"
-        if "min" in rule:
-            return f"≥ {rule['min']}"
-        if "max" in rule:
-            return f"≤ {rule['max']}"
+        words = bounds(rule)
+        if words is not None:
+            return words
         if "value" in rule:
             return str(rule["value"])
     if isinstance(rule, list):

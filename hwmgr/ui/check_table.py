@@ -14,6 +14,7 @@ from typing import Any
 from rich.cells import cell_len
 
 from hwmgr.compliance.fixes import merge
+from hwmgr.compliance.judge import bounds
 from hwmgr.output import printable
 from hwmgr.ui.inventory_table import wrap
 
@@ -29,12 +30,9 @@ def _value(v: Any) -> str:
     if v is None:
         return "-"
     if isinstance(v, dict):
-        if "min" in v and "max" in v:
-            return f"{v['min']}..{v['max']}"
-        if "min" in v:
-            return f"≥ {v['min']}"
-        if "max" in v:
-            return f"≤ {v['max']}"
+        words = bounds(v)
+        if words is not None:
+            return words
         return ", ".join(f"{k} {_value(x)}" for k, x in v.items())
     if isinstance(v, list):
         return " ".join("*" if x is None else _value(x) for x in v)
