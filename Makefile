@@ -29,8 +29,8 @@ apt-test:
 $(STAMP): setup.cfg pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	# compat editable mode: a plain .pth path entry, not an import hook (~19 ms per start)
-	$(BIN)/python -m pip install -q -e '.[dev]' --config-settings editable_mode=compat
+	# a plain .pth path entry, not an import hook (package_dir in setup.cfg says why)
+	$(BIN)/python -m pip install -q -e '.[dev]'
 	@touch $(STAMP)
 
 # Byte-code on disk, as an RPM or wheel install has: with PYTHONDONTWRITEBYTECODE set (CI,
