@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hwmgr.errors import BadInputError
 from hwmgr.host.seam import Host
-from hwmgr.valueclass import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
 if TYPE_CHECKING:

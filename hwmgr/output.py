@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hwmgr.valueclass import dataclass, field
+from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
 if TYPE_CHECKING:

@@ -16,7 +16,6 @@ PKG = Path(__file__).resolve().parent.parent / "hwmgr"
 
 # lowest first; every hwmgr package or top-level module must be listed
 LAYERS: list[set[str]] = [
-    {"valueclass"},
     {"errors", "output", "__init__"},
     {"safejson"},
     {"host"},

@@ -25,7 +25,7 @@ from hwmgr.catalog.rules import RuleData
 from hwmgr.catalog.verdict import _kernel_ok, decide
 from hwmgr.config import current
 from hwmgr.errors import BadInputError, NotFoundError, VersionError
-from hwmgr.valueclass import dataclass, field
+from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
 if TYPE_CHECKING:

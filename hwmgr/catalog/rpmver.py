@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from hwmgr.errors import VersionError
-from hwmgr.valueclass import dataclass
+from dataclasses import dataclass
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
 if TYPE_CHECKING:

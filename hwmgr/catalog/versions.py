@@ -32,7 +32,7 @@ from hwmgr.catalog.rpmver import (
     vercmp_raw,
 )
 from hwmgr.errors import VersionError
-from hwmgr.valueclass import dataclass, field
+from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
 if TYPE_CHECKING:

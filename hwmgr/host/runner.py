@@ -18,7 +18,7 @@ from pathlib import Path
 
 from hwmgr.errors import BadInputError
 from hwmgr.output import printable
-from hwmgr.valueclass import dataclass, field
+from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ import re
 
 from hwmgr.host.seam import Host
 from hwmgr.inventory.uevent import DRIVER_NAME, REPLACES, parse_pci_uevent, pci_modalias
-from hwmgr.valueclass import dataclass, field
+from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
 if TYPE_CHECKING:
