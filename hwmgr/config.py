@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import math
 import os
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from hwmgr.errors import BadInputError
 from hwmgr.host.seam import Host
-from dataclasses import asdict, dataclass, field, fields
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
 if TYPE_CHECKING:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hwmgr.catalog import layers, versions
@@ -25,7 +26,6 @@ from hwmgr.catalog.rules import RuleData
 from hwmgr.catalog.verdict import _kernel_ok, decide
 from hwmgr.config import current
 from hwmgr.errors import BadInputError, NotFoundError, VersionError
-from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
 if TYPE_CHECKING:

@@ -7,9 +7,9 @@ to one job; the ASCII helpers here are shared by the other schemes.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from hwmgr.errors import VersionError
-from dataclasses import dataclass
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
 if TYPE_CHECKING:

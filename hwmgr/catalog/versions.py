@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass, field
 
 from hwmgr.catalog.rpmver import (
     EVR,
@@ -32,7 +33,6 @@ from hwmgr.catalog.rpmver import (
     vercmp_raw,
 )
 from hwmgr.errors import VersionError
-from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
 if TYPE_CHECKING:

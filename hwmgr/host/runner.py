@@ -14,11 +14,11 @@ store exactly what the tool ran.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hwmgr.errors import BadInputError
 from hwmgr.output import printable
-from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
 if TYPE_CHECKING:

@@ -12,12 +12,12 @@ import errno
 import os
 import re
 import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hwmgr.host.links import Escape, disk_links, walk
 from hwmgr.host.runner import DEFAULT_TIMEOUT, Result, Runner
 from hwmgr.host.writes import LIVE_WRITABLE, Writes, fsync_dir
-from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
 if TYPE_CHECKING:

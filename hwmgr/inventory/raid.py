@@ -9,12 +9,13 @@ firmware) per controller. Adding a vendor's tool means one class here and its en
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional, Tuple
 
 from hwmgr import safejson
 from hwmgr.host.seam import Host
 
-Found = tuple[str | None, str | None]  # (PCI address or None, firmware or None)
+# (PCI address or None, firmware or None); a runtime alias, so in Python 3.9's spelling
+Found = Tuple[Optional[str], Optional[str]]
 
 
 class RaidTool:

@@ -7,10 +7,10 @@ that cannot be read is `None` ("unknown"); nothing is invented.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from hwmgr.host.seam import Host
 from hwmgr.inventory.uevent import DRIVER_NAME, REPLACES, parse_pci_uevent, pci_modalias
-from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
 if TYPE_CHECKING:
