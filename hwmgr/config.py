@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -47,6 +48,20 @@ class Config:
     specs_dir: str | None = None  # HWMGR_SPECS_DIR: the DKMS RPM spec template's dir
     user_cache_dir: str = ""  # $XDG_CACHE_HOME/hwmgr or ~/.cache/hwmgr (catalog caches)
     source_date_epoch: str | None = None  # SOURCE_DATE_EPOCH: reproducible report times
+
+
+def shipped_dirs(kind: str) -> list[Path]:
+    """Where the data hwmgr ships (kind "catalogs" or "drivers") may live, in search order: a
+    checkout beside the package, the installing prefix's share/hwmgr (a wheel's data files,
+    e.g. a venv), then the system's /usr/share/hwmgr (the RPM). Only existing dirs."""
+    candidates = [Path(__file__).resolve().parent.parent / kind,
+                  Path(sys.prefix) / "share" / "hwmgr" / kind,
+                  Path("/usr/share/hwmgr") / kind]
+    seen: list[Path] = []
+    for d in candidates:
+        if d not in seen and d.is_dir():
+            seen.append(d)
+    return seen
 
 
 def current(config: Config | None = None) -> Config:
