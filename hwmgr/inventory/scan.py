@@ -14,7 +14,7 @@ from hwmgr.inventory.uevent import DRIVER_NAME, REPLACES, parse_pci_uevent, pci_
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any, Callable, Mapping
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 _ADDR = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
@@ -111,7 +111,7 @@ class Inventory:
         self,
         host: Host,
         names: Any | None = None,
-        verdict: Callable[[dict[str, Any], str | None], dict[str, Any] | None] | None = None,
+        verdict: Callable[[dict[str, Any], str | None], Mapping[str, Any] | None] | None = None,
         known_names: dict[tuple[str | None, ...], tuple[str | None, ...]] | None = None,
     ) -> None:
         self.host = host
@@ -122,7 +122,7 @@ class Inventory:
         # names per ID tuple; `known_names` (remembered from earlier runs) spares the lookups
         self.pci_names: dict[tuple[str | None, ...], tuple[str | None, ...]] = dict(
             known_names or {})
-        self._verdicts: dict[tuple[Any, ...], dict[str, Any] | None] = {}
+        self._verdicts: dict[tuple[Any, ...], Mapping[str, Any] | None] = {}
         self._notes: list[str] = []
         # a recording host (snapshot capture) also reads what a uevent stands in for, so the
         # snapshot answers hwmgr releases that predate uevent
@@ -261,7 +261,7 @@ class Inventory:
             )
         return hit
 
-    def _verdict(self, dev: dict[str, Any], kernel: str | None) -> dict[str, Any] | None:
+    def _verdict(self, dev: dict[str, Any], kernel: str | None) -> Mapping[str, Any] | None:
         """The catalog verdict, computed once per device that differs only in place fields
         (4,096 VFs of two kinds are two verdicts); each device gets its own copy."""
         assert self.verdict is not None
@@ -388,27 +388,20 @@ class Inventory:
             tool_firmware(self.host, pending)
 
 
-def collect(host: Any, catalog_paths: list[str] | None, use_catalog: bool = True) -> Any:
-    """Scan `host` with names and catalog verdicts; shared by inventory, snapshot and check."""
-    from pathlib import Path
-
-    from hwmgr.catalog.namememo import NameMemo
+def collect(host: Any, catalog_paths: list[str] | None, use_catalog: bool = True,
+            config: Any = None) -> Any:
+    """Scan `host` with names and catalog verdicts; shared by inventory, snapshot and check.
+    `config` (the run's Config) says where the catalog is; it is needed with `use_catalog`."""
     from hwmgr.catalog.pciids import default_names
-    from hwmgr.config import current
 
     verdict = None
     if use_catalog:
         from hwmgr.catalog.load import load_catalog
 
-        verdict = load_catalog(catalog_paths).verdict
-    names = default_names()
-    memo = NameMemo.for_names(names, Path(current().user_cache_dir))
-    inv = Inventory(host, names=names, verdict=verdict,
-                    known_names=memo.entries if memo else None)
-    scan = inv.scan()
-    if memo is not None:
-        memo.save(inv.pci_names)
-    return scan
+        if config is None:
+            raise TypeError("collect(use_catalog=True) needs the run's config")
+        verdict = load_catalog(catalog_paths, config=config).verdict
+    return Inventory(host, names=default_names(), verdict=verdict).scan()
 
 
 def _link_name(target: str | None) -> str | None:
