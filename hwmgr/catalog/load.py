@@ -129,7 +129,7 @@ def _read_file(path: Path) -> _Check:
 
 def _check_file(chk: _Check, schema: bool) -> None:
     """The schema (unless its verdict is known) and, for a complete file, the semantic rules."""
-    if chk.data is None:
+    if chk.errors:  # unreadable or not strict JSON (a JSON null is data, and meets the schema)
         return
     if chk.partial and not isinstance(chk.data, dict):
         chk.fail([("$", "a catalog layer must be a JSON object")])
@@ -137,7 +137,7 @@ def _check_file(chk: _Check, schema: bool) -> None:
     if schema:
         chk.fail(_schema_errors(layers.without_nulls(chk.data) if chk.partial else chk.data,
                                 chk.partial))
-    if chk.data is not None and not chk.partial:
+    if not chk.errors and not chk.partial:
         chk.fail(semantic_errors(chk.data))
 
 
@@ -225,8 +225,8 @@ class Catalog(RuleData):
                   verdicts: VerdictCache | None) -> tuple[Catalog, list[str], list[Any]]:
         """`build`, plus each file's parsed document (None where it has errors)."""
         chks = [_read_file(Path(p)) for p in paths]
-        key = verdicts.key([c.digest for c in chks]) if verdicts is not None and all(
-            c.data is not None for c in chks) else None
+        key = verdicts.key([c.digest for c in chks]) if verdicts is not None and not any(
+            c.errors for c in chks) else None
         known = key is not None and verdicts is not None and verdicts.passed(key)
         cat = Catalog()
         errors: list[str] = []
@@ -234,7 +234,7 @@ class Catalog(RuleData):
             chk.partial = bool(cat.files)  # a layer over a base that loaded
             _check_file(chk, schema=not known)
             errors += chk.errors
-            if chk.data is not None and not errors:
+            if not errors:
                 cat._layer(chk)
         docs = [c.data for c in chks]
         if errors or not cat.files:
