@@ -43,6 +43,7 @@ _RE_CLS2 = re.compile(_HEX2 + _NAME, re.S)
 _VENDOR, _CLASS, _GENSUB, _UNKNOWN = 0, 1, 2, 3
 _BLANKS = (b" ", b"\t")
 _TOP_LINE = re.compile(rb"\n[^\t#\n]")  # a line that may start the next block
+_LEVEL1 = re.compile(rb"\n\t(?!\t)")  # a line that may be a device (or a subclass)
 
 
 def _is_blank(line: bytes) -> bool:
@@ -55,9 +56,10 @@ class _PciIdsFile:
     """Tolerant parser of the pci.ids format, following libpci's own rules line by line.
 
     Bad lines (and the entries nested under them) are skipped instead of failing the file;
-    the first of duplicate entries wins. Keys are ints, like libpci's hash. Parsed a block at
-    a time: a vendor's block(s) when that vendor is first looked up, the class and generic
-    subsystem blocks together on the first lookup that needs them.
+    the first of duplicate entries wins. Keys are ints, like libpci's hash. Parsed a piece at
+    a time, with the state `_parse` would have there: a vendor's own line(s) when it is first
+    looked up, a device's line(s) and subsystems when that device is, and the class and
+    generic subsystem blocks together on the first lookup that needs them.
     """
 
     def __init__(self, data: bytes) -> None:
@@ -74,9 +76,10 @@ class _PciIdsFile:
             except (OSError, EOFError, zlib.error):
                 data = b""
         self._data = data
-        self._parsed: set[int | str] = set()  # vendor IDs, and "C/S" for the other blocks
-        self._blocks: dict[bytes, list[tuple[int, int]]] | None = None
-        self._lock = threading.Lock()
+        self._blocks: dict[bytes, list[tuple[int, int]]] | None = None  # see _index
+        self._devices_at: dict[int, dict[int, list[tuple[bytes, int, int]]]] = {}
+        self._parsed: set[tuple[int, int] | str] = set()  # (vendor, device) IDs, and "C/S"
+        self._lock = threading.RLock()
 
     def _index(self) -> dict[bytes, list[tuple[int, int]]]:
         """Where each block is: (start, end) by the first 4 bytes of its top-level line,
@@ -99,24 +102,61 @@ class _PciIdsFile:
             index.setdefault(key, []).append((head, end))
         return index
 
-    def _need(self, what: int | str) -> None:
-        """Make sure the blocks of a vendor ID (or "C/S": classes, generic subsystems) are
-        parsed, in file order."""
-        if what in self._parsed:
-            return
+    def _spans(self, key: bytes) -> list[tuple[int, int]]:
+        if self._blocks is None:
+            self._blocks = self._index()
+        return self._blocks.get(key, [])
+
+    def _need_vendor(self, v: int) -> dict[int, list[tuple[bytes, int, int]]]:
+        """Parse vendor `v`'s own line(s) and find where each of its devices' lines are:
+        device ID -> (vendor line, start, end) of the device line and the lines under it."""
         with self._lock:
-            if what in self._parsed:
-                return
-            if self._blocks is None:
-                self._blocks = self._index()
-            if what == "C/S":
-                spans = sorted(span for key, spans in self._blocks.items()
-                               if key[:2] in (b"c ", b"s ") for span in spans)
-            else:
-                spans = self._blocks.get(b"%04x" % int(what), [])
-            for start, end in spans:
-                self._parse(self._data[start:end])
-            self._parsed.add(what)
+            found = self._devices_at.get(v)
+            if found is not None:
+                return found
+            data = self._data
+            found = {}
+            for start, end in self._spans(b"%04x" % v):
+                line_end = data.find(b"\n", start, end)
+                line_end = end if line_end == -1 else line_end
+                head = data[start:line_end]
+                self._parse(head)
+                cuts: list[tuple[int | None, int]] = []
+                for m in _LEVEL1.finditer(data, line_end, end):
+                    pos = m.start() + 1
+                    nxt = data.find(b"\n", pos, end)
+                    raw = data[pos:end if nxt == -1 else nxt].split(b"\r", 1)[0]
+                    if raw[-1:] in _BLANKS:
+                        raw = raw[:-1]
+                    if raw[:1] == b"\t" and not _is_blank(raw):  # a line `_parse` acts on
+                        dev = _RE_VENDOR.fullmatch(raw, 1)
+                        cuts.append((int(dev.group(1), 16) if dev else None, pos))
+                for i, (d, pos) in enumerate(cuts):
+                    if d is not None:
+                        until = cuts[i + 1][1] if i + 1 < len(cuts) else end
+                        found.setdefault(d, []).append((head, pos, until))
+            self._devices_at[v] = found
+            return found
+
+    def _need_device(self, v: int, d: int) -> None:
+        """Parse device `d` of vendor `v`: its line(s) and the subsystems under them."""
+        places = self._need_vendor(v).get(d, [])
+        with self._lock:
+            if (v, d) not in self._parsed:
+                for head, start, end in places:
+                    self._parse(head + b"\n" + self._data[start:end])
+                self._parsed.add((v, d))
+
+    def _need_classes(self) -> None:
+        """Parse the class and generic subsystem blocks (a few kB), in file order."""
+        with self._lock:
+            if "C/S" not in self._parsed:
+                self._spans(b"")
+                assert self._blocks is not None
+                for start, end in sorted(span for key, spans in self._blocks.items()
+                                         if key[:2] in (b"c ", b"s ") for span in spans):
+                    self._parse(self._data[start:end])
+                self._parsed.add("C/S")
 
     def _parse(self, data: bytes) -> None:
         vendors, devices, subsystems = self.vendors, self.devices, self.subsystems
@@ -181,21 +221,21 @@ class _PciIdsFile:
                         self.progifs.setdefault(key, raw_name.decode("utf-8", "replace"))
 
     def vendor(self, v: int) -> str | None:
-        self._need(v)
+        self._need_vendor(v)
         return self.vendors.get(v)
 
     def device(self, v: int, d: int) -> str | None:
-        self._need(v)
+        self._need_device(v, d)
         return self.devices.get(v << 16 | d)
 
     def subsystem(self, v: int, d: int, sv: int, sd: int) -> str | None:
         """libpci's rule: the vendor's subsystem entry, else the generic one, else (when the
         subsystem IDs are the device's own) the device name."""
-        self._need(v)
+        self._need_device(v, d)
         name = self.subsystems.get(v << 48 | d << 32 | sv << 16 | sd) if v > 0 and d > 0 \
             else None
         if name is None:
-            self._need("C/S")
+            self._need_classes()
             name = self.gen_subsystems.get(sv << 16 | sd)
         if name is None and v == sv and d == sd:
             name = self.devices.get(v << 16 | d)
@@ -203,14 +243,14 @@ class _PciIdsFile:
 
     def class_name(self, cls: int) -> str | None:
         """The subclass name, else the base class name with libpci's ' [xxxx]' suffix."""
-        self._need("C/S")
+        self._need_classes()
         name = self.subclasses.get(cls)
         if name is None and cls >> 8 in self.classes:
             return f"{self.classes[cls >> 8]} [{cls:04x}]"
         return name
 
     def prog_if(self, cls: int, pif: int) -> str | None:
-        self._need("C/S")
+        self._need_classes()
         name = self.progifs.get(cls << 8 | pif)
         if name is None and cls == 0x0101 and not pif & 0x70:
             name = _ide_progif(pif)
