@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from hwmgr.catalog.versions import (
     EVR,
+    SCHEMES,
     compare,
     get_scheme,
     newest,
@@ -24,7 +25,6 @@ from hwmgr.catalog.versions import (
     parse_evr,
     parse_firmware,
     rpmvercmp,
-    scheme_names,
     sort_key,
 )
 from hwmgr.cli import main
@@ -377,7 +377,7 @@ def test_vendor_rules_stay_in_their_schemes() -> None:
 # registry
 
 def test_registry() -> None:
-    assert scheme_names() == ["rpm", "driver", "firmware", "emulex-driver", "intel-firmware"]
+    assert list(SCHEMES) == ["rpm", "driver", "firmware", "emulex-driver", "intel-firmware"]
     assert get_scheme("driver").name == "driver"
     with pytest.raises(VersionError) as exc:
         compare("1", "2", "deb")

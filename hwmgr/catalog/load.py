@@ -254,14 +254,10 @@ class Catalog(RuleData):
         return errors
 
     @staticmethod
-    def validate_files(paths: Sequence[PathLike]) -> list[str]:
-        """Every error of these files layered in order (full schema validation, no cache)."""
-        return Catalog._assemble(paths, None)[1]
-
-    @staticmethod
     def check_files(paths: Sequence[PathLike]) -> tuple[list[str], list[Any]]:
-        """`validate_files`, plus each file's parsed document (None where it has errors), so
-        a caller that reports on the files need not parse them again."""
+        """Every error of these files layered in order (full schema validation, no remembered
+        verdict), and each file's parsed document (None where it has errors), so a caller
+        that reports on the files need not parse them again (`hwmgr catalog validate`)."""
         _cat, errors, docs = Catalog._assemble(paths, None)
         return errors, docs
 

@@ -53,7 +53,6 @@ __all__ = [
     "parse_firmware",
     "register_scheme",
     "rpmvercmp",
-    "scheme_names",
     "sort_key",
 ]
 
@@ -421,11 +420,6 @@ def _load_vendor_schemes() -> None:
 
 
 _load_vendor_schemes()
-
-
-def scheme_names() -> list[str]:
-    """Names of the registered schemes, in registration order."""
-    return list(SCHEMES)
 
 
 def get_scheme(name: str) -> Scheme:
