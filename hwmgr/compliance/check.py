@@ -24,6 +24,7 @@ from hwmgr.compliance.read import GROUPS, read_interface
 from hwmgr.compliance.sysctl import read_sysctls
 from hwmgr.errors import EXIT_DRIFT, EXIT_OK, EXIT_REBOOT_PENDING, EXIT_UNKNOWN, UsageError
 from hwmgr.host import capture
+from hwmgr.host.ifname import tool_safe
 from hwmgr.host.seam import Host
 
 LAYER_WORDS = {"driver": "driver", "drivers": "driver", "firmware": "firmware",
@@ -157,7 +158,7 @@ def governed(host: Host, cat: Catalog, scan: Any) -> list[Governed]:
             out.append(Governed(iface["name"], iface["address"], m.driver))
     if not cat.has_netdev_entries():
         return out
-    for ifname in host.listdir("/sys/class/net", capture.IFNAME):
+    for ifname in host.listdir("/sys/class/net", tool_safe):
         if ifname in seen or ifname == "lo":
             continue
         link = host.readlink(f"/sys/class/net/{ifname}/device/driver")

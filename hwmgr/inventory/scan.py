@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from hwmgr.host import ifname
 from hwmgr.host.seam import Host
 from hwmgr.inventory.uevent import DRIVER_NAME, REPLACES, parse_pci_uevent, pci_modalias
 
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
 PCI_DEVICES = "/sys/bus/pci/devices"
 _ADDR = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 _HEX = re.compile(r"^(?:0x)?([0-9a-fA-F]+)$")
-_IFNAME = re.compile(r"^[^/\s]{1,15}$")
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5,19}$")
 _FUNC_ENTRIES = re.compile(
     r"vendor|device|subsystem_vendor|subsystem_device|class|revision|modalias|driver"
@@ -284,7 +284,7 @@ class Inventory:
         for e in entries:  # virtio: the netdev hangs off the virtioN child device
             if e.startswith("virtio") and _VIRTIO.fullmatch(e):  # the prefix spares a regex
                 names += self.host.listdir(f"{base}/{e}/net")
-        return [n for n in names if _IFNAME.match(n)]
+        return [n for n in names if ifname.valid(n)]
 
     def _interface(self, name: str, addr: str) -> dict[str, Any]:
         h = self.host
@@ -311,11 +311,18 @@ class Inventory:
             "bus_info": info.get("bus-info") if info else None,
         }
 
-    def _ethtool_i(self, ifname: str) -> dict[str, str | None] | None:
-        if ifname not in self._ethtool:
-            res = self.host.run(["ethtool", "-i", ifname], timeout=10)
-            self._ethtool[ifname] = parse_ethtool_i(res.stdout) if res.ok else None
-        return self._ethtool[ifname]
+    def _ethtool_i(self, name: str) -> dict[str, str | None] | None:
+        """`ethtool -i` of one interface, parsed, once per scan; None when unknown."""
+        if name not in self._ethtool:
+            why = ifname.why_not_tool_safe(name)
+            if why is not None:
+                self._notes.append(f"interface {name!r}: not passed to ethtool ({why}); "
+                                   "its driver info is unknown")
+                self._ethtool[name] = None
+            else:
+                res = self.host.run(["ethtool", "-i", name], timeout=10)
+                self._ethtool[name] = parse_ethtool_i(res.stdout) if res.ok else None
+        return self._ethtool[name]
 
     def _driver_version(
         self, driver: str | None, ifaces: list[dict[str, Any]]
