@@ -26,6 +26,7 @@ from hwmgr.errors import EXIT_DRIFT, EXIT_OK, EXIT_REBOOT_PENDING, EXIT_UNKNOWN,
 from hwmgr.host import capture
 from hwmgr.host.ifname import tool_safe
 from hwmgr.host.seam import Host
+from hwmgr.inventory.scan import parse_ethtool_i
 
 LAYER_WORDS = {"driver": "driver", "drivers": "driver", "firmware": "firmware",
                "setting": "setting", "settings": "setting", "sysctl": "sysctl",
@@ -165,8 +166,7 @@ def governed(host: Host, cat: Catalog, scan: Any) -> list[Governed]:
         drv = link.rstrip("/").rsplit("/", 1)[-1] if link else None
         if drv is None:
             res = host.run(["ethtool", "-i", ifname], timeout=capture.TIMEOUT)
-            drv = next((ln.split(":", 1)[1].strip() for ln in res.stdout.splitlines()
-                        if ln.startswith("driver:")), None) if res.ok else None
+            drv = parse_ethtool_i(res.stdout).get("driver") if res.ok else None
         entry = cat.netdev_entry(drv)
         if entry is not None:
             out.append(Governed(ifname, None, entry))
