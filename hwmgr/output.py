@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
-
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    from typing import Any, Callable, TextIO
+from typing import Any, Callable, TextIO
 
 JSON_FORMAT_VERSION = 1
 
@@ -70,9 +68,10 @@ def write_json(obj: Any, stream: TextIO) -> None:
 
 
 def make_console(stream: TextIO, *, stderr: bool = False) -> Any:
-    """A rich Console (imported lazily: rich costs ~30 ms to import)."""
-    import os
-
+    """A rich Console for a human rendering."""
+    # Imported here on purpose: rich is the largest import hwmgr has (tens of ms, more than
+    # hwmgr's own modules), and only tables need it; --json runs, scripts reading the JSON
+    # and hwmgr-verify at boot never render one.
     from rich.console import Console
 
     width = None

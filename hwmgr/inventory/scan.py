@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
 
+from hwmgr.catalog.load import load_catalog
+from hwmgr.catalog.namememo import NameMemo
+from hwmgr.catalog.pciids import default_names
+from hwmgr.config import current
 from hwmgr.host import ifname
 from hwmgr.host.seam import Host
+from hwmgr.inventory.raid import tool_firmware
 from hwmgr.inventory.uevent import DRIVER_NAME, REPLACES, parse_pci_uevent, pci_modalias
-
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    from typing import Any, Callable
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 _ADDR = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
@@ -390,23 +393,13 @@ class Inventory:
                     break
         pending = [d for d in raid if not d["firmware_version"] and d["driver"]]
         if pending:
-            from hwmgr.inventory.raid import tool_firmware
-
             tool_firmware(self.host, pending)
 
 
 def collect(host: Any, catalog_paths: list[str] | None, use_catalog: bool = True) -> Any:
     """Scan `host` with names and catalog verdicts; shared by inventory, snapshot and check."""
-    from pathlib import Path
-
-    from hwmgr.catalog.namememo import NameMemo
-    from hwmgr.catalog.pciids import default_names
-    from hwmgr.config import current
-
     verdict = None
     if use_catalog:
-        from hwmgr.catalog.load import load_catalog
-
         verdict = load_catalog(catalog_paths).verdict
     names = default_names()
     memo = NameMemo.for_names(names, Path(current().user_cache_dir))
