@@ -14,7 +14,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence, TypedDict
 
 from hwmgr.host.links import Escape, disk_links, walk
 from hwmgr.host.runner import DEFAULT_TIMEOUT, Result, Runner
@@ -25,6 +25,19 @@ __all__ = ["Host", "Recorder", "fsync_dir"]
 MAX_ATTR_BYTES = 1 << 20
 # O_NONBLOCK: opening a FIFO for reading must not wait for a writer (it then reads empty)
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+class SnapshotMeta(TypedDict, total=False):
+    """A snapshot's `snapshot.json` (docs/formats.md), as `snapshot.load_meta` checked it;
+    the live host's is empty. `records` is what the snapshot says, checked where it is read."""
+
+    format: str
+    version: int
+    hostname: str | None
+    kernel: str | None
+    captured: str | None
+    hwmgr: object
+    records: object
 
 
 @dataclass
@@ -50,7 +63,7 @@ class Host(Writes):
         root: str | os.PathLike[str],
         runner: Runner,
         *,
-        meta: dict[str, Any] | None = None,
+        meta: SnapshotMeta | None = None,
         recorder: Recorder | None = None,
         writable: Sequence[str | os.PathLike[str]] = (),
     ) -> None:

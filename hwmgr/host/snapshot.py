@@ -16,13 +16,13 @@ import stat
 import tarfile
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from hwmgr import __version__, safejson
 from hwmgr.errors import BadInputError, NotFoundError, UsageError
 from hwmgr.host.archive import extract
 from hwmgr.host.runner import RC_NOT_AVAILABLE, RecordingRunner, ReplayRunner, SubprocessRunner
-from hwmgr.host.seam import Host, Recorder
+from hwmgr.host.seam import Host, Recorder, SnapshotMeta
 from hwmgr.output import printable
 
 Cleanup = Callable[[], None]  # removes an extracted snapshot's temporary directory
@@ -67,7 +67,7 @@ def _open_dir(root: Path, label: str | None = None) -> Host:
     return host
 
 
-def load_meta(host: Host, label: str) -> dict[str, Any]:
+def load_meta(host: Host, label: str) -> SnapshotMeta:
     """Read and check snapshot.json; a clear BadInputError when it is missing or wrong."""
     where = f"{printable(label)}/snapshot.json"
     raw = host.read_bytes("/snapshot.json")
@@ -91,7 +91,7 @@ def load_meta(host: Host, label: str) -> dict[str, Any]:
     for key in ("hostname", "kernel", "captured"):
         if key in meta and meta[key] is not None and not isinstance(meta[key], str):
             raise BadInputError(f"{where}: '{key}' must be a string")
-    return meta
+    return cast(SnapshotMeta, meta)  # the keys read above are checked
 
 
 def _extract(tar_path: Path, dest: Path) -> Path:

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from hwmgr.catalog.load import load_catalog
 from hwmgr.catalog.namememo import NameMemo
-from hwmgr.catalog.pciids import default_names
+from hwmgr.catalog.pciids import PciNames, default_names
 from hwmgr.config import current
 from hwmgr.host import ifname
 from hwmgr.host.seam import Host
@@ -113,7 +113,7 @@ class Inventory:
     def __init__(
         self,
         host: Host,
-        names: Any | None = None,
+        names: PciNames | None = None,
         verdict: Callable[[dict[str, Any], str | None], dict[str, Any] | None] | None = None,
         known_names: dict[tuple[str | None, ...], tuple[str | None, ...]] | None = None,
     ) -> None:
@@ -396,7 +396,7 @@ class Inventory:
             tool_firmware(self.host, pending)
 
 
-def collect(host: Any, catalog_paths: list[str] | None, use_catalog: bool = True) -> Any:
+def collect(host: Host, catalog_paths: list[str] | None, use_catalog: bool = True) -> Scan:
     """Scan `host` with names and catalog verdicts; shared by inventory, snapshot and check."""
     verdict = None
     if use_catalog:
