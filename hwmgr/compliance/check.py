@@ -25,6 +25,7 @@ from hwmgr.compliance.sysctl import read_sysctls
 from hwmgr.errors import EXIT_DRIFT, EXIT_OK, EXIT_REBOOT_PENDING, EXIT_UNKNOWN, UsageError
 from hwmgr.host import capture
 from hwmgr.host.seam import Host
+from hwmgr.inventory.scan import Inventory, Scan, host_identity
 
 LAYER_WORDS = {"driver": "driver", "drivers": "driver", "firmware": "firmware",
                "setting": "setting", "settings": "setting", "sysctl": "sysctl",
@@ -139,7 +140,7 @@ def _norm(name: Any) -> str | None:
     return name.strip().replace("-", "_") if isinstance(name, str) and name.strip() else None
 
 
-def governed(host: Host, cat: Catalog, scan: Any) -> list[Governed]:
+def governed(host: Host, cat: Catalog, scan: Scan) -> list[Governed]:
     """Interfaces of matched PCI devices (bound to the entry's driver), then non-PCI netdevs
     whose driver an entry lists in `netdev_drivers`."""
     out: list[Governed] = []
@@ -229,8 +230,6 @@ def sysctl_findings(host: Host, sysctl_rules: list[dict[str, Any]],
 # ------------------------------------------------------------------ the whole host
 def check_host(host: Host, cat: Catalog, layers: set[str]) -> CheckResult:
     """Scan (when driver, firmware or setting items are wanted), read, judge."""
-    from hwmgr.inventory.scan import Inventory, host_identity
-
     result = CheckResult(catalog_version=cat.version)
     sysctl_rules = cat.sysctl_rules() if "sysctl" in layers else []
     conditionals = cat.conditional_settings() if "setting" in layers else []

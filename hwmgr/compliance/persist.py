@@ -20,8 +20,9 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
+from hwmgr.compliance.read import canonical_item
 from hwmgr.compliance.setters import normalise, same, shown
 from hwmgr.host.seam import Host
 
@@ -77,6 +78,17 @@ def under(root: str, logical: str) -> str:
     return logical if root.rstrip("/") == "" else root.rstrip("/") + logical
 
 
+class Conflict(TypedDict):
+    """Another owner that sets an item differently (shown in the plan; refused unless
+    `--override`)."""
+
+    item: str
+    interface: str | None  # None for a host sysctl
+    file: str  # the file, or "NetworkManager connection CONN"
+    key: str  # the key or property there
+    value: Any  # what it sets
+
+
 @dataclass
 class PersistPlan:
     """What one backend will do for one interface (or for the sysctls)."""
@@ -87,7 +99,7 @@ class PersistPlan:
     properties: dict[str, str] = field(default_factory=dict)  # NM property -> value
     keys: dict[str, str] = field(default_factory=dict)  # item -> key written
     unpersisted: dict[str, str] = field(default_factory=dict)  # item -> why not
-    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     connection: str | None = None
@@ -389,12 +401,10 @@ class SysctlBackend:
 
 
 def other_owner_conflicts(host: Host, root: str, ifname: str,
-                          wanted: dict[str, Any]) -> list[dict[str, Any]]:
+                          wanted: dict[str, Any]) -> list[Conflict]:
     """Interface items a tuned profile's [net] section sets differently."""
-    out = []
+    out: list[Conflict] = []
     for path, item, value in tuned_settings(host, root):
-        from hwmgr.compliance.read import canonical_item
-
         item = canonical_item(item)
         if item in wanted and not same(item, value, wanted[item]):
             out.append({"item": item, "interface": ifname, "file": path, "key": item,

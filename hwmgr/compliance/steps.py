@@ -9,6 +9,7 @@ the journaled params alone.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, Callable
 
@@ -70,22 +71,16 @@ def _file_step(rec: dict[str, Any], root: str) -> Step:
         _license(ctx, root)
         ctx.backup(path)  # journaled before the file changes; idempotent across re-runs
         ctx.host.write_bytes(path, content)
-        return {"sha256": _sha(content)}
+        return {"sha256": hashlib.sha256(content).hexdigest()}
 
     def check(ctx: Ctx) -> bool:
-        return ctx.host.read_bytes(path, limit=1 << 20) == content
+        return bool(ctx.host.read_bytes(path, limit=1 << 20) == content)
 
     def undo(ctx: Ctx) -> None:
         _license(ctx, root)
         ctx.restore(path)
 
     return Step(f"persist {path}", do, undo, check, description=f"write {path}")
-
-
-def _sha(data: bytes) -> str:
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()
 
 
 # ---------------------------------------------------------------- NetworkManager properties
