@@ -274,6 +274,12 @@ def nm_connections(host: Host) -> dict[str, str]:
     return out
 
 
+def nm_property(host: Host, connection: str, prop: str) -> str | None:
+    """One property of a NetworkManager connection as nmcli prints it (None: not readable)."""
+    res = host.run(["nmcli", "-g", prop, "connection", "show", connection])
+    return res.stdout.strip() if res.ok else None
+
+
 class NetworkManagerBackend:
     """`nmcli connection modify CONN ethtool.ring-rx N …` on the device's active connection."""
 
@@ -281,10 +287,6 @@ class NetworkManagerBackend:
 
     def __init__(self, host: Host, connection: str) -> None:
         self.host, self.connection = host, connection
-
-    def get(self, prop: str) -> str | None:
-        res = self.host.run(["nmcli", "-g", prop, "connection", "show", self.connection])
-        return res.stdout.strip() if res.ok else None
 
     def plan(self, ifname: str, wanted: dict[str, Any], override: bool) -> PersistPlan:
         plan = PersistPlan(self.name, f"nmcli connection {self.connection}",
@@ -296,7 +298,7 @@ class NetworkManagerBackend:
                 continue
             new = shown(normalise(item, value)) if prop.startswith("ethtool.feature") or \
                 prop.startswith("ethtool.pause") else str(normalise(item, value))
-            have = self.get(prop)
+            have = nm_property(self.host, self.connection, prop)
             if have not in (None, "", "ignore", "-1", "0", "default") and have != new:
                 plan.conflicts.append({"item": item, "interface": ifname,
                                        "file": f"NetworkManager connection {self.connection}",
