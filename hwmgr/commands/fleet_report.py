@@ -63,7 +63,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         raise UsageError("--out must differ from --results (the report would be read as a host)")
     hosts = read_results_dir(args.results)
     history = load_history(args.history)
-    report = build_report(hosts)
+    report = build_report(hosts, source_date_epoch=ctx.config.source_date_epoch)
     files = write_outputs(report, args.out, history)
     code = exit_code(report)
     s = report["summary"]

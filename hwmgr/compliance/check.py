@@ -26,7 +26,7 @@ from hwmgr.errors import EXIT_DRIFT, EXIT_OK, EXIT_REBOOT_PENDING, EXIT_UNKNOWN,
 from hwmgr.host import capture
 from hwmgr.host.ifname import tool_safe
 from hwmgr.host.seam import Host
-from hwmgr.inventory.scan import parse_ethtool_i
+from hwmgr.inventory.scan import Inventory, Scan, host_identity, parse_ethtool_i
 
 LAYER_WORDS = {"driver": "driver", "drivers": "driver", "firmware": "firmware",
                "setting": "setting", "settings": "setting", "sysctl": "sysctl",
@@ -141,7 +141,7 @@ def _norm(name: Any) -> str | None:
     return name.strip().replace("-", "_") if isinstance(name, str) and name.strip() else None
 
 
-def governed(host: Host, cat: Catalog, scan: Any) -> list[Governed]:
+def governed(host: Host, cat: Catalog, scan: Scan) -> list[Governed]:
     """Interfaces of matched PCI devices (bound to the entry's driver), then non-PCI netdevs
     whose driver an entry lists in `netdev_drivers`."""
     out: list[Governed] = []
@@ -230,8 +230,6 @@ def sysctl_findings(host: Host, sysctl_rules: list[dict[str, Any]],
 # ------------------------------------------------------------------ the whole host
 def check_host(host: Host, cat: Catalog, layers: set[str]) -> CheckResult:
     """Scan (when driver, firmware or setting items are wanted), read, judge."""
-    from hwmgr.inventory.scan import Inventory, host_identity
-
     result = CheckResult(catalog_version=cat.version)
     sysctl_rules = cat.sysctl_rules() if "sysctl" in layers else []
     conditionals = cat.conditional_settings() if "setting" in layers else []

@@ -139,7 +139,3 @@ def needed_sysctls(sysctl_rules: Iterable[Mapping[str, Any]],
         names |= set((rule.get("when") or {}).get("sysctl", {}))
     return sorted(names)
 
-
-def wants_qdisc(conditionals: Iterable[Mapping[str, Any]]) -> bool:
-    """Whether any conditional rule looks at an interface's qdisc."""
-    return any("qdisc" in (r.get("when") or {}) for r in conditionals)
