@@ -9,7 +9,6 @@ from typing import Any
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_DRIFT,
-    EXIT_NOT_FOUND,
     EXIT_OK,
     EXIT_PARTIAL,
     EXIT_REBOOT_PENDING,
@@ -40,11 +39,10 @@ EXAMPLES = (
 )
 EXIT_CODES = {
     EXIT_OK: "every host compliant",
-    EXIT_NOT_FOUND: "no such --results directory",
     EXIT_DRIFT: "some host drifts",
     EXIT_PARTIAL: "some host unreachable or failed (and none drifts)",
     EXIT_REBOOT_PENDING: "reboot pending",
-    EXIT_BAD_INPUT: "a bad input file (named; nothing written)",
+    EXIT_BAD_INPUT: "a bad input file or no --results directory (named; nothing written)",
     EXIT_UNKNOWN: "unknown",
 }
 

@@ -62,7 +62,7 @@ VERB_EXIT_CODES = {
     'throughput': (0, 1, 2, 3, 9, 11, 70, 130),
     'mirror': (0, 1, 2, 3, 8, 9, 70, 130),
     'package': (0, 1, 2, 3, 8, 9, 70, 130),
-    'fleet-report': (0, 2, 3, 5, 6, 7, 8, 11, 70, 130),
+    'fleet-report': (0, 2, 5, 6, 7, 8, 11, 70, 130),
     'collect-script': (0, 2, 70, 130),
 }
 # END exit codes
