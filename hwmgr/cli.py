@@ -103,13 +103,14 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """`hwmgr` and one sub-parser per verb, its help and epilog from the verb's module."""
-    parser = Parser(prog="hwmgr", description=DESCRIPTION, epilog=EPILOG)
+    parser: argparse.ArgumentParser = Parser(prog="hwmgr", description=DESCRIPTION,
+                                             epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"hwmgr {__version__}")
     parser.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     for name, mod in VERBS.items():
-        parents = mod.option_parents() if hasattr(mod, "option_parents") else [
-            common_options()]
+        parents: list[argparse.ArgumentParser] = (
+            mod.option_parents() if hasattr(mod, "option_parents") else [common_options()])
         doc = (mod.__doc__ or mod.HELP).strip().splitlines()[0]
         p = sub.add_parser(
             name, help=mod.HELP, description=doc, parents=parents,

@@ -173,7 +173,8 @@ def _show(what: str, paths: list[str] | None, config: Any = None,
     entry = cat.entry(name)
     origin = cat.origin[name]
     version = next((f.catalog_version for f in cat.files if f.path == origin), None)
-    data = {"driver": name, "catalog_file": str(origin), "catalog_version": version,
+    data: dict[str, Any] = {"driver": name, "catalog_file": str(origin),
+                            "catalog_version": version,
             "entry": entry, "layers": [str(f.path) for f in cat.files]}
     if effective:
         data["effective"] = cat.effective(name)
