@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
@@ -11,10 +12,6 @@ from hwmgr.errors import (
 )
 from hwmgr.output import Outcome
 from hwmgr.ui.verbhelp import Example
-
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    from typing import Any
 
 NAME = "inventory"
 HELP = "list PCI functions, NICs and RAID controllers"
