@@ -7,34 +7,51 @@ import re
 from pathlib import Path
 from typing import Any
 
-from hwmgr.errors import EXIT_BAD_INPUT, BadInputError, NotFoundError
+from hwmgr.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_REFUSED,
+    BadInputError,
+    NotFoundError,
+)
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.verbhelp import Example
 
 NAME = "catalog"
 HELP = "validate or show the driver catalog"
-EXAMPLES = """\
-examples:
-  hwmgr catalog validate catalogs/*.json      check files against the schema and the rules
-  hwmgr catalog show be2net                   devices, versions and settings of one driver
-  hwmgr catalog show 19a2:0710                the entry that matches a PCI vendor:device
-  hwmgr catalog show ixgbe --json             the entry as JSON (format 1)
-  hwmgr catalog show be2net --catalog my.json use another catalog file
-  hwmgr catalog show be2net --effective       merged entry, each value with its layer file
-  hwmgr catalog trust be2net 10.2.470.14 --file be2net-10.2.470.14-1.src.rpm
-                                              record a vendor package's sha256 in catalog.d
-  hwmgr catalog trust be2net 10.2.470.14 --file be2net-10.2.470.14-1.src.rpm --key VENDOR.asc
-                                              a signed one: show the vendor's key, check the
-                                              signature with it, import it into hwmgr's keyring
-  hwmgr catalog update https://hwmgr.example.org/catalog.json
-                                              signed update (needs catalog.json.asc)
-  hwmgr catalog rollback                      back to the previously installed catalog
-  hwmgr catalog sign catalog.json --key KEYID writes catalog.json.asc
+NOTES = """\
 layers: the base (the installed catalog, else the shipped one), then
-        /etc/hwmgr/catalog.d/*.json in lexical order; --catalog F... replaces that list
-exit codes: 0 ok, 3 unknown driver or missing file, 8 invalid catalog or --key file (or
-            not a regular file: a directory, device or FIFO), 9 refused (signature, wrong
-            key, downgrade, package mismatch; nothing changed)
-"""
+        /etc/hwmgr/catalog.d/*.json in lexical order; --catalog F... replaces that list"""
+EXAMPLES = (
+    Example("hwmgr catalog validate catalogs/*.json",
+            "check files against the schema and the rules"),
+    Example("hwmgr catalog show be2net", "devices, versions and settings of one driver"),
+    Example("hwmgr catalog show 19a2:0710", "the entry that matches a PCI vendor:device"),
+    Example("hwmgr catalog show ixgbe --json", "the entry as JSON (format 1)"),
+    Example("hwmgr catalog show be2net --catalog my.json", "use another catalog file"),
+    Example("hwmgr catalog show be2net --effective",
+            "merged entry, each value with its layer file"),
+    Example("hwmgr catalog show nosuch", "a driver the catalog does not know", EXIT_NOT_FOUND),
+    Example("hwmgr catalog trust be2net 10.2.470.14 --file be2net-10.2.470.14-1.src.rpm",
+            "record a vendor package's sha256 in catalog.d"),
+    Example("hwmgr catalog trust be2net 10.2.470.14 --file be2net-10.2.470.14-1.src.rpm "
+            "--key VENDOR.asc", "a signed one: check the signature with the vendor's key"),
+    Example("hwmgr catalog update https://hwmgr.example.org/catalog.json",
+            "signed update (needs catalog.json.asc)"),
+    Example("hwmgr catalog rollback", "back to the previously installed catalog"),
+    Example("hwmgr catalog sign catalog.json --key KEYID", "writes catalog.json.asc"),
+)
+EXIT_CODES = {
+    EXIT_OK: "ok",
+    EXIT_FAILED: "a download or gpg failed (update, sign)",
+    EXIT_NOT_FOUND: "unknown driver or missing file",
+    EXIT_BAD_INPUT: "invalid catalog or --key file (or not a regular file: a directory, "
+                    "device or FIFO)",
+    EXIT_REFUSED: "refused (signature, wrong key, downgrade, package mismatch; nothing "
+                  "changed)",
+}
 
 STATUS_STYLE = {"recommended": "bold green", "known-good": "green", "known-bad": "bold red",
                 "deprecated": "yellow"}
@@ -156,7 +173,8 @@ def _show(what: str, paths: list[str] | None, config: Any = None,
     entry = cat.entry(name)
     origin = cat.origin[name]
     version = next((f.catalog_version for f in cat.files if f.path == origin), None)
-    data = {"driver": name, "catalog_file": str(origin), "catalog_version": version,
+    data: dict[str, Any] = {"driver": name, "catalog_file": str(origin),
+                            "catalog_version": version,
             "entry": entry, "layers": [str(f.path) for f in cat.files]}
     if effective:
         data["effective"] = cat.effective(name)
