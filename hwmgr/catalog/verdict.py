@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 
 from hwmgr.catalog import versions
-from hwmgr.catalog.refs import FIRMWARE_SCHEME
+from hwmgr.catalog.refs import FIRMWARE_SCHEME, inbox_policies
 from hwmgr.errors import VersionError
 
 TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
@@ -23,8 +23,8 @@ def _kernel_ok(globs: Sequence[str] | None, kernel: str | None) -> bool:
         return True
     return any(fnmatch.fnmatchcase(kernel, g) for g in globs)
 
-_FROM_STATUS = {"recommended": "ok", "known-good": "ok", "deprecated": "outdated",
-                "known-bad": "known-bad"}
+_FROM_STATUS = {"recommended": "ok", "known-good": "ok", "baseline": "ok",
+                "deprecated": "outdated", "known-bad": "known-bad"}
 
 
 def decide(cat: Any, m: Any, dev: Mapping[str, Any], kernel: str | None) -> dict[str, Any]:
@@ -64,13 +64,15 @@ def decide(cat: Any, m: Any, dev: Mapping[str, Any], kernel: str | None) -> dict
     except VersionError:
         in_tree = False
     if in_tree:
-        inbox = entry.get("inbox")
-        if not inbox:
+        policies = inbox_policies(entry)
+        if not policies:
             return unknown(f"{name} reports the kernel release {raw} (distro in-tree build); "
                            "the catalog has no policy for in-tree builds")
-        if not _kernel_ok(inbox.get("kernels"), kernel):
+        inbox = next((p for p in policies if _kernel_ok(p.get("kernels"), kernel)), None)
+        if inbox is None:
+            covered = ", ".join(g for p in policies for g in p.get("kernels", []))
             return unknown(f"{name} in-tree build on kernel {kernel}: the catalog's in-tree "
-                           f"policy covers {', '.join(inbox['kernels'])} only")
+                           f"policy covers {covered} only")
         out.update(status=_FROM_STATUS[inbox["status"]], reason=inbox["reason"],
                    listed_status=inbox["status"], in_tree=True)
         return out

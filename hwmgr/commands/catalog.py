@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from hwmgr.catalog.refs import evidence_text, inbox_policies
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -230,11 +231,10 @@ def _render(console: Any, data: dict[str, Any]) -> None:
             console.print(f"      {escape(ve['reason'])}")
             if ve.get("source"):
                 console.print(f"      source: {escape(_source(ve['source']))}")
-            console.print(f"      [dim]evidence: {escape(ve['evidence'])}[/]")
+            console.print(f"      [dim]evidence: {escape(evidence_text(ve['evidence']) or '')}[/]")
     else:
         console.print("[dim]versions: none listed[/]")
-    if e.get("inbox"):
-        ib = e["inbox"]
+    for ib in inbox_policies(e):
         kern = f" on {', '.join(ib['kernels'])}" if ib.get("kernels") else ""
         console.print(f"in-tree build{escape(kern)}: [{STATUS_STYLE.get(ib['status'], '')}]"
                       f"{escape(ib['status'])}[/] — {escape(ib['reason'])}")
@@ -245,7 +245,8 @@ def _render(console: Any, data: dict[str, Any]) -> None:
                 continue
             console.print(f"  {escape(key)}: {escape(_fmt(val))}")
         if e["settings"].get("evidence"):
-            console.print(f"  [dim]evidence: {escape(e['settings']['evidence'])}[/]")
+            console.print(f"  [dim]evidence: "
+                          f"{escape(evidence_text(e['settings']['evidence']) or '')}[/]")
     if e.get("throughput"):
         console.print(f"throughput: at least {e['throughput']['min_fraction_of_link']:.0%} "
                       "of the link speed")

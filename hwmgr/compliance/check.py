@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from hwmgr.catalog.load import Catalog
+from hwmgr.catalog.refs import evidence_text
 from hwmgr.compliance import rules
 from hwmgr.compliance.fixes import upgrade_fix
 from hwmgr.compliance.iplink import LinkInfo, parse_ip_link
@@ -98,7 +99,7 @@ def _evidence(cat: Catalog, entry: str, *versions: Any) -> str | None:
     known = cat.drivers.get(entry, {}).get("versions", {})
     for ver in versions:
         if isinstance(ver, str) and ver in known:
-            return str(known[ver].get("evidence"))
+            return evidence_text(known[ver].get("evidence"))
     return None
 
 
@@ -129,8 +130,8 @@ def driver_findings(cat: Catalog, dev: Mapping[str, Any], layers: set[str]) -> l
                   "(update it with the vendor's firmware tool)" if ok is False else
                   f"firmware version {'unknown' if not cur else cur + ' cannot be compared'}"
                   + (f": {fw['note']}" if fw.get("note") else ""))
-        fw_ev = (cat.drivers.get(entry, {}).get("versions", {}).get(rec or "", {})
-                 .get("firmware", {}).get("evidence"))
+        fw_ev = evidence_text(cat.drivers.get(entry, {}).get("versions", {}).get(rec or "", {})
+                              .get("firmware", {}).get("evidence"))
         out.append(Finding("firmware", addr, None, "firmware_version", {"min": fw["min"]},
                            cur, status, reason, None, fw_ev))
     return out

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Tuple, TypedDict
 
+from hwmgr.catalog.refs import evidence_text
 from hwmgr.compliance.fixes import setting_fix, sysctl_fix
 from hwmgr.compliance.items import ItemValue, Status
 from hwmgr.compliance.rules import Want, same_value
@@ -171,7 +172,7 @@ def judge_sysctl(rule: Mapping[str, Any], have: ItemValue, missing: str) -> Find
 
     def finding(status: str, reason: str, fix: str | None = None) -> Finding:
         return Finding("sysctl", None, None, item, expected, show(have), status, reason, fix,
-                       rule.get("evidence"))
+                       evidence_text(rule.get("evidence")))
 
     if isinstance(have, Status):
         return finding("unknown", f"{name} could not be read: {missing}")
