@@ -5,7 +5,8 @@ Only `cli.py` prints errors or exits; everything else raises these.
 
 from __future__ import annotations
 
-# Exit codes (documented in README.md). Keep in sync with the README table.
+# Exit codes. Their meanings (EXIT_MEANINGS) and each verb's EXIT_CODES generate the README
+# table, docs/exit-codes.md and the Ansible modules' table (scripts/gen-exit-codes).
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -20,6 +21,38 @@ EXIT_LOCKED = 10
 EXIT_UNKNOWN = 11
 EXIT_PERMISSION = 13
 EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+
+# code -> a short name (error messages, the Ansible modules' table)
+EXIT_NAMES: dict[int, str] = {
+    EXIT_OK: "ok", EXIT_FAILED: "failed", EXIT_USAGE: "usage error", EXIT_NOT_FOUND: "not found",
+    EXIT_NOTHING_TO_DO: "nothing to do", EXIT_DRIFT: "drift", EXIT_PARTIAL: "partial",
+    EXIT_REBOOT_PENDING: "reboot pending", EXIT_BAD_INPUT: "bad input data",
+    EXIT_REFUSED: "refused", EXIT_LOCKED: "locked by another hwmgr", EXIT_UNKNOWN: "unknown",
+    EXIT_PERMISSION: "permission denied", EXIT_INTERNAL: "internal error",
+    EXIT_INTERRUPTED: "interrupted",
+}
+# code -> what it means for any verb (short; a verb's own table says what it means there)
+EXIT_MEANINGS: dict[int, str] = {
+    EXIT_OK: "success / compliant",
+    EXIT_FAILED: "the operation failed (e.g. a build or a verification failed)",
+    EXIT_USAGE: "usage error (bad command line)",
+    EXIT_NOT_FOUND: "not found (device, driver, version, file, snapshot)",
+    EXIT_NOTHING_TO_DO: "nothing to do (already in the requested state)",
+    EXIT_DRIFT: "drift: the host does not comply with the catalog",
+    EXIT_PARTIAL: "partial success (fleet runs)",
+    EXIT_REBOOT_PENDING: "reboot pending",
+    EXIT_BAD_INPUT: "bad input data (malformed snapshot, catalog, recipe, version string, "
+                    "journal; an unsafe archive member; a directory, device or FIFO where a "
+                    "file belongs)",
+    EXIT_REFUSED: "refused by a safety check (nothing was changed)",
+    EXIT_LOCKED: "another hwmgr holds the host lock",
+    EXIT_UNKNOWN: "unknown: something could not be read (e.g. a snapshot lacks a recorded "
+                  "output: retake it)",
+    EXIT_PERMISSION: "permission denied (needs root)",
+    EXIT_INTERNAL: "internal error (a bug: rerun with --debug for the traceback)",
+    EXIT_INTERRUPTED: "interrupted",
+}
 
 
 class HwmgrError(Exception):

@@ -492,7 +492,7 @@ def test_cli_validate_bad(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(errs) == 3
     assert errs[0] == (f"hwmgr catalog: {files[0]}: $.drivers.be2net.versions['4.1.307r'].status:"
                        " 'bogus' is not one of ['recommended', 'known-good', 'known-bad', "
-                       "'deprecated']")
+                       "'deprecated', 'baseline']")
     assert out.strip().splitlines() == [
         f"{MINI}: OK (catalog 2026.11.1, 6 drivers, 7 device rules, 7 versions)"]
     assert main(["catalog", "validate", "--json", files[0]]) == 8

@@ -8,7 +8,6 @@ import pytest
 
 from hwmgr.compliance.items import Status
 from hwmgr.compliance.sysctl import (
-    parse_sysctl_listing,
     parse_sysctl_value,
     read_sysctls,
     sysctl_path,
@@ -38,18 +37,6 @@ def test_values() -> None:
     assert parse_sysctl_value("-1") == -1
     assert parse_sysctl_value("cubic reno\n") == "cubic reno"
     assert parse_sysctl_value("") is None and parse_sysctl_value(None) is None
-
-
-def test_listing_from_field_notes() -> None:
-    """Lines quoted from a CentOS 6 host's `sysctl -a` (field notes), plus a comment."""
-    text = ("net.ipv4.tcp_congestion_control = cubic\n"
-            "net.ipv4.tcp_available_congestion_control = cubic reno\n"
-            "net.ipv4.tcp_dma_copybreak = 4096\n# net.core.x = 1\nkernel.x = 3\n")
-    assert parse_sysctl_listing(text) == {
-        "net.ipv4.tcp_congestion_control": "cubic",
-        "net.ipv4.tcp_available_congestion_control": "cubic reno",
-        "net.ipv4.tcp_dma_copybreak": 4096,
-    }
 
 
 def test_read_through_a_rooted_host(tmp_path: Path) -> None:

@@ -38,3 +38,28 @@ def ref_hits(ref: str, ids: tuple[str | None, ...]) -> bool:
     """Does an applies_to ref ('v:d' or 'v:d:sv:sd') name the device with these IDs?"""
     want = ref.split(":")
     return all(w == have for w, have in zip(want, ids))
+
+
+def inbox_policies(entry: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """An entry's in-tree policies in the order they are tried: schema 3 allows a list (one
+    per kernel family), schema 1-2 one object."""
+    inbox = entry.get("inbox")
+    if not inbox:
+        return []
+    return list(inbox) if isinstance(inbox, list) else [inbox]
+
+
+def evidence_text(evidence: Any) -> str | None:
+    """One line for people and findings: schema 1-2 evidence is text already; schema 3's
+    sources read 'title <url>: observed', joined with '; '."""
+    if isinstance(evidence, str):
+        return evidence
+    if not isinstance(evidence, list) or not evidence:
+        return None
+    parts = []
+    for src in evidence:
+        if not isinstance(src, dict):
+            continue
+        where = f" <{src['url']}>" if src.get("url") else ""
+        parts.append(f"{src.get('title', '')}{where}: {src.get('observed', '')}")
+    return "; ".join(parts) or None

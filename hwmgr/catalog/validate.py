@@ -18,10 +18,10 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from hwmgr.catalog import versions
-from hwmgr.catalog.refs import FIRMWARE_SCHEME, device_ref, json_path, ref_hits
+from hwmgr.catalog.refs import FIRMWARE_SCHEME, device_ref, inbox_policies, json_path, ref_hits
 from hwmgr.errors import VersionError
 
 MAX_FILE_BYTES = 16 << 20
@@ -225,10 +225,13 @@ def semantic_errors(data: Mapping[str, Any]) -> list[Finding]:
         out.append(("$.released", bad))
     for name, drv in data["drivers"].items():
         base = ["drivers", name]
-        for k, glob in enumerate(drv.get("inbox", {}).get("kernels", [])):
-            bad = glob_problem(glob)
-            if bad:
-                out.append((json_path(base + ["inbox", "kernels", k]), bad))
+        listed = isinstance(drv.get("inbox"), list)
+        for i, policy in enumerate(inbox_policies(drv)):
+            where = base + (["inbox", i] if listed else ["inbox"])
+            for k, glob in enumerate(policy.get("kernels", [])):
+                bad = glob_problem(glob)
+                if bad:
+                    out.append((json_path(where + ["kernels", k]), bad))
         schemes = _scheme_errors(name, drv)
         out += schemes
         if schemes:
@@ -237,6 +240,7 @@ def semantic_errors(data: Mapping[str, Any]) -> list[Finding]:
             out += _version_errors(name, drv, ver, ve)
         out += _recommended_errors(name, drv)
     out += _v2_errors(data)
+    out += _v3_errors(data)
     return sorted(set(out))
 
 
@@ -258,6 +262,37 @@ def _v2_errors(data: Mapping[str, Any]) -> list[Finding]:
                 out.append((json_path([key, i, field]), f"{rule[field]!r} is listed twice"))
             seen.add(rule[field])
     return out
+
+
+V3_DRIVER_KEYS = ("version_formats", "vendor_releases")
+
+
+def _v3_errors(data: Mapping[str, Any]) -> list[Finding]:
+    """Schema 3 cites its sources: every evidence is a list of sources (text is refused), and
+    its keys (baseline, distributions, in-tree policy lists, ...) need schema_version 3."""
+    out: list[Finding] = []
+    v3 = data["schema_version"] >= 3
+    for path, key, value in _walk(data, ()):
+        if key == "evidence" and v3 and not isinstance(value, list):
+            out.append((json_path(path), "schema 3 evidence is a list of sources "
+                        "({title, url, observed}), not text"))
+        elif not v3 and (key == "distributions" or (key == "evidence" and isinstance(value, list))
+                         or (key == "status" and value == "baseline")
+                         or (key == "inbox" and isinstance(value, list))
+                         or (key in V3_DRIVER_KEYS and len(path) == 3)):
+            out.append((json_path(path), "needs schema_version 3"))
+    return out
+
+
+def _walk(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], Any, Any]]:
+    """(path, key, value) of every member of every object below `node`."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield path + (k,), k, v
+            yield from _walk(v, path + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _walk(v, path + (i,))
 
 
 def _scheme_errors(name: str, drv: Mapping[str, Any]) -> list[Finding]:

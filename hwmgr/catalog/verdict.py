@@ -6,7 +6,7 @@ import fnmatch
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypedDict
 
 from hwmgr.catalog import versions
-from hwmgr.catalog.refs import FIRMWARE_SCHEME
+from hwmgr.catalog.refs import FIRMWARE_SCHEME, inbox_policies
 from hwmgr.errors import VersionError
 
 if TYPE_CHECKING:  # the loader imports this module; these names are for the checker only
@@ -49,8 +49,8 @@ def _kernel_ok(globs: Sequence[str] | None, kernel: str | None) -> bool:
         return True
     return any(fnmatch.fnmatchcase(kernel, g) for g in globs)
 
-_FROM_STATUS = {"recommended": "ok", "known-good": "ok", "deprecated": "outdated",
-                "known-bad": "known-bad"}
+_FROM_STATUS = {"recommended": "ok", "known-good": "ok", "baseline": "ok",
+                "deprecated": "outdated", "known-bad": "known-bad"}
 
 
 def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -> Verdict:
@@ -92,13 +92,15 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -
     except VersionError:
         in_tree = False
     if in_tree:
-        inbox = entry.get("inbox")
-        if not inbox:
+        policies = inbox_policies(entry)
+        if not policies:
             return unknown(f"{name} reports the kernel release {raw} (distro in-tree build); "
                            "the catalog has no policy for in-tree builds")
-        if not _kernel_ok(inbox.get("kernels"), kernel):
+        inbox = next((p for p in policies if _kernel_ok(p.get("kernels"), kernel)), None)
+        if inbox is None:
+            covered = ", ".join(g for p in policies for g in p.get("kernels", []))
             return unknown(f"{name} in-tree build on kernel {kernel}: the catalog's in-tree "
-                           f"policy covers {', '.join(inbox['kernels'])} only")
+                           f"policy covers {covered} only")
         out["listed_status"], out["in_tree"] = inbox["status"], True
         return settle(_FROM_STATUS[inbox["status"]], inbox["reason"])
     listed = cat.applicable(m, dev, kernel).get(raw)

@@ -5,22 +5,43 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hwmgr.errors import EXIT_FAILED, NothingToDo, UsageError
+from hwmgr.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_LOCKED,
+    EXIT_NOT_FOUND,
+    EXIT_NOTHING_TO_DO,
+    EXIT_OK,
+    EXIT_PERMISSION,
+    EXIT_REFUSED,
+    NothingToDo,
+    UsageError,
+)
 from hwmgr.output import Outcome, printable
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.verbhelp import Example
 
 NAME = "apply"
 HELP = "set drifted NIC settings and sysctls now and persistently (undo with revert)"
-EXAMPLES = """\
-examples:
-  hwmgr apply --dry-run                            show every change, change nothing
-  hwmgr apply --interface eth2 --layer settings --yes
-  hwmgr apply --changes drift.json --persist-root /mnt/image --yes
-  hwmgr apply --force --confirm-timeout 60 --yes   also the uplink: reverted unless confirmed
-  hwmgr apply --confirm 17                         keep transaction 17 (from a new session)
-exit codes: 0 applied, 1 failed (undone), 2 usage, 4 nothing to do, 8 bad input,
-            9 refused (uplink/SSH interface, .link shadowing, another owner), 10 locked
-"""
+EXAMPLES = (
+    Example("hwmgr apply --dry-run", "show every change, change nothing"),
+    Example("hwmgr apply --interface eth2 --layer settings --yes"),
+    Example("hwmgr apply --changes drift.json --persist-root /mnt/image --yes"),
+    Example("hwmgr apply --force --confirm-timeout 60 --yes",
+            "also the uplink: reverted unless confirmed"),
+    Example("hwmgr apply --confirm 17", "keep transaction 17 (from a new session)"),
+    Example("hwmgr apply --root web01 --dry-run", "a compliant host", EXIT_NOTHING_TO_DO),
+)
+EXIT_CODES = {
+    EXIT_OK: "applied (or planned, with --dry-run)",
+    EXIT_FAILED: "failed (undone)",
+    EXIT_NOT_FOUND: "no such --root snapshot or --catalog file",
+    EXIT_NOTHING_TO_DO: "nothing to do",
+    EXIT_BAD_INPUT: "bad input (a --changes file, snapshot or catalog)",
+    EXIT_REFUSED: "refused (uplink/SSH interface, .link shadowing, another owner)",
+    EXIT_LOCKED: "another hwmgr holds the lock",
+    EXIT_PERMISSION: "not root",
+}
 
 
 def option_parents() -> list[argparse.ArgumentParser]:

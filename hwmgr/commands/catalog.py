@@ -7,34 +7,52 @@ import re
 from pathlib import Path
 from typing import Any
 
-from hwmgr.errors import EXIT_BAD_INPUT, BadInputError, NotFoundError
+from hwmgr.catalog.refs import evidence_text, inbox_policies
+from hwmgr.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_REFUSED,
+    BadInputError,
+    NotFoundError,
+)
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.verbhelp import Example
 
 NAME = "catalog"
 HELP = "validate or show the driver catalog"
-EXAMPLES = """\
-examples:
-  hwmgr catalog validate catalogs/*.json      check files against the schema and the rules
-  hwmgr catalog show be2net                   devices, versions and settings of one driver
-  hwmgr catalog show 19a2:0710                the entry that matches a PCI vendor:device
-  hwmgr catalog show ixgbe --json             the entry as JSON (format 1)
-  hwmgr catalog show be2net --catalog my.json use another catalog file
-  hwmgr catalog show be2net --effective       merged entry, each value with its layer file
-  hwmgr catalog trust be2net 10.2.470.14 --file be2net-10.2.470.14-1.src.rpm
-                                              record a vendor package's sha256 in catalog.d
-  hwmgr catalog trust be2net 10.2.470.14 --file be2net-10.2.470.14-1.src.rpm --key VENDOR.asc
-                                              a signed one: show the vendor's key, check the
-                                              signature with it, import it into hwmgr's keyring
-  hwmgr catalog update https://hwmgr.example.org/catalog.json
-                                              signed update (needs catalog.json.asc)
-  hwmgr catalog rollback                      back to the previously installed catalog
-  hwmgr catalog sign catalog.json --key KEYID writes catalog.json.asc
+NOTES = """\
 layers: the base (the installed catalog, else the shipped one), then
-        /etc/hwmgr/catalog.d/*.json in lexical order; --catalog F... replaces that list
-exit codes: 0 ok, 3 unknown driver or missing file, 8 invalid catalog or --key file (or
-            not a regular file: a directory, device or FIFO), 9 refused (signature, wrong
-            key, downgrade, package mismatch; nothing changed)
-"""
+        /etc/hwmgr/catalog.d/*.json in lexical order; --catalog F... replaces that list"""
+EXAMPLES = (
+    Example("hwmgr catalog validate catalogs/*.json",
+            "check files against the schema and the rules"),
+    Example("hwmgr catalog show be2net", "devices, versions and settings of one driver"),
+    Example("hwmgr catalog show 19a2:0710", "the entry that matches a PCI vendor:device"),
+    Example("hwmgr catalog show ixgbe --json", "the entry as JSON (format 1)"),
+    Example("hwmgr catalog show be2net --catalog my.json", "use another catalog file"),
+    Example("hwmgr catalog show be2net --effective",
+            "merged entry, each value with its layer file"),
+    Example("hwmgr catalog show nosuch", "a driver the catalog does not know", EXIT_NOT_FOUND),
+    Example("hwmgr catalog trust be2net 10.2.470.14 --file be2net-10.2.470.14-1.src.rpm",
+            "record a vendor package's sha256 in catalog.d"),
+    Example("hwmgr catalog trust be2net 10.2.470.14 --file be2net-10.2.470.14-1.src.rpm "
+            "--key VENDOR.asc", "a signed one: check the signature with the vendor's key"),
+    Example("hwmgr catalog update https://hwmgr.example.org/catalog.json",
+            "signed update (needs catalog.json.asc)"),
+    Example("hwmgr catalog rollback", "back to the previously installed catalog"),
+    Example("hwmgr catalog sign catalog.json --key KEYID", "writes catalog.json.asc"),
+)
+EXIT_CODES = {
+    EXIT_OK: "ok",
+    EXIT_FAILED: "a download or gpg failed (update, sign)",
+    EXIT_NOT_FOUND: "unknown driver or missing file",
+    EXIT_BAD_INPUT: "invalid catalog or --key file (or not a regular file: a directory, "
+                    "device or FIFO)",
+    EXIT_REFUSED: "refused (signature, wrong key, downgrade, package mismatch; nothing "
+                  "changed)",
+}
 
 STATUS_STYLE = {"recommended": "bold green", "known-good": "green", "known-bad": "bold red",
                 "deprecated": "yellow"}
@@ -156,7 +174,8 @@ def _show(what: str, paths: list[str] | None, config: Any = None,
     entry = cat.entry(name)
     origin = cat.origin[name]
     version = next((f.catalog_version for f in cat.files if f.path == origin), None)
-    data = {"driver": name, "catalog_file": str(origin), "catalog_version": version,
+    data: dict[str, Any] = {"driver": name, "catalog_file": str(origin),
+                            "catalog_version": version,
             "entry": entry, "layers": [str(f.path) for f in cat.files]}
     if effective:
         data["effective"] = cat.effective(name)
@@ -212,11 +231,10 @@ def _render(console: Any, data: dict[str, Any]) -> None:
             console.print(f"      {escape(ve['reason'])}")
             if ve.get("source"):
                 console.print(f"      source: {escape(_source(ve['source']))}")
-            console.print(f"      [dim]evidence: {escape(ve['evidence'])}[/]")
+            console.print(f"      [dim]evidence: {escape(evidence_text(ve['evidence']) or '')}[/]")
     else:
         console.print("[dim]versions: none listed[/]")
-    if e.get("inbox"):
-        ib = e["inbox"]
+    for ib in inbox_policies(e):
         kern = f" on {', '.join(ib['kernels'])}" if ib.get("kernels") else ""
         console.print(f"in-tree build{escape(kern)}: [{STATUS_STYLE.get(ib['status'], '')}]"
                       f"{escape(ib['status'])}[/] — {escape(ib['reason'])}")
@@ -227,7 +245,8 @@ def _render(console: Any, data: dict[str, Any]) -> None:
                 continue
             console.print(f"  {escape(key)}: {escape(_fmt(val))}")
         if e["settings"].get("evidence"):
-            console.print(f"  [dim]evidence: {escape(e['settings']['evidence'])}[/]")
+            console.print(f"  [dim]evidence: "
+                          f"{escape(evidence_text(e['settings']['evidence']) or '')}[/]")
     if e.get("throughput"):
         console.print(f"throughput: at least {e['throughput']['min_fraction_of_link']:.0%} "
                       "of the link speed")

@@ -5,21 +5,39 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hwmgr.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_DRIFT,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_REBOOT_PENDING,
+    EXIT_UNKNOWN,
+)
 from hwmgr.output import Outcome
+from hwmgr.ui.verbhelp import Example
 
 NAME = "check"
 HELP = "compare drivers, firmware and NIC/sysctl settings with the catalog"
-EXAMPLES = """\
-examples:
-  hwmgr check                              this machine: one line per item, drift first
-  hwmgr check --json                       the findings as JSON (docs/check.md)
-  hwmgr check --root snap.tar.gz           a snapshot taken with 'hwmgr snapshot'
-  hwmgr check --layer settings,sysctl      only NIC settings and sysctls
-  hwmgr check --catalog base.json --catalog site.json
-
-exit codes: 0 compliant, 5 drift, 7 reboot pending, 11 something could not be read
-(and nothing drifted)
-"""
+EXAMPLES = (
+    Example("hwmgr check", "this machine: one line per item, drift first"),
+    Example("hwmgr check --root snap.tar.gz", "a snapshot of a host that drifts", EXIT_DRIFT),
+    Example("hwmgr check --root snap.tar.gz --json", "the findings as JSON (docs/check.md)",
+            EXIT_DRIFT),
+    Example("hwmgr check --root web01 --layer settings,sysctl",
+            "only NIC settings and sysctls, of a compliant host"),
+    Example("hwmgr check --catalog base.json --catalog site.json", "a site layer over a base"),
+)
+# the envelope's status for each outcome of a check (the fleet report's host statuses)
+STATUS = {EXIT_OK: "ok", EXIT_DRIFT: "drift", EXIT_REBOOT_PENDING: "reboot-pending",
+          EXIT_UNKNOWN: "unknown"}
+EXIT_CODES = {
+    EXIT_OK: "compliant",
+    EXIT_NOT_FOUND: "no such --root snapshot or --catalog file",
+    EXIT_DRIFT: "drift",
+    EXIT_REBOOT_PENDING: "reboot pending (and only drivers or firmware drift)",
+    EXIT_BAD_INPUT: "a bad snapshot, catalog or --layer list (named)",
+    EXIT_UNKNOWN: "something could not be read (and nothing drifted)",
+}
 
 
 def option_parents() -> list[argparse.ArgumentParser]:
@@ -67,4 +85,5 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
 
         render(console, data, devices=result.devices)
 
-    return Outcome(command=NAME, data=data, render=_render, exit_code=code)
+    return Outcome(command=NAME, status=STATUS[code], data=data, render=_render,
+                   exit_code=code)

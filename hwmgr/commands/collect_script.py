@@ -5,20 +5,24 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hwmgr.errors import (
+    EXIT_OK,
+)
 from hwmgr.output import Outcome
+from hwmgr.ui.verbhelp import Example
 
 NAME = "collect-script"
 HELP = "print the POSIX sh snapshot collector"
-EXAMPLES = """\
+NOTES = """\
 The script needs only sh, coreutils (or busybox), tar and gzip on the old host; it records
 ethtool, modinfo, ip and lspci output when those exist, and writes a hwmgr snapshot
-(.tar.gz) to its stdout. It reads only; nothing on the host is changed.
-
-examples:
-  hwmgr collect-script > hwmgr-collect.sh
-  hwmgr collect-script | ssh old-host sh -s > old-host.tar.gz
-  hwmgr inventory --root old-host.tar.gz
-"""
+(.tar.gz) to its stdout. It reads only; nothing on the host is changed."""
+EXAMPLES = (
+    Example("hwmgr collect-script > hwmgr-collect.sh"),
+    Example("hwmgr collect-script | ssh old-host sh -s > old-host.tar.gz"),
+    Example("hwmgr inventory --root old-host.tar.gz"),
+)
+EXIT_CODES = {EXIT_OK: "printed"}
 
 
 def option_parents() -> list[argparse.ArgumentParser]:

@@ -5,19 +5,34 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hwmgr.errors import NotFoundError, RefusedError
+from hwmgr.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_REFUSED,
+    NotFoundError,
+    RefusedError,
+)
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.verbhelp import Example
 
 NAME = "fetch"
 HELP = "download and verify a driver's vendor package"
-EXAMPLES = """\
-examples:
-  hwmgr fetch be2net --to 10.2.470.14               into /var/cache/hwmgr
-  hwmgr fetch be2net --to 10.2.470.14 --offline --mirror /srv/mirror
-exit codes: 0 verified file in the cache, 3 not found (404, not in the catalog, offline miss),
-            9 refused (checksum/size mismatch, insecure URL or redirect)
-"""
+EXAMPLES = (
+    Example("hwmgr fetch be2net --to 10.2.470.14", "into /var/cache/hwmgr"),
+    Example("hwmgr fetch be2net --to 10.2.470.14 --offline --mirror /srv/mirror"),
+    Example("hwmgr fetch be2net --to 9.9", "a version the catalog lacks", EXIT_NOT_FOUND),
+)
+EXIT_CODES = {
+    EXIT_OK: "verified file in the cache",
+    EXIT_FAILED: "the download failed (network error, server error)",
+    EXIT_NOT_FOUND: "not found (404, not in the catalog, offline miss)",
+    EXIT_BAD_INPUT: "a bad catalog or signing key (named)",
+    EXIT_REFUSED: "refused (checksum/size mismatch, unverified source, insecure URL or "
+                  "redirect)",
+}
 
 
 def option_parents() -> list[argparse.ArgumentParser]:

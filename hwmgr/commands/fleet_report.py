@@ -6,11 +6,20 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from hwmgr.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_DRIFT,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_REBOOT_PENDING,
+    EXIT_UNKNOWN,
+)
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.verbhelp import Example
 
 NAME = "fleet-report"
 HELP = "build fleet-report.json/.xml/.html from per-host check results"
-EXAMPLES = """\
+NOTES = """\
 input: one JSON file per host in --results DIR, named after the host (web01.json), holding
   {"status": "compliant|drift|unknown|reboot-pending|unreachable|failed",
    "check": <hwmgr check --json output or its data, or null>, "error": "why" | null}
@@ -21,14 +30,21 @@ output (in --out DIR, each file replaced atomically):
   fleet-report.xml    JUnit: a testcase per host and item (drift = failure)
   fleet-report.html   one self-contained page: hosts x layers, drift first, trend
 
-examples:
-  hwmgr fleet-report --results results/ --out report/
-  hwmgr fleet-report --results results/ --out report/ --history old/*/fleet-report.json
-
-exit codes: 0 every host compliant, 5 some host drifts, 6 some host unreachable or failed
-(and none drifts), 7 reboot pending, 11 unknown, 8 a bad input file (named; nothing written).
-SOURCE_DATE_EPOCH, when set, fixes the report's 'generated' time.
-"""
+SOURCE_DATE_EPOCH, when set, fixes the report's 'generated' time."""
+EXAMPLES = (
+    Example("hwmgr fleet-report --results results/ --out report/", "some host drifts",
+            EXIT_DRIFT),
+    Example("hwmgr fleet-report --results results/ --out report/ "
+            "--history old/*/fleet-report.json", "with a trend", EXIT_DRIFT),
+)
+EXIT_CODES = {
+    EXIT_OK: "every host compliant",
+    EXIT_DRIFT: "some host drifts",
+    EXIT_PARTIAL: "some host unreachable or failed (and none drifts)",
+    EXIT_REBOOT_PENDING: "reboot pending",
+    EXIT_BAD_INPUT: "a bad input file or no --results directory (named; nothing written)",
+    EXIT_UNKNOWN: "unknown",
+}
 
 
 def option_parents() -> list[argparse.ArgumentParser]:
@@ -63,7 +79,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         raise UsageError("--out must differ from --results (the report would be read as a host)")
     hosts = read_results_dir(args.results)
     history = load_history(args.history)
-    report = build_report(hosts)
+    report = build_report(hosts, source_date_epoch=ctx.config.source_date_epoch)
     files = write_outputs(report, args.out, history)
     code = exit_code(report)
     s = report["summary"]

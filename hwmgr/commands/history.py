@@ -6,20 +6,30 @@ import argparse
 import sqlite3
 from typing import Any
 
-from hwmgr.errors import BadInputError
+from hwmgr.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    BadInputError,
+)
 from hwmgr.output import Outcome, printable
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.verbhelp import Example
 
 NAME = "history"
 HELP = "show upgrades, rollbacks and their results, or drift over time (--checks)"
-EXAMPLES = """\
-examples:
-  hwmgr history
-  hwmgr history be2net --json
-  hwmgr history --root /tmp/host.tar.gz
-  hwmgr history --checks                 when each item drifted, and which transaction did it
-  hwmgr history --checks enp1s0f0 --json
-"""
+EXAMPLES = (
+    Example("hwmgr history"),
+    Example("hwmgr history be2net --json"),
+    Example("hwmgr history --root snap.tar.gz", "a snapshot's journal"),
+    Example("hwmgr history --checks", "when each item drifted, and which transaction did it"),
+    Example("hwmgr history --checks enp1s0f0 --json"),
+)
+EXIT_CODES = {
+    EXIT_OK: "shown (also when there is no history)",
+    EXIT_NOT_FOUND: "no such --root snapshot",
+    EXIT_BAD_INPUT: "a bad snapshot or journal (named)",
+}
 
 
 def option_parents() -> list[argparse.ArgumentParser]:

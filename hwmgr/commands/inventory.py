@@ -3,23 +3,31 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
+from hwmgr.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+)
 from hwmgr.output import Outcome
-
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    from typing import Any
+from hwmgr.ui.verbhelp import Example
 
 NAME = "inventory"
 HELP = "list PCI functions, NICs and RAID controllers"
-EXAMPLES = """\
-examples:
-  hwmgr inventory                         this machine: NICs and storage controllers
-  hwmgr inventory --all                   every PCI function (bridges, USB, SMBus too)
-  hwmgr inventory --json                  the same as one JSON object (format 1)
-  hwmgr inventory --root snap.tar.gz      analyse a snapshot taken with 'hwmgr snapshot'
-  hwmgr inventory --class 02 --json       network controllers only
-"""
+EXAMPLES = (
+    Example("hwmgr inventory", "this machine: NICs and storage controllers"),
+    Example("hwmgr inventory --all", "every PCI function (bridges, USB, SMBus too)"),
+    Example("hwmgr inventory --json", "the same as one JSON object (format 1)"),
+    Example("hwmgr inventory --root snap.tar.gz", "a snapshot taken with 'hwmgr snapshot'"),
+    Example("hwmgr inventory --root snap.tar.gz --class 02 --json", "network controllers only"),
+    Example("hwmgr inventory --root nosuch.tar.gz", "no such snapshot", EXIT_NOT_FOUND),
+)
+EXIT_CODES = {
+    EXIT_OK: "listed",
+    EXIT_NOT_FOUND: "no such --root snapshot or --catalog file",
+    EXIT_BAD_INPUT: "a bad snapshot or catalog file (named)",
+}
 
 CHECK_HINT = "NIC settings and sysctls against the catalog: hwmgr check"
 

@@ -7,22 +7,38 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from hwmgr.errors import BadInputError
+from hwmgr.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_REFUSED,
+    BadInputError,
+)
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.verbhelp import Example
 
 NAME = "mirror"
 HELP = "fill an internal mirror directory of vendor packages"
-EXAMPLES = """\
-examples:
-  hwmgr mirror sync /srv/hwmgr-mirror                   every verified catalog source
-  hwmgr mirror sync /srv/hwmgr-mirror --driver be2net --to 10.2.470.14
-  hwmgr mirror sync /srv/hwmgr-mirror --from be2net-10.2.470.14-1.src.rpm
-                                                        a file you have: no network
-  then serve /srv/hwmgr-mirror with any HTTP server and set "mirror" in /etc/hwmgr/hwmgr.json
-layout: DIR/sha256/<sha256>/<file name> (like hwmgr's cache) and DIR/index.json
-exit codes: 0 synced, 3 nothing to sync / 404 / no such --from file, 9 refused (checksum
-            mismatch; a --from file whose sha256 no catalog source pins: nothing copied)
-"""
+NOTES = """\
+Then serve DIR with any HTTP server and set "mirror" in /etc/hwmgr/hwmgr.json.
+layout: DIR/sha256/<sha256>/<file name> (like hwmgr's cache) and DIR/index.json"""
+EXAMPLES = (
+    Example("hwmgr mirror sync /srv/hwmgr-mirror", "every verified catalog source"),
+    Example("hwmgr mirror sync /srv/hwmgr-mirror --driver be2net --to 10.2.470.14"),
+    Example("hwmgr mirror sync /srv/hwmgr-mirror --from be2net-10.2.470.14-1.src.rpm",
+            "a file you have: no network"),
+    Example("hwmgr mirror sync mirror --driver be2net",
+            "no verified source: nothing written", EXIT_NOT_FOUND),
+)
+EXIT_CODES = {
+    EXIT_OK: "synced",
+    EXIT_FAILED: "a download failed",
+    EXIT_NOT_FOUND: "nothing to sync / 404 / no such --from file",
+    EXIT_BAD_INPUT: "DIR is not a directory; a bad catalog",
+    EXIT_REFUSED: "refused (checksum mismatch; a --from file whose sha256 no catalog source "
+                  "pins: nothing copied)",
+}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

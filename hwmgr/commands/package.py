@@ -5,21 +5,36 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hwmgr.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_REFUSED,
+)
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.verbhelp import Example
 
 NAME = "package"
 HELP = "wrap a prepared DKMS tree as a noarch <driver>-dkms RPM"
-EXAMPLES = """\
-examples:
-  hwmgr package be2net --to 10.2.470.14      writes ./be2net-dkms-10.2.470.14-1.noarch.rpm
-  hwmgr package be2net --to 10.2.470.14 --out /srv/repo --json
-  hwmgr package be2net --to 10.2.470.14 --offline --mirror /srv/hwmgr-mirror --keep-spec
+NOTES = """\
 The vendor SRPM is fetched and checked exactly as for 'hwmgr upgrade'; this host's DKMS state
-is not touched. Installing the RPM runs dkms add/build/install for the running kernel.
-exit codes: 0 written, 3 not found (driver, version, offline miss), 8 bad input,
-            9 refused (known-bad version, unverified source, checksum mismatch), 1 build failed
-"""
+is not touched. Installing the RPM runs dkms add/build/install for the running kernel."""
+EXAMPLES = (
+    Example("hwmgr package be2net --to 10.2.470.14",
+            "writes ./be2net-dkms-10.2.470.14-1.noarch.rpm"),
+    Example("hwmgr package be2net --to 10.2.470.14 --out /srv/repo --json"),
+    Example("hwmgr package be2net --to 10.2.470.14 --offline --mirror /srv/hwmgr-mirror "
+            "--keep-spec"),
+)
+EXIT_CODES = {
+    EXIT_OK: "written",
+    EXIT_FAILED: "build failed",
+    EXIT_NOT_FOUND: "not found (driver, version, offline miss)",
+    EXIT_BAD_INPUT: "bad input",
+    EXIT_REFUSED: "refused (known-bad version, unverified source, checksum mismatch)",
+}
 
 
 def option_parents() -> list[argparse.ArgumentParser]:

@@ -5,19 +5,38 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hwmgr.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_NOT_FOUND,
+    EXIT_NOTHING_TO_DO,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_UNKNOWN,
+)
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.verbhelp import Example
 
 NAME = "plan"
 HELP = "dry run of an upgrade or rollback"
-EXAMPLES = """\
-examples:
-  hwmgr plan upgrade be2net --to 10.2.470.14
-  hwmgr plan upgrade e1000e --to 3.8.7-lab --kernel 6.1.0-56-amd64 --json
-  hwmgr plan rollback be2net                 back to what the last upgrade replaced
-  hwmgr plan rollback be2net --to inbox
-exit codes: 0 the plan would run, 9 it would be refused (reasons listed), 4 nothing to do
-"""
+EXAMPLES = (
+    Example("hwmgr plan upgrade be2net --to 10.2.470.14",
+            "every step, and why it would be refused", EXIT_REFUSED),
+    Example("hwmgr plan upgrade e1000e --to 3.8.7-lab --kernel 6.1.0-56-amd64 --json"),
+    Example("hwmgr plan upgrade be2net --to 9.9", "a version the catalog lacks",
+            EXIT_NOT_FOUND),
+    Example("hwmgr plan rollback be2net", "back to what the last upgrade replaced"),
+    Example("hwmgr plan rollback be2net --to inbox"),
+)
+EXIT_CODES = {
+    EXIT_OK: "the plan would run",
+    EXIT_NOT_FOUND: "no such driver, version, kernel, recorded version or --root/--catalog "
+                    "file",
+    EXIT_NOTHING_TO_DO: "nothing to do (already there, nothing to roll back)",
+    EXIT_BAD_INPUT: "a bad snapshot, catalog, recipe or journal (named)",
+    EXIT_REFUSED: "it would be refused (reasons listed)",
+    EXIT_UNKNOWN: "a snapshot lacks an output the plan needs",
+}
 
 
 def option_parents() -> list[argparse.ArgumentParser]:

@@ -5,18 +5,26 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hwmgr.errors import EXIT_FAILED
+from hwmgr.errors import (
+    EXIT_FAILED,
+    EXIT_LOCKED,
+    EXIT_OK,
+)
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.verbhelp import Example
 
 NAME = "recover"
 HELP = "finish or undo an interrupted transaction"
-EXAMPLES = """\
-examples:
-  hwmgr recover            after a crash: leaves exactly the old or the new driver
-  hwmgr recover --json
-exit codes: 0 nothing open or all settled, 1 a transaction could not be settled, 10 locked
-"""
+EXAMPLES = (
+    Example("hwmgr recover", "after a crash: leaves exactly the old or the new driver"),
+    Example("hwmgr recover --json"),
+)
+EXIT_CODES = {
+    EXIT_OK: "nothing open or all settled",
+    EXIT_FAILED: "a transaction could not be settled",
+    EXIT_LOCKED: "another hwmgr holds the lock",
+}
 
 
 def option_parents() -> list[argparse.ArgumentParser]:

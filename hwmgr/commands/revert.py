@@ -5,18 +5,32 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hwmgr.errors import EXIT_FAILED
+from hwmgr.errors import (
+    EXIT_FAILED,
+    EXIT_LOCKED,
+    EXIT_NOT_FOUND,
+    EXIT_NOTHING_TO_DO,
+    EXIT_OK,
+    EXIT_PERMISSION,
+)
 from hwmgr.output import Outcome, printable
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.verbhelp import Example
 
 NAME = "revert"
 HELP = "undo an apply: recorded values and persistence files back exactly"
-EXAMPLES = """\
-examples:
-  hwmgr revert --yes              undo the newest apply not yet reverted
-  hwmgr revert --txn 17 --yes
-exit codes: 0 reverted, 1 failed (undone), 3 no such apply, 4 nothing to revert, 10 locked
-"""
+EXAMPLES = (
+    Example("hwmgr revert --yes", "undo the newest apply not yet reverted"),
+    Example("hwmgr revert --txn 17 --yes"),
+)
+EXIT_CODES = {
+    EXIT_OK: "reverted",
+    EXIT_FAILED: "failed (undone)",
+    EXIT_NOT_FOUND: "no such apply",
+    EXIT_NOTHING_TO_DO: "nothing to revert",
+    EXIT_LOCKED: "another hwmgr holds the lock",
+    EXIT_PERMISSION: "not root",
+}
 
 
 def option_parents() -> list[argparse.ArgumentParser]:

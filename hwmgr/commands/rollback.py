@@ -5,19 +5,37 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hwmgr.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_LOCKED,
+    EXIT_NOT_FOUND,
+    EXIT_NOTHING_TO_DO,
+    EXIT_OK,
+    EXIT_PERMISSION,
+    EXIT_REFUSED,
+)
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.verbhelp import Example
 
 NAME = "rollback"
 HELP = "restore a driver exactly as it was before"
-EXAMPLES = """\
-examples:
-  hwmgr rollback be2net --yes                  undo the last upgrade
-  hwmgr rollback be2net --to 4.1.307r --yes    back to a version an upgrade replaced
-  hwmgr rollback be2net --to inbox --yes       back to the distribution's driver
-exit codes: 0 restored (reboot to load), 1 failed (undone), 3 no such recorded version,
-            4 nothing to roll back, 9 refused, 10 locked, 13 not root
-"""
+EXAMPLES = (
+    Example("hwmgr rollback be2net --yes", "undo the last upgrade"),
+    Example("hwmgr rollback be2net --to 4.1.307r --yes", "back to a version an upgrade replaced"),
+    Example("hwmgr rollback be2net --to inbox --yes", "back to the distribution's driver"),
+)
+EXIT_CODES = {
+    EXIT_OK: "restored (reboot to load)",
+    EXIT_FAILED: "failed (undone)",
+    EXIT_NOT_FOUND: "no such recorded version",
+    EXIT_NOTHING_TO_DO: "nothing to roll back",
+    EXIT_BAD_INPUT: "a bad journal (named)",
+    EXIT_REFUSED: "refused (nothing changed)",
+    EXIT_LOCKED: "another hwmgr holds the lock",
+    EXIT_PERMISSION: "not root",
+}
 
 
 def option_parents() -> list[argparse.ArgumentParser]:

@@ -6,19 +6,30 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from hwmgr.errors import NotFoundError, UsageError
+from hwmgr.errors import (
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_USAGE,
+    NotFoundError,
+    UsageError,
+)
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.verbhelp import Example
 
 NAME = "snapshot"
 HELP = "capture this host for offline analysis"
-EXAMPLES = """\
-examples:
-  hwmgr snapshot /tmp/web01.tar.gz        a support bundle to attach to a ticket
-  hwmgr snapshot /tmp/web01               the same as a directory
-  hwmgr inventory --root /tmp/web01.tar.gz   analyse it anywhere
-exit codes: 0 written, 2 OUT already exists or its parent is not a directory,
-            3 OUT's parent directory does not exist (it is not created)
-"""
+EXAMPLES = (
+    Example("hwmgr snapshot /tmp/web01.tar.gz", "a support bundle to attach to a ticket"),
+    Example("hwmgr snapshot /tmp/web01", "the same as a directory"),
+    Example("hwmgr inventory --root /tmp/web01.tar.gz", "analyse it anywhere"),
+    Example("hwmgr snapshot nosuch/web01.tar.gz", "the parent directory is not created",
+            EXIT_NOT_FOUND),
+)
+EXIT_CODES = {
+    EXIT_OK: "written",
+    EXIT_USAGE: "OUT already exists or its parent is not a directory",
+    EXIT_NOT_FOUND: "OUT's parent directory does not exist (it is not created)",
+}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -5,24 +5,40 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hwmgr.errors import EXIT_FAILED, EXIT_OK, EXIT_UNKNOWN, UsageError
+from hwmgr.errors import (
+    EXIT_FAILED,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_UNKNOWN,
+    UsageError,
+)
 from hwmgr.output import Outcome
 from hwmgr.ui.throughput import floor_catalog, options_from
+from hwmgr.ui.verbhelp import Example
 
 NAME = "throughput"
 HELP = "quick iperf3 check against a peer"
-EXAMPLES = """\
-examples:
-  peer$ hwmgr throughput --serve                      one-off iperf3 server (exits after a test)
-  hwmgr throughput --peer 10.0.0.2 --bind-dev eth2    3 s check over eth2, this host sending
-  hwmgr throughput --peer bench1 --both --floor 9000  both directions against 9 Gbit/s
-  hwmgr throughput --peer 10.0.0.2 --json
+NOTES = """\
 floor: --floor, else throughput_floor_mbps in the site config, else the catalog's
        throughput.min_fraction_of_link x the interface's negotiated speed.
 refuses the interface carrying the default route or the SSH session unless --force.
-exit codes: 0 at or above the floor (or measured, no floor), 1 below the floor,
-            3 no such interface, 9 refused, 11 unknown (no trustworthy measurement)
-"""
+On the peer, 'hwmgr throughput --serve' runs a one-off iperf3 server (exits after a test)."""
+EXAMPLES = (
+    Example("hwmgr throughput --serve", "on the peer: a one-off iperf3 server"),
+    Example("hwmgr throughput --peer 10.0.0.2 --bind-dev eth2",
+            "3 s check over eth2, this host sending"),
+    Example("hwmgr throughput --peer bench1 --both --floor 9000",
+            "both directions against 9 Gbit/s"),
+    Example("hwmgr throughput --peer 10.0.0.2 --json"),
+)
+EXIT_CODES = {
+    EXIT_OK: "at or above the floor (or measured, no floor)",
+    EXIT_FAILED: "below the floor",
+    EXIT_NOT_FOUND: "no such interface",
+    EXIT_REFUSED: "refused (the uplink/SSH interface)",
+    EXIT_UNKNOWN: "unknown (no trustworthy measurement)",
+}
 
 STATUS_EXIT = {"ok": EXIT_OK, "measured": EXIT_OK, "failed": EXIT_FAILED,
                "unknown": EXIT_UNKNOWN, "served": EXIT_OK}

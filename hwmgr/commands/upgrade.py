@@ -5,20 +5,38 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hwmgr.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_LOCKED,
+    EXIT_NOT_FOUND,
+    EXIT_NOTHING_TO_DO,
+    EXIT_OK,
+    EXIT_PERMISSION,
+    EXIT_REFUSED,
+)
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.verbhelp import Example
 
 NAME = "upgrade"
 HELP = "upgrade a driver (DKMS build, keeps the old .ko)"
-EXAMPLES = """\
-examples:
-  hwmgr plan upgrade be2net --to 10.2.470.14      look first
-  hwmgr upgrade be2net --to 10.2.470.14 --yes
-  hwmgr upgrade be2net --to 10.2.470.14 --kernel 2.6.32-279.el6.x86_64 --offline \\
-        --mirror /srv/hwmgr-mirror --yes
-exit codes: 0 installed (reboot to load), 1 failed and rolled back, 4 already there,
-            9 refused (nothing changed), 10 another hwmgr holds the lock, 13 not root
-"""
+EXAMPLES = (
+    Example("hwmgr plan upgrade be2net --to 10.2.470.14", "look first"),
+    Example("hwmgr upgrade be2net --to 10.2.470.14 --yes"),
+    Example("hwmgr upgrade be2net --to 10.2.470.14 --kernel 2.6.32-279.el6.x86_64 --offline "
+            "--mirror /srv/hwmgr-mirror --yes"),
+)
+EXIT_CODES = {
+    EXIT_OK: "installed (reboot to load)",
+    EXIT_FAILED: "failed and rolled back",
+    EXIT_NOT_FOUND: "no such driver, version or kernel; an offline miss",
+    EXIT_NOTHING_TO_DO: "already there",
+    EXIT_BAD_INPUT: "a bad catalog, recipe or journal (named)",
+    EXIT_REFUSED: "refused (nothing changed)",
+    EXIT_LOCKED: "another hwmgr holds the lock",
+    EXIT_PERMISSION: "not root",
+}
 
 
 def option_parents() -> list[argparse.ArgumentParser]:

@@ -7,7 +7,9 @@ import os
 from typing import Any
 
 from hwmgr.errors import (
+    EXIT_BAD_INPUT,
     EXIT_FAILED,
+    EXIT_NOT_FOUND,
     EXIT_NOTHING_TO_DO,
     EXIT_OK,
     EXIT_REBOOT_PENDING,
@@ -15,25 +17,35 @@ from hwmgr.errors import (
     UsageError,
 )
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.verbhelp import Example
 
 NAME = "verify"
 HELP = "after a reboot: prove the armed driver state is live"
-EXAMPLES = """\
-examples:
-  hwmgr verify                                check every armed expectation
-  hwmgr verify be2net --json
-  hwmgr verify --throughput --peer 10.0.0.2   also run the quick iperf3 check
-  hwmgr verify --boot --on-failure rollback   what hwmgr-verify.service runs at boot
-                                             (+ throughput when the site config names a peer)
-  hwmgr verify --root /tmp/host.tar.gz --expectation be2net.json   offline, read-only
+NOTES = """\
 --on-failure rollback (default: on_failure in the site config) restores the previous driver
 and runs reboot_command; at most once per armed expectation. A passing verify marks the
 expectation verified, so the boot service does not act on it again.
 Before the reboot (the upgrade or rollback committed during this boot, known from the
 journal and /proc/sys/kernel/random/boot_id) verify reports reboot pending and changes nothing.
-exit codes: 0 verified, 1 failed (and maybe rolled back), 4 nothing armed, 7 reboot pending,
-            8 bad expectation/config file, 11 unknown (could not read a value)
-"""
+--boot also runs the throughput check when the site config names a peer."""
+EXAMPLES = (
+    Example("hwmgr verify", "check every armed expectation"),
+    Example("hwmgr verify be2net --json"),
+    Example("hwmgr verify --throughput --peer 10.0.0.2", "also run the quick iperf3 check"),
+    Example("hwmgr verify --boot --on-failure rollback", "what hwmgr-verify.service runs"),
+    Example("hwmgr verify --root snap.tar.gz", "offline, read-only: nothing armed there",
+            EXIT_NOTHING_TO_DO),
+    Example("hwmgr verify --root snap.tar.gz --expectation be2net.json", "offline, read-only"),
+)
+EXIT_CODES = {
+    EXIT_OK: "verified",
+    EXIT_FAILED: "failed (and maybe rolled back)",
+    EXIT_NOT_FOUND: "no such --expectation file or --root snapshot",
+    EXIT_NOTHING_TO_DO: "nothing armed",
+    EXIT_REBOOT_PENDING: "reboot pending",
+    EXIT_BAD_INPUT: "bad expectation/config file or snapshot",
+    EXIT_UNKNOWN: "unknown (could not read a value)",
+}
 
 STATUS_EXIT = {"verified": EXIT_OK, "failed": EXIT_FAILED, "unknown": EXIT_UNKNOWN,
                "nothing-armed": EXIT_NOTHING_TO_DO, "reboot-pending": EXIT_REBOOT_PENDING}

@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
+import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, TypedDict
 
+from hwmgr.catalog.load import load_catalog
 from hwmgr.compliance import persist
+from hwmgr.compliance.check import check_host, parse_layers
 from hwmgr.compliance.items import Status, jsonable
 from hwmgr.compliance.read import canonical_item
 from hwmgr.compliance.setters import command, normalise, settable, shown
@@ -33,6 +37,7 @@ from hwmgr.errors import (
 from hwmgr.host.seam import Host
 from hwmgr.inventory.guard import protected_interfaces
 from hwmgr.transaction.engine import Transaction, TxnResult
+from hwmgr.transaction.journal import Journal
 from hwmgr.transaction.state import StateDir
 
 LAYERS = ("settings", "sysctl")
@@ -93,15 +98,60 @@ def concrete(expected: Any, actual: Any) -> Any:
     return _bound(expected, actual)
 
 
+class _Persisted(TypedDict):
+    backend: str  # "systemd-link" | "networkmanager" | "sysctl.d"
+    file: str | None
+    key: str | None
+
+
+class Persisted(_Persisted, total=False):
+    """Where one change survives a reboot (or, `not_persisted`, why it does not)."""
+
+    connection: str | None
+    not_persisted: str
+
+
+class PlannedChange(TypedDict):
+    """One change in the plan (`apply --json` data.changes[])."""
+
+    interface: str | None
+    item: str  # canonical
+    current: Any
+    wanted: Any
+    command: str
+    persist: Persisted | None
+    risky: bool  # on a guarded (uplink / SSH) interface: applied last, under a timed revert
+    evidence: str | None
+
+
+class FileWrite(TypedDict):
+    """A persistence file apply writes whole (journaled in the params, so `recover` can)."""
+
+    path: str
+    content: str
+
+
+class NmChange(TypedDict):
+    """NetworkManager properties apply sets on one connection."""
+
+    connection: str
+    properties: dict[str, str]
+
+
+class Refusal(TypedDict):
+    code: int
+    reason: str
+
+
 @dataclass
 class ApplyPlan:
     """Everything apply will do, shown before it does it."""
 
-    changes: list[dict[str, Any]] = field(default_factory=list)
-    files: list[dict[str, str]] = field(default_factory=list)
-    nm: list[dict[str, Any]] = field(default_factory=list)
-    conflicts: list[dict[str, Any]] = field(default_factory=list)
-    refusals: list[dict[str, Any]] = field(default_factory=list)
+    changes: list[PlannedChange] = field(default_factory=list)
+    files: list[FileWrite] = field(default_factory=list)
+    nm: list[NmChange] = field(default_factory=list)
+    conflicts: list[persist.Conflict] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     persist_root: str = "/"
     confirm_timeout: int | None = None
@@ -118,8 +168,8 @@ class ApplyPlan:
 
     def params(self, argv: list[str]) -> dict[str, Any]:
         """The journaled params the apply steps are built from (also after a crash)."""
-        items = [{k: c[k] for k in ("interface", "item", "wanted", "risky")}
-                 for c in self.changes]
+        items = [{"interface": c["interface"], "item": c["item"], "wanted": c["wanted"],
+                  "risky": c["risky"]} for c in self.changes]
         p: dict[str, Any] = {"items": items, "files": self.files, "nm": self.nm,
                              "persist_root": self.persist_root}
         if any(c["risky"] for c in self.changes) and self.confirm_timeout:
@@ -157,10 +207,11 @@ def plan_apply(host: Host, changes: list[Change], *, persist_root: str = "/",
                               "left as it is")
             continue
         normalise(item, ch.wanted)  # BadInputError for a value no setter takes
-        risky = ch.interface in protected and item not in LINK_SAFE_ITEMS
+        guarded = protected.get(ch.interface) if ch.interface else None
+        risky = guarded is not None and item not in LINK_SAFE_ITEMS
         if risky and not force:
             plan.refusals.append({"code": EXIT_REFUSED, "reason": (
-                f"{ch.interface} {protected[ch.interface]}: changing {item} may reset the link "
+                f"{ch.interface} {guarded}: changing {item} may reset the link "
                 "and cut this host off (use --force: applied last, reverted unless confirmed)")})
         plan.changes.append({
             "interface": ch.interface, "item": item, "current": _value(item, ch.current),
@@ -182,7 +233,7 @@ def plan_apply(host: Host, changes: list[Change], *, persist_root: str = "/",
 def _plan_persistence(host: Host, plan: ApplyPlan, by_iface: dict[str | None, dict[str, Any]],
                       override: bool) -> None:
     nm = persist.nm_connections(host) if plan.persist_root == "/" and host.live else {}
-    where: dict[tuple[str | None, str], dict[str, Any]] = {}
+    where: dict[tuple[str | None, str], Persisted] = {}
     for iface, wanted in by_iface.items():
         if iface is None:
             pp = persist.SysctlBackend(host, plan.persist_root).plan(wanted, override)
@@ -197,7 +248,7 @@ def _plan_persistence(host: Host, plan: ApplyPlan, by_iface: dict[str | None, di
         plan.refusals += [{"code": EXIT_REFUSED, "reason": r} for r in pp.refusals]
         if pp.content is not None and pp.keys:
             plan.files.append({"path": pp.target, "content": pp.content.decode()})
-        if pp.properties:
+        if pp.properties and pp.connection:
             plan.nm.append({"connection": pp.connection, "properties": pp.properties})
         for item in wanted:
             if item in pp.keys:
@@ -221,14 +272,9 @@ def waiter_argv(config: Config, timeout: int) -> list[str]:
     if os.path.isdir("/run/systemd/system"):
         return ["systemd-run", "--unit", "hwmgr-revert-{txn}", f"--on-active={timeout}",
                 "--timer-property=AccuracySec=1s", *me, "--auto-revert", "{txn}", "--after", "0"]
-    inner = " ".join(_q(a) for a in [*me, "--auto-revert", "{txn}", "--after", str(timeout)])
+    inner = " ".join(shlex.quote(a)
+                     for a in [*me, "--auto-revert", "{txn}", "--after", str(timeout)])
     return ["setsid", "-f", "sh", "-c", f"exec {inner} </dev/null >/dev/null 2>&1"]
-
-
-def _q(arg: str) -> str:
-    import shlex
-
-    return shlex.quote(arg)
 
 
 def run_apply(host: Host, plan: ApplyPlan, config: Config, *, command: str,
@@ -246,7 +292,7 @@ def run_apply(host: Host, plan: ApplyPlan, config: Config, *, command: str,
 
 
 # ---------------------------------------------------------------- revert
-def _reverted(journal: Any, txn_id: int) -> int | None:
+def _reverted(journal: Journal, txn_id: int) -> int | None:
     for t in journal.transactions(kind="revert"):
         if t["state"] == "committed" and isinstance(t["params"], dict) and \
                 t["params"].get("of") == txn_id:
@@ -265,7 +311,12 @@ def revert_params(state: StateDir, txn: int | None) -> dict[str, Any]:
     """What undoing apply `txn` (default: the newest committed one not yet reverted) means,
     from the values and file backups its steps journaled."""
     journal = state.read_journal()
-    applies = [] if journal is None else journal.transactions(kind="apply")
+    if journal is None:  # this host never ran a transaction
+        if txn is not None:
+            raise NotFoundError(f"transaction {txn}: no such apply in the journal")
+        raise NothingToDo("no committed apply left to revert")
+    applies = journal.transactions(kind="apply")
+    row: dict[str, Any] | None
     if txn is None:
         candidates = [t for t in applies if t["state"] == "committed"
                       and _reverted(journal, t["id"]) is None]
@@ -327,8 +378,6 @@ def confirm(host: Host, config: Config, txn: int) -> bool:
 
 def auto_revert(host: Host, config: Config, txn: int, after: float) -> TxnResult | None:
     """The detached waiter: sleep, then revert `txn` unless it was confirmed meanwhile."""
-    import time
-
     time.sleep(max(0.0, after))
     state = StateDir(host, config.state_dir)
     marker = pending_path(state.path, txn)
@@ -353,12 +402,9 @@ def auto_revert(host: Host, config: Config, txn: int, after: float) -> TxnResult
         state.close()
 
 
-def drift_changes(host: Host, args: Any, layers: list[str], config: Any) -> list[Change]:
+def drift_changes(host: Host, args: Any, layers: list[str], config: Config) -> list[Change]:
     """The host's own drift in `layers`: the compliance engine's findings (`hwmgr check`);
     `config` (the run's Config) says where the catalog is."""
-    from hwmgr.catalog.load import load_catalog
-    from hwmgr.compliance.check import check_host, parse_layers
-
     result = check_host(host, load_catalog(args.catalog, config=config),
                         parse_layers(",".join(layers)))
     return changes_from_findings([f.to_json() for f in result.findings], layers=layers,

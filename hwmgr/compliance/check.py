@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from hwmgr.catalog.load import Catalog
+from hwmgr.catalog.refs import evidence_text
 from hwmgr.compliance import rules
 from hwmgr.compliance.fixes import upgrade_fix
 from hwmgr.compliance.iplink import LinkInfo, parse_ip_link
@@ -24,7 +25,9 @@ from hwmgr.compliance.read import GROUPS, read_interface
 from hwmgr.compliance.sysctl import read_sysctls
 from hwmgr.errors import EXIT_DRIFT, EXIT_OK, EXIT_REBOOT_PENDING, EXIT_UNKNOWN, UsageError
 from hwmgr.host import capture
+from hwmgr.host.ifname import tool_safe
 from hwmgr.host.seam import Host
+from hwmgr.inventory.scan import Inventory, Scan, host_identity, parse_ethtool_i
 
 LAYER_WORDS = {"driver": "driver", "drivers": "driver", "firmware": "firmware",
                "setting": "setting", "settings": "setting", "sysctl": "sysctl",
@@ -96,7 +99,7 @@ def _evidence(cat: Catalog, entry: str, *versions: Any) -> str | None:
     known = cat.drivers.get(entry, {}).get("versions", {})
     for ver in versions:
         if isinstance(ver, str) and ver in known:
-            return str(known[ver].get("evidence"))
+            return evidence_text(known[ver].get("evidence"))
     return None
 
 
@@ -127,8 +130,8 @@ def driver_findings(cat: Catalog, dev: Mapping[str, Any], layers: set[str]) -> l
                   "(update it with the vendor's firmware tool)" if ok is False else
                   f"firmware version {'unknown' if not cur else cur + ' cannot be compared'}"
                   + (f": {fw['note']}" if fw.get("note") else ""))
-        fw_ev = (cat.drivers.get(entry, {}).get("versions", {}).get(rec or "", {})
-                 .get("firmware", {}).get("evidence"))
+        fw_ev = evidence_text(cat.drivers.get(entry, {}).get("versions", {}).get(rec or "", {})
+                              .get("firmware", {}).get("evidence"))
         out.append(Finding("firmware", addr, None, "firmware_version", {"min": fw["min"]},
                            cur, status, reason, None, fw_ev))
     return out
@@ -139,7 +142,7 @@ def _norm(name: Any) -> str | None:
     return name.strip().replace("-", "_") if isinstance(name, str) and name.strip() else None
 
 
-def governed(host: Host, cat: Catalog, scan: Any) -> list[Governed]:
+def governed(host: Host, cat: Catalog, scan: Scan) -> list[Governed]:
     """Interfaces of matched PCI devices (bound to the entry's driver), then non-PCI netdevs
     whose driver an entry lists in `netdev_drivers`."""
     out: list[Governed] = []
@@ -157,15 +160,14 @@ def governed(host: Host, cat: Catalog, scan: Any) -> list[Governed]:
             out.append(Governed(iface["name"], iface["address"], m.driver))
     if not cat.has_netdev_entries():
         return out
-    for ifname in host.listdir("/sys/class/net", capture.IFNAME):
+    for ifname in host.listdir("/sys/class/net", tool_safe):
         if ifname in seen or ifname == "lo":
             continue
         link = host.readlink(f"/sys/class/net/{ifname}/device/driver")
         drv = link.rstrip("/").rsplit("/", 1)[-1] if link else None
         if drv is None:
             res = host.run(["ethtool", "-i", ifname], timeout=capture.TIMEOUT)
-            drv = next((ln.split(":", 1)[1].strip() for ln in res.stdout.splitlines()
-                        if ln.startswith("driver:")), None) if res.ok else None
+            drv = parse_ethtool_i(res.stdout).get("driver") if res.ok else None
         entry = cat.netdev_entry(drv)
         if entry is not None:
             out.append(Governed(ifname, None, entry))
@@ -229,8 +231,6 @@ def sysctl_findings(host: Host, sysctl_rules: list[dict[str, Any]],
 # ------------------------------------------------------------------ the whole host
 def check_host(host: Host, cat: Catalog, layers: set[str]) -> CheckResult:
     """Scan (when driver, firmware or setting items are wanted), read, judge."""
-    from hwmgr.inventory.scan import Inventory, host_identity
-
     result = CheckResult(catalog_version=cat.version)
     sysctl_rules = cat.sysctl_rules() if "sysctl" in layers else []
     conditionals = cat.conditional_settings() if "setting" in layers else []

@@ -280,11 +280,3 @@ def parse_coalesce(text: str, rc: int | None = None) -> Reading:
         return Reading(_no_values_status(text, rc), reason=reason)
     return Reading(Status.OK, values=values, reason=reason)
 
-
-PARSERS = {
-    "-a": parse_pause,
-    "-g": parse_rings,
-    "-l": parse_channels,
-    "-k": parse_features,
-    "-c": parse_coalesce,
-}

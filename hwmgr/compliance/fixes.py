@@ -15,7 +15,8 @@ from typing import Any, Iterable
 from hwmgr.compliance.ethtool import FEATURE_TABLE
 
 _SHORT = {long: short for short, long, _ in FEATURE_TABLE}
-_ETHTOOL_SET = {"pause": "-A", "ring": "-G", "channels": "-L", "features": "-K"}
+# item group -> the ethtool option that sets it (the sub-key is passed as ethtool's own word)
+ETHTOOL_SET = {"pause": "-A", "ring": "-G", "channels": "-L", "features": "-K"}
 
 
 def _word(value: Any) -> str:
@@ -31,7 +32,7 @@ def setting_fix(ifname: str, item: str, value: Any) -> str | None:
     if item in ("txqueuelen", "mtu"):
         return f"ip link set dev {q} {item} {_word(value)}"
     group, _, key = item.partition(".")
-    opt = _ETHTOOL_SET.get(group)
+    opt = ETHTOOL_SET.get(group)
     if opt is None or not key:
         return None
     if group == "features":

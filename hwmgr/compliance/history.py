@@ -14,10 +14,12 @@ import json
 import sqlite3
 from typing import Any
 
+from hwmgr.compliance.judge import ITEM_KEYS, ItemKey, worst_per_item
 from hwmgr.errors import BadInputError, HwmgrError, NotPermittedError
 from hwmgr.host.capture import boot_id
 from hwmgr.host.seam import Host
 from hwmgr.output import printable
+from hwmgr.transaction.journal import utcnow
 from hwmgr.transaction.state import StateDir
 
 CHECKS_FILE = "checks.sqlite"
@@ -37,7 +39,6 @@ CREATE TABLE IF NOT EXISTS check_items (
     check_id INTEGER NOT NULL, item_id INTEGER NOT NULL, status INTEGER NOT NULL,
     actual TEXT, PRIMARY KEY (check_id, item_id)) WITHOUT ROWID;
 """
-KEYS = ("layer", "device", "interface", "item")
 
 
 def record_check(host: Host, state_dir: str, data: dict[str, Any], *,
@@ -46,8 +47,6 @@ def record_check(host: Host, state_dir: str, data: dict[str, Any], *,
 
     Keeps the last KEEP checks. `at` defaults to now (the journal's clock, so it sorts with
     transaction times)."""
-    from hwmgr.transaction.journal import utcnow
-
     if host.meta:
         return None
     state = StateDir(host, state_dir)
@@ -91,19 +90,14 @@ def record_check(host: Host, state_dir: str, data: dict[str, Any], *,
     return check_id
 
 
-def _rows(data: dict[str, Any]) -> list[tuple[tuple[str, ...], int, str | None]]:
-    """(item key, status code, actual or None) per finding; worst status per item."""
-    out: dict[tuple[str, ...], tuple[int, str | None]] = {}
-    findings = data.get("findings")
-    for f in findings if isinstance(findings, list) else []:
-        if not isinstance(f, dict) or f.get("status") not in CODES:
-            continue
-        key = tuple("" if f.get(k) is None else str(f[k]) for k in KEYS)
+def _rows(data: dict[str, Any]) -> list[tuple[ItemKey, int, str | None]]:
+    """(item key, status code, actual or None) per item, from its worst finding."""
+    out = []
+    for key, f in worst_per_item(data.get("findings")).items():
         code = CODES[f["status"]]
         actual = None if code == 0 else json.dumps(f.get("actual"), default=str)[:MAX_ACTUAL]
-        if key not in out or code == 1:
-            out[key] = (code, actual)
-    return [(k, c, a) for k, (c, a) in out.items()]
+        out.append((key, code, actual))
+    return out
 
 
 def open_history(host: Host, state_dir: str) -> sqlite3.Connection | None:
@@ -113,7 +107,7 @@ def open_history(host: Host, state_dir: str) -> sqlite3.Connection | None:
     if real is None:
         return None
     try:
-        db = host.journal_connect_readonly(real, timeout=10.0)  # type: ignore[arg-type]
+        db = host.journal_connect_readonly(real, timeout=10.0)
         db.execute("SELECT 1 FROM checks LIMIT 1")
     except sqlite3.DatabaseError as exc:
         raise BadInputError(f"{printable(logical)}: not a usable hwmgr check history ({exc})"
@@ -126,7 +120,7 @@ def drift_episodes(db: sqlite3.Connection, txns: list[dict[str, Any]]) -> dict[s
     committed between the checks where it started and where it stopped."""
     try:
         checks = db.execute("SELECT id, at FROM checks ORDER BY id").fetchall()
-        items = {r[0]: dict(zip(KEYS, r[1:])) for r in
+        items = {r[0]: dict(zip(ITEM_KEYS, r[1:])) for r in
                  db.execute("SELECT id, layer, device, interface, item FROM items")}
         seen: dict[int, dict[int, tuple[int, Any]]] = {}
         for cid, iid, code, actual in db.execute(
@@ -147,9 +141,9 @@ def drift_episodes(db: sqlite3.Connection, txns: list[dict[str, Any]]) -> dict[s
         open_ep: dict[str, Any] | None = None
         prev_at: str | None = None
         for cid, at in checks:
-            code, actual = by_check.get(cid, (None, None))
+            code, actual = by_check.get(cid, (-1, None))  # -1: not checked that time
             if code == 1 and open_ep is None:
-                open_ep = {**items.get(iid, dict.fromkeys(KEYS, "")), "since": at,
+                open_ep = {**items.get(iid, dict.fromkeys(ITEM_KEYS, "")), "since": at,
                            "since_check": cid, "first_check": prev_at is None,
                            "started_by": [] if prev_at is None else between(prev_at, at),
                            "until": None, "ended_as": None, "stopped_by": [],

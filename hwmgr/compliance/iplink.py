@@ -1,17 +1,14 @@
-"""Pure parsers of `ip -d link show` text and `ip -d -j link show` JSON into `LinkInfo`.
+"""A pure parser of `ip -d link show` text into `LinkInfo`.
 
-Text is what every iproute2 (RHEL 6 onwards) prints; JSON exists only in newer ones. Both
-parsers give the same `LinkInfo` for the same link. The text parser also takes `ip -o`
-output (records joined with a backslash) and copies whose lines were joined into one.
-Garbled input yields fewer links, never an exception.
+Text, not `-j` JSON: every iproute2 (RHEL 6 onwards) prints it, and snapshots of old hosts
+carry only text. The parser also takes `ip -o` output (records joined with a backslash) and
+copies whose lines were joined into one. Garbled input yields fewer links, never an exception.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 _HEAD_RE = re.compile(r"^\s*\d+:\s+([^\s:@]+)(?:@([^\s:]+))?:\s+<([^>]*)>\s*(.*)$")
 _INT_KEYS = {"mtu": "mtu", "qlen": "txqueuelen"}
@@ -34,7 +31,6 @@ class LinkInfo:
     state: str | None = None
     kind: str | None = None  # veth, bridge, bond, vlan, tun… (None: a plain device)
     slave_kind: str | None = None  # bridge/bond when enslaved
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _int(token: str | None) -> int | None:
@@ -92,42 +88,3 @@ def parse_ip_link(text: str) -> dict[str, LinkInfo]:
         links.setdefault(info.ifname, info)
     return links
 
-
-def _s(obj: dict[str, Any], key: str) -> str | None:
-    val = obj.get(key)
-    return val if isinstance(val, str) else None
-
-
-def _i(obj: dict[str, Any], key: str) -> int | None:
-    val = obj.get(key)
-    return val if isinstance(val, int) and not isinstance(val, bool) else None
-
-
-def parse_ip_link_json(text: str) -> dict[str, LinkInfo]:
-    """`ip -d -j link show` JSON → links by name ({} when it is not the expected JSON)."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return {}
-    if not isinstance(data, list):
-        return {}
-    links: dict[str, LinkInfo] = {}
-    for item in data:
-        if not isinstance(item, dict) or not isinstance(item.get("ifname"), str):
-            continue
-        linkinfo = item.get("linkinfo") if isinstance(item.get("linkinfo"), dict) else {}
-        flags = item.get("flags")
-        links.setdefault(item["ifname"], LinkInfo(
-            ifname=item["ifname"],
-            peer=_s(item, "link"),
-            flags=tuple(f for f in flags if isinstance(f, str)) if isinstance(flags, list)
-            else (),
-            mtu=_i(item, "mtu"),
-            txqueuelen=_i(item, "txqlen"),
-            qdisc=_s(item, "qdisc"),
-            master=_s(item, "master"),
-            state=_s(item, "operstate"),
-            kind=_s(linkinfo, "info_kind"),
-            slave_kind=_s(linkinfo, "info_slave_kind"),
-        ))
-    return links

@@ -9,15 +9,34 @@ cannot do this: veth has no rings). Pure functions over what `hwmgr.compliance.r
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, Mapping, Tuple, TypedDict
 
+from hwmgr.catalog.refs import evidence_text
 from hwmgr.compliance.fixes import setting_fix, sysctl_fix
 from hwmgr.compliance.items import ItemValue, Status
 from hwmgr.compliance.rules import Want, same_value
 
 STATUSES = ("drift", "unknown", "unsupported", "ok")  # worst first
 LAYERS = ("driver", "firmware", "setting", "sysctl")
+ITEM_KEYS = ("layer", "device", "interface", "item")  # what names one item of one host
+ItemKey = Tuple[str, str, str, str]  # ITEM_KEYS' values, "" for null
+_RANK = {s: i for i, s in enumerate(STATUSES)}
+
+
+class FindingJSON(TypedDict):
+    """One finding as `check --json` prints it (hwmgr/schemas/check.schema.json)."""
+
+    layer: str  # one of LAYERS
+    device: str | None  # PCI address
+    interface: str | None
+    item: str  # canonical item name
+    expected: Any  # the rule, as people read it (on/off, a number, {"min": N} …)
+    actual: Any  # what was read (None when it could not be)
+    status: str  # one of STATUSES
+    reason: str
+    fix: str | None  # the command that fixes a drift
+    evidence: str | None
 
 
 @dataclass
@@ -35,9 +54,12 @@ class Finding:
     fix: str | None = None
     evidence: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FindingJSON:
         """The finding as the JSON object `check --json` prints."""
-        return asdict(self)
+        return {"layer": self.layer, "device": self.device, "interface": self.interface,
+                "item": self.item, "expected": self.expected, "actual": self.actual,
+                "status": self.status, "reason": self.reason, "fix": self.fix,
+                "evidence": self.evidence}
 
 
 def show(value: Any) -> Any:
@@ -150,7 +172,7 @@ def judge_sysctl(rule: Mapping[str, Any], have: ItemValue, missing: str) -> Find
 
     def finding(status: str, reason: str, fix: str | None = None) -> Finding:
         return Finding("sysctl", None, None, item, expected, show(have), status, reason, fix,
-                       rule.get("evidence"))
+                       evidence_text(rule.get("evidence")))
 
     if isinstance(have, Status):
         return finding("unknown", f"{name} could not be read: {missing}")
@@ -160,8 +182,9 @@ def judge_sysctl(rule: Mapping[str, Any], have: ItemValue, missing: str) -> Find
         return finding("drift", f"{name} is {_text(have)}, the catalog wants "
                                 f"{_text(rule['value'])}", sysctl_fix(name, rule["value"]))
     fields = rule.get("fields") or [expected]
-    values = have if isinstance(have, list) else [have]
-    if not all(isinstance(v, int) for v in values) or len(values) < len(fields):
+    read = have if isinstance(have, list) else [have]
+    values = [v for v in read if isinstance(v, int) and not isinstance(v, bool)]
+    if len(values) < len(read) or len(values) < len(fields):
         return finding("unknown", f"{name} is {_text(have)}: not {len(fields)} number(s)")
     fixed, bad = list(values), []
     for i, spec in enumerate(fields):
@@ -182,6 +205,22 @@ def judge_sysctl(rule: Mapping[str, Any], have: ItemValue, missing: str) -> Find
 
 def _text(value: Any) -> str:
     return " ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def worst_per_item(findings: object) -> dict[ItemKey, Mapping[str, Any]]:
+    """Each item's worst finding among `check --json` findings (read back from a file, so
+    anything that is not a finding with a known status is skipped)."""
+    out: dict[ItemKey, Mapping[str, Any]] = {}
+    for f in findings if isinstance(findings, list) else []:
+        if not isinstance(f, dict) or f.get("status") not in _RANK:
+            continue
+        layer, device, interface, item = ("" if f.get(k) is None else str(f[k])
+                                          for k in ITEM_KEYS)
+        key = (layer, device, interface, item)
+        old = out.get(key)
+        if old is None or _RANK[f["status"]] < _RANK[old["status"]]:
+            out[key] = f
+    return out
 
 
 def summary(findings: list[Finding]) -> dict[str, int]:

@@ -20,8 +20,9 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
+from hwmgr.compliance.read import canonical_item
 from hwmgr.compliance.setters import normalise, same, shown
 from hwmgr.host.seam import Host
 
@@ -77,6 +78,17 @@ def under(root: str, logical: str) -> str:
     return logical if root.rstrip("/") == "" else root.rstrip("/") + logical
 
 
+class Conflict(TypedDict):
+    """Another owner that sets an item differently (shown in the plan; refused unless
+    `--override`)."""
+
+    item: str
+    interface: str | None  # None for a host sysctl
+    file: str  # the file, or "NetworkManager connection CONN"
+    key: str  # the key or property there
+    value: Any  # what it sets
+
+
 @dataclass
 class PersistPlan:
     """What one backend will do for one interface (or for the sysctls)."""
@@ -87,7 +99,7 @@ class PersistPlan:
     properties: dict[str, str] = field(default_factory=dict)  # NM property -> value
     keys: dict[str, str] = field(default_factory=dict)  # item -> key written
     unpersisted: dict[str, str] = field(default_factory=dict)  # item -> why not
-    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     connection: str | None = None
@@ -262,6 +274,12 @@ def nm_connections(host: Host) -> dict[str, str]:
     return out
 
 
+def nm_property(host: Host, connection: str, prop: str) -> str | None:
+    """One property of a NetworkManager connection as nmcli prints it (None: not readable)."""
+    res = host.run(["nmcli", "-g", prop, "connection", "show", connection])
+    return res.stdout.strip() if res.ok else None
+
+
 class NetworkManagerBackend:
     """`nmcli connection modify CONN ethtool.ring-rx N …` on the device's active connection."""
 
@@ -269,10 +287,6 @@ class NetworkManagerBackend:
 
     def __init__(self, host: Host, connection: str) -> None:
         self.host, self.connection = host, connection
-
-    def get(self, prop: str) -> str | None:
-        res = self.host.run(["nmcli", "-g", prop, "connection", "show", self.connection])
-        return res.stdout.strip() if res.ok else None
 
     def plan(self, ifname: str, wanted: dict[str, Any], override: bool) -> PersistPlan:
         plan = PersistPlan(self.name, f"nmcli connection {self.connection}",
@@ -284,7 +298,7 @@ class NetworkManagerBackend:
                 continue
             new = shown(normalise(item, value)) if prop.startswith("ethtool.feature") or \
                 prop.startswith("ethtool.pause") else str(normalise(item, value))
-            have = self.get(prop)
+            have = nm_property(self.host, self.connection, prop)
             if have not in (None, "", "ignore", "-1", "0", "default") and have != new:
                 plan.conflicts.append({"item": item, "interface": ifname,
                                        "file": f"NetworkManager connection {self.connection}",
@@ -389,12 +403,10 @@ class SysctlBackend:
 
 
 def other_owner_conflicts(host: Host, root: str, ifname: str,
-                          wanted: dict[str, Any]) -> list[dict[str, Any]]:
+                          wanted: dict[str, Any]) -> list[Conflict]:
     """Interface items a tuned profile's [net] section sets differently."""
-    out = []
+    out: list[Conflict] = []
     for path, item, value in tuned_settings(host, root):
-        from hwmgr.compliance.read import canonical_item
-
         item = canonical_item(item)
         if item in wanted and not same(item, value, wanted[item]):
             out.append({"item": item, "interface": ifname, "file": path, "key": item,

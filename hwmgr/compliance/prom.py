@@ -22,33 +22,30 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hwmgr.compliance.judge import ITEM_KEYS, ItemKey, worst_per_item
 from hwmgr.errors import HwmgrError, NotFoundError, NotPermittedError, UsageError
+from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
 from hwmgr.output import printable
 
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
 STATUSES = ("ok", "drift", "unknown", "unsupported")
-ITEM_LABELS = ("layer", "device", "interface", "item")
-_RANK = {"drift": 0, "unknown": 1, "unsupported": 2, "ok": 3}  # worst wins on a duplicate
+ITEM_LABELS = ITEM_KEYS
 
 
-def items_of(data: dict[str, Any]) -> dict[tuple[str, str, str, str], str]:
+def items_of(data: dict[str, Any]) -> dict[ItemKey, str]:
     """{(layer, device, interface, item): status} from check data; worst status per item."""
-    out: dict[tuple[str, str, str, str], str] = {}
-    findings = data.get("findings")
-    for f in findings if isinstance(findings, list) else []:
-        if not isinstance(f, dict) or f.get("status") not in STATUSES:
-            continue
-        key = tuple("" if f.get(k) is None else str(f.get(k)) for k in ITEM_LABELS)
-        old = out.get(key)  # type: ignore[arg-type]
-        if old is None or _RANK[f["status"]] < _RANK[old]:
-            out[key] = f["status"]  # type: ignore[index]
-    return out  # type: ignore[return-value]
+    return {key: str(f["status"]) for key, f in worst_per_item(data.get("findings")).items()}
 
 
-def registry_for(data: dict[str, Any], now: float | None = None) -> Any:
+def registry_for(data: dict[str, Any], now: float | None = None) -> CollectorRegistry:
     """A prometheus-client CollectorRegistry holding the metrics of one check's data."""
+    # imported here, not at the top: prometheus_client costs ~50 ms to import and only
+    # `check --prom` needs it
     from prometheus_client import CollectorRegistry, Gauge
 
     reg = CollectorRegistry()
@@ -75,7 +72,8 @@ def registry_for(data: dict[str, Any], now: float | None = None) -> Any:
         status.labels(*key, st).set(1)
         if st in ("ok", "drift"):
             item.labels(*key).set(1 if st == "ok" else 0)
-    summary = data.get("summary") if isinstance(data.get("summary"), dict) else {}
+    summary = data.get("summary")
+    summary = summary if isinstance(summary, dict) else {}
     for st in STATUSES:  # the check's own summary when it has one (it counts every finding)
         n = summary.get(st)
         if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
@@ -99,11 +97,9 @@ def write_prom(dest: str | os.PathLike[str], data: dict[str, Any], *,
     `dest` is a path on the analysing machine (`host`, default `/`), like any output file the
     user names; its directory must exist (it is never created). Atomic: a reader sees the old
     file or the new one."""
-    from prometheus_client import write_to_textfile
+    from prometheus_client import write_to_textfile  # ~50 ms: only when a .prom is written
 
     if host is None:
-        from hwmgr.host.runner import SubprocessRunner
-
         host = Host("/", SubprocessRunner())
     shown = printable(os.fspath(dest))
     logical = os.path.abspath(os.fspath(dest))

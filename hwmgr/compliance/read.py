@@ -12,7 +12,6 @@ Status, so `lookup()` can answer for items the output did not mention.
 
 from __future__ import annotations
 
-import re
 from typing import Callable, Iterable
 
 from hwmgr.compliance.ethtool import (
@@ -27,7 +26,7 @@ from hwmgr.compliance.ethtool import (
 )
 from hwmgr.compliance.iplink import LinkInfo, parse_ip_link
 from hwmgr.compliance.items import ItemValue, Status
-from hwmgr.errors import BadInputError
+from hwmgr.host.ifname import check_tool_safe
 from hwmgr.host.seam import Host
 
 # (ethtool option, item group, parser, items always reported, what a None value means)
@@ -41,14 +40,6 @@ GROUPS: tuple[tuple[str, str, Callable[[str, int | None], Reading], tuple[str, .
 )
 GROUPS_BY_NAME = tuple(g[1] for g in GROUPS)
 WITH_MAXIMA = ("ring", "channels")
-_IFNAME_RE = re.compile(r"[^\s/:\x00-\x1f\x7f-][^\s/:\x00-\x1f\x7f]{0,14}")
-
-
-def check_ifname(ifname: str) -> str:
-    """An interface name safe to pass to ethtool and /sys; BadInputError otherwise."""
-    if not _IFNAME_RE.fullmatch(ifname) or ifname in (".", ".."):
-        raise BadInputError(f"interface {ifname!r}: not a valid interface name")
-    return ifname
 
 
 def _group_items(group: str, reading: Reading, always: tuple[str, ...],
@@ -97,7 +88,7 @@ def read_interface(host: Host, ifname: str, *, ethtool: str = "ethtool",
     its rules need); `links` is an already parsed `ip -d link show` of every link, which
     spares one `ip` call per interface (and is what a snapshot records).
     """
-    check_ifname(ifname)
+    check_tool_safe(ifname)
     wanted = set(GROUPS_BY_NAME if groups is None else groups)
     items: dict[str, ItemValue] = {}
     for option, group, parser, always, none_means in GROUPS:

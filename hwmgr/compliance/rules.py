@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from hwmgr.catalog.refs import evidence_text
 from hwmgr.compliance.ethtool import canonical_feature
 from hwmgr.compliance.items import ItemValue, Status
 
@@ -39,7 +40,7 @@ def settings_wants(settings: Mapping[str, Any] | None, source: str,
     out: dict[str, Want] = {}
     if not settings:
         return out
-    evidence = settings.get("evidence")
+    evidence = evidence_text(settings.get("evidence"))
 
     def add(item: str, rule: Any) -> None:
         out[item] = Want(item, rule, source, evidence, unknown)
@@ -115,7 +116,7 @@ def interface_wants(entry: str, settings: Mapping[str, Any] | None,
         unknown = None if ok else f"rule {rule['id']} applies only if {_when_text(rule)}; {why}"
         extra = settings_wants(rule.get("settings"), rule["id"], unknown)
         for item, want in extra.items():
-            wants[item] = Want(item, want.rule, rule["id"], rule.get("evidence"),
+            wants[item] = Want(item, want.rule, rule["id"], evidence_text(rule.get("evidence")),
                                want.unknown, f"{why} (rule {rule['id']})" if ok else None)
     return wants
 
@@ -139,7 +140,3 @@ def needed_sysctls(sysctl_rules: Iterable[Mapping[str, Any]],
         names |= set((rule.get("when") or {}).get("sysctl", {}))
     return sorted(names)
 
-
-def wants_qdisc(conditionals: Iterable[Mapping[str, Any]]) -> bool:
-    """Whether any conditional rule looks at an interface's qdisc."""
-    return any("qdisc" in (r.get("when") or {}) for r in conditionals)

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from hwmgr.compliance.fixes import ETHTOOL_SET
 from hwmgr.compliance.items import Status
-from hwmgr.compliance.read import canonical_item, check_ifname, lookup, read_interface
+from hwmgr.compliance.read import canonical_item, lookup, read_interface
 from hwmgr.compliance.sysctl import parse_sysctl_value, read_sysctls
 from hwmgr.errors import BadInputError, HwmgrError
 from hwmgr.host.capture import sysctl_path
+from hwmgr.host.ifname import check_tool_safe
 from hwmgr.host.seam import Host
 
-# item group -> ethtool option; the sub-key is passed as ethtool's own word
-ETHTOOL_OPTION = {"pause": "-A", "ring": "-G", "channels": "-L", "features": "-K"}
 PAUSE_KEYS = ("autoneg", "rx", "tx")
 RING_KEYS = ("rx", "tx", "rx-mini", "rx-jumbo")
 CHANNEL_KEYS = ("rx", "tx", "other", "combined")
@@ -77,13 +77,13 @@ def command(ifname: str | None, item: str, value: Any) -> list[str]:
         return ["sysctl", "-w", f"{key}={shown(normalise(item, value))}"]
     if ifname is None:
         raise BadInputError(f"{item}: needs an interface")
-    check_ifname(ifname)
+    check_tool_safe(ifname)
     if not settable(item):
         raise BadInputError(f"{item}: apply cannot set this item")
     v = shown(normalise(item, value))
     if item in LINK_ITEMS:
         return ["ip", "link", "set", "dev", ifname, item, v]
-    return ["ethtool", ETHTOOL_OPTION[group], ifname, key, v]
+    return ["ethtool", ETHTOOL_SET[group], ifname, key, v]
 
 
 def apply_item(host: Host, ifname: str | None, item: str, value: Any) -> None:

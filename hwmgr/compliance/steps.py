@@ -9,10 +9,12 @@ the journaled params alone.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, Callable
 
 from hwmgr.compliance.items import Status, jsonable
+from hwmgr.compliance.persist import nm_property
 from hwmgr.compliance.setters import apply_item, read_item, same
 from hwmgr.errors import HwmgrError
 from hwmgr.host.hashing import sha256_file
@@ -70,10 +72,10 @@ def _file_step(rec: dict[str, Any], root: str) -> Step:
         _license(ctx, root)
         ctx.backup(path)  # journaled before the file changes; idempotent across re-runs
         ctx.host.write_bytes(path, content)
-        return {"sha256": _sha(content)}
+        return {"sha256": hashlib.sha256(content).hexdigest()}
 
     def check(ctx: Ctx) -> bool:
-        return ctx.host.read_bytes(path, limit=1 << 20) == content
+        return bool(ctx.host.read_bytes(path, limit=1 << 20) == content)
 
     def undo(ctx: Ctx) -> None:
         _license(ctx, root)
@@ -82,18 +84,7 @@ def _file_step(rec: dict[str, Any], root: str) -> Step:
     return Step(f"persist {path}", do, undo, check, description=f"write {path}")
 
 
-def _sha(data: bytes) -> str:
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()
-
-
 # ---------------------------------------------------------------- NetworkManager properties
-def _nm_get(ctx: Ctx, conn: str, prop: str) -> str | None:
-    res = ctx.host.run(["nmcli", "-g", prop, "connection", "show", conn])
-    return res.stdout.strip() if res.ok else None
-
-
 def _nm_set(ctx: Ctx, conn: str, props: dict[str, str]) -> None:
     argv = ["nmcli", "connection", "modify", conn]
     for k, v in props.items():
@@ -108,12 +99,12 @@ def _nm_step(rec: dict[str, Any], value_key: str) -> Step:
 
     def do(ctx: Ctx) -> dict[str, Any]:
         if "before" not in ctx.data:
-            ctx.save(before={p: _nm_get(ctx, conn, p) or "" for p in rec[value_key]})
+            ctx.save(before={p: nm_property(ctx.host, conn, p) or "" for p in rec[value_key]})
         _nm_set(ctx, conn, rec[value_key])
         return {}
 
     def check(ctx: Ctx) -> bool:
-        return all(_nm_get(ctx, conn, p) == v for p, v in rec[value_key].items())
+        return all(nm_property(ctx.host, conn, p) == v for p, v in rec[value_key].items())
 
     def undo(ctx: Ctx) -> None:
         if "before" in ctx.data:

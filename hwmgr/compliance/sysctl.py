@@ -9,7 +9,6 @@ is built: only `net.` names of plain components.
 
 from __future__ import annotations
 
-import re
 from typing import Iterable, Union
 
 from hwmgr.compliance.items import ItemValue, Status
@@ -17,8 +16,6 @@ from hwmgr.host.capture import sysctl_path
 from hwmgr.host.seam import Host
 
 SysctlValue = Union[int, list[int], str]
-
-_LISTING_RE = re.compile(r"^\s*(net\.[^\s=]+)\s*=\s*(.*?)\s*$")
 
 
 def parse_sysctl_value(text: str | None) -> SysctlValue | None:
@@ -33,18 +30,6 @@ def parse_sysctl_value(text: str | None) -> SysctlValue | None:
     except ValueError:
         return " ".join(tokens)
     return ints[0] if len(ints) == 1 else ints
-
-
-def parse_sysctl_listing(text: str) -> dict[str, SysctlValue]:
-    """`sysctl -a` or sysctl.conf lines (`net.x.y = v`) → parsed values by name."""
-    out: dict[str, SysctlValue] = {}
-    for line in text.splitlines():
-        m = _LISTING_RE.match(line)
-        if m and not line.lstrip().startswith(("#", ";")):
-            value = parse_sysctl_value(m[2])
-            if value is not None:
-                out[m[1]] = value
-    return out
 
 
 def read_sysctls(host: Host, names: Iterable[str]) -> dict[str, ItemValue]:

@@ -15,7 +15,15 @@ from html import escape
 from importlib import resources
 from typing import Any
 
-from hwmgr.fleet.report import HOST_STATUSES, LAYERS, NO_CHECK, finding_name
+from hwmgr.fleet.report import (
+    HOST_STATUSES,
+    LAYERS,
+    NO_CHECK,
+    Finding,
+    HostEntry,
+    Report,
+    finding_name,
+)
 
 _SLOT = re.compile(r"\{\{([a-z_]+)\}\}")
 CARD_KEYS = ("hosts", "compliant", "drift", "unknown", "unreachable", "failed", "reboot-pending")
@@ -101,7 +109,7 @@ def sparkline(points: list[dict[str, Any]], width: int = 300, height: int = 64) 
         f'{first["drift"]} → {last["drift"]}</span></figcaption>')
 
 
-def _layer_cell(findings: list[dict[str, Any]], layer: str) -> str:
+def _layer_cell(findings: list[Finding], layer: str) -> str:
     counts = Counter(f["status"] for f in findings if f["layer"] == layer)
     if not counts:
         return '<td class="cell c-none" title="no items checked">–</td>'
@@ -110,7 +118,7 @@ def _layer_cell(findings: list[dict[str, Any]], layer: str) -> str:
     return f'<td class="cell c-{worst}" data-layer="{layer}">{_e(text)}</td>'
 
 
-def _grid_row(name: str, host: dict[str, Any]) -> str:
+def _grid_row(name: str, host: HostEntry) -> str:
     findings = host["findings"]
     counts = Counter(f["status"] for f in findings)
     status = host["status"]
@@ -131,7 +139,7 @@ def _grid_row(name: str, host: dict[str, Any]) -> str:
             f'{counts["unknown"]}</td><td class="num">{counts["ok"]}</td></tr>')
 
 
-def _finding_row(name: str, host_status: str, f: dict[str, Any]) -> str:
+def _finding_row(name: str, host_status: str, f: Finding) -> str:
     where = " ".join(p for p in (f.get("interface"), f.get("device")) if p)
     text = f"{name} {finding_name(f)} {f.get('device') or ''} {f['status']}".lower()
     cls = ' class="ok-row"' if f["status"] == "ok" else ""
@@ -153,11 +161,10 @@ def _finding_row(name: str, host_status: str, f: dict[str, Any]) -> str:
         f'<td>{fix}{reason}</td></tr>')
 
 
-def render_html(report: dict[str, Any], history: list[dict[str, Any]]) -> str:
+def render_html(report: Report, history: list[dict[str, Any]]) -> str:
     """The whole page as one string: inline CSS/JS, data embedded, no external references."""
     hosts = report["hosts"]
     s = report["summary"]
-    rows = []
     all_findings = [(name, h["status"], f) for name, h in hosts.items() for f in h["findings"]]
     all_findings.sort(key=lambda t: (WORST.index(t[2]["status"]), t[0]))
     rows = [_finding_row(name, st, f) for name, st, f in all_findings]

@@ -10,8 +10,9 @@ import datetime as _dt
 import json
 import xml.etree.ElementTree as ET
 from collections import Counter
+from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Dict, Iterable, TypedDict
 
 from hwmgr.errors import (
     EXIT_DRIFT,
@@ -36,13 +37,38 @@ SUMMARY_KEYS = ("hosts", "compliant", "drift", "unknown", "unreachable", "failed
                 "reboot_pending")
 MAX_INPUT_BYTES = 32 << 20
 
+Finding = Dict[str, Any]  # one check finding, fields checked (hwmgr/schemas/check.schema.json)
 
-def utc_now() -> str:
+
+class HostEntry(TypedDict):
+    """One host of fleet-report.json (hwmgr/schemas/fleet-report.schema.json)."""
+
+    status: str  # one of HOST_STATUSES
+    summary: dict[str, int] | None  # findings per FINDING_STATUSES; None without a check
+    findings: list[Finding]  # worst first
+    error: str | None
+
+
+class LoadedHost(HostEntry):
+    """A host as read, with the catalog version its check used (not part of the report)."""
+
+    catalog_version: str | None
+
+
+class Report(TypedDict):
+    """fleet-report.json, format 1."""
+
+    format_version: int
+    generated: str  # UTC, "%Y-%m-%dT%H:%M:%SZ"
+    catalog_version: str | None
+    summary: dict[str, int]  # SUMMARY_KEYS
+    hosts: dict[str, HostEntry]  # worst first, then by name
+
+
+def utc_now(source_date_epoch: str | None = None) -> str:
     """The `generated` stamp: UTC, seconds, Z suffix; SOURCE_DATE_EPOCH (when a valid
     integer) fixes it, for reproducible reports."""
-    from hwmgr.config import current
-
-    epoch = current().source_date_epoch or ""
+    epoch = source_date_epoch or ""
     now = (_dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc) if epoch.isdigit()
            else _dt.datetime.now(_dt.timezone.utc))
     return now.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -61,7 +87,7 @@ def _check_counts(raw: Any, where: str) -> dict[str, int]:
     return out
 
 
-def _finding(raw: Any, where: str) -> dict[str, Any]:
+def _finding(raw: Any, where: str) -> Finding:
     if not isinstance(raw, dict):
         raise BadInputError(f"{where}: expected an object")
     if raw.get("layer") not in LAYERS:
@@ -110,7 +136,7 @@ def _status_from_check(data: dict[str, Any]) -> str:
     return "drift" if data.get("compliant") is False else "unknown"
 
 
-def load_host(raw: Any, where: str) -> dict[str, Any]:
+def load_host(raw: Any, where: str) -> LoadedHost:
     """One host's result (`{status, check, error}` or a raw check envelope) → report entry."""
     if not isinstance(raw, dict):
         raise BadInputError(f"{where}: expected a JSON object")
@@ -137,7 +163,7 @@ def load_host(raw: Any, where: str) -> dict[str, Any]:
         if status in NO_CHECK:
             data = None
             error = error or "; ".join(errors) or f"host {status} (no reason given)"
-    findings: list[dict[str, Any]] = []
+    findings: list[Finding] = []
     summary: dict[str, int] | None = None
     catalog_version = None
     if data is not None:
@@ -161,16 +187,15 @@ def load_host(raw: Any, where: str) -> dict[str, Any]:
         raise BadInputError(f"{data_where}: a {status} host needs its check result")
     findings.sort(key=lambda f: (FINDING_ORDER[f["status"]], LAYERS.index(f["layer"]),
                                  f["device"] or "", f["interface"] or "", f["item"]))
-    entry = {"status": status, "summary": summary, "findings": findings, "error": error}
-    entry["_catalog_version"] = catalog_version
-    return entry
+    return {"status": str(status), "summary": summary, "findings": findings, "error": error,
+            "catalog_version": catalog_version}
 
 
-def read_results_dir(directory: Path) -> dict[str, dict[str, Any]]:
+def read_results_dir(directory: Path) -> dict[str, LoadedHost]:
     """Every `*.json` in `directory` as one host (name = file stem), checked."""
     if not directory.is_dir():
         raise BadInputError(f"{directory}: not a directory of per-host results")
-    hosts: dict[str, dict[str, Any]] = {}
+    hosts: dict[str, LoadedHost] = {}
     for path in sorted(directory.glob("*.json")):
         hosts[path.stem] = load_host(read_json(path), str(path))
     if not hosts:
@@ -194,10 +219,12 @@ def read_json(path: Path) -> Any:
 
 
 # ------------------------------------------------------------------------ the report
-def build_report(hosts: dict[str, dict[str, Any]], *, generated: str | None = None,
-                 catalog_version: str | None = None) -> dict[str, Any]:
-    """The fleet-report.json object (format 1) from loaded hosts."""
-    versions = sorted({h["_catalog_version"] for h in hosts.values() if h.get("_catalog_version")})
+def build_report(hosts: dict[str, LoadedHost], *, generated: str | None = None,
+                 source_date_epoch: str | None = None,
+                 catalog_version: str | None = None) -> Report:
+    """The fleet-report.json object (format 1) from loaded hosts; `generated` defaults to
+    now, or to SOURCE_DATE_EPOCH (the verb passes the run's config value) when set."""
+    versions = sorted({v for h in hosts.values() if (v := h["catalog_version"])})
     counts = Counter(h["status"] for h in hosts.values())
     summary = {"hosts": len(hosts)}
     for key in SUMMARY_KEYS[1:]:
@@ -205,15 +232,16 @@ def build_report(hosts: dict[str, dict[str, Any]], *, generated: str | None = No
     ordered = sorted(hosts.items(), key=lambda kv: (HOST_ORDER[kv[1]["status"]], kv[0]))
     return {
         "format_version": FORMAT_VERSION,
-        "generated": generated or utc_now(),
+        "generated": generated or utc_now(source_date_epoch),
         "catalog_version": catalog_version or (", ".join(versions) if versions else None),
         "summary": summary,
-        "hosts": {name: {k: v for k, v in h.items() if not k.startswith("_")}
+        "hosts": {name: {"status": h["status"], "summary": h["summary"],
+                         "findings": h["findings"], "error": h["error"]}
                   for name, h in ordered},
     }
 
 
-def exit_code(report: dict[str, Any]) -> int:
+def exit_code(report: Report) -> int:
     """Drift (5) first: it is a confirmed finding; then partial (6) for hosts without a
     result, reboot pending (7), unknown (11); 0 only when every host is compliant."""
     s = report["summary"]
@@ -230,10 +258,9 @@ def exit_code(report: dict[str, Any]) -> int:
 
 def schema() -> dict[str, Any]:
     """The bundled JSON Schema of fleet-report.json."""
-    from importlib import resources
-
     text = resources.files("hwmgr").joinpath("schemas/fleet-report.schema.json").read_text()
-    return json.loads(text)
+    doc: dict[str, Any] = json.loads(text)
+    return doc
 
 
 def load_history(paths: Iterable[Path]) -> list[dict[str, Any]]:
@@ -249,7 +276,7 @@ def load_history(paths: Iterable[Path]) -> list[dict[str, Any]]:
         gen, summary = doc.get("generated"), doc.get("summary")
         if not isinstance(gen, str) or not isinstance(summary, dict):
             raise BadInputError(f"{path}: 'generated' and 'summary' are required")
-        point = {"generated": gen}
+        point: dict[str, Any] = {"generated": gen}
         for key in SUMMARY_KEYS:
             val = summary.get(key, 0)
             if not isinstance(val, int) or isinstance(val, bool) or val < 0:
@@ -272,20 +299,20 @@ def _x_lines(text: str) -> str:
     return "\n".join(printable(line) for line in text.split("\n"))
 
 
-def finding_name(f: dict[str, Any]) -> str:
+def finding_name(f: Finding) -> str:
     """'setting eth2 ring.rx' style name of one item: layer, where, what."""
     where = f.get("interface") or f.get("device")
     return " ".join(p for p in (f["layer"], where, f["item"]) if p)
 
 
-def junit_xml(report: dict[str, Any]) -> bytes:
+def junit_xml(report: Report) -> bytes:
     """JUnit XML: a suite per host, a testcase per checked item (drift = failure,
     unknown/unsupported = skipped), one erroring testcase for a host without a result."""
     root = ET.Element("testsuites", name="hwmgr fleet compliance")
-    totals = Counter()
+    totals: Counter[str] = Counter()
     for name, host in report["hosts"].items():
         suite = ET.SubElement(root, "testsuite", name=_x(name), timestamp=report["generated"])
-        counts = Counter()
+        counts: Counter[str] = Counter()
         cls = f"hwmgr.{_x(name)}"
         if host["status"] in NO_CHECK:
             case = ET.SubElement(suite, "testcase", classname=cls, name="hwmgr check")
@@ -323,4 +350,5 @@ def junit_xml(report: dict[str, Any]) -> bytes:
     for key in ("tests", "failures", "errors", "skipped"):
         root.set(key, str(totals.get(key, 0)))
     ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    xml: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return xml + b"\n"

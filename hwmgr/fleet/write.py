@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from hwmgr.fleet.html import render_html
-from hwmgr.fleet.report import junit_xml
+from hwmgr.fleet.report import Report, junit_xml
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
 
 
-def write_outputs(report: dict[str, Any], out: Path, history: list[dict[str, Any]]) -> list[Path]:
+def write_outputs(report: Report, out: Path, history: list[dict[str, Any]]) -> list[Path]:
     """Write fleet-report.json, fleet-report.xml (JUnit) and fleet-report.html into `out`.
 
     Each file is written atomically through a Host that may write only `out`, so a reader

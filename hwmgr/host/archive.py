@@ -11,7 +11,9 @@ bounded; an archive must end with tar's end-of-archive block (else it was trunca
 
 from __future__ import annotations
 
+import bz2
 import errno
+import gzip
 import lzma
 import os
 import stat
@@ -100,17 +102,11 @@ def _decompressed(raw: IO[bytes]) -> IO[bytes]:
     magic = raw.read(6)
     raw.seek(0)
     if magic.startswith(b"\x1f\x8b"):
-        import gzip
-
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     if magic.startswith(b"BZh"):
-        import bz2
-
-        return bz2.BZ2File(raw)  # type: ignore[return-value]
+        return bz2.BZ2File(raw)
     if magic.startswith(b"\xfd7zXZ\x00"):
-        import lzma
-
-        return lzma.LZMAFile(raw)  # type: ignore[return-value]
+        return lzma.LZMAFile(raw)
     return raw
 
 
@@ -243,7 +239,9 @@ def extract(archive: Path, dest: Path) -> None:
                 if count > MAX_MEMBERS:
                     raise _Refuse(f"is past the limit of {MAX_MEMBERS} members")
                 writer.add(tf, m)
-                tf.members.clear()  # nothing looks back; keep memory flat
+                # nothing looks back; keep memory flat (`members` is tarfile's own list,
+                # absent from typeshed)
+                tf.members.clear()  # type: ignore[attr-defined]
                 member = None
             stream.seek(tf.offset)
             if stream.read(tarfile.BLOCKSIZE) != _NUL_BLOCK:

@@ -21,7 +21,7 @@ CAPTURE_SINCE = "0.2.0"
 MODINFO = "modinfo"  # `modinfo -k KVER MODULE` for every bound driver and target kernel
 ROUTES = "routes"  # /proc/net/route, /proc/net/ipv6_route, `ip -o addr show`
 HEADERS = "headers"  # /lib/modules/*/build/Makefile for every kernel that has headers
-ETHTOOL = "ethtool"  # ETHTOOL_QUERIES for every interface but lo
+ETHTOOL = "ethtool"  # ETHTOOL_QUERIES for every interface but lo (ifname.tool_safe names)
 IP_LINK = "ip-link"  # IP_LINK_ARGV
 SYSCTL = "sysctl"  # NET_SYSCTLS as files under proc/sys/
 SECURE_BOOT = "secure-boot"  # `mokutil --sb-state`, the SecureBoot efivar, /sys/firmware/efi
@@ -66,7 +66,6 @@ NET_SYSCTLS: tuple[str, ...] = (
     "net.ipv6.conf.all.forwarding",
 )
 
-IFNAME = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
 KVER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~-]*")
 TIMEOUT = 10.0
 

@@ -9,12 +9,10 @@ The walk and its limit live here once; each caller says where link targets come 
 from __future__ import annotations
 
 import os
+from typing import Callable, Iterable, Optional
 
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    from typing import Callable, Iterable
-
-    TargetOf = Callable[[list[str], str], "str | None"]
+# (the components walked so far, the link's name) -> the link's target, or None: not a link
+TargetOf = Callable[[list[str], str], Optional[str]]
 
 MAX_FOLLOWS = 40  # as the kernel's own limit (MAXSYMLINKS)
 

@@ -1,10 +1,8 @@
 """Command runners: the only place hwmgr spawns processes.
 
 `SubprocessRunner` runs real commands (argv only, `LC_ALL=C`, a timeout, rc 127 for a missing
-binary); `ethtool -i NAME` it answers with ethtool's own ioctl instead of a process when it can
-(`drvinfo`: the same bytes, no fork) — only for exactly that argv with a bare `ethtool` and no
-input, env or cwd, and only when ethtool is on PATH (a missing binary stays rc 127); whenever
-the ioctl cannot answer, the real binary runs and says why. `ReplayRunner` serves a snapshot's
+binary), and never answers for a tool itself, so what a snapshot records is what the tool
+printed. `ReplayRunner` serves a snapshot's
 recorded outputs (docs/formats.md) and answers anything unrecorded as "not available" (rc 127)
 with `unrecorded` set, so callers can tell "the snapshot lacks it" from "the binary is
 missing". `RecordingRunner` wraps another runner and keeps every call, so `hwmgr snapshot` can
@@ -14,17 +12,14 @@ store exactly what the tool ran.
 from __future__ import annotations
 
 import os
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Mapping, Protocol, Sequence
 
+from hwmgr import safejson
 from hwmgr.errors import BadInputError
 from hwmgr.output import printable
-
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    from typing import Callable, Mapping, Protocol, Sequence
-else:
-    Protocol = object  # Runner is a protocol for type checkers, a plain base class at run time
 
 RC_NOT_AVAILABLE = 127
 RC_TIMEOUT = 124
@@ -80,13 +75,10 @@ def _decode(data: bytes | str | None) -> str:
 
 
 class SubprocessRunner:
-    """Runs real processes with a C locale and a timeout; a missing binary is rc 127.
-    `native_ethtool` (default on) answers a plain `ethtool -i NAME` in-process."""
+    """Runs real processes with a C locale and a timeout; a missing binary is rc 127."""
 
-    def __init__(self, extra_env: Mapping[str, str] | None = None,
-                 native_ethtool: bool = True) -> None:
+    def __init__(self, extra_env: Mapping[str, str] | None = None) -> None:
         self.extra_env = dict(extra_env or {})
-        self.native_ethtool = native_ethtool
 
     def run(
         self,
@@ -105,16 +97,6 @@ class SubprocessRunner:
         full_env.update(env or {})
         full_env["LC_ALL"] = "C"
         full_env.pop("LANGUAGE", None)
-        if (self.native_ethtool and len(args) == 3 and args[:2] == ("ethtool", "-i")
-                and input is None and not env and cwd is None
-                and _on_path("ethtool", full_env.get("PATH", ""))):
-            from hwmgr.host.drvinfo import ethtool_i
-
-            text = ethtool_i(args[2])
-            if text is not None:
-                return Result(args, 0, text, "")
-        import subprocess  # here, not at import: a snapshot's replayed run never needs it
-
         try:
             proc = subprocess.run(  # noqa: S603 - argv list, never a shell
                 args,
@@ -138,15 +120,6 @@ class SubprocessRunner:
                 f"{args[0]}: timed out after {timeout:g}s",
             )
         return Result(args, proc.returncode, _decode(proc.stdout), _decode(proc.stderr))
-
-
-def _on_path(name: str, path: str) -> bool:
-    """Whether `name` is an executable file in a PATH directory (as exec would find it)."""
-    for d in path.split(os.pathsep):
-        cand = os.path.join(d or ".", name)
-        if os.path.isfile(cand) and os.access(cand, os.X_OK):
-            return True
-    return False
 
 
 @dataclass
@@ -184,8 +157,6 @@ class ReplayRunner:
         raw = read_file("commands/index.json")
         if raw is None:
             return
-        from hwmgr import safejson
-
         index = f"{printable(root)}/commands/index.json"
         entries = safejson.load(raw, index)
         if not isinstance(entries, list):

@@ -14,20 +14,30 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Sequence, TypedDict
 
 from hwmgr.host.links import Escape, disk_links, walk
 from hwmgr.host.runner import DEFAULT_TIMEOUT, Result, Runner
 from hwmgr.host.writes import LIVE_WRITABLE, Writes, fsync_dir
-
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    from typing import Any, Sequence
 
 __all__ = ["Host", "Recorder", "fsync_dir"]
 
 MAX_ATTR_BYTES = 1 << 20
 # O_NONBLOCK: opening a FIFO for reading must not wait for a writer (it then reads empty)
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+class SnapshotMeta(TypedDict, total=False):
+    """A snapshot's `snapshot.json` (docs/formats.md), as `snapshot.load_meta` checked it;
+    the live host's is empty. `records` is what the snapshot says, checked where it is read."""
+
+    format: str
+    version: int
+    hostname: str | None
+    kernel: str | None
+    captured: str | None
+    hwmgr: object
+    records: object
 
 
 @dataclass
@@ -53,7 +63,7 @@ class Host(Writes):
         root: str | os.PathLike[str],
         runner: Runner,
         *,
-        meta: dict[str, Any] | None = None,
+        meta: SnapshotMeta | None = None,
         recorder: Recorder | None = None,
         writable: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
@@ -347,8 +357,9 @@ class Host(Writes):
             out[name] = text or None
         return out
 
-    def listdir(self, logical: str, pattern: re.Pattern[str] | None = None) -> list[str]:
-        """Sorted directory entries (only those fully matching `pattern`, if given).
+    def listdir(self, logical: str,
+                pattern: re.Pattern[str] | Callable[[str], bool] | None = None) -> list[str]:
+        """Sorted directory entries (only those `pattern` fully matches or accepts, if given).
 
         [] when missing or not a directory. The recorder keeps the filtered listing, so a
         snapshot holds exactly the names the tool looked at.
@@ -363,8 +374,10 @@ class Host(Writes):
                 names = sorted(os.listdir(real))
             except OSError:
                 return []
-        if pattern is not None:
+        if isinstance(pattern, re.Pattern):
             names = [n for n in names if pattern.fullmatch(n)]
+        elif pattern is not None:
+            names = [n for n in names if pattern(n)]
         if self.recorder is not None:
             self.recorder.dirs[logical] = names
         return names

@@ -7,23 +7,25 @@ live host through a recording Host, then writes exactly what was read and run.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
+import shutil
 import stat
+import tarfile
+import tempfile
 from pathlib import Path
+from typing import Any, Callable, cast
 
-from hwmgr import safejson
+from hwmgr import __version__, safejson
 from hwmgr.errors import BadInputError, NotFoundError, UsageError
+from hwmgr.host.archive import extract
 from hwmgr.host.runner import RC_NOT_AVAILABLE, RecordingRunner, ReplayRunner, SubprocessRunner
-from hwmgr.host.seam import Host, Recorder
+from hwmgr.host.seam import Host, Recorder, SnapshotMeta
 from hwmgr.output import printable
 
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    from typing import Any, Callable
-
-    Cleanup = Callable[[], None]
+Cleanup = Callable[[], None]  # removes an extracted snapshot's temporary directory
 
 SNAPSHOT_FORMAT = "hwmgr-snapshot"
 SNAPSHOT_VERSION = 1
@@ -41,9 +43,6 @@ def open_host(spec: str | os.PathLike[str] | None) -> tuple[Host, Cleanup | None
     if path.is_dir():
         return _open_dir(path), None
     if path.name.endswith((".tar.gz", ".tgz", ".tar")):
-        import shutil  # tar handling only: keep everyday start-up light
-        import tempfile
-
         tmp = Path(tempfile.mkdtemp(prefix="hwmgr-snap-"))
         try:
             root = _extract(path, tmp)
@@ -68,7 +67,7 @@ def _open_dir(root: Path, label: str | None = None) -> Host:
     return host
 
 
-def load_meta(host: Host, label: str) -> dict[str, Any]:
+def load_meta(host: Host, label: str) -> SnapshotMeta:
     """Read and check snapshot.json; a clear BadInputError when it is missing or wrong."""
     where = f"{printable(label)}/snapshot.json"
     raw = host.read_bytes("/snapshot.json")
@@ -92,13 +91,11 @@ def load_meta(host: Host, label: str) -> dict[str, Any]:
     for key in ("hostname", "kernel", "captured"):
         if key in meta and meta[key] is not None and not isinstance(meta[key], str):
             raise BadInputError(f"{where}: '{key}' must be a string")
-    return meta
+    return cast(SnapshotMeta, meta)  # the keys read above are checked
 
 
 def _extract(tar_path: Path, dest: Path) -> Path:
     """Extract a snapshot tarball safely (hwmgr.archive); return the snapshot root in it."""
-    from hwmgr.host.archive import extract
-
     extract(tar_path, dest)
     if _is_file(dest, "snapshot.json"):
         return dest
@@ -134,12 +131,6 @@ def write_snapshot(
     """Write what a recording Host saw as a snapshot directory or .tar.gz at `out`;
     `records` names what was captured in full (hwmgr.capture), so readers can tell "absent on
     the host" from "not recorded"."""
-    import datetime as _dt
-    import shutil
-    import tarfile
-    import tempfile
-
-    from hwmgr import __version__
     is_tar = out.name.endswith((".tar.gz", ".tgz"))
     if out.exists() and (is_tar or any(out.iterdir())):
         raise UsageError(f"{out}: already exists; choose a new path")
@@ -190,7 +181,7 @@ def write_snapshot(
             "version": SNAPSHOT_VERSION,
             "hostname": hostname,
             "kernel": kernel,
-            "captured": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "captured": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "hwmgr": __version__,
             "records": sorted(records or []),
         }

@@ -17,17 +17,18 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
+import sqlite3
+import tarfile
+import tempfile
 from pathlib import Path
+from typing import IO, Any, Callable, Iterator, Optional
 
 from hwmgr.errors import RefusedError
 from hwmgr.host.links import Escape, disk_links, walk
 
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    import sqlite3  # imported at run time only when a journal is opened
-    from typing import IO, Any, Callable, Iterator
-
-    Select = Callable[[Any], Any]  # tarfile.TarInfo -> TarInfo to extract, or None to skip
+# tarfile.TarInfo -> the TarInfo to extract, or None to skip it
+Select = Callable[[tarfile.TarInfo], Optional[tarfile.TarInfo]]
 
 TMP_SUFFIX = ".hwmgr-tmp"
 # Host paths hwmgr itself writes on the live machine, besides the state and cache dirs. DKMS,
@@ -212,8 +213,6 @@ class Writes:
             fsync_dir(os.path.dirname(s))
 
     def _copy(self, src: str, dest: str, *, metadata: bool, mode: int | None) -> None:
-        import shutil  # writers only; readers stay light at start-up
-
         with self._staged(dest) as tmp:
             (shutil.copy2 if metadata else shutil.copyfile)(src, tmp)
             if mode is not None:
@@ -254,8 +253,6 @@ class Writes:
 
     def make_temp_dir(self, parent_logical: str, prefix: str) -> str:
         """A fresh private (0700) directory under `parent_logical`; returns its logical path."""
-        import tempfile
-
         real = tempfile.mkdtemp(prefix=prefix, dir=self.makedirs(parent_logical))
         self._changed()
         return f"{parent_logical.rstrip('/')}/{os.path.basename(real)}"
@@ -266,8 +263,6 @@ class Writes:
 
         Not atomic by itself: copy to a temp name and `replace` it into place for that.
         """
-        import shutil
-
         target = self._target(dest_logical)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         try:
@@ -287,8 +282,6 @@ class Writes:
 
     def remove_tree(self, logical: str) -> bool:
         """Remove a directory tree (or file, or link: never followed); False when absent."""
-        import shutil
-
         path = self._target(logical)
         try:
             if os.path.islink(path) or os.path.isfile(path):
@@ -309,15 +302,13 @@ class Writes:
         skip it; the caller checks the archive first, and the data filter applies where the
         Python has it.
         """
-        import tarfile
-
         dest = self._target(dest_logical)
         os.makedirs(dest, exist_ok=True)
         try:
             with tarfile.open(archive, "r:*") as tar:
                 chosen = [t for m in tar.getmembers() if (t := select(m)) is not None]
                 if hasattr(tarfile, "data_filter"):
-                    tar.extractall(dest, members=chosen, filter="data")  # type: ignore[call-arg]
+                    tar.extractall(dest, members=chosen, filter="data")
                 else:
                     tar.extractall(dest, members=chosen)  # noqa: S202 - members are checked
         finally:
@@ -327,9 +318,8 @@ class Writes:
     # ---------------------------------------------------------------- journal and lock
     def journal_connect(self, logical: str, **kwargs: Any) -> sqlite3.Connection:
         """Open (creating) the SQLite journal at `logical`: the one sqlite3.connect in hwmgr."""
-        import sqlite3
-
-        return sqlite3.connect(self._target(logical), **kwargs)
+        conn: sqlite3.Connection = sqlite3.connect(self._target(logical), **kwargs)
+        return conn
 
     def write_attr(self, logical: str, text: str) -> None:
         """Write a value into an existing kernel attribute (/proc/sys, /sys) in place: no temp
@@ -351,10 +341,9 @@ class Writes:
                                  ) -> sqlite3.Connection:
         """Open an existing journal read-only (SQLite `mode=ro`): creates and changes nothing;
         `real` is a path the caller resolved inside the root (reads need no write licence)."""
-        import sqlite3
-
         uri = f"{Path(real).absolute().as_uri()}?mode=ro"
-        return sqlite3.connect(uri, uri=True, **kwargs)
+        conn: sqlite3.Connection = sqlite3.connect(uri, uri=True, **kwargs)
+        return conn
 
     def open_lock(self, logical: str, mode: int = 0o644) -> int:
         """A read-write fd on the lock file at `logical` (created), for flock."""

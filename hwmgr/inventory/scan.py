@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
+from hwmgr.catalog.load import load_catalog
+from hwmgr.catalog.pciids import PciNames, default_names
+from hwmgr.config import Config
+from hwmgr.host import ifname
 from hwmgr.host.seam import Host
+from hwmgr.inventory.raid import tool_firmware
 from hwmgr.inventory.uevent import DRIVER_NAME, REPLACES, parse_pci_uevent, pci_modalias
-
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    from typing import Any, Callable, Mapping
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 _ADDR = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 _HEX = re.compile(r"^(?:0x)?([0-9a-fA-F]+)$")
-_IFNAME = re.compile(r"^[^/\s]{1,15}$")
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5,19}$")
 _FUNC_ENTRIES = re.compile(
     r"vendor|device|subsystem_vendor|subsystem_device|class|revision|modalias|driver"
@@ -110,7 +111,7 @@ class Inventory:
     def __init__(
         self,
         host: Host,
-        names: Any | None = None,
+        names: PciNames | None = None,
         verdict: Callable[[dict[str, Any], str | None], Mapping[str, Any] | None] | None = None,
         known_names: dict[tuple[str | None, ...], tuple[str | None, ...]] | None = None,
     ) -> None:
@@ -284,7 +285,7 @@ class Inventory:
         for e in entries:  # virtio: the netdev hangs off the virtioN child device
             if e.startswith("virtio") and _VIRTIO.fullmatch(e):  # the prefix spares a regex
                 names += self.host.listdir(f"{base}/{e}/net")
-        return [n for n in names if _IFNAME.match(n)]
+        return [n for n in names if ifname.valid(n)]
 
     def _interface(self, name: str, addr: str) -> dict[str, Any]:
         h = self.host
@@ -311,11 +312,18 @@ class Inventory:
             "bus_info": info.get("bus-info") if info else None,
         }
 
-    def _ethtool_i(self, ifname: str) -> dict[str, str | None] | None:
-        if ifname not in self._ethtool:
-            res = self.host.run(["ethtool", "-i", ifname], timeout=10)
-            self._ethtool[ifname] = parse_ethtool_i(res.stdout) if res.ok else None
-        return self._ethtool[ifname]
+    def _ethtool_i(self, name: str) -> dict[str, str | None] | None:
+        """`ethtool -i` of one interface, parsed, once per scan; None when unknown."""
+        if name not in self._ethtool:
+            why = ifname.why_not_tool_safe(name)
+            if why is not None:
+                self._notes.append(f"interface {name!r}: not passed to ethtool ({why}); "
+                                   "its driver info is unknown")
+                self._ethtool[name] = None
+            else:
+                res = self.host.run(["ethtool", "-i", name], timeout=10)
+                self._ethtool[name] = parse_ethtool_i(res.stdout) if res.ok else None
+        return self._ethtool[name]
 
     def _driver_version(
         self, driver: str | None, ifaces: list[dict[str, Any]]
@@ -383,21 +391,15 @@ class Inventory:
                     break
         pending = [d for d in raid if not d["firmware_version"] and d["driver"]]
         if pending:
-            from hwmgr.inventory.raid import tool_firmware
-
             tool_firmware(self.host, pending)
 
 
-def collect(host: Any, catalog_paths: list[str] | None, use_catalog: bool = True,
-            config: Any = None) -> Any:
+def collect(host: Host, catalog_paths: list[str] | None, use_catalog: bool = True,
+            config: Config | None = None) -> Scan:
     """Scan `host` with names and catalog verdicts; shared by inventory, snapshot and check.
     `config` (the run's Config) says where the catalog is; it is needed with `use_catalog`."""
-    from hwmgr.catalog.pciids import default_names
-
     verdict = None
     if use_catalog:
-        from hwmgr.catalog.load import load_catalog
-
         if config is None:
             raise TypeError("collect(use_catalog=True) needs the run's config")
         verdict = load_catalog(catalog_paths, config=config).verdict

@@ -13,7 +13,6 @@ from typing import Any, Iterable
 from hwmgr.host.capture import (
     BOOT_ID_PATH,
     ETHTOOL_QUERIES,
-    IFNAME,
     IP_LINK_ARGV,
     KVER,
     NET_SYSCTLS,
@@ -21,6 +20,7 @@ from hwmgr.host.capture import (
     TIMEOUT,
     sysctl_path,
 )
+from hwmgr.host.ifname import tool_safe
 from hwmgr.host.seam import Host
 
 
@@ -66,7 +66,7 @@ def record_all(host: Host, devices: Iterable[dict[str, Any]]) -> list[str]:
             host.run(["modinfo", "-k", k, m], timeout=kmod.QUICK)
     safety.default_route_interfaces(host)
     host.run(["ip", "-o", "addr", "show"], timeout=TIMEOUT)
-    for ifname in host.listdir("/sys/class/net", IFNAME):
+    for ifname in host.listdir("/sys/class/net", tool_safe):
         if ifname != "lo":
             for q in ETHTOOL_QUERIES:
                 host.run(["ethtool", *q, ifname], timeout=TIMEOUT)

@@ -9,7 +9,6 @@ exist where DKMS keeps it, and `modinfo` must report the expected version and ke
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
+from hwmgr.host.hashing import sha256_file
 from hwmgr.host.runner import Result
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.recipe import Recipe, check_kernel, check_name, check_version
@@ -147,14 +147,6 @@ def kernels_with_headers(host: Host) -> list[str]:
         ):
             found.append(kver)
     return found
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _tail(res: Result, pattern: str = r"(?i)error|warning|not newer|matches|skip") -> str:
@@ -423,13 +415,13 @@ class Dkms:
     def installed_ko(self, name: str, version: str, kver: str, module: str) -> Path:
         """The installed .ko of a module version for `kver`, identical to what DKMS built."""
         built = self.built_ko(name, version, kver, module)
-        want = _sha256(built)
+        want = sha256_file(built)
         looked = []
         for loc in self.dest_locations(name, version):
             directory = f"{INSTALL_TREE}/{kver}{loc}"
             looked.append(directory)
             ko = self._find_ko(directory, module)
-            if ko is not None and _sha256(ko) == want:
+            if ko is not None and sha256_file(ko) == want:
                 return ko
         raise HwmgrError(
             f"{module}.ko from {name}/{version} is not installed for kernel {kver} "

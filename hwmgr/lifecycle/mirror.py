@@ -81,7 +81,6 @@ def sync(catalog: Any, dest: Path, *, driver: str | None = None, version: str | 
     mirror layout, and write `dest/index.json` (what is there and where it came from)."""
     dest = dest.absolute()
     local_host = Host("/", SubprocessRunner(), writable=[str(dest)])  # only the dir named
-    local_host.makedirs(str(dest))
     done, skipped = [], []
     for name in catalog.names():
         if driver and name != driver:
@@ -96,14 +95,16 @@ def sync(catalog: Any, dest: Path, *, driver: str | None = None, version: str | 
                                           "'hwmgr catalog trust' first"})
                 continue
             src = Source.from_catalog(raw, where=f"{name} {ver} source")
+            local_host.makedirs(str(dest))  # only once there is something to put there
             res = fetch_mirrored(local_host, src, str(dest), mirror=mirror,
                                  per_source=raw.get("mirrors", ()))
             done.append({"driver": name, "version": ver, "sha256": res.sha256, "size": res.size,
                          "path": str(res.path.relative_to(dest)), "url": src.url,
                          "origin": res.origin})
-    if driver and not done and not skipped:
-        raise HwmgrError(f"nothing to sync for {driver}{' ' + version if version else ''}",
-                         exit_code=3)
+    if not done:  # exit 3 and DIR untouched: an empty index.json is no mirror
+        what = " ".join(x for x in (driver, version) if x) or "the catalog"
+        why = "; ".join(f"{s['driver']} {s['version']}: {s['reason']}" for s in skipped)
+        raise NotFoundError(f"nothing to sync for {what}" + (f" ({why})" if why else ""))
     _write_index(local_host, dest, done)
     return {"dir": str(dest), "files": done, "skipped": skipped}
 
@@ -189,7 +190,6 @@ def sync_from(catalog: Any, dest: Path, files: Sequence[Path], *, driver: str | 
                                    f"bytes, not the pinned {src.size}; nothing copied")
             plan.append((path, d, v, src))
     local_host = Host("/", SubprocessRunner(), writable=[str(dest)])  # only the dir named
-    local_host.makedirs(str(dest))
     done = []
     for path, d, v, src in plan:
         rel = f"sha256/{src.sha256.lower()}/{src.name()}"

@@ -108,7 +108,7 @@ def _trust(args: argparse.Namespace, ctx: Any, loc: Any) -> Outcome:
                             pinned_in=str(pinned_in) if pinned_in else None,
                             require=args.require_signature, state_dir=state_dir,
                             verify=key is None)
-        if key is not None:
+        if key is not None and work is not None:  # a key is only loaded into a workspace
             keyfile.check_package_key(local_host, facts.path, facts.signing_key, key, work)
         return _record(args, ctx, loc, local_host, facts, info, key, work)
 

@@ -9,18 +9,63 @@ __metaclass__ = type
 import json
 import os
 
-# hwmgr's documented exit codes (README "Exit codes") that the modules tell apart
+# BEGIN exit codes: made by scripts/gen-exit-codes from hwmgr/errors.py and the verbs
+# (the modules run on managed hosts, maybe without hwmgr importable)
 EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_NOT_FOUND = 3
 EXIT_NOTHING_TO_DO = 4
 EXIT_DRIFT = 5
+EXIT_PARTIAL = 6
 EXIT_REBOOT_PENDING = 7
+EXIT_BAD_INPUT = 8
+EXIT_REFUSED = 9
+EXIT_LOCKED = 10
 EXIT_UNKNOWN = 11
+EXIT_PERMISSION = 13
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
 EXIT_NAMES = {
-    1: "failed", 2: "usage error", 3: "not found", 4: "nothing to do", 5: "drift",
-    6: "partial", 7: "reboot pending", 8: "bad input data", 9: "refused",
-    10: "locked by another hwmgr", 11: "unknown", 13: "permission denied",
-    70: "internal error", 130: "interrupted",
+    0: 'ok',
+    1: 'failed',
+    2: 'usage error',
+    3: 'not found',
+    4: 'nothing to do',
+    5: 'drift',
+    6: 'partial',
+    7: 'reboot pending',
+    8: 'bad input data',
+    9: 'refused',
+    10: 'locked by another hwmgr',
+    11: 'unknown',
+    13: 'permission denied',
+    70: 'internal error',
+    130: 'interrupted',
 }
+# verb -> the exit codes its help documents
+VERB_EXIT_CODES = {
+    'inventory': (0, 2, 3, 8, 70, 130),
+    'check': (0, 2, 3, 5, 7, 8, 11, 70, 130),
+    'snapshot': (0, 2, 3, 70, 130),
+    'catalog': (0, 1, 2, 3, 8, 9, 70, 130),
+    'vercmp': (0, 2, 8, 70, 130),
+    'plan': (0, 2, 3, 4, 8, 9, 11, 70, 130),
+    'fetch': (0, 1, 2, 3, 8, 9, 70, 130),
+    'upgrade': (0, 1, 2, 3, 4, 8, 9, 10, 13, 70, 130),
+    'rollback': (0, 1, 2, 3, 4, 8, 9, 10, 13, 70, 130),
+    'apply': (0, 1, 2, 3, 4, 8, 9, 10, 13, 70, 130),
+    'revert': (0, 1, 2, 3, 4, 10, 13, 70, 130),
+    'recover': (0, 1, 2, 10, 70, 130),
+    'history': (0, 2, 3, 8, 70, 130),
+    'verify': (0, 1, 2, 3, 4, 7, 8, 11, 70, 130),
+    'throughput': (0, 1, 2, 3, 9, 11, 70, 130),
+    'mirror': (0, 1, 2, 3, 8, 9, 70, 130),
+    'package': (0, 1, 2, 3, 8, 9, 70, 130),
+    'fleet-report': (0, 2, 5, 6, 7, 8, 11, 70, 130),
+    'collect-script': (0, 2, 70, 130),
+}
+# END exit codes
 # a check's exit code -> the host status of the fleet-report input format
 CHECK_STATUS = {EXIT_OK: "compliant", EXIT_DRIFT: "drift",
                 EXIT_REBOOT_PENDING: "reboot-pending", EXIT_UNKNOWN: "unknown"}
@@ -96,6 +141,9 @@ def run_hwmgr(module, argv, ok_codes):
         envelope = None
     verb = argv[1] if len(argv) > 1 else "hwmgr"
     if rc not in ok_codes:
+        known = VERB_EXIT_CODES.get(verb, ())
+        name = EXIT_NAMES.get(rc, "unexpected exit") if rc in known else (
+            "an exit code hwmgr %s does not document" % verb)
         reason = ""
         if isinstance(envelope, dict) and envelope.get("errors"):
             reason = "; ".join(str(e) for e in envelope["errors"])
@@ -104,10 +152,10 @@ def run_hwmgr(module, argv, ok_codes):
             reason = lines[-1] if lines else ""
         module.fail_json(
             msg=one_line("hwmgr %s failed (exit %s, %s)%s" % (
-                verb, rc, EXIT_NAMES.get(rc, "unexpected exit"),
+                verb, rc, name,
                 ": " + reason if reason else "")),
             rc=rc, cmd=argv, stdout=out[-4000:], stderr=err[-4000:])
-    if rc == 4 and isinstance(envelope, dict) and envelope.get("data") is None:
+    if rc == EXIT_NOTHING_TO_DO and isinstance(envelope, dict) and envelope.get("data") is None:
         envelope["data"] = {}  # nothing to do: hwmgr says so in errors[], with no data
     if not isinstance(envelope, dict) or not isinstance(envelope.get("data"), dict):
         module.fail_json(msg="hwmgr %s (exit %s) printed no JSON envelope with a data object"
