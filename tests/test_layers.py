@@ -71,7 +71,7 @@ def imports(path: Path, runtime: bool = False) -> list[tuple[int, str]]:
             if node.module == "hwmgr":  # from hwmgr import cli  /  __version__
                 out += [(node.lineno, f"hwmgr.{a.name}" if a.name != "__version__" else "hwmgr")
                         for a in node.names]
-            else:  # `from hwmgr.catalog import versions` depends on the module hwmgr.catalog.versions
+            else:  # `from hwmgr.catalog import load` depends on the module hwmgr.catalog.load
                 subs = [f"{node.module}.{a.name}" for a in node.names
                         if (PKG.parent / f"{node.module}.{a.name}".replace(".", "/")).with_suffix(
                             ".py").is_file()]
