@@ -13,7 +13,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from hwmgr.config import DEFAULT_STATE_DIR
 from hwmgr.errors import (
@@ -208,15 +208,3 @@ class StateDir:
         self.host.copy_file(record["backup"], path)
         if sha256_file(real) != record["sha256"]:
             raise HwmgrError(f"restored {path} does not match its backup sha256")
-
-
-def iter_backups(state: StateDir) -> Iterator[dict[str, Any]]:
-    """Every backup record under the state dir (for audits and `hwmgr rollback`)."""
-    base = state.host.path(state.backups)
-    if not base.is_dir():
-        return
-    for meta in sorted(base.rglob("*" + BACKUP_RECORD)):
-        try:
-            yield json.loads(meta.read_text())
-        except (OSError, ValueError):
-            continue
