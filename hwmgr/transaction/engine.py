@@ -182,11 +182,6 @@ class TxnResult:
             "steps": self.steps,
         }
 
-    def raise_for_state(self) -> None:
-        """Raise TransactionError unless committed (message: the one-line error)."""
-        if not self.ok:
-            raise TransactionError(self.error or f"transaction {self.id} ended {self.state}")
-
 
 class Transaction:
     """A list of steps from `registry[kind](params)`, run and journaled under the host lock."""
@@ -201,8 +196,10 @@ class Transaction:
         target: str = "",
         command: str = "",
         ui: Any = None,
+        results: dict[str, Any] | None = None,
     ) -> None:
         self.state = state
+        self.results = results  # journaled with the transaction (e.g. throughput before)
         self.ui = ui  # optional progress reporter (step(name, phase)); never journaled
         self.kind = kind
         self.target = target
@@ -243,6 +240,7 @@ class Transaction:
             self.params,
             [(s.name, s.reversible, s.commit_point) for s in self.steps],
             command=self.command,
+            results=self.results,
             kernel=host.read_attr("/proc/sys/kernel/osrelease") or host.meta.get("kernel"),
             hostname=host.read_attr("/proc/sys/kernel/hostname") or host.meta.get("hostname"),
         )

@@ -272,7 +272,7 @@ class Verifier:
             if plan.refusals:
                 res.action, res.action_detail = "rollback-refused", plan.refusals[0]
                 return
-            result = run_plan(self.host, plan, self.settings,
+            result = run_plan(self.host, plan, self.settings.state_dir,
                               command=f"hwmgr verify (automatic rollback of {exp['driver']})")
         except HwmgrError as exc:
             res.action, res.action_detail = "rollback-failed", str(exc)
