@@ -315,6 +315,20 @@ def upgrade_chain(state: StateDir, driver: str) -> list[dict[str, Any]]:
     return stack
 
 
+def _rollback_target(chain: list[dict[str, Any]], driver: str, to: str) -> dict[str, Any]:
+    """The newest upgrade in `chain` that replaced version `to` ("inbox": the first one)."""
+    for t in reversed(chain):
+        before = {v["version"] for k in t["params"]["from"].values() for v in k.values()}
+        before |= {v["version"] or "inbox" for k in t["params"]["from"].values()
+                   for v in k.values()} if t is chain[0] else set()
+        if (to == "inbox" and t is chain[0]) or to in before:
+            return t
+    raise NotFoundError(
+        f"no recorded state of {driver} at version {to!r} to roll back to "
+        f"(upgrades in effect: {', '.join(t['params']['version'] for t in chain)})"
+    )
+
+
 def plan_rollback(
     host: Host, driver: str, *, settings: Config, to: str | None = None,
     force: bool = False, env: Mapping[str, str] | None = None,
@@ -327,22 +341,7 @@ def plan_rollback(
     if not chain:
         raise NothingToDo(f"no hwmgr upgrade of {driver} is in effect: nothing to roll back")
     top = chain[-1]["params"]
-    if to is None:
-        target = chain[-1]
-    else:
-        target = None
-        for t in reversed(chain):
-            before = {v["version"] for k in t["params"]["from"].values() for v in k.values()}
-            before |= {v["version"] or "inbox" for k in t["params"]["from"].values()
-                       for v in k.values()} if t is chain[0] else set()
-            if (to == "inbox" and t is chain[0]) or to in before:
-                target = t
-                break
-        if target is None:
-            raise NotFoundError(
-                f"no recorded state of {driver} at version {to!r} to roll back to "
-                f"(upgrades in effect: {', '.join(t['params']['version'] for t in chain)})"
-            )
+    target = chain[-1] if to is None else _rollback_target(chain, driver, to)
     tp = target["params"]
     modules, ks = tp["modules"], tp["kernels"]
     current = _current(host, modules, ks)

@@ -289,10 +289,10 @@ def _arm_do_with(files_of: Callable[[Ctx], dict[str, dict[str, Any]]]) -> Callab
 def _arm_check(ctx: Ctx) -> bool:
     text = ctx.host.read_text(_expect_path(ctx))
     try:
-        doc = json.loads(text) if text else None
+        doc = json.loads(text or "null")
     except json.JSONDecodeError:
         return False
-    return bool(doc) and doc.get("txn") == ctx.txn_id
+    return isinstance(doc, dict) and doc.get("txn") == ctx.txn_id
 
 
 def _arm_undo(ctx: Ctx) -> None:

@@ -130,7 +130,7 @@ class StateDir:
         if real is None:
             return None
         self._ro_journal = Journal(
-            Path(real), lambda **kw: host.journal_connect_readonly(real, **kw),  # type: ignore[arg-type]
+            Path(real), lambda **kw: host.journal_connect_readonly(real, **kw),
             readonly=True)
         return self._ro_journal
 
@@ -168,7 +168,8 @@ class StateDir:
         dest = f"{self.backups}/{int(txn_id)}/{logical.strip('/')}"
         meta = self.host.path(dest + BACKUP_RECORD)
         if meta.is_file():
-            return json.loads(meta.read_text())
+            first: dict[str, Any] = json.loads(meta.read_text())
+            return first
         src = self.host.path(logical)
         record: dict[str, Any] = {"path": logical, "existed": src.exists(), "backup": None}
         if record["existed"]:
