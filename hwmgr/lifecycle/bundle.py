@@ -51,13 +51,15 @@ def bound_modules(devices: Iterable[dict[str, Any]], drivers_dir: str | None = N
     return names
 
 
-def record_all(host: Host, devices: Iterable[dict[str, Any]]) -> list[str]:
-    """Read and run everything in this module through a recording `host`; the record names."""
+def record_all(host: Host, devices: Iterable[dict[str, Any]],
+               drivers_dir: str | None = None) -> list[str]:
+    """Read and run everything in this module through a recording `host`; the record names.
+    `drivers_dir` (the config's) is searched for recipes before the shipped ones."""
     kernels = target_kernels(host)  # lists /lib/modules: HEADERS
     for k in kernels:
         if host.exists(f"/lib/modules/{k}/build/Makefile"):
             host.read_bytes(f"/lib/modules/{k}/build/Makefile")
-    modules = bound_modules(devices)
+    modules = bound_modules(devices, drivers_dir)
     for k in kernels:
         for m in modules:
             host.run(["modinfo", "-k", k, m], timeout=kmod.QUICK)
