@@ -73,6 +73,13 @@ def open_txns(bed: Bed) -> list[dict]:
     return [] if j is None else j.open_transactions()
 
 
+def planned_and_ran(doc: dict) -> list[str]:
+    """The step names the plan listed, once checked equal to the steps the journal ran."""
+    planned = [line.split(":")[0] for line in doc["data"]["plan"]["steps"]]
+    assert planned == [s["name"] for s in doc["data"]["transaction"]["steps"]]
+    return planned
+
+
 def test_full_cycle(bed: Bed) -> None:
     assert module_state(bed) == (None, None)
     res = upgrade(bed, "1.0")
@@ -91,12 +98,14 @@ def test_full_cycle(bed: Bed) -> None:
     # upgrade again, then to 1.1, then roll back to the previous *vendor* version
     assert upgrade(bed, "1.0").returncode == 0
     v10 = module_state(bed)
-    res = upgrade(bed, "1.1")
+    res = hw(bed, "upgrade", MODULE, "--to", "1.1", "--kernel", bed.kver, "--yes", "--json")
     assert res.returncode == 0, res.stderr
     assert module_state(bed)[0] == "1.1"
+    assert planned_and_ran(json.loads(res.stdout)) == UPGRADE_STEPS
     res = hw(bed, "rollback", MODULE, "--yes", "--json")
     doc = json.loads(res.stdout)
     assert res.returncode == 0 and doc["data"]["plan"]["to_version"] == "1.0"
+    assert planned_and_ran(doc) == ROLLBACK_STEPS
     assert module_state(bed) == v10, "the 1.0 .ko must come back byte for byte"
     # and finally to the inbox state
     assert hw(bed, "rollback", MODULE, "--yes", "--to", "inbox").returncode == 0

@@ -23,7 +23,6 @@ from lifecycle_env import MODULE, make_bed, write_catalog  # noqa: E402
 
 import hwmgr  # noqa: E402
 from hwmgr import cli
-from hwmgr.host import snapshot  # noqa: E402
 from hwmgr.host.runner import RecordingRunner, SubprocessRunner  # noqa: E402
 from hwmgr.host.seam import Host  # noqa: E402
 from hwmgr.lifecycle.dkms import render_dkms_conf  # noqa: E402
@@ -192,7 +191,8 @@ def _package(bed, monkeypatch, capsys, *args: str) -> tuple[int, dict, list[tupl
     for k, v in bed.env.items():
         monkeypatch.setenv(k, v)
     runner = RecordingRunner(SubprocessRunner())
-    monkeypatch.setattr(snapshot, "open_host", lambda root: (Host("/", runner), None))
+    # the CLI's own name for it: cli imports open_host from hwmgr.host.snapshot
+    monkeypatch.setattr(cli, "open_host", lambda root: (Host("/", runner), None))
     rc = cli.main(["package", MODULE, "--catalog", str(bed.catalog), "--json", *args])
     return rc, json.loads(capsys.readouterr().out), [c.argv for c in runner.calls]
 

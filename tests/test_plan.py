@@ -66,7 +66,24 @@ def test_force_turns_the_route_refusal_into_a_warning(seed000: tuple[Path, Path]
     assert res.returncode == 0, doc
     assert any("eth2" in w for w in doc["data"]["warnings"])
     steps = doc["data"]["steps"]
-    assert steps[0].startswith("fetch ") and any("dkms build" in s for s in steps)
+    # one line per step that runs, by the name the journal will record (test_lifecycle
+    # checks a real upgrade's journal against its plan)
+    assert [s.split(":")[0] for s in steps] == ["fetch", "unpack", "dkms-add", "dkms-build",
+                                                "backup", "install", "initramfs", "arm"]
+    assert steps[0].startswith("fetch: download http://www-dl.emulex.com/")
+    assert f"dkms-build: dkms build be2net/10.2.470.14 for {KVER}" in steps
+
+
+def test_drivers_dir_is_searched_before_the_shipped_recipes(
+        seed000: tuple[Path, Path], tmp_path: Path) -> None:
+    """HWMGR_DRIVERS_DIR adds a recipe dir in front of the shipped ones (drivers/README.md);
+    it used to replace them, so a driver only the shipped dirs have had 'no build recipe'."""
+    snap, catalog = seed000
+    site = tmp_path / "site-drivers"
+    (site / "otherdrv").mkdir(parents=True)
+    res, doc = plan(snap, catalog, "--force", env={"HWMGR_DRIVERS_DIR": str(site)})
+    assert res.returncode == 0, doc
+    assert not doc["errors"] and doc["data"]["modules"] == ["be2net"]
 
 
 def test_secure_boot_without_key_is_refused(seed000: tuple[Path, Path]) -> None:

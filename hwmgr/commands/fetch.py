@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hwmgr.catalog.load import load_catalog
+from hwmgr.catalog.verdict import source_refusal
+from hwmgr.config import load_config
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -14,6 +17,9 @@ from hwmgr.errors import (
     NotFoundError,
     RefusedError,
 )
+from hwmgr.lifecycle.fetch import Source
+from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
+from hwmgr.lifecycle.signature import check_signature
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
@@ -48,12 +54,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.catalog.load import load_catalog
-    from hwmgr.catalog.verdict import source_refusal
-    from hwmgr.config import load_config
-    from hwmgr.lifecycle.fetch import Source
-    from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
-
     settings = ctx.config
     entry = load_catalog(args.catalog, config=ctx.config).entry(args.driver)
     info = entry.get("versions", {}).get(args.to)
@@ -70,8 +70,6 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             "origin": res.origin, "from_cache": res.from_cache, "seconds": res.seconds,
             "signed_by": None}
     if info["source"].get("signing_key"):
-        from hwmgr.lifecycle.signature import check_signature
-
         data["signed_by"] = check_signature(ctx.host, res.path, settings.state_dir,
                                             info["source"]["signing_key"])
     return Outcome(NAME, data=data, render=lambda c: c.print(

@@ -6,6 +6,7 @@ import argparse
 import sqlite3
 from typing import Any
 
+from hwmgr.compliance.history import drift_episodes, open_history
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_NOT_FOUND,
@@ -13,6 +14,7 @@ from hwmgr.errors import (
     BadInputError,
 )
 from hwmgr.output import Outcome, printable
+from hwmgr.transaction.state import StateDir
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
 
@@ -47,8 +49,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.transaction.state import StateDir
-
     state = StateDir(ctx.host, ctx.config.state_dir)
     if args.checks:
         return _checks(args, ctx, state)
@@ -91,8 +91,6 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
 
 def _checks(args: argparse.Namespace, ctx: Any, state: Any) -> Outcome:
     """`history --checks`: drift episodes from the check history, explained by the journal."""
-    from hwmgr.compliance.history import drift_episodes, open_history
-
     db = open_history(ctx.host, state.path)
     try:
         journal = state.query_journal()

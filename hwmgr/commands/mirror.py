@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from hwmgr.catalog.load import load_catalog
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -15,6 +16,7 @@ from hwmgr.errors import (
     EXIT_REFUSED,
     BadInputError,
 )
+from hwmgr.lifecycle.mirror import sync, sync_from
 from hwmgr.output import Outcome, printable
 from hwmgr.ui.verbhelp import Example
 
@@ -56,9 +58,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.catalog.load import load_catalog
-    from hwmgr.lifecycle.mirror import sync, sync_from
-
     dest = Path(args.dir)
     if dest.exists() and not dest.is_dir():
         raise BadInputError(f"{args.dir}: not a directory")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Any
 
+from hwmgr.catalog.load import load_catalog
+from hwmgr.config import load_config
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -12,6 +15,7 @@ from hwmgr.errors import (
     EXIT_OK,
     EXIT_REFUSED,
 )
+from hwmgr.lifecycle.package import DEFAULT_PACKAGER, build_dkms_rpm
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
@@ -57,12 +61,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.catalog.load import load_catalog
-    from hwmgr.lifecycle.package import DEFAULT_PACKAGER, build_dkms_rpm
-
-    settings = ctx.config
+    # --mirror, else the site config's mirror: the one place the two meet
+    settings = replace(ctx.config, mirror=ctx.config.mirror or load_config(ctx.host).mirror)
     res = build_dkms_rpm(
-        ctx.host, load_catalog(args.catalog, config=ctx.config), args.driver, args.to,
+        ctx.host, load_catalog(args.catalog, config=settings), args.driver, args.to,
         settings=settings,
         out_dir=args.out, keep_spec=args.keep_spec, packager=args.packager or DEFAULT_PACKAGER,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hwmgr.catalog.load import load_catalog
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_NOT_FOUND,
@@ -12,7 +13,9 @@ from hwmgr.errors import (
     EXIT_OK,
     EXIT_REFUSED,
     EXIT_UNKNOWN,
+    UsageError,
 )
+from hwmgr.lifecycle.plan import plan_rollback, plan_upgrade
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
@@ -54,16 +57,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.lifecycle.plan import plan_rollback, plan_upgrade
-
     settings = ctx.config
     if args.action == "upgrade":
         if not args.to:
-            from hwmgr.errors import UsageError
-
             raise UsageError("plan upgrade needs --to VERSION")
-        from hwmgr.catalog.load import load_catalog
-
         catalog = load_catalog(args.catalog, config=ctx.config)
         plan = plan_upgrade(ctx.host, catalog, args.driver, args.to,
                             settings=settings, kernels=args.kernel, force=args.force)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hwmgr.compliance.steps import REGISTRY as SETTINGS
 from hwmgr.errors import (
     EXIT_FAILED,
     EXIT_LOCKED,
     EXIT_OK,
 )
+from hwmgr.lifecycle.plan import recover
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
@@ -36,11 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.compliance.steps import REGISTRY as SETTINGS
-    from hwmgr.lifecycle.plan import recover
-
     ui.require_root(ctx.host)
-    results = recover(ctx.host, ctx.config, wait=args.wait, extra=SETTINGS)
+    results = recover(ctx.host, ctx.config.state_dir, wait=args.wait, extra=SETTINGS)
     data = [r.as_dict() for r in results]
     bad = [r for r in results if not r.closed]
 

@@ -15,6 +15,7 @@ from hwmgr.errors import (
     EXIT_PERMISSION,
     EXIT_REFUSED,
 )
+from hwmgr.lifecycle.plan import plan_rollback, run_plan
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
@@ -52,8 +53,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.lifecycle.plan import plan_rollback, run_plan
-
     host = ctx.host
     ui.require_root(host)
     settings = ctx.config
@@ -61,6 +60,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     if plan.refusals:
         return ui.plan_outcome(NAME, plan)
     ui.confirm(args, f"roll {args.driver} back to {plan.to_version}")
-    result = run_plan(host, plan, settings, command=f"hwmgr rollback {args.driver}",
-                      wait=args.wait, ui=ui.ProgressUI())
+    result = run_plan(host, plan, settings.state_dir,
+                      command=f"hwmgr rollback {args.driver}", wait=args.wait,
+                      ui=ui.ProgressUI())
     return ui.txn_outcome(NAME, plan, result)

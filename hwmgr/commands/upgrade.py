@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Any
 
+from hwmgr.catalog.load import Catalog, load_catalog
+from hwmgr.config import SiteConfig, load_config
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -14,10 +17,14 @@ from hwmgr.errors import (
     EXIT_OK,
     EXIT_PERMISSION,
     EXIT_REFUSED,
+    HwmgrError,
 )
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.plan import Plan, plan_upgrade, run_plan
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
+from hwmgr.verify import throughput as tp
 
 NAME = "upgrade"
 HELP = "upgrade a driver (DKMS build, keeps the old .ko)"
@@ -57,47 +64,38 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.catalog.load import load_catalog
-    from hwmgr.lifecycle.plan import plan_upgrade, run_plan
-
     host = ctx.host
     ui.require_root(host)
-    settings = ctx.config
-    catalog = load_catalog(args.catalog, config=ctx.config)
+    site = load_config(host)
+    # the one place the site's mirror joins --mirror: the plan journals the result
+    settings = replace(ctx.config, mirror=ctx.config.mirror or site.mirror)
+    catalog = load_catalog(args.catalog, config=settings)
     plan = plan_upgrade(host, catalog, args.driver, args.to,
                         settings=settings, kernels=args.kernel, force=args.force)
     if plan.refusals:
         return ui.plan_outcome(NAME, plan)
     ui.confirm(args, f"upgrade {args.driver} to {args.to}")
-    before = measure_before(host, plan, settings, catalog)
-    result = run_plan(host, plan, settings, command=f"hwmgr upgrade {args.driver} {args.to}",
-                      wait=args.wait, ui=ui.ProgressUI())
-    if before is not None and result.id is not None:
-        from hwmgr.transaction.state import StateDir
-
-        state = StateDir(host, settings.state_dir)
-        with state.lock(command="hwmgr upgrade (results)", wait=30):
-            state.journal().add_results(result.id, throughput_before=before)
+    before = measure_before(host, plan, settings.state_dir, site, catalog)
+    result = run_plan(host, plan, settings.state_dir,
+                      command=f"hwmgr upgrade {args.driver} {args.to}", wait=args.wait,
+                      ui=ui.ProgressUI(),
+                      results={"throughput_before": before} if before is not None else None)
     return ui.txn_outcome(NAME, plan, result)
 
 
-def measure_before(host: Any, plan: Any, settings: Any, catalog: Any) -> dict | None:
+def measure_before(host: Host, plan: Plan, state_dir: str, site: SiteConfig,
+                   catalog: Catalog) -> dict[str, Any] | None:
     """With a throughput peer in the site config, measure the driver's link before anything
     changes, so `hwmgr history` shows before → after. Best effort: never blocks an upgrade."""
-    from hwmgr.config import load_config
-    from hwmgr.errors import HwmgrError
-    from hwmgr.verify import throughput as tp
-
-    cfg = load_config(host)
     ifaces = [i for d in plan.devices for i in d["interfaces"]]
-    if not cfg.throughput_peer or not ifaces:
+    if not site.throughput_peer or not ifaces:
         return None
-    opts = tp.Options(peer=cfg.throughput_peer, port=cfg.throughput_port,
-                      duration=cfg.throughput_duration, bind_dev=cfg.bind_dev or ifaces[0],
-                      floor_mbps=cfg.throughput_floor_mbps,
-                      connect_timeout_ms=cfg.connect_timeout_ms)
+    opts = tp.Options(peer=site.throughput_peer, port=site.throughput_port,
+                      duration=site.throughput_duration, bind_dev=site.bind_dev or ifaces[0],
+                      floor_mbps=site.throughput_floor_mbps,
+                      connect_timeout_ms=site.connect_timeout_ms)
     try:
         report = tp.check(host, opts, catalog=catalog, driver=plan.driver)
     except HwmgrError:
         return None  # e.g. the interface carries the SSH session: no measurement, no block
-    return tp.record(host, settings.state_dir, report)
+    return tp.record(host, state_dir, report)

@@ -6,6 +6,7 @@ import argparse
 import os
 from typing import Any
 
+from hwmgr.config import load_config
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -14,10 +15,16 @@ from hwmgr.errors import (
     EXIT_OK,
     EXIT_REBOOT_PENDING,
     EXIT_UNKNOWN,
+    NotFoundError,
     UsageError,
 )
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.expect import parse_expectation
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.options import common_options, lifecycle_options
+from hwmgr.ui.throughput import floor_catalog, options_from
 from hwmgr.ui.verbhelp import Example
+from hwmgr.verify.policy import Verifier, VerifyOptions
 
 NAME = "verify"
 HELP = "after a reboot: prove the armed driver state is live"
@@ -53,8 +60,6 @@ COLOUR = {"ok": "green", "fail": "red", "unknown": "yellow", "warn": "yellow", "
 
 
 def option_parents() -> list[argparse.ArgumentParser]:
-    from hwmgr.ui.options import common_options, lifecycle_options
-
     return [common_options(root=True), lifecycle_options(mutating=True)]
 
 
@@ -81,10 +86,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _explicit(host: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
     """An expectation file named on the command line, read from this machine."""
-    from hwmgr.errors import NotFoundError
-    from hwmgr.host.seam import Host
-    from hwmgr.lifecycle.expect import parse_expectation
-
     local = Host("/", host.runner)
     real = os.path.abspath(path)
     raw = local.read_bytes(real, limit=1 << 20)
@@ -94,10 +95,6 @@ def _explicit(host: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.config import load_config
-    from hwmgr.ui.throughput import floor_catalog, options_from
-    from hwmgr.verify.policy import Verifier, VerifyOptions
-
     host = ctx.host
     cfg = load_config(host)
     on_failure = args.on_failure or cfg.on_failure

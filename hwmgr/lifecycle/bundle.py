@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
+from hwmgr.errors import HwmgrError
 from hwmgr.host.capture import (
     BOOT_ID_PATH,
     ETHTOOL_QUERIES,
@@ -22,21 +23,20 @@ from hwmgr.host.capture import (
 )
 from hwmgr.host.ifname import tool_safe
 from hwmgr.host.seam import Host
+from hwmgr.inventory import guard as safety
+from hwmgr.lifecycle import kmod
+from hwmgr.lifecycle.dkms import kernels_with_headers
+from hwmgr.lifecycle.recipe import load_recipe
 
 
 def target_kernels(host: Host) -> list[str]:
     """The running kernel and every kernel with headers (what `plan` targets by default)."""
-    from hwmgr.lifecycle.dkms import kernels_with_headers
-
     running = host.read_attr("/proc/sys/kernel/osrelease")
     return list(dict.fromkeys(([running] if running else []) + kernels_with_headers(host)))
 
 
 def bound_modules(devices: Iterable[dict[str, Any]], drivers_dir: str | None = None) -> list[str]:
     """Module names of every bound driver (and the modules its recipe builds, if any)."""
-    from hwmgr.errors import HwmgrError
-    from hwmgr.lifecycle.recipe import load_recipe
-
     names: list[str] = []
     for d in devices:
         for drv in (d.get("driver"), d.get("pci_driver")):
@@ -51,16 +51,15 @@ def bound_modules(devices: Iterable[dict[str, Any]], drivers_dir: str | None = N
     return names
 
 
-def record_all(host: Host, devices: Iterable[dict[str, Any]]) -> list[str]:
-    """Read and run everything in this module through a recording `host`; the record names."""
-    from hwmgr.inventory import guard as safety
-    from hwmgr.lifecycle import kmod
-
+def record_all(host: Host, devices: Iterable[dict[str, Any]],
+               drivers_dir: str | None = None) -> list[str]:
+    """Read and run everything in this module through a recording `host`; the record names.
+    `drivers_dir` (the config's) is searched for recipes before the shipped ones."""
     kernels = target_kernels(host)  # lists /lib/modules: HEADERS
     for k in kernels:
         if host.exists(f"/lib/modules/{k}/build/Makefile"):
             host.read_bytes(f"/lib/modules/{k}/build/Makefile")
-    modules = bound_modules(devices)
+    modules = bound_modules(devices, drivers_dir)
     for k in kernels:
         for m in modules:
             host.run(["modinfo", "-k", k, m], timeout=kmod.QUICK)

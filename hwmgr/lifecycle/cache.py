@@ -13,8 +13,6 @@ import errno
 import fcntl
 import hashlib
 import os
-import queue
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -24,7 +22,6 @@ from hwmgr.host.seam import Host
 
 CHUNK = 1 << 20  # stream, hash and write in 1 MiB chunks
 WRITEBACK = 16 * CHUNK  # start write-back every 16 MiB (keeps the final fsync short)
-QUEUE_DEPTH = 8  # chunks in flight between the network reader and the disk writer
 
 
 @dataclass(frozen=True)
@@ -97,42 +94,26 @@ def locked(directory: Path, name: str) -> Iterator[None]:
 
 # ------------------------------------------------------------------ disk side
 class Sink:
-    """Hashes and writes chunks on a helper thread, so disk and sha256 overlap the network.
-
-    Chunks live in a small pool of reused 1 MiB buffers: no per-chunk allocation or copy.
-    """
+    """Hashes the body as it streams and appends it to the open `.part` file."""
 
     def __init__(self, fd: int, hasher: Any, part: Path, offset: int = 0) -> None:
         self._fd = fd
         self._written = self._flushed = offset
         self._hasher = hasher
         self._part = part
-        self._full: queue.Queue[tuple[bytearray, int] | None] = queue.Queue()
-        self._free: queue.Queue[bytearray] = queue.Queue()
-        for _ in range(QUEUE_DEPTH):
-            self._free.put(bytearray(CHUNK))
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="hwmgr-fetch-writer", daemon=True)
-        self._thread.start()
 
-    def _run(self) -> None:
-        while True:
-            item = self._full.get()
-            if item is None:
-                return
-            buf, n = item
-            if self._error is None:
-                try:
-                    view = memoryview(buf)[:n]
-                    self._hasher.update(view)
-                    while view:
-                        view = view[os.write(self._fd, view) :]
-                    self._written += n
-                    if self._written - self._flushed >= WRITEBACK:
-                        self._start_writeback()
-                except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-                    self._error = exc
-            self._free.put(buf)
+    def write(self, data: bytes) -> None:
+        """Hash and append `data`; HwmgrError naming the `.part` file if the disk refuses."""
+        self._hasher.update(data)
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view):]
+        except OSError as exc:
+            raise HwmgrError(f"cannot write {self._part}: {exc.strerror or exc}") from exc
+        self._written += len(data)
+        if self._written - self._flushed >= WRITEBACK:
+            self._start_writeback()
 
     def _start_writeback(self) -> None:
         """Start writing dirty pages out now, so the final fsync has little left to do.
@@ -145,31 +126,6 @@ class Sink:
             with contextlib.suppress(OSError):  # only a hint: never fail a download on it
                 os.posix_fadvise(self._fd, self._flushed, length, os.POSIX_FADV_DONTNEED)
         self._flushed = self._written
-
-    def _raise(self) -> None:
-        exc = self._error
-        if exc is not None:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise HwmgrError(f"cannot write {self._part}: {reason}") from exc
-
-    def buffer(self) -> bytearray:
-        """A free buffer to read into (blocks while the disk side is behind)."""
-        self._raise()
-        return self._free.get()
-
-    def put(self, buf: bytearray, n: int) -> None:
-        """Queue the first `n` bytes of `buf` for hashing and writing; `buf` comes back later."""
-        if n:
-            self._full.put((buf, n))
-        else:
-            self._free.put(buf)
-
-    def close(self) -> None:
-        """Flush every queued chunk and stop the thread; raise the first write error."""
-        if self._thread.is_alive():
-            self._full.put(None)
-            self._thread.join()
-        self._raise()
 
 
 def finish(final: CacheFile, fd: int | None = None) -> None:

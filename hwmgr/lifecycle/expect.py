@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hwmgr import safejson
 from hwmgr.errors import BadInputError
 from hwmgr.host.seam import Host
 
@@ -46,8 +47,6 @@ def validate(doc: Any, where: str) -> dict[str, Any]:
 
 def parse_expectation(raw: bytes, where: str) -> dict[str, Any]:
     """Decode and validate one expectation file."""
-    from hwmgr import safejson
-
     return validate(safejson.load(raw, where), where)
 
 

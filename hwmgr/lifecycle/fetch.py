@@ -34,12 +34,13 @@ from hwmgr.lifecycle.http import (
     MAX_BACKOFF,
     Transient,
     content_length,
-    fill,
+    new_session,
     open_get,
-    reader,
+    read_body,
+    stalled,
 )
 
-if TYPE_CHECKING:  # pragma: no cover - typing only; requests is imported lazily
+if TYPE_CHECKING:  # requests is imported when a download starts (hwmgr.lifecycle.http)
     import requests
 
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
@@ -148,7 +149,7 @@ def cache_path(cache_dir: Path, sha256: str, filename: str) -> Path:
 class _Job:
     """What every attempt of one download needs."""
 
-    session: Any
+    session: requests.Session
     url: str
     hexsum: str
     size: int
@@ -179,7 +180,7 @@ def _resume_point(job: _Job) -> tuple[int, Any]:
     return offset, hasher
 
 
-def _body_start(job: _Job, resp: Any, served: str, offset: int) -> int:
+def _body_start(job: _Job, resp: requests.Response, served: str, offset: int) -> int:
     """Check status, Content-Range and Content-Length; return where the body starts."""
     if offset and resp.status_code == 206:
         found = _CONTENT_RANGE.match(resp.headers.get("Content-Range", ""))
@@ -206,30 +207,24 @@ def _body_start(job: _Job, resp: Any, served: str, offset: int) -> int:
     return offset
 
 
-def _stream(job: _Job, resp: Any, served: str, sink: Sink, done: int) -> int:
+def _stream(job: _Job, resp: requests.Response, served: str, sink: Sink, done: int) -> int:
     """Copy the body into `sink`, never past `size` bytes; return the bytes now on disk."""
-    import socket
-
-    import urllib3
-
-    size, readinto = job.size, reader(resp)
+    size = job.size
     if job.progress is not None:
         job.progress(done, size)
     while True:
-        buf = sink.buffer()
         want = min(CHUNK, size + 1 - done)  # never read past size+1: oversize shows, no more
-        n, error = fill(readinto, memoryview(buf)[:want])
+        data, error = read_body(resp, want)
+        n = len(data)
         if done + n > size:
-            sink.put(buf, 0)
-            sink.close()
             job.part.remove()
             raise RefusedError(f"oversized body: {served} sent more than {size} bytes")
-        sink.put(buf, n)
+        sink.write(data)
         done += n
         if job.progress is not None and n:
             job.progress(done, size)
         if error is not None:
-            if isinstance(error, (socket.timeout, urllib3.exceptions.ReadTimeoutError)):
+            if stalled(error):
                 reason = f"stalled: no data for {job.timeout:g} s after {done} bytes"
                 raise Transient(reason) from error
             raise Transient(f"connection cut after {done} of {size} bytes", cut=True) from error
@@ -250,10 +245,7 @@ def _attempt(job: _Job) -> str:
             hasher = hashlib.sha256()
         fd = job.final.host.open_resumable(job.part.logical, start)
         stack.callback(os.close, fd)
-        sink = Sink(fd, hasher, job.part.real, start)
-        stack.callback(sink.close)
-        done = _stream(job, resp, served, sink, start)
-        sink.close()
+        done = _stream(job, resp, served, Sink(fd, hasher, job.part.real, start), start)
         if done < job.size:
             raise Transient(f"connection closed after {done} of {job.size} bytes", cut=True)
         digest = hasher.hexdigest()
@@ -362,15 +354,9 @@ def fetch(
                 return result("mirror", used.resolve().as_uri())
         if offline:  # pragma: no cover - the mirror file vanished since the check above
             raise NotFoundError(f"offline: {name} is no longer in mirror {mirror}")
-        own = session is None
-        if own:
-            import requests
-
-            session = requests.Session()
-        try:
+        with contextlib.ExitStack() as stack:
+            if session is None:  # our own, closed when done
+                session = stack.enter_context(new_session())
             job = _Job(session, url, hexsum, size, final, source.allow_http, timeout, progress)
             served, attempts = _download(job, retries, backoff)
-        finally:
-            if own:
-                session.close()
     return result("network", served, attempts)

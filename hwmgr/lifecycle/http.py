@@ -1,19 +1,25 @@
 """One checked HTTP GET for vendor downloads: redirects followed only to http(s) and never
 down from https, a resumable `Range`, retryable failures told apart from final ones, and the
-body read into a caller's buffer without copies. `fetch` builds caching, resume and
+body streamed with requests (`resp.raw.read`, undecoded). `fetch` builds caching, resume and
 verification on top of this.
 """
 
 from __future__ import annotations
 
+import http.client
 import re
+import socket
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
+from hwmgr import __version__
 from hwmgr.errors import HwmgrError, NotFoundError, RefusedError
 
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
+# requests (and urllib3 under it) costs tens of milliseconds to import: it is imported when
+# a download starts, so the verbs that only plan or inspect never pay for it
+# (tests/test_fetch.py pins this); annotations are strings (PEP 563)
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    import requests
 
 MAX_REDIRECTS = 5
 MAX_BACKOFF = 30.0
@@ -29,6 +35,13 @@ class Transient(Exception):
         self.reason = reason
         self.cut = cut
         self.retry_after = retry_after
+
+
+def new_session() -> requests.Session:
+    """A new requests session for one fetch (the caller closes it)."""
+    import requests
+
+    return requests.Session()
 
 
 def _short(exc: BaseException) -> str:
@@ -53,25 +66,23 @@ def _check_redirect(current: str, target: str, allow_http: bool) -> None:
             raise RefusedError(f"refusing redirect to plain-http {target} (allow_http is off)")
 
 
-def _status_error(url: str, resp: Any) -> HwmgrError:
+def _status_error(url: str, resp: requests.Response) -> HwmgrError:
     reason = f"HTTP {resp.status_code}" + (f" {resp.reason}" if resp.reason else "")
     if resp.status_code in (404, 410):
         return NotFoundError(f"{url}: {reason}")
     return HwmgrError(f"{url}: {reason}")
 
 
-def _retry_after(resp: Any) -> float:
+def _retry_after(resp: requests.Response) -> float:
     value = resp.headers.get("Retry-After", "")
     return min(float(value), MAX_BACKOFF) if value.isdigit() else 0.0
 
 
 def open_get(
-    session: Any, url: str, offset: int, allow_http: bool, timeout: float
-) -> tuple[Any, str]:
+    session: requests.Session, url: str, offset: int, allow_http: bool, timeout: float
+) -> tuple[requests.Response, str]:
     """GET `url` (from byte `offset`), following at most MAX_REDIRECTS checked hops."""
     import requests
-
-    from hwmgr import __version__
 
     headers = {"Accept-Encoding": "identity", "User-Agent": f"hwmgr/{__version__}"}
     if offset:
@@ -107,6 +118,9 @@ def open_get(
             url = target
             continue
         if 200 <= code < 300:
+            # a body cut short reads as fewer bytes (the caller compares with the catalog's
+            # size and resumes from exactly what arrived), not as an error that drops them
+            resp.raw.enforce_content_length = False
             return resp, url
         resp.close()
         if code >= 500 or code in (408, 429):
@@ -117,7 +131,7 @@ def open_get(
     raise RefusedError(f"refusing more than {MAX_REDIRECTS} redirects starting at {origin}")
 
 
-def content_length(resp: Any) -> int | None:
+def content_length(resp: requests.Response) -> int | None:
     value = resp.headers.get("Content-Length")
     if value is None or "chunked" in resp.headers.get("Transfer-Encoding", "").lower():
         return None
@@ -127,36 +141,27 @@ def content_length(resp: Any) -> int | None:
         return None
 
 
-def reader(resp: Any) -> Callable[[memoryview], int]:
-    """A `readinto` for the raw body: http.client's own (no copies) or a urllib3 fallback."""
-    import http.client
-
-    fp = getattr(resp.raw, "_fp", None)
-    if isinstance(fp, http.client.HTTPResponse):
-        return fp.readinto
-    raw = resp.raw
-
-    def readinto(view: memoryview) -> int:
-        data = raw.read(len(view), decode_content=False)
-        view[: len(data)] = data
-        return len(data)
-
-    return readinto
-
-
-def fill(readinto: Callable[[memoryview], int], view: memoryview) -> tuple[int, Exception | None]:
-    """Read until `view` is full or EOF; return (bytes read, the network error if any)."""
-    import http.client
-
+def read_body(resp: requests.Response, amount: int) -> tuple[bytes, Exception | None]:
+    """Up to `amount` bytes of the body as sent (no content decoding), fewer only at its end
+    or where the connection failed: (the bytes that arrived, the network error if any)."""
     import urllib3
 
-    n = 0
+    parts: list[bytes] = []
+    got = 0
     try:
-        while n < len(view):
-            got = readinto(view[n:])
-            if not got:
+        while got < amount:
+            data = resp.raw.read(amount - got, decode_content=False)
+            if not data:
                 break
-            n += got
+            parts.append(data)
+            got += len(data)
     except (OSError, http.client.HTTPException, urllib3.exceptions.HTTPError) as exc:
-        return n, exc
-    return n, None
+        return b"".join(parts), exc
+    return b"".join(parts), None
+
+
+def stalled(error: Exception) -> bool:
+    """True when a body read failed because no data came within the timeout."""
+    import urllib3
+
+    return isinstance(error, (socket.timeout, urllib3.exceptions.ReadTimeoutError))

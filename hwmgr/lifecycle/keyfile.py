@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -85,8 +86,6 @@ class Workspace:
     def _remove_stale(self) -> None:
         """Remove workspaces a killed run left (SIGKILL or SIGTERM at the prompt skips
         __exit__): those older than STALE_SECONDS, so a concurrent run's is never touched."""
-        import time
-
         for name in self.host.listdir(self.state_dir):
             if not name.startswith(".trust-key-"):
                 continue
@@ -195,8 +194,6 @@ def load_key(host: Host, key_file: str, work: Workspace) -> VendorKey:
     if key["validity"] in _DEAD:  # gpg's own verdict from the key's signatures and dates
         when = ""
         if key["validity"] == "e" and key["expires"]:
-            import time
-
             when = time.strftime(" on %Y-%m-%d", time.gmtime(key["expires"]))
         raise RefusedError(f"{key_file}: key {key['fpr']} is {_DEAD[key['validity']]}{when}; "
                            "a package it signed is not trusted (ask the vendor for its "

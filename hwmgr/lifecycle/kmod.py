@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from hwmgr.errors import HwmgrError, UnknownError
+from hwmgr.host.capture import retake
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.seam import Host
 
@@ -53,7 +54,6 @@ def resolve(host: Host, module: str, kver: str) -> ModuleFile:
     """Ask modinfo which file `module` is for kernel `kver` (what modprobe would load)."""
     res = host.run(["modinfo", *_base_args(host), "-k", kver, module], timeout=QUICK)
     if res.unrecorded:  # a snapshot without it: say so, never blame the snapshot host's kmod
-        from hwmgr.host.capture import retake
 
         raise UnknownError(retake(f"output of `modinfo -k {kver} {module}`"))
     if not res.available:

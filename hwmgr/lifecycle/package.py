@@ -21,15 +21,21 @@ from pathlib import Path
 from typing import Any
 
 from hwmgr import __version__
+from hwmgr.catalog.verdict import source_refusal
 from hwmgr.config import Config
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
+from hwmgr.host.hashing import sha256_file
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.recipe import Recipe, check_version
+from hwmgr.lifecycle.dkms import render_dkms_conf
+from hwmgr.lifecycle.fetch import Source
+from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
+from hwmgr.lifecycle.recipe import Recipe, check_version, load_recipe
+from hwmgr.lifecycle.signature import check_signature
+from hwmgr.lifecycle.srpm import unpack_srpm
 
 TEMPLATE_NAME = "driver-dkms.spec.in"
 REPO_SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
 SYSTEM_SPECS_DIR = Path("/usr/share/hwmgr/specs")
-ENV_SPECS_DIR = "HWMGR_SPECS_DIR"
 DEFAULT_PACKAGER = "hwmgr <root@localhost>"
 RELEASE = "1"
 RPMBUILD_TIMEOUT = 600.0
@@ -76,14 +82,9 @@ class PackageResult:
 
 # ============================================================================ the spec
 def find_template(specs_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The DKMS spec template: argument, $HWMGR_SPECS_DIR, the checkout, /usr/share/hwmgr."""
-    if specs_dir is not None:
-        dirs = [Path(specs_dir)]
-    else:
-        from hwmgr.config import current
-
-        env = current().specs_dir
-        dirs = ([Path(env)] if env else []) + [REPO_SPECS_DIR, SYSTEM_SPECS_DIR]
+    """The DKMS spec template: `specs_dir` (the config's: $HWMGR_SPECS_DIR) first, then the
+    checkout, then /usr/share/hwmgr."""
+    dirs = ([Path(specs_dir)] if specs_dir else []) + [REPO_SPECS_DIR, SYSTEM_SPECS_DIR]
     for d in dirs:
         if (d / TEMPLATE_NAME).is_file():
             return d / TEMPLATE_NAME
@@ -201,8 +202,6 @@ def _rpmbuild_available(host: Host) -> None:
 
 def _catalog_source(catalog: Any, driver: str, version: str) -> tuple[dict[str, Any], list[str]]:
     """The version's verified source entry, or the refusal lifecycle would give."""
-    from hwmgr.catalog.verdict import source_refusal
-
     versions = catalog.entry(driver).get("versions", {})
     info = versions.get(version)
     if info is None:
@@ -230,7 +229,6 @@ def build_dkms_rpm(
     out_dir: str | os.PathLike[str],
     keep_spec: bool = False,
     packager: str = DEFAULT_PACKAGER,
-    specs_dir: str | os.PathLike[str] | None = None,
 ) -> PackageResult:
     """Fetch, unpack and wrap `driver` `version` as `<driver>-dkms-<version>-1.noarch.rpm`.
 
@@ -238,14 +236,6 @@ def build_dkms_rpm(
     that may write only there; with `keep_spec` the generated spec goes beside it. Work files
     live in a temp dir under the cache dir and are removed.
     """
-    from hwmgr.config import load_config
-    from hwmgr.host.hashing import sha256_file
-    from hwmgr.lifecycle.dkms import render_dkms_conf
-    from hwmgr.lifecycle.fetch import Source
-    from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
-    from hwmgr.lifecycle.recipe import load_recipe
-    from hwmgr.lifecycle.srpm import unpack_srpm
-
     started = time.monotonic()
     version = check_version(version)
     if not _RPM_VERSION_RE.fullmatch(version):
@@ -254,7 +244,7 @@ def build_dkms_rpm(
         raise BadInputError(f"packager {packager!r} must be one line like 'Name <email>'")
     source, warnings = _catalog_source(catalog, driver, version)
     recipe = load_recipe(driver, settings.drivers_dir)
-    template = find_template(specs_dir)
+    template = find_template(settings.specs_dir)
     _rpmbuild_available(host)
     out = Path(os.path.abspath(out_dir))
     local = Host("/", host.runner, writable=[out])  # the one directory the user named
@@ -263,15 +253,12 @@ def build_dkms_rpm(
     except OSError as exc:
         raise HwmgrError(f"cannot create output dir {out}: {exc.strerror}") from None
 
-    # the same fetch as an upgrade's: --mirror, else the site config's mirror (a directory or
-    # an HTTP base), then the source's own mirrors, the vendor URL last
+    # the same fetch as an upgrade's: settings.mirror (--mirror, else the site config's: a
+    # directory or an HTTP base), then the source's own mirrors, the vendor URL last
     got = fetch_mirrored(host, Source.from_catalog(source), settings.cache_dir,
-                         offline=settings.offline,
-                         mirror=settings.mirror or load_config(host).mirror,
+                         offline=settings.offline, mirror=settings.mirror,
                          per_source=source_mirrors(source))
     if source.get("signing_key"):
-        from hwmgr.lifecycle.signature import check_signature
-
         check_signature(host, got.path, settings.state_dir, source["signing_key"])
     name = f"{driver}-dkms"
     work = host.make_temp_dir(f"{settings.cache_dir}/package", prefix=f"{name}-{version}.")

@@ -1,17 +1,22 @@
 """Driver upgrade and rollback as journaled transactions (docs/architecture.md, "Transactions").
 
 `plan_upgrade` / `plan_rollback` decide everything up front (versions, kernels, devices,
-backups, refusals) without changing the host. `run_plan` turns a plan into a `Transaction`
-whose steps come from `hwmgr.steps.REGISTRY`, so `hwmgr recover` can rebuild them from the
-journal alone.
+backups, refusals) without changing the host; the plan's step list is described by the
+same `hwmgr.lifecycle.steps.REGISTRY` that runs. `run_plan` turns a plan into a
+`Transaction` whose steps come from that registry, so `hwmgr recover` can rebuild them from
+the journal alone. Configuration comes in as arguments; nothing here reads it by itself.
 """
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
+from hwmgr.catalog.verdict import source_refusal
+from hwmgr.catalog.versions import parse
 from hwmgr.config import Config
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
@@ -28,7 +33,11 @@ from hwmgr.errors import (
 from hwmgr.host import capture
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard as safety
+from hwmgr.inventory.scan import Inventory
 from hwmgr.lifecycle import kmod
+from hwmgr.lifecycle.dkms import Dkms, kernels_with_headers
+from hwmgr.lifecycle.recipe import load_recipe
+from hwmgr.lifecycle.steps import REGISTRY, RollbackParams, UpgradeParams, describe
 from hwmgr.transaction.engine import Transaction, TxnResult, history
 from hwmgr.transaction.state import StateDir
 
@@ -96,8 +105,6 @@ class Plan:
 
 # ============================================================================ planning
 def _affected_devices(host: Host, driver: str, modules: list[str]) -> list[dict[str, Any]]:
-    from hwmgr.inventory.scan import Inventory
-
     names = {driver, *modules}
     scan = Inventory(host).scan()
     ifs = {i["name"]: i for i in scan.interfaces}
@@ -152,8 +159,6 @@ def _safety(host: Host, plan: Plan, settings: Config, env: Mapping[str, str] | N
 
 
 def _kernels(host: Host, requested: list[str] | None) -> list[str]:
-    from hwmgr.lifecycle.dkms import kernels_with_headers
-
     if requested:
         return list(dict.fromkeys(requested))
     running = host.read_attr("/proc/sys/kernel/osrelease")
@@ -162,8 +167,6 @@ def _kernels(host: Host, requested: list[str] | None) -> list[str]:
 
 
 def _check_headers(host: Host, kernels: list[str], plan: Plan) -> None:
-    from hwmgr.lifecycle.dkms import Dkms
-
     d = Dkms(host)
     unrecorded = capture.lacks(host, capture.HEADERS)
     for k in kernels:
@@ -200,8 +203,6 @@ def _current(host: Host, modules: list[str], kernels: list[str],
 
 def _version_refusal(version: str, scheme: str) -> str | None:
     """Why `--to VERSION` is not a version string at all (too long, or unparseable)."""
-    from hwmgr.catalog.versions import parse
-
     if len(version) > MAX_VERSION_LEN:
         return (f"--to {version[:24]!r}... is {len(version)} characters long; a version is at "
                 f"most {MAX_VERSION_LEN}")
@@ -216,9 +217,6 @@ def kernel_mismatch(driver: str, version: str, kernel: str, globs: list[str],
                     site_dir: str = "/etc/hwmgr/catalog.d") -> str:
     """Why a version does not apply to a kernel: the nearest declared kernel, and the
     site-file line that declares this kernel tested (lists replace: it repeats the others)."""
-    import difflib
-    import json
-
     near = max(globs, key=lambda g: difflib.SequenceMatcher(None, g, kernel).ratio())
     layer = {"drivers": {driver: {"versions": {version: {"kernels": [*globs, kernel]}}}}}
     return (f"{driver} {version} is not for kernel {kernel} (catalog: {globs}; nearest "
@@ -232,9 +230,6 @@ def plan_upgrade(
     env: Mapping[str, str] | None = None,
 ) -> Plan:
     """Decide an upgrade of `driver` to `version`; refusals say why it must not run."""
-    from hwmgr.catalog.verdict import source_refusal
-    from hwmgr.lifecycle.recipe import load_recipe
-
     entry = catalog.entry(driver)  # NotFoundError for an unknown driver
     recipe = load_recipe(driver, settings.drivers_dir)
     modules = recipe.module_names
@@ -288,24 +283,19 @@ def plan_upgrade(
             cur = current[k][m]
             plan.backups.append({"kernel": k, "module": m, "path": cur["path"],
                                  "version": cur["version"], "sha256": cur["sha256"]})
-    plan.steps = [
-        f"fetch {source.get('url') if isinstance(source, dict) else '?'} (sha256 checked)",
-        f"unpack the SRPM with rpm into {settings.state_dir}/work/",
-        f"dkms add {driver}/{version}",
-        *[f"dkms build {driver}/{version} for {k}" for k in ks],
-        "back up the current module files into the state dir (kept for rollback)",
-        *[f"dkms install {driver}/{version} for {k} + depmod" for k in ks],
-        *[f"rebuild the initramfs for {k}" for k in ks if plan.initramfs.get(k)],
-        f"arm post-reboot verification of {driver} {version}",
-    ] if not bad_version else []  # no steps for a string that is not a version
-    plan.params = {
+    params: UpgradeParams = {
         "driver": driver, "version": version, "modules": modules, "kernels": ks,
         "source": source if isinstance(source, dict) else {},
         "initramfs": [k for k in ks if plan.initramfs.get(k)],
-        "settings": asdict(settings),
         "devices": plan.devices,
         "from": {k: current[k] for k in ks},
+        "drivers_dir": str(recipe.directory.parent), "cache_dir": settings.cache_dir,
+        "offline": settings.offline, "mirror": settings.mirror,
+        "sign_key": settings.sign_key, "sign_cert": settings.sign_cert,
     }
+    plan.params = dict(params)
+    # no steps for a string that is not a version
+    plan.steps = [] if bad_version else describe(REGISTRY["upgrade"](plan.params))
     return plan
 
 
@@ -325,6 +315,20 @@ def upgrade_chain(state: StateDir, driver: str) -> list[dict[str, Any]]:
     return stack
 
 
+def _rollback_target(chain: list[dict[str, Any]], driver: str, to: str) -> dict[str, Any]:
+    """The newest upgrade in `chain` that replaced version `to` ("inbox": the first one)."""
+    for t in reversed(chain):
+        before = {v["version"] for k in t["params"]["from"].values() for v in k.values()}
+        before |= {v["version"] or "inbox" for k in t["params"]["from"].values()
+                   for v in k.values()} if t is chain[0] else set()
+        if (to == "inbox" and t is chain[0]) or to in before:
+            return t
+    raise NotFoundError(
+        f"no recorded state of {driver} at version {to!r} to roll back to "
+        f"(upgrades in effect: {', '.join(t['params']['version'] for t in chain)})"
+    )
+
+
 def plan_rollback(
     host: Host, driver: str, *, settings: Config, to: str | None = None,
     force: bool = False, env: Mapping[str, str] | None = None,
@@ -337,22 +341,7 @@ def plan_rollback(
     if not chain:
         raise NothingToDo(f"no hwmgr upgrade of {driver} is in effect: nothing to roll back")
     top = chain[-1]["params"]
-    if to is None:
-        target = chain[-1]
-    else:
-        target = None
-        for t in reversed(chain):
-            before = {v["version"] for k in t["params"]["from"].values() for v in k.values()}
-            before |= {v["version"] or "inbox" for k in t["params"]["from"].values()
-                       for v in k.values()} if t is chain[0] else set()
-            if (to == "inbox" and t is chain[0]) or to in before:
-                target = t
-                break
-        if target is None:
-            raise NotFoundError(
-                f"no recorded state of {driver} at version {to!r} to roll back to "
-                f"(upgrades in effect: {', '.join(t['params']['version'] for t in chain)})"
-            )
+    target = chain[-1] if to is None else _rollback_target(chain, driver, to)
     tp = target["params"]
     modules, ks = tp["modules"], tp["kernels"]
     current = _current(host, modules, ks)
@@ -386,48 +375,41 @@ def plan_rollback(
     plan.reboot_required = any(kmod.loaded_version(host, m)[0] for m in modules) or bool(
         plan.devices)
     plan.initramfs = {k: k in tp.get("initramfs", []) for k in ks}
-    plan.steps = [
-        "back up the current module files into the state dir",
-        *[f"dkms remove {driver}/{v}" for v in reversed(remove)],
-        *[f"restore {d[m]['path'] or f'(no {m} module)'} for {k} (sha256 checked) + depmod"
-          for k, d in dest.items() for m in modules],
-        *[f"rebuild the initramfs for {k}" for k in ks if plan.initramfs.get(k)],
-        f"arm post-reboot verification of {driver} {plan.to_version}",
-    ]
-    plan.params = {
+    params: RollbackParams = {
         "driver": driver, "version": plan.to_version, "modules": modules, "kernels": ks,
         "remove_versions": remove, "undo_upgrade": target["id"], "restore": dest,
         "reinstall": reinstall,
         "initramfs": [k for k in ks if plan.initramfs.get(k)],
-        "settings": asdict(settings), "devices": plan.devices,
+        "devices": plan.devices,
+        "sign_key": settings.sign_key, "sign_cert": settings.sign_cert,
     }
+    plan.params = dict(params)
+    plan.steps = describe(REGISTRY["rollback"](plan.params))
     return plan
 
 
-def run_plan(host: Host, plan: Plan, settings: Config, *, command: str,
-             wait: bool | float = False, ui: Any = None) -> TxnResult:
-    """Run a refusal-free plan as one transaction under the host lock."""
+def run_plan(host: Host, plan: Plan, state_dir: str, *, command: str,
+             wait: bool | float = False, ui: Any = None,
+             results: dict[str, Any] | None = None) -> TxnResult:
+    """Run a refusal-free plan as one transaction under the host lock; `results` (e.g. the
+    throughput measured before) are journaled with it."""
     if plan.refusals:
         raise HwmgrError(plan.refusals[0], exit_code=plan.exit_code)
-    state = StateDir(host, settings.state_dir)
-    from hwmgr.lifecycle.steps import REGISTRY
-
+    state = StateDir(host, state_dir)
     with state.lock(command=command, wait=wait):
         for r in Transaction.recover(state, REGISTRY):
             if not r.closed:
                 raise RefusedError(f"an earlier transaction #{r.id} is still open: {r.error}")
-        return Transaction(state, REGISTRY, plan.action, plan.params,
-                           target=plan.driver, command=command, ui=ui).run()
+        return Transaction(state, REGISTRY, plan.action, plan.params, target=plan.driver,
+                           command=command, ui=ui, results=results).run()
 
 
-def recover(host: Host, settings: Config, *, wait: bool | float = False,
+def recover(host: Host, state_dir: str, *, wait: bool | float = False,
             extra: dict[str, Any] | None = None) -> list[TxnResult]:
     """Finish or undo interrupted transactions (exactly old or new state afterwards);
     `extra` adds the step registries of other packages (apply / revert)."""
-    state = StateDir(host, settings.state_dir)
+    state = StateDir(host, state_dir)
     if state.read_journal() is None:
         return []
-    from hwmgr.lifecycle.steps import REGISTRY
-
     with state.lock(command="hwmgr recover", wait=wait):
         return Transaction.recover(state, {**REGISTRY, **(extra or {})})

@@ -23,7 +23,6 @@ RECIPE_FILE = "recipe.json"
 DKMS_TEMPLATE = "dkms.conf.in"
 SYSTEM_DRIVERS_DIR = Path("/usr/share/hwmgr/drivers")
 REPO_DRIVERS_DIR = Path(__file__).resolve().parents[2] / "drivers"
-ENV_DRIVERS_DIR = "HWMGR_DRIVERS_DIR"
 
 DRIVER_RE = re.compile(r"[a-z0-9_][a-z0-9_.-]{0,63}")
 MODULE_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -124,31 +123,11 @@ def check_name(name: object, what: str = "module name") -> str:
 
 
 def drivers_dirs(drivers_dir: str | os.PathLike[str] | None = None) -> list[Path]:
-    """Where recipes are looked up, in order: argument, $HWMGR_DRIVERS_DIR, repo, system."""
-    if drivers_dir is not None:
-        return [Path(drivers_dir)]
-    dirs: list[Path] = []
-    from hwmgr.config import current
-
-    env = current().drivers_dir
-    if env:
-        dirs.append(Path(env))
+    """Where recipes are looked up, in order: `drivers_dir` (the config's: $HWMGR_DRIVERS_DIR)
+    first, then the dirs hwmgr ships recipes in (drivers/README.md)."""
+    dirs = [Path(drivers_dir)] if drivers_dir else []
     dirs += [REPO_DRIVERS_DIR, SYSTEM_DRIVERS_DIR]
     return dirs
-
-
-def list_drivers(drivers_dir: str | os.PathLike[str] | None = None) -> list[str]:
-    """Names of all drivers that have a recipe in the search path (first hit wins)."""
-    found: set[str] = set()
-    for d in drivers_dirs(drivers_dir):
-        try:
-            entries = os.listdir(d)
-        except OSError:
-            continue
-        found.update(
-            e for e in entries if DRIVER_RE.fullmatch(e) and (d / e / RECIPE_FILE).is_file()
-        )
-    return sorted(found)
 
 
 def load_recipe(driver: str, drivers_dir: str | os.PathLike[str] | None = None) -> Recipe:

@@ -1,7 +1,10 @@
 """The journaled steps of driver upgrades and rollbacks, registered by transaction kind.
 
-Each step has do / undo / check (docs/architecture.md, "Transactions"); `REGISTRY` lets
-`hwmgr recover` rebuild the steps of an interrupted transaction from its journaled params alone.
+Each step has do / undo / check (docs/architecture.md, "Transactions") and a description made
+from the same params it runs with: `hwmgr plan` prints those descriptions, so the plan lists
+exactly the steps that run. `REGISTRY` lets `hwmgr recover` rebuild the steps of an
+interrupted transaction from its journaled params alone; the params hold the concrete values
+the steps need (`UpgradeParams`, `RollbackParams`; docs/formats.md, "Journal").
 """
 
 from __future__ import annotations
@@ -9,24 +12,72 @@ from __future__ import annotations
 import json
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional, TypedDict
 
-from hwmgr.config import Config
 from hwmgr.errors import HwmgrError
+from hwmgr.host.hashing import sha256_file
 from hwmgr.lifecycle import kmod
+from hwmgr.lifecycle.dkms import Dkms, render_dkms_conf
 from hwmgr.lifecycle.expect import EXPECTATION_FORMAT
+from hwmgr.lifecycle.fetch import Source
+from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
+from hwmgr.lifecycle.recipe import Recipe, load_recipe
+from hwmgr.lifecycle.signature import check_signature
+from hwmgr.lifecycle.srpm import unpack_srpm
 from hwmgr.transaction.engine import Ctx, Step
 
+Files = dict[str, dict[str, dict[str, Any]]]  # kernel -> module -> kmod.ModuleFile.as_dict()
 
-def _settings(ctx: Ctx) -> Config:
-    return Config(**ctx.params["settings"])
+# What an upgrade journals: every value its steps need, resolved when it was planned
+# (the functional form because "from" is a keyword).
+UpgradeParams = TypedDict("UpgradeParams", {
+    "driver": str, "version": str, "modules": list[str], "kernels": list[str],
+    "initramfs": list[str],  # the kernels whose initramfs holds the module
+    "devices": list[dict[str, Any]],  # as the plan found them: verify compares after reboot
+    "from": Files,  # what each module resolved to before
+    "source": dict[str, Any],  # the catalog's source entry (url, sha256, size, ...)
+    "drivers_dir": str,  # the dir holding <driver>/recipe.json: the recipe the plan read
+    "cache_dir": str, "offline": bool,
+    "mirror": Optional[str],  # --mirror, else the site config's mirror
+    "sign_key": Optional[str], "sign_cert": Optional[str],  # DKMS's module-signing pair
+})
 
 
-def _dkms(ctx: Ctx) -> Any:
-    from hwmgr.lifecycle.dkms import Dkms
+class RollbackParams(TypedDict):
+    """What a rollback journals: the files to restore, the DKMS versions to remove."""
 
-    s = _settings(ctx)
-    return Dkms(ctx.host, mok_key=s.sign_key, mok_cert=s.sign_cert)
+    driver: str
+    version: str  # restored ("inbox": the distribution's module, or none)
+    modules: list[str]
+    kernels: list[str]
+    initramfs: list[str]
+    devices: list[dict[str, Any]]
+    remove_versions: list[str]
+    undo_upgrade: int  # the upgrade transaction whose backup is restored
+    restore: Files
+    reinstall: dict[str, list[str]]  # kernel -> DKMS versions to install again
+    sign_key: Optional[str]
+    sign_cert: Optional[str]
+
+
+# Journals written before the params held these values kept a copy of the whole Config
+# under "settings" (hwmgr <= 2026.11): read them from there, so such a journal recovers.
+_LEGACY = "settings"
+
+
+def _value(ctx: Ctx, key: str) -> Any:
+    """A value the step needs from its journaled params (older journals: their settings)."""
+    if key in ctx.params:
+        return ctx.params[key]
+    return (ctx.params.get(_LEGACY) or {}).get(key)
+
+
+def _dkms(ctx: Ctx) -> Dkms:
+    return Dkms(ctx.host, mok_key=_value(ctx, "sign_key"), mok_cert=_value(ctx, "sign_cert"))
+
+
+def _recipe(ctx: Ctx) -> Recipe:
+    return load_recipe(ctx.params["driver"], _value(ctx, "drivers_dir"))
 
 
 def _work(ctx: Ctx) -> str:
@@ -38,40 +89,29 @@ def _expect_path(ctx: Ctx) -> str:
 
 
 def _fetch_do(ctx: Ctx) -> dict[str, Any]:
-    from hwmgr.config import load_config
-    from hwmgr.lifecycle.fetch import Source
-    from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
-
-    s = _settings(ctx)
     src = Source.from_catalog(ctx.params["source"])
     progress = ctx.ui.download(src.name(), src.size) if ctx.ui else None
-    res = fetch_mirrored(ctx.host, src, s.cache_dir, offline=s.offline,
-                         mirror=s.mirror or load_config(ctx.host).mirror,
+    res = fetch_mirrored(ctx.host, src, _value(ctx, "cache_dir"),
+                         offline=bool(_value(ctx, "offline")), mirror=_value(ctx, "mirror"),
                          per_source=source_mirrors(ctx.params["source"]), progress=progress)
-    out = {"path": str(res.path), "sha256": res.sha256, "origin": res.origin,
-           "seconds": round(res.seconds, 3)}
+    out: dict[str, Any] = {"path": str(res.path), "sha256": res.sha256, "origin": res.origin,
+                           "seconds": round(res.seconds, 3)}
     key = ctx.params["source"].get("signing_key")
     if key:
-        from hwmgr.lifecycle.signature import check_signature
-
-        out["signed_by"] = check_signature(ctx.host, res.path, s.state_dir, key)
+        out["signed_by"] = check_signature(ctx.host, res.path, ctx.state.path, key)
     return out
 
 
 def _fetch_check(ctx: Ctx) -> bool:
-    from hwmgr.host.hashing import sha256_file
-
     p = ctx.data.get("path")
     if ctx.params["source"].get("signing_key") and not ctx.data.get("signed_by"):
         return False  # a crash between download and signature check: check again
-    return bool(p) and Path(p).is_file() and sha256_file(p) == ctx.params["source"]["sha256"]
+    return p is not None and Path(p).is_file() and sha256_file(p) == ctx.params["source"][
+        "sha256"]
 
 
 def _unpack_do(ctx: Ctx) -> dict[str, Any]:
-    from hwmgr.lifecycle.recipe import load_recipe
-    from hwmgr.lifecycle.srpm import unpack_srpm
-
-    recipe = load_recipe(ctx.params["driver"], _settings(ctx).drivers_dir)
+    recipe = _recipe(ctx)
     srpm = Path(ctx.output("fetch")["path"])
     ctx.host.remove_tree(_work(ctx))
     tree = unpack_srpm(ctx.host, srpm, _work(ctx), recipe, ctx.params["version"])
@@ -83,15 +123,12 @@ def _unpack_undo(ctx: Ctx) -> None:
 
 
 def _add_do(ctx: Ctx) -> dict[str, Any]:
-    from hwmgr.lifecycle.dkms import render_dkms_conf
-    from hwmgr.lifecycle.recipe import load_recipe
-
     d, name, ver = _dkms(ctx), ctx.params["driver"], ctx.params["version"]
     if "pre_existing" not in ctx.data:
         ctx.save(pre_existing=d.is_added(name, ver))
     if ctx.data["pre_existing"]:
         return {}
-    recipe = load_recipe(name, _settings(ctx).drivers_dir)
+    recipe = _recipe(ctx)
     d.add(ctx.output("unpack")["tree"], name, ver, dkms_conf=render_dkms_conf(recipe, ver),
           replace=True)
     return {}
@@ -252,10 +289,10 @@ def _arm_do_with(files_of: Callable[[Ctx], dict[str, dict[str, Any]]]) -> Callab
 def _arm_check(ctx: Ctx) -> bool:
     text = ctx.host.read_text(_expect_path(ctx))
     try:
-        doc = json.loads(text) if text else None
+        doc = json.loads(text or "null")
     except json.JSONDecodeError:
         return False
-    return bool(doc) and doc.get("txn") == ctx.txn_id
+    return isinstance(doc, dict) and doc.get("txn") == ctx.txn_id
 
 
 def _arm_undo(ctx: Ctx) -> None:
@@ -272,18 +309,36 @@ def _resolved(ctx: Ctx) -> dict[str, dict[str, Any]]:
             for k in ctx.params["kernels"]}
 
 
+def _kernels(params: dict[str, Any], key: str = "kernels") -> str:
+    return ", ".join(params.get(key) or []) or "no kernel"
+
+
 def upgrade_steps(params: dict[str, Any]) -> list[Step]:
     """fetch → unpack → dkms add → build → back up → install (commit) → initramfs → arm."""
+    dv = f"{params['driver']}/{params['version']}"
+    url = params["source"].get("url", "?")
+    ks = _kernels(params)
+    initramfs = (f"rebuild the initramfs for {_kernels(params, 'initramfs')}"
+                 if params.get("initramfs") else "none to rebuild (no initramfs holds it)")
     return [
-        Step("fetch", _fetch_do, None, _fetch_check, description="download and verify"),
+        Step("fetch", _fetch_do, None, _fetch_check,
+             description=f"download {url} (sha256 checked; kept on rollback)"),
         Step("unpack", _unpack_do, _unpack_undo, lambda c: bool(c.data.get("tree"))
-             and Path(c.data["tree"]).is_dir()),
-        Step("dkms-add", _add_do, _add_undo, _add_check),
-        Step("dkms-build", _build_do, _noop, _build_check),
-        Step("backup", _backup_do, _noop, lambda c: "saved" in c.data),
-        Step("install", _install_do, _install_undo, _install_check, commit_point=True),
-        Step("initramfs", _initramfs_do, _noop, lambda c: "rebuilt" in c.data),
-        Step("arm", _arm_do_with(_resolved), _arm_undo, _arm_check),
+             and Path(c.data["tree"]).is_dir(),
+             description="unpack the SRPM with rpm into the state dir's work/"),
+        Step("dkms-add", _add_do, _add_undo, _add_check, description=f"dkms add {dv}"),
+        Step("dkms-build", _build_do, _noop, _build_check,
+             description=f"dkms build {dv} for {ks}"),
+        Step("backup", _backup_do, _noop, lambda c: "saved" in c.data,
+             description="back up the current module files into the state dir "
+             "(kept for rollback)"),
+        Step("install", _install_do, _install_undo, _install_check, commit_point=True,
+             description=f"dkms install {dv} for {ks} + depmod"),
+        Step("initramfs", _initramfs_do, _noop, lambda c: "rebuilt" in c.data,
+             description=initramfs),
+        Step("arm", _arm_do_with(_resolved), _arm_undo, _arm_check,
+             description=f"arm post-reboot verification of {params['driver']} "
+             f"{params['version']}"),
     ]
 
 
@@ -306,12 +361,28 @@ def _rb_restore_undo(ctx: Ctx) -> None:
 
 def rollback_steps(params: dict[str, Any]) -> list[Step]:
     """back up current → remove DKMS versions + restore recorded files (commit) → arm."""
+    d, mods = params["driver"], params["modules"]
+    restore = [*(f"dkms remove {d}/{v}" for v in reversed(params["remove_versions"])),
+               *(f"restore {files[m]['path'] or f'(no {m} module)'} for {k}"
+                 for k, files in params["restore"].items() for m in mods)]
+    if restore:
+        restore[-1] += " (sha256 checked) + depmod"
+    if params.get("initramfs"):
+        restore.append(f"rebuild the initramfs for {_kernels(params, 'initramfs')}")
     return [
-        Step("backup", _backup_do, _noop, lambda c: "saved" in c.data),
+        Step("backup", _backup_do, _noop, lambda c: "saved" in c.data,
+             description="back up the current module files into the state dir"),
         Step("restore", _rb_restore_do, _rb_restore_undo,
-             lambda c: _matches(c, c.params["restore"]), commit_point=True),
-        Step("arm", _arm_do_with(lambda c: c.params["restore"]), _arm_undo, _arm_check),
+             lambda c: _matches(c, c.params["restore"]), commit_point=True,
+             description="; ".join(restore)),
+        Step("arm", _arm_do_with(lambda c: c.params["restore"]), _arm_undo, _arm_check,
+             description=f"arm post-reboot verification of {d} {params['version']}"),
     ]
+
+
+def describe(steps: list[Step]) -> list[str]:
+    """The plan's step list: each step that will run, by name, with what it does."""
+    return [f"{s.name}: {s.description}" for s in steps]
 
 
 REGISTRY: dict[str, Callable[[dict[str, Any]], list[Step]]] = {

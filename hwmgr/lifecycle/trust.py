@@ -161,7 +161,7 @@ def record(local_host: Host, site_dir: Path, layer: Mapping[str, Any],
 def version_entry(catalog: Any, driver: str, version: str) -> Mapping[str, Any]:
     """The catalog's version entry (NotFoundError naming the known versions)."""
     entry = catalog.entry(driver)
-    info = entry.get("versions", {}).get(version)
+    info: Mapping[str, Any] | None = entry.get("versions", {}).get(version)
     if info is None:
         known = ", ".join(entry.get("versions", {})) or "none"
         raise NotFoundError(f"{driver} {version} is not in the catalog (known: {known}); add "

@@ -33,6 +33,7 @@ yet journaled done), done (journaled done), undo (before an undo runs).
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import signal
@@ -107,7 +108,7 @@ class Ctx:
     @property
     def data(self) -> dict[str, Any]:
         """This step's journaled data (a copy; change it with `save`)."""
-        return json.loads(json.dumps(self._txn._data[self.seq]))
+        return copy.deepcopy(self._txn._data[self.seq])
 
     def save(self, **values: Any) -> None:
         """Journal data durably now (before changing anything undo would need to know)."""
@@ -121,7 +122,7 @@ class Ctx:
         """Journaled data of another step of this transaction (e.g. the fetched path)."""
         for i, step in enumerate(self._txn.steps):
             if step.name == step_name:
-                return json.loads(json.dumps(self._txn._data[i]))
+                return copy.deepcopy(self._txn._data[i])
         raise TransactionError(f"transaction {self.txn_id} has no step '{step_name}'")
 
     def log(self, message: str) -> None:
@@ -182,11 +183,6 @@ class TxnResult:
             "steps": self.steps,
         }
 
-    def raise_for_state(self) -> None:
-        """Raise TransactionError unless committed (message: the one-line error)."""
-        if not self.ok:
-            raise TransactionError(self.error or f"transaction {self.id} ended {self.state}")
-
 
 class Transaction:
     """A list of steps from `registry[kind](params)`, run and journaled under the host lock."""
@@ -201,8 +197,10 @@ class Transaction:
         target: str = "",
         command: str = "",
         ui: Any = None,
+        results: dict[str, Any] | None = None,
     ) -> None:
         self.state = state
+        self.results = results  # journaled with the transaction (e.g. throughput before)
         self.ui = ui  # optional progress reporter (step(name, phase)); never journaled
         self.kind = kind
         self.target = target
@@ -243,6 +241,7 @@ class Transaction:
             self.params,
             [(s.name, s.reversible, s.commit_point) for s in self.steps],
             command=self.command,
+            results=self.results,
             kernel=host.read_attr("/proc/sys/kernel/osrelease") or host.meta.get("kernel"),
             hostname=host.read_attr("/proc/sys/kernel/hostname") or host.meta.get("hostname"),
         )
@@ -440,9 +439,10 @@ def _build_steps(registry: Registry, kind: str, params: dict[str, Any]) -> list[
 
 def _json_roundtrip(value: dict[str, Any], what: str) -> dict[str, Any]:
     try:
-        return json.loads(json.dumps(value))
+        copied: dict[str, Any] = json.loads(json.dumps(value))
     except (TypeError, ValueError) as exc:
         raise TransactionError(f"{what}: data is not JSON-serialisable ({exc})") from None
+    return copied
 
 
 def _one_line(exc: BaseException) -> str:

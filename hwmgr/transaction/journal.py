@@ -115,10 +115,12 @@ class Journal:
         steps: list[tuple[str, bool, bool]],
         *,
         command: str = "",
+        results: dict[str, Any] | None = None,
         kernel: str | None = None,
         hostname: str | None = None,
     ) -> int:
-        """Open a transaction with all its steps pending; returns its id."""
+        """Open a transaction with all its steps pending (and any `results` known before it
+        runs); returns its id."""
         now = utcnow()
         with self._tx():
             row = {
@@ -131,6 +133,7 @@ class Journal:
                 "hostname": hostname,
                 "pid": os.getpid(),
                 "command": command,
+                "results": json.dumps(results or {}),
             }
             cur = self.db.execute(
                 f"INSERT INTO transactions({', '.join(row)}) VALUES ({','.join('?' * len(row))})",

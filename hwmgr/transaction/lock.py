@@ -24,9 +24,13 @@ class LockOwner(Protocol):
 
     host: Any
     path: str
-    lock_file: Path
-    real: str
     _lock: Any
+
+    @property
+    def real(self) -> Path: ...
+
+    @property
+    def lock_file(self) -> Path: ...
 
     def ensure(self) -> None: ...
 

@@ -20,6 +20,7 @@ from typing import Any
 from hwmgr.errors import BadInputError
 from hwmgr.host.capture import boot_id, retake
 from hwmgr.host.seam import Host
+from hwmgr.transaction.state import StateDir
 
 NEEDS_REBOOT_KINDS = ("upgrade", "rollback")
 NOTE = "boot_id"  # the transactions' notes key the engine sets just before it commits
@@ -36,8 +37,6 @@ def reboot_pending(host: Host, state_dir: str) -> list[dict[str, Any]]:
 
     Each entry: {driver, target, txn, kind, status ("pending" | "unknown"), reason}. Reads
     the journal read-only; never creates or changes anything."""
-    from hwmgr.transaction.state import StateDir
-
     state = StateDir(host, state_dir)
     try:
         journal = state.query_journal()

@@ -13,7 +13,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from hwmgr.config import DEFAULT_STATE_DIR
 from hwmgr.errors import (
@@ -130,7 +130,7 @@ class StateDir:
         if real is None:
             return None
         self._ro_journal = Journal(
-            Path(real), lambda **kw: host.journal_connect_readonly(real, **kw),  # type: ignore[arg-type]
+            Path(real), lambda **kw: host.journal_connect_readonly(real, **kw),
             readonly=True)
         return self._ro_journal
 
@@ -168,7 +168,8 @@ class StateDir:
         dest = f"{self.backups}/{int(txn_id)}/{logical.strip('/')}"
         meta = self.host.path(dest + BACKUP_RECORD)
         if meta.is_file():
-            return json.loads(meta.read_text())
+            first: dict[str, Any] = json.loads(meta.read_text())
+            return first
         src = self.host.path(logical)
         record: dict[str, Any] = {"path": logical, "existed": src.exists(), "backup": None}
         if record["existed"]:
@@ -208,15 +209,3 @@ class StateDir:
         self.host.copy_file(record["backup"], path)
         if sha256_file(real) != record["sha256"]:
             raise HwmgrError(f"restored {path} does not match its backup sha256")
-
-
-def iter_backups(state: StateDir) -> Iterator[dict[str, Any]]:
-    """Every backup record under the state dir (for audits and `hwmgr rollback`)."""
-    base = state.host.path(state.backups)
-    if not base.is_dir():
-        return
-    for meta in sorted(base.rglob("*" + BACKUP_RECORD)):
-        try:
-            yield json.loads(meta.read_text())
-        except (OSError, ValueError):
-            continue

@@ -10,16 +10,18 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from hwmgr.errors import EXIT_FAILED, EXIT_REFUSED, NotPermittedError, UsageError
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.plan import Plan
 from hwmgr.output import Outcome, printable
+from hwmgr.transaction.engine import TxnResult
+from hwmgr.ui.options import common_options, lifecycle_options
 
 
 def parents(mutating: bool = True, root: bool = False) -> list[argparse.ArgumentParser]:
-    from hwmgr.ui.options import common_options, lifecycle_options
-
     return [common_options(root=root), lifecycle_options(mutating)]
 
 
-def require_root(host: Any) -> None:
+def require_root(host: Host) -> None:
     """Mutating the live host needs root; say so before anything happens."""
     if host.live and os.geteuid() != 0:
         raise NotPermittedError("this command changes drivers and must run as root")
@@ -36,7 +38,7 @@ def confirm(args: argparse.Namespace, what: str) -> None:
         raise UsageError("cancelled")
 
 
-def plan_outcome(command: str, plan: Any) -> Outcome:
+def plan_outcome(command: str, plan: Plan) -> Outcome:
     data = plan.as_dict()
     if plan.refusals:  # the exit code is the first refusal's (they are in fix-first order)
         return Outcome(command, status="refused", data=data,
@@ -80,7 +82,7 @@ def render_plan(console: Any, d: dict[str, Any]) -> None:
         console.print(printable(r["reason"]), markup=False, highlight=False, soft_wrap=True)
 
 
-def txn_outcome(command: str, plan: Any, result: Any) -> Outcome:
+def txn_outcome(command: str, plan: Plan, result: TxnResult) -> Outcome:
     data = {"plan": plan.as_dict(), "transaction": result.as_dict()}
     ok = result.state == "committed"
     errors = [] if ok else [result.error or f"transaction ended {result.state}"]

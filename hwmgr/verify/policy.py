@@ -12,9 +12,15 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from hwmgr.config import Config
 from hwmgr.errors import HwmgrError
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.expect import load_expectations
+from hwmgr.lifecycle.plan import plan_rollback, run_plan
+from hwmgr.transaction.journal import utcnow
+from hwmgr.transaction.pending import pending_for, reboot_pending
+from hwmgr.transaction.state import StateDir
+from hwmgr.verify import throughput as tp
 from hwmgr.verify.checks import (
     Check,
     ExpectationResult,
@@ -59,9 +65,7 @@ class VerifyReport:
 class Verifier:
     """Runs verification for a host and state dir, then acts on the outcome (mark/rollback)."""
 
-    def __init__(self, host: Host, settings: Any, opts: VerifyOptions) -> None:
-        from hwmgr.transaction.state import StateDir
-
+    def __init__(self, host: Host, settings: Config, opts: VerifyOptions) -> None:
         self.host = host
         self.settings = settings
         self.opts = opts
@@ -102,8 +106,6 @@ class Verifier:
     def _waiting(self, todo: list[tuple[str, dict[str, Any]]], report: VerifyReport
                  ) -> dict[str, dict[str, Any]]:
         """{driver: journal entry} for the armed drivers whose change awaits a reboot."""
-        from hwmgr.transaction.pending import pending_for, reboot_pending
-
         entries = reboot_pending(self.host, self.state.path)
         waiting = {}
         for _, exp in todo:
@@ -152,8 +154,6 @@ class Verifier:
         return res
 
     def _throughput(self, exp: dict[str, Any], res: ExpectationResult) -> list[Check]:
-        from hwmgr.verify import throughput as tp
-
         opts = self.opts.throughput
         ifaces = [i for d in exp.get("devices", []) for i in d.get("interfaces", [])]
         if not ifaces:
@@ -193,8 +193,6 @@ class Verifier:
         return out
 
     def _before(self, exp: dict[str, Any], iface: str) -> dict[str, Any] | None:
-        from hwmgr.verify import throughput as tp
-
         started = self._txn_field(exp, "started")
         return tp.previous(self.host, self.state.path, iface, started) if started else None
 
@@ -221,8 +219,6 @@ class Verifier:
             return
 
     def _act(self, path: str, exp: dict[str, Any], res: ExpectationResult) -> None:
-        from hwmgr.transaction.journal import utcnow
-
         now = utcnow()
         summary = {"status": res.status, "at": now,
                    "findings": [c.line() for c in res.findings if c.result != "warn"][:5]}
@@ -259,9 +255,6 @@ class Verifier:
         return None
 
     def _rollback(self, path: str, exp: dict[str, Any], res: ExpectationResult) -> None:
-        from hwmgr.lifecycle.plan import plan_rollback, run_plan
-        from hwmgr.transaction.journal import utcnow
-
         reason = next((c.line() for c in res.findings if c.result == "fail"), "")
         exp["auto_rollback"] = {"started": utcnow(), "reason": reason}
         self._write(path, exp)  # durable first: at most one attempt, even after a crash
@@ -272,7 +265,7 @@ class Verifier:
             if plan.refusals:
                 res.action, res.action_detail = "rollback-refused", plan.refusals[0]
                 return
-            result = run_plan(self.host, plan, self.settings,
+            result = run_plan(self.host, plan, self.settings.state_dir,
                               command=f"hwmgr verify (automatic rollback of {exp['driver']})")
         except HwmgrError as exc:
             res.action, res.action_detail = "rollback-failed", str(exc)

@@ -21,6 +21,8 @@ from hwmgr.errors import NotFoundError, RefusedError
 from hwmgr.host.runner import RC_NOT_AVAILABLE, RC_TIMEOUT, Result
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard as safety
+from hwmgr.inventory.scan import hex_id
+from hwmgr.transaction.journal import utcnow
 
 IPERF3 = "iperf3"
 MAX_SANE_BPS = 10e12  # 10 Tbit/s: above that a counter overflowed
@@ -322,8 +324,6 @@ def link_speed(host: Host, iface: str) -> int | None:
 
 def device_ids(host: Host, iface: str) -> dict[str, Any] | None:
     """Catalog-matchable IDs of the PCI function behind `iface` (None for virtual links)."""
-    from hwmgr.inventory.scan import hex_id
-
     base = f"/sys/class/net/{iface}/device"
     vendor = hex_id(host.read_attr(f"{base}/vendor"), 4)
     if vendor is None:
@@ -437,8 +437,6 @@ def record(host: Host, state_dir: str, report: Report) -> dict[str, Any] | None:
     `hwmgr verify --throughput` takes the newest record older than an upgrade as its
     "before". Best effort: returns None when the state dir is not writable.
     """
-    from hwmgr.transaction.journal import utcnow
-
     if not report.interface:
         return None
     entry = {**report.summary(), "at": utcnow()}
