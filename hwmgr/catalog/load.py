@@ -60,6 +60,11 @@ def _hex4(value: Any) -> str | None:
     return v if _HEX4.match(v) else None
 
 
+def _driver_key(name: Any) -> str | None:
+    """A driver name as module names compare (ethtool says 'r8169', modules 'r8169')."""
+    return name.strip().replace("-", "_") if isinstance(name, str) and name.strip() else None
+
+
 def _class4(value: Any) -> str | None:
     """Base class + subclass from '0200', '020000' or '0x020000'."""
     if not isinstance(value, str):
@@ -229,7 +234,9 @@ class Catalog(RuleData):
         self.origin: dict[str, Path] = {}
         self.doc: dict[str, Any] = {}
         self.provenance = layers.Provenance()
-        self._index: dict[tuple[str | None, ...], tuple[str, int]] = {}
+        # rule key -> (driver, rule index) of every entry claiming it: several drivers may
+        # drive one device (mpt2sas/mpt3sas, r8168/r8169, mlx4_core/mlx4_en)
+        self._index: dict[tuple[str | None, ...], list[tuple[str, int]]] = {}
 
     # ---------------------------------------------------------------- building
     def _layer(self, chk: _Check) -> None:
@@ -280,16 +287,16 @@ class Catalog(RuleData):
             where = self.provenance.of(("drivers", name))
             for i, rule in enumerate(drv["devices"]):
                 key = _rule_key(rule)
-                if key in self._index:
-                    other, j = self._index[key]
+                claims = self._index.setdefault(key, [])
+                same = [j for other, j in claims if other == name]
+                if same:
                     mine = self.provenance.of(("drivers", name, "devices")) or where
                     errors.append(
                         f"{mine}: {json_path(['drivers', name, 'devices', i])}: device rule "
                         f"{':'.join(k or '*' for k in key[1:])} ({key[0]}) is already defined at "
-                        f"{self.provenance.of(('drivers', other, 'devices'))} "
-                        f"{json_path(['drivers', other, 'devices', j])}")
+                        f"{json_path(['drivers', name, 'devices', same[0]])}")
                 else:
-                    self._index[key] = (name, i)
+                    claims.append((name, i))
             self.drivers[name] = drv
             self.origin[name] = where or self.files[0].path
         self.add_rules(self.doc)
@@ -380,15 +387,17 @@ class Catalog(RuleData):
             keys.append(("device", v, d))
         if cls:
             keys += [("class", v, cls), ("class", None, cls)]
+        bound = [_driver_key(dev.get(k)) for k in ("driver", "pci_driver")]
         for key in keys:
-            hit = self._index.get(key)
-            if hit is None:
+            hits = [(n, i) for n, i in self._index.get(key, ())
+                    if "class" not in self.drivers[n]["devices"][i]
+                    or self.drivers[n]["devices"][i]["class"] == cls]
+            if not hits:
                 continue
-            name, i = hit
-            rule = self.drivers[name]["devices"][i]
-            if "class" in rule and rule["class"] != cls:
-                continue
-            return Match(name, str(key[0]), rule, self.drivers[name])
+            # the entry of the driver actually bound (netdev, then PCI), else the first claim
+            name, i = next((h for b in bound for h in hits if b and _driver_key(h[0]) == b),
+                           hits[0])
+            return Match(name, str(key[0]), self.drivers[name]["devices"][i], self.drivers[name])
         return None
 
     def applicable(self, m: Match, dev: Mapping[str, Any],

@@ -268,7 +268,7 @@ def _v2_errors(data: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-V3_DRIVER_KEYS = ("version_formats", "vendor_releases")
+V3_DRIVER_KEYS = ("version_formats", "vendor_releases", "advice")
 
 
 def _v3_errors(data: Mapping[str, Any]) -> list[Finding]:

@@ -76,7 +76,7 @@ def decide(cat: Any, m: Any, dev: Mapping[str, Any], kernel: str | None) -> dict
         out.update(status=_FROM_STATUS[inbox["status"]], reason=inbox["reason"],
                    listed_status=inbox["status"], in_tree=True)
         return out
-    listed = cat.applicable(m, dev, kernel).get(raw)
+    listed = _listed(cat.applicable(m, dev, kernel), raw, scheme, kernel)
     try:
         cmp_rec = versions.compare(raw, rec_ver, scheme, kernel=kernel) if rec_ver else None
     except VersionError as exc:
@@ -99,6 +99,26 @@ def decide(cat: Any, m: Any, dev: Mapping[str, Any], kernel: str | None) -> dict
         word = "the same as" if cmp_rec == 0 else "newer than"
         out.update(status="ok", reason=f"{raw} is not listed but {word} the recommended {rec_ver}")
     return out
+
+
+def _listed(known: Mapping[str, Any], raw: str, scheme: str,
+            kernel: str | None) -> Mapping[str, Any] | None:
+    """The catalog's entry for a reported version: the exact string, else the one whose
+    normalised form is the same (the field prints '3.0-1 (January 2015)' where modinfo says
+    '3.0-1', '1.713.36-0 storm 7.13.15.0' where the catalog lists '1.713.36-0')."""
+    if raw in known:
+        return known[raw]  # type: ignore[no-any-return]
+    try:
+        want = versions.parse(raw, scheme, kernel=kernel).normalized
+    except VersionError:
+        return None
+    for key, entry in known.items():
+        try:
+            if versions.parse(key, scheme, kernel=kernel).normalized == want:
+                return entry  # type: ignore[no-any-return]
+        except VersionError:
+            continue
+    return None
 
 
 def _firmware(minimum: str, current: Any, scheme: str) -> dict[str, Any]:
