@@ -17,9 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hwmgr.catalog import load as catmod
-from hwmgr.catalog.load import Catalog, load_catalog
+from hwmgr.catalog import schema as schemamod
+from hwmgr.catalog.load import Catalog
 from hwmgr.catalog.verdict import source_refusal
 from hwmgr.cli import main
+from hwmgr.config import config_from
 from hwmgr.errors import BadInputError, NotFoundError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,6 +41,11 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     monkeypatch.delenv(catmod.ENV_DIR, raising=False)
 
 
+def load_catalog(paths: list[Any] | None = None) -> Catalog:
+    """The loader with the Config this test's environment gives (as the CLI builds it)."""
+    return catmod.load_catalog(paths, config=config_from(None))
+
+
 def dev(vendor: str, device: str, driver: str | None, version: str | None, **kw: Any) -> dict:
     d = {"vendor_id": vendor, "device_id": device, "subsystem_vendor_id": None,
          "subsystem_device_id": None, "class": "0200", "driver": driver, "pci_driver": driver,
@@ -51,7 +58,7 @@ def dev(vendor: str, device: str, driver: str | None, version: str | None, **kw:
 def test_schema_is_a_valid_draft_2020_12_schema() -> None:
     import jsonschema
 
-    schema = json.loads(catmod.SCHEMA_PATH.read_text())
+    schema = json.loads(schemamod.SCHEMA_PATH.read_text())
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     jsonschema.Draft202012Validator.check_schema(schema)
 
@@ -262,7 +269,7 @@ def test_this_machine_virtio_nic() -> None:
     from hwmgr.inventory.scan import collect
 
     host, cleanup = open_host(None)
-    scan = collect(host, [str(SHIPPED)])
+    scan = collect(host, [str(SHIPPED)], config=config_from(None))
     virtio = [d for d in scan.devices
               if (d["vendor_id"], d["device_id"]) in (("1af4", "1000"), ("1af4", "1041"))]
     if not virtio:
@@ -276,51 +283,80 @@ def test_this_machine_virtio_nic() -> None:
 # ------------------------------------------------------------------------------ cache
 def _load_in_subprocess(path: Path, env: dict[str, str]) -> dict[str, Any]:
     code = ("import json, sys; from hwmgr.catalog.load import load_catalog; "
-            "c = load_catalog([sys.argv[1]]); "
-            "print(json.dumps({'jsonschema': 'jsonschema' in sys.modules, "
-            "'fast': 'fastjsonschema' in sys.modules, 'n': len(c.names())}))")
+            "from hwmgr.config import config_from; "
+            "c = load_catalog([sys.argv[1]], config=config_from(None)); "
+            "print(json.dumps({'jsonschema': 'jsonschema' in sys.modules, 'n': len(c.names())}))")
     out = subprocess.run([sys.executable, "-c", code, str(path)], env=env, cwd=REPO,
                          capture_output=True, text=True, timeout=60, check=True)
     return json.loads(out.stdout)
+
+
+def _verdicts() -> list[str]:
+    path = Path(config_from(None).user_cache_dir) / schemamod.VERDICTS_FILE
+    return json.loads(path.read_text()) if path.exists() else []
 
 
 def test_cache_second_load_does_not_import_jsonschema(tmp_path: Path) -> None:
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     first = _load_in_subprocess(SHIPPED, env)
     second = _load_in_subprocess(SHIPPED, env)
-    # a valid catalog passes the compiled gate (catalog/fastvalidate.py): no jsonschema at all
-    assert first == {"jsonschema": False, "fast": True, "n": 8}
-    assert second == {"jsonschema": False, "fast": False, "n": 8}  # the compiled index
-    assert len(list((tmp_path / "cache" / "hwmgr" / "catalog-valid").iterdir())) == 1
+    assert first == {"jsonschema": True, "n": 8}  # checked against the schema once
+    assert second == {"jsonschema": False, "n": 8}  # the remembered verdict
+    verdicts = json.loads((tmp_path / "cache" / "hwmgr" / schemamod.VERDICTS_FILE).read_text())
+    assert len(verdicts) == 1
 
 
 def test_changed_file_is_revalidated(tmp_path: Path) -> None:
     f = tmp_path / "c.json"
     shutil.copy(MINI, f)
     load_catalog([f])
-    markers = catmod.cache_dir() / "catalog-valid"
-    assert len(list(markers.iterdir())) == 1
+    assert len(_verdicts()) == 1
     data = json.loads(f.read_text())
     data["drivers"]["be2net"]["versions"]["4.1.307r"]["status"] = "bogus"
     f.write_text(json.dumps(data))
     with pytest.raises(BadInputError, match=r"\.status: 'bogus' is not one of"):
         load_catalog([f])
+    assert len(_verdicts()) == 1  # a failed check is never remembered
     data["drivers"]["be2net"]["versions"]["4.1.307r"]["status"] = "deprecated"
     f.write_text(json.dumps(data))
     load_catalog([f])
-    assert len(list(markers.iterdir())) == 2
+    assert len(_verdicts()) == 2
+
+
+def test_remembered_verdict_is_per_layer_set(tmp_path: Path) -> None:
+    """The same base with and without a site layer: two keys; a bad layer is still caught
+    when the base alone was checked before."""
+    site = tmp_path / "site.json"
+    site.write_text('{"drivers": {"be2net": {"description": "site"}}}')
+    load_catalog([MINI])
+    load_catalog([MINI, site])
+    assert len(_verdicts()) == 2
+    site.write_text('{"drivers": {"be2net": {"description": 7}}}')
+    with pytest.raises(BadInputError, match=r"description: 7 is not of type 'string'"):
+        load_catalog([MINI, site])
 
 
 def test_cache_keyed_by_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     load_catalog([MINI])
     schema = tmp_path / "schema.json"
-    doc = json.loads(catmod.SCHEMA_PATH.read_text())
+    doc = json.loads(schemamod.SCHEMA_PATH.read_text())
     doc["description"] += " (changed)"
     schema.write_text(json.dumps(doc))
-    monkeypatch.setattr(catmod, "SCHEMA_PATH", schema)
-    monkeypatch.setattr(catmod, "_VALIDATORS", {})
+    monkeypatch.setattr(schemamod, "SCHEMA_PATH", schema)
     load_catalog([MINI])
-    assert len(list((catmod.cache_dir() / "catalog-valid").iterdir())) == 2
+    assert len(_verdicts()) == 2
+
+
+def test_verdicts_file_is_bounded_and_damage_is_a_miss(tmp_path: Path) -> None:
+    cache = schemamod.VerdictCache(tmp_path / "c")
+    for i in range(schemamod.KEEP + 5):
+        cache.remember(f"k{i}")
+    assert not cache.passed("k0") and cache.passed(f"k{schemamod.KEEP + 4}")
+    assert len(json.loads(cache.path.read_text())) == schemamod.KEEP
+    cache.path.write_text("{not json")
+    assert not cache.passed(f"k{schemamod.KEEP + 4}")
+    cache.remember("again")  # rewritten whole
+    assert json.loads(cache.path.read_text()) == ["again"]
 
 
 def test_unwritable_cache_still_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -363,17 +399,62 @@ def test_discovery_later_file_layers_over_earlier(tmp_path: Path,
 
 
 def test_discovery_defaults_and_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert catmod.discover() == sorted((REPO / "catalogs").glob("*.json"))
+    assert catmod.discover(None, config_from(None)) == sorted((REPO / "catalogs").glob("*.json"))
     monkeypatch.setenv(catmod.ENV_DIR, str(tmp_path / "nope"))
-    with pytest.raises(NotFoundError):
+    with pytest.raises(NotFoundError, match="is not a directory"):
         load_catalog()
     with pytest.raises(NotFoundError, match="does not exist"):
         load_catalog([tmp_path / "missing.json"])
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert load_catalog([empty]).names() == []
+    with pytest.raises(NotFoundError, match=f"no catalog found \\(looked in {empty}\\): "):
+        load_catalog([empty])
     monkeypatch.setenv(catmod.ENV_DIR, str(empty))  # used alone: no fallback to the checkout
-    assert load_catalog().files == []
+    monkeypatch.setenv("HWMGR_SITE_CATALOG_DIR", str(tmp_path / "no-site"))
+    with pytest.raises(NotFoundError) as err:
+        load_catalog()
+    assert str(err.value) == (
+        f"no catalog found (looked in {catmod.ENV_DIR}={empty}, {tmp_path / 'no-site'}): "
+        "install hwmgr's catalog, name one with --catalog FILE, or install a signed one with "
+        "'hwmgr catalog update URL'")
+
+
+NO_CATALOG = [["check", "--root"], ["inventory", "--root"],
+              ["plan", "upgrade", "be2net", "--to", "12.0.0.0", "--root"]]
+
+
+@pytest.mark.parametrize("argv", NO_CATALOG, ids=lambda a: a[0])
+def test_no_catalog_at_all_refuses(argv: list[str], tmp_path: Path,
+                                   monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 21: with nothing to compare with, check, inventory and plan refuse (exit 3, one
+    line naming where they looked), never 'compliant' or an empty verdict."""
+    empty = tmp_path / "no-catalogs"
+    empty.mkdir()
+    monkeypatch.setenv(catmod.ENV_DIR, str(empty))
+    monkeypatch.setenv("HWMGR_SITE_CATALOG_DIR", str(tmp_path / "no-site"))
+    monkeypatch.setenv("HWMGR_STATE_DIR", str(tmp_path / "state"))
+    root = REPO / "tests" / "fixtures" / "hosts" / "seed002-before"
+    assert main([*argv, str(root)]) == 3
+    out, err = capsys.readouterr()
+    assert "compliant" not in out + err and "Traceback" not in err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "no catalog found" in lines[0], err
+    assert f"{catmod.ENV_DIR}={empty}" in lines[0] and "--catalog FILE" in lines[0]
+    assert main([*argv, str(root), "--json"]) == 3
+    env = json.loads(capsys.readouterr().out)
+    assert env["status"] == "error" and "no catalog found" in env["errors"][0]
+
+
+def test_inventory_no_catalog_flag_still_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "no-catalogs"
+    empty.mkdir()
+    monkeypatch.setenv(catmod.ENV_DIR, str(empty))
+    root = REPO / "tests" / "fixtures" / "hosts" / "seed002-before"
+    assert main(["inventory", "--no-catalog", "--root", str(root), "--json"]) == 0
+    devices = json.loads(capsys.readouterr().out)["data"]["devices"]
+    assert devices and all(d["catalog"] is None for d in devices)
 
 
 # ------------------------------------------------------------------------------ the verb

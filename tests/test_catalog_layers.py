@@ -9,6 +9,7 @@ import pytest
 
 from hwmgr.catalog.layers import Provenance, merge
 from hwmgr.catalog.load import load_catalog
+from hwmgr.config import config_from
 from hwmgr.errors import BadInputError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,7 +23,7 @@ def test_merge_rules_and_provenance() -> None:
            "conditional_settings": [{"id": "c1", "when": {"qdisc": ["htb"]},
                                      "settings": {"features": {"tso": "off"}}}]}
     prov = Provenance()
-    prov.set((), a)
+    prov.record((), a)
     merge(doc, {"drivers": {"x": {"settings": {"pause": None, "txqueuelen": 10000},
                                   "notes": ["n2"]}},
                 "sysctl": [{"name": "net.b", "max": 9}, {"name": "net.c", "value": 0}],
@@ -43,7 +44,7 @@ def test_partial_site_layer_amends_entry(tmp_path: Path) -> None:
     site = tmp_path / "10-site.json"
     site.write_text(json.dumps({"drivers": {"be2net": {"versions": {"10.2.470.14": {
         "kernels": ["2.6.32-*.el6.x86_64", "6.1.0-*-amd64"], "status": "known-good"}}}}}))
-    cat = load_catalog([SHIPPED, site])
+    cat = load_catalog([SHIPPED, site], config=config_from(None))
     ve = cat.entry("be2net")["versions"]["10.2.470.14"]
     assert ve["kernels"][-1] == "6.1.0-*-amd64" and ve["status"] == "known-good"
     assert ve["evidence"].startswith("seed 000")  # kept from the base
@@ -63,7 +64,7 @@ def test_bad_site_layer_named(tmp_path: Path, layer: dict, where: str) -> None:
     site = tmp_path / "20-bad.json"
     site.write_text(json.dumps(layer))
     with pytest.raises(BadInputError) as exc:
-        load_catalog([SHIPPED, site])
+        load_catalog([SHIPPED, site], config=config_from(None))
     assert where in str(exc.value)
     if "merged" in where:
         assert str(site) in str(exc.value)
@@ -77,7 +78,7 @@ def test_site_dir_from_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("HWMGR_SITE_CATALOG_DIR", str(site))
     monkeypatch.setenv("HWMGR_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.delenv("HWMGR_CATALOG_DIR", raising=False)
-    cat = load_catalog()
+    cat = load_catalog(config=config_from(None))
     assert cat.entry("be2net")["description"] == "ours"  # lexical order: 90 after 10
     assert [f.path.name for f in cat.files] == ["hwmgr-catalog.json", "10-desc.json",
                                                 "90-desc.json"]

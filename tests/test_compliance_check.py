@@ -8,6 +8,7 @@ from support import FIXTURES, HOSTS, REPO
 from hwmgr.catalog.load import load_catalog
 from hwmgr.compliance.check import check_host, exit_code, parse_layers
 from hwmgr.compliance.judge import Finding
+from hwmgr.config import config_from
 from hwmgr.errors import UsageError
 from hwmgr.host.snapshot import open_host
 
@@ -42,7 +43,8 @@ def test_parse_layers() -> None:
 def check(name: str, layers: str | None = None) -> list[Finding]:
     host, cleanup = open_host(str(HOSTS / name))
     try:
-        return check_host(host, load_catalog([SHIPPED]), parse_layers(layers)).findings
+        return check_host(host, load_catalog([SHIPPED], config=config_from(None)),
+                          parse_layers(layers)).findings
     finally:
         if cleanup:
             cleanup()
@@ -86,7 +88,7 @@ def test_seed000_known_bad_driver_with_upgrade_fix() -> None:
 
 
 def test_site_catalog_governs_netdevs_by_driver_name(tmp_path) -> None:
-    cat = load_catalog([SHIPPED, SITE])
+    cat = load_catalog([SHIPPED, SITE], config=config_from(None))
     assert cat.netdev_entry("veth") == "veth" and cat.netdev_entry("ixgbe") is None
     assert [r["name"] for r in cat.sysctl_rules()][-1] == "net.ipv4.tcp_mtu_probing"
     assert {r["id"] for r in cat.conditional_settings()} == {

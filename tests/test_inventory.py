@@ -221,12 +221,14 @@ def test_fast_paths_give_the_plain_readers_answers(name: str, tmp_path: Path) ->
     give exactly what per-file reads, fresh look-ups and a verdict per device give."""
     from hwmgr.catalog.load import load_catalog
     from hwmgr.catalog.pciids import PciNames
+    from hwmgr.config import config_from
     from hwmgr.host.seam import Recorder
 
     root = (_synthetic(tmp_path / "t", name == "synthetic") if name.startswith("synthetic")
             else HOSTS / name)
-    cat = load_catalog([Path(__file__).resolve().parent.parent / "catalogs/hwmgr-catalog.json"])
-    names = PciNames(backend="pciids")
+    cat = load_catalog([Path(__file__).resolve().parent.parent / "catalogs/hwmgr-catalog.json"],
+                       config=config_from(None))
+    names = PciNames()
     fast_host, _ = open_host(str(root))
     fast = Inventory(fast_host, names=names, verdict=cat.verdict).scan().to_json()
     plain_host, _ = open_host(str(root))

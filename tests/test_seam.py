@@ -27,9 +27,7 @@ HOST_PREFIXES = ("/sys", "/proc", "/dev", "/lib/modules", "/etc", "/boot", "/var
 OWN_FILES = {
     "catalog/pciids.py": "reads the analysing machine's pci.ids name database",
     "catalog/versions.py": "reads its own schemes.json (package data)",
-    "catalog/load.py": "reads catalog files and its validation cache",
-    "catalog/index.py": "reads and writes its compiled catalog index in the cache dir",
-    "catalog/namememo.py": "reads its remembered PCI names in the cache dir (writes via index)",
+    "catalog/load.py": "reads catalog files",
     "lifecycle/recipe.py": "reads drivers/<name>/ recipe files",
     "host/snapshot.py": "writes/extracts snapshot archives the user named",
     "lifecycle/cache.py": "hashes cache files it verifies; flocks the cache dir while fetching",
@@ -49,10 +47,10 @@ WRITES_PENDING = {
 }
 # who may widen where a live Host writes: the run's dirs (cli, and a StateDir its own path),
 # the user's --out (package, fleet-report, mirror sync), the catalog layers' and the catalog
-# cache's dirs (catalog trust/update, the compiled index)
+# cache's dirs (catalog trust/update, the remembered schema verdicts)
 WIDENERS = {"allow_writes": {"cli.py", "transaction/state.py", "compliance/steps.py"},
             "writable": {"lifecycle/package.py", "fleet/write.py", "lifecycle/mirror.py",
-                         "ui/catalog_trust.py", "catalog/index.py"}}
+                         "ui/catalog_trust.py", "catalog/schema.py"}}
 SHUTIL_WRITES = {"copy", "copy2", "copyfile", "copytree", "copymode", "copystat", "move",
                  "rmtree", "chown", "make_archive", "unpack_archive"}
 OS_WRITES = {"rename", "renames", "replace", "remove", "unlink", "rmdir", "removedirs", "chmod",

@@ -1,30 +1,30 @@
 """Which catalog files a run loads: explicit paths, $HWMGR_CATALOG_DIR, the installed or
-shipped base catalog, then the site layers (catalog.d/*.json), in that order."""
+shipped base catalog, then the site layers (catalog.d/*.json), in that order; and the refusal
+when there is none at all (a compliance check with nothing to compare with must not pass)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Sequence, Union
 
 import hwmgr
-from hwmgr.config import current
+from hwmgr.config import Config, catalog_locations
 from hwmgr.errors import NotFoundError
 
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    from typing import Any, Sequence, Union
-
-    PathLike = Union[str, "os.PathLike[str]"]
+PathLike = Union[str, "os.PathLike[str]"]
 
 ENV_DIR = "HWMGR_CATALOG_DIR"
 DRIVERS_SUBDIR = "drivers"  # per-driver files of a catalog directory
 SYSTEM_DIR = Path("/usr/share/hwmgr/catalogs")
+WHAT_TO_DO = ("install hwmgr's catalog, name one with --catalog FILE, or install a signed one "
+              "with 'hwmgr catalog update URL'")
 
 
-def default_dirs(config: Any = None) -> list[Path]:
+def default_dirs(config: Config) -> list[Path]:
     """Catalog directories in search order: $HWMGR_CATALOG_DIR, the checkout, the system."""
     dirs = []
-    env = current(config).catalog_dir
+    env = config.catalog_dir
     if env:
         dirs.append(Path(env))
     dirs.append(Path(hwmgr.__file__).resolve().parent.parent / "catalogs")
@@ -32,7 +32,7 @@ def default_dirs(config: Any = None) -> list[Path]:
     return dirs
 
 
-def discover(paths: Sequence[PathLike] | None = None, config: Any = None) -> list[Path]:
+def discover(paths: Sequence[PathLike] | None, config: Config) -> list[Path]:
     """The catalog files to load. Explicit paths (files, or dirs of *.json) must exist; else
     $HWMGR_CATALOG_DIR alone if set; else the first default directory holding *.json wins.
     All files of the chosen set are merged; a driver or device rule defined twice is an error."""
@@ -42,11 +42,11 @@ def discover(paths: Sequence[PathLike] | None = None, config: Any = None) -> lis
             if p.is_dir():
                 files += dir_files(p)
             elif p.exists() or _loops(p):
-                files.append(p)  # a FIFO, device or link loop: _check_file says what it is
+                files.append(p)  # a FIFO, device or link loop: the loader says what it is
             else:
                 raise NotFoundError(f"catalog file {p} does not exist")
         return files
-    env = current(config).catalog_dir
+    env = config.catalog_dir
     if env:  # an explicit directory is used alone, even when it holds no catalog
         if not Path(env).is_dir():
             raise NotFoundError(f"{ENV_DIR}={env} is not a directory")
@@ -75,24 +75,35 @@ def _loops(p: Path) -> bool:
     return False
 
 
-def _locations(config: Any) -> Any:
-    from hwmgr.config import catalog_locations
-
-    return catalog_locations(config)
-
-
-def base_files(config: Any = None) -> list[Path]:
+def base_files(config: Config) -> list[Path]:
     """The base layer: $HWMGR_CATALOG_DIR when set; else the installed catalog (`hwmgr catalog
     update`) when present; else the shipped catalog (checkout, then the system dir)."""
-    if current(config).catalog_dir:
-        return discover(config=config)
-    installed = _locations(config).installed
+    if config.catalog_dir:
+        return discover(None, config)
+    installed = catalog_locations(config).installed
     if installed.is_file():
         return [installed]
-    return discover(config=config)
+    return discover(None, config)
 
 
-def site_files(config: Any = None) -> list[Path]:
+def site_files(config: Config) -> list[Path]:
     """The site layers: catalog.d/*.json of the analysing machine, in lexical order."""
-    d = _locations(config).site_dir
+    d = catalog_locations(config).site_dir
     return sorted(d.glob("*.json")) if d.is_dir() else []
+
+
+def catalog_files(paths: Sequence[PathLike] | None, config: Config) -> list[Path]:
+    """The files a run loads: `paths` in order when given, else the base catalog then the site
+    layers. NotFoundError (exit 3) naming every place looked in when there is none at all."""
+    files = discover(paths, config) if paths else base_files(config) + site_files(config)
+    if files:
+        return files
+    if paths:
+        looked = [str(p) for p in paths]
+    elif config.catalog_dir:
+        looked = [f"{ENV_DIR}={config.catalog_dir}"]
+    else:
+        looked = [str(catalog_locations(config).installed), *map(str, default_dirs(config))]
+    if not paths:
+        looked.append(str(catalog_locations(config).site_dir))
+    raise NotFoundError(f"no catalog found (looked in {', '.join(looked)}): {WHAT_TO_DO}")

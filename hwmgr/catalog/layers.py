@@ -13,13 +13,11 @@ checked against the full schema and the semantic rules.
 
 from __future__ import annotations
 
+from copy import deepcopy
 from pathlib import Path
+from typing import Any, Iterator, Mapping
 
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    from typing import Any, Iterator, Mapping
-
-    Key = tuple[Any, ...]
+Key = tuple[Any, ...]  # a JSON path as its parts
 
 KEYED_LISTS = {"sysctl": ("name", False), "conditional_settings": ("id", True)}
 _RELAX = ("required", "minProperties", "dependentRequired")
@@ -52,7 +50,7 @@ class Provenance:
     def __init__(self) -> None:
         self._by: dict[Key, Path] = {}
 
-    def set(self, path: Key, source: Path) -> None:
+    def record(self, path: Key, source: Path) -> None:
         """`path` (and everything below it) now comes from `source`."""
         n = len(path)
         for k in [k for k in self._by if k[:n] == path]:
@@ -75,26 +73,18 @@ class Provenance:
         return out | ({top} if top else set())
 
 
-def _copy(value: Any) -> Any:
-    """A deep copy; `copy` (with weakref, ~1.3 ms) is imported on the first merge, which a
-    run answered from the compiled index never makes."""
-    from copy import deepcopy
-
-    return deepcopy(value)
-
-
 def _merge_obj(dst: dict[str, Any], src: Mapping[str, Any], source: Path, prov: Provenance,
                path: Key) -> None:
     for key, val in src.items():
         here = (*path, key)
         if val is None:
             dst.pop(key, None)
-            prov.set(here, source)  # the deletion is this layer's doing
+            prov.record(here, source)  # the deletion is this layer's doing
         elif isinstance(val, dict) and isinstance(dst.get(key), dict):
             _merge_obj(dst[key], val, source, prov, here)
         else:
-            dst[key] = _copy(val)
-            prov.set(here, source)
+            dst[key] = deepcopy(val)
+            prov.record(here, source)
 
 
 def _merge_keyed(dst: list[Any], src: list[Any], key: str, deep: bool, source: Path,
@@ -103,18 +93,18 @@ def _merge_keyed(dst: list[Any], src: list[Any], key: str, deep: bool, source: P
     index = {item.get(key): i for i, item in enumerate(dst) if isinstance(item, dict)}
     for item in src:
         if not isinstance(item, dict) or item.get(key) is None:
-            dst.append(_copy(item))  # the schema check of the merged result names it
+            dst.append(deepcopy(item))  # the schema check of the merged result names it
             continue
         here = (top, item[key])
         if item[key] in index and deep:
             _merge_obj(dst[index[item[key]]], item, source, prov, here)
         elif item[key] in index:
-            dst[index[item[key]]] = _copy(item)
-            prov.set(here, source)
+            dst[index[item[key]]] = deepcopy(item)
+            prov.record(here, source)
         else:
             index[item[key]] = len(dst)
-            dst.append(_copy(item))
-            prov.set(here, source)
+            dst.append(deepcopy(item))
+            prov.record(here, source)
 
 
 def merge(dst: dict[str, Any], layer: Mapping[str, Any], source: Path,

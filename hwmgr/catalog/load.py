@@ -1,56 +1,43 @@
 """The driver catalog: load and validate catalog files, match PCI devices, give verdicts.
 
 Catalog files are hwmgr's own data (not the analysed host's), so they are read directly,
-but as untrusted input: `hwmgr.catalog_check` reads only regular files of bounded size,
-parses strictly and checks the facts the schema cannot express. Schema validation needs
-jsonschema (slow to import); its verdict is cached by content hash so everyday commands
-never import it. The strict parse and the semantic checks (cheap) run on every load.
+but as untrusted input: `catalog.validate` reads only regular files of bounded size, parses
+strictly and checks the facts the schema cannot express; `catalog.schema` applies the JSON
+Schema, whose passed verdict is remembered by content hash so everyday commands never import
+jsonschema. The strict parse and the semantic checks (cheap) run on every load.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Mapping, Sequence
 
 from hwmgr.catalog import layers, versions
-from hwmgr.catalog.discover import (  # noqa: F401 - ENV_DIR, discover: public here too
-    ENV_DIR,
-    base_files,
-    discover,
-    site_files,
-)
-from hwmgr.catalog.refs import json_path, ref_hits  # json_path: public here too
+from hwmgr.catalog.discover import ENV_DIR, PathLike, catalog_files, discover
+from hwmgr.catalog.refs import json_path, ref_hits
 from hwmgr.catalog.rules import RuleData
-from hwmgr.catalog.verdict import _kernel_ok, decide
-from hwmgr.config import current
+from hwmgr.catalog.schema import VerdictCache, findings
+from hwmgr.catalog.validate import parse, read_catalog, semantic_errors
+from hwmgr.catalog.verdict import Verdict, _kernel_ok, decide
+from hwmgr.config import Config
 from hwmgr.errors import BadInputError, NotFoundError, VersionError
 
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    from typing import Any, Mapping, Sequence
-
-    from hwmgr.catalog.discover import PathLike
-
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "catalog.schema.json"
-# Bump when the validation rules change (here or in catalog_check): invalidates every cached
-# verdict.
-CHECKS_VERSION = "5"
+__all__ = ["ENV_DIR", "Catalog", "CatalogFile", "Match", "discover", "json_path",
+           "load_catalog"]
 
 STATUSES = ("recommended", "known-good", "known-bad", "deprecated")
 VERDICTS = ("ok", "outdated", "known-bad", "unknown")
 LEVELS = ("subsystem", "device", "class")  # most specific first
 
 _HEX4 = re.compile(r"^[0-9a-f]{4}$")
+RuleKey = tuple[Any, ...]  # ("subsystem", v, d, sv, sd) | ("device", v, d) | ("class", v|None, c)
 
 
 # ----------------------------------------------------------------------------- small helpers
-def _one_line(msg: str, limit: int = 240) -> str:
-    msg = " ".join(str(msg).split())
-    return msg if len(msg) <= limit else msg[: limit - 3] + "..."
-
-
 def _hex4(value: Any) -> str | None:
     """Normalise an ID ('0x19A2', '19a2') to 4 lowercase hex digits, else None."""
     if not isinstance(value, str):
@@ -74,83 +61,9 @@ def _class4(value: Any) -> str | None:
     return _hex4(v[:4]) if len(v) in (4, 6) else None
 
 
-# ----------------------------------------------------------------------------- cache
-def cache_dir(config: Any = None) -> Path:
-    """$XDG_CACHE_HOME/hwmgr, else ~/.cache/hwmgr (as `config` read it)."""
-    return Path(current(config).user_cache_dir)
-
-
-def _schema_bytes() -> bytes:
-    try:
-        return SCHEMA_PATH.read_bytes()
-    except OSError as exc:
-        raise BadInputError(f"catalog schema {SCHEMA_PATH} is unreadable: {exc}") from None
-
-
-def _sha256(data: bytes) -> str:
-    """Hex SHA-256; hashlib (OpenSSL, ~3 ms to load) is imported by the runs that hash."""
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()
-
-
-def _marker(digest: str) -> Path:
-    schema = _sha256(_schema_bytes())
-    key = _sha256(f"{digest}:{schema}:{CHECKS_VERSION}".encode())
-    return cache_dir() / "catalog-valid" / key
-
-
-def _cached_ok(digest: str) -> bool:
-    try:
-        return _marker(digest).is_file()
-    except OSError:
-        return False
-
-
-def _remember_ok(digest: str, path: Path) -> None:
-    """Record a passed schema validation; silently skipped when the cache is unwritable."""
-    from hwmgr.catalog.index import cache_write
-
-    data = (json.dumps({"file": str(path), "sha256": digest}) + "\n").encode()
-    cache_write(cache_dir(), _marker(digest), data)
-
-
-# ----------------------------------------------------------------------------- parsing + schema
-_VALIDATORS: dict[bool, Any] = {}
-
-
-def _schema_findings(data: Any, partial: bool = False) -> list[tuple[tuple[Any, ...], str]]:
-    """(path parts, message) against the shipped schema, or its relaxed form for a partial
-    layer; a compiled gate accepts a whole valid file in ms, and only what it rejects meets
-    jsonschema (imported then), so users see jsonschema's messages."""
-    if not partial:
-        from hwmgr.catalog.fastvalidate import gate_for
-
-        gate = gate_for(_schema_bytes())
-        if gate is not None and gate(data):
-            return []
-    import jsonschema
-    from jsonschema.exceptions import best_match
-
-    if partial not in _VALIDATORS:
-        schema = json.loads(_schema_bytes())
-        _VALIDATORS[partial] = jsonschema.Draft202012Validator(
-            layers.relaxed_schema(schema) if partial else schema)
-    out: list[tuple[tuple[Any, ...], str]] = []
-    try:
-        for err in _VALIDATORS[partial].iter_errors(data):
-            if err.validator in ("anyOf", "oneOf") and err.context and isinstance(
-                    err.instance, (dict, list)):
-                err = best_match(err.context)  # a short, specific message for containers
-            out.append((tuple(err.absolute_path), _one_line(err.message)))
-    except RecursionError:
-        out.append(((), "structure is nested too deeply"))
-    return sorted(set(out), key=lambda f: (json_path(f[0]), f[1]))
-
-
 def _schema_errors(data: Any, partial: bool = False) -> list[tuple[str, str]]:
     """Schema findings as (JSON path, message)."""
-    return [(json_path(p), m) for p, m in _schema_findings(data, partial)]
+    return [(json_path(p), m) for p, m in findings(data, partial)]
 
 
 # ----------------------------------------------------------------------------- semantic checks
@@ -191,37 +104,46 @@ class Match:
 
 @dataclass
 class _Check:
+    """One file on its way in: where it is, its bytes' SHA-256, its document, its errors."""
+
     path: Path
+    partial: bool = False  # layered over earlier files: its own shape only (required relaxed)
     digest: str = ""
     data: Any = None
     errors: list[str] = field(default_factory=list)
 
+    def fail(self, found: Sequence[tuple[str, str]]) -> None:
+        """Record (JSON path, message) findings; the document is then not used."""
+        if found:
+            self.data = None
+            self.errors += [f"{self.path}: {p}: {m}" for p, m in found]
 
-def _check_file(path: Path, *, use_cache: bool, partial: bool = False) -> _Check:
-    """Read, parse, schema-validate (cached) and semantically check one file. A `partial`
-    layer is checked for its own shape only (no required keys; the merge is checked later)."""
-    from hwmgr.catalog.validate import parse, read_catalog, semantic_errors  # index misses only
 
+def _read_file(path: Path) -> _Check:
+    """Read and strictly parse one file (every load: cheap, and never trusted from a cache)."""
     chk = _Check(path)
     raw, why = read_catalog(path)
     if raw is None:
         chk.errors.append(f"{path}: {why}")
         return chk
-    chk.digest = _sha256(raw)
-    data, errs = parse(raw)
-    key = f"layer:{chk.digest}" if partial else chk.digest
-    if not errs and partial and not isinstance(data, dict):
-        errs = [("$", "a catalog layer must be a JSON object")]
-    if not errs:
-        if not (use_cache and _cached_ok(key)):
-            errs = _schema_errors(layers.without_nulls(data) if partial else data, partial)
-            if not errs:
-                _remember_ok(key, path)
-        if not errs and not partial:
-            errs = semantic_errors(data)
-    chk.data = data if not errs else None
-    chk.errors += [f"{path}: {p}: {m}" for p, m in errs]
+    chk.digest = hashlib.sha256(raw).hexdigest()
+    chk.data, errs = parse(raw)
+    chk.fail(errs)
     return chk
+
+
+def _check_file(chk: _Check, schema: bool) -> None:
+    """The schema (unless its verdict is known) and, for a complete file, the semantic rules."""
+    if chk.errors:  # unreadable or not strict JSON (a JSON null is data, and meets the schema)
+        return
+    if chk.partial and not isinstance(chk.data, dict):
+        chk.fail([("$", "a catalog layer must be a JSON object")])
+        return
+    if schema:
+        chk.fail(_schema_errors(layers.without_nulls(chk.data) if chk.partial else chk.data,
+                                chk.partial))
+    if not chk.errors and not chk.partial:
+        chk.fail(semantic_errors(chk.data))
 
 
 class Catalog(RuleData):
@@ -245,31 +167,25 @@ class Catalog(RuleData):
         if not self.files:
             self.doc = json.loads(json.dumps(data))
             for key in data:
-                self.provenance.set((key,), chk.path)
+                self.provenance.record((key,), chk.path)
             for name in data.get("drivers", {}):
-                self.provenance.set(("drivers", name), chk.path)
+                self.provenance.record(("drivers", name), chk.path)
         else:
             self.doc.setdefault("drivers", {})
             for name in data.get("drivers") or {}:
                 if name not in self.doc["drivers"]:
-                    self.provenance.set(("drivers", name), chk.path)
+                    self.provenance.record(("drivers", name), chk.path)
             schema = max(self.doc.get("schema_version", 1), data.get("schema_version", 1))
             layers.merge(self.doc, data, chk.path, self.provenance)
             self.doc["schema_version"] = schema  # a v1 site layer keeps the base's v2 rules
         self.files.append(CatalogFile(chk.path, chk.digest, str(data.get("catalog_version", "")),
                                       str(data.get("released", ""))))
 
-    def _merged_errors(self, use_cache: bool) -> list[str]:
-        """Check the merged result of two or more layers: full schema, semantic rules."""
+    def _merged_errors(self) -> list[str]:
+        """The merged result of two or more layers against the full schema."""
         if len(self.files) < 2:
             return []
-        digest = _sha256(json.dumps(self.doc, sort_keys=True).encode())
-        key = f"merged:{digest}"
-        found: list[tuple[tuple[Any, ...], str]] = []
-        if not (use_cache and _cached_ok(key)):
-            found = _schema_findings(self.doc)
-            if not found:
-                _remember_ok(key, self.files[-1].path)
+        found = findings(self.doc)
         if not found:
             return []
         order = [f.path for f in self.files]
@@ -303,28 +219,43 @@ class Catalog(RuleData):
         return errors
 
     @staticmethod
-    def build(paths: Sequence[PathLike], *, use_cache: bool = True) -> tuple[Catalog, list[str]]:
+    def build(paths: Sequence[PathLike], *,
+              verdicts: VerdictCache | None = None) -> tuple[Catalog, list[str]]:
         """Layer these files in order (the first complete, later ones possibly partial) and
-        return the catalog with every error, one line each: 'FILE: $.json.path: message'."""
+        return the catalog with every error, one line each: 'FILE: $.json.path: message'.
+        With `verdicts`, the schema check is skipped for layers that passed it before."""
+        cat, errors, _docs = Catalog._assemble(paths, verdicts)
+        return cat, errors
+
+    @staticmethod
+    def _assemble(paths: Sequence[PathLike],
+                  verdicts: VerdictCache | None) -> tuple[Catalog, list[str], list[Any]]:
+        """`build`, plus each file's parsed document (None where it has errors)."""
+        chks = [_read_file(Path(p)) for p in paths]
+        key = verdicts.key([c.digest for c in chks]) if verdicts is not None and not any(
+            c.errors for c in chks) else None
+        known = key is not None and verdicts is not None and verdicts.passed(key)
         cat = Catalog()
         errors: list[str] = []
-        for p in paths:
-            chk = _check_file(Path(p), use_cache=use_cache, partial=bool(cat.files))
+        for chk in chks:
+            chk.partial = bool(cat.files)  # a layer over a base that loaded
+            _check_file(chk, schema=not known)
             errors += chk.errors
-            if chk.data is not None and not errors:
+            if not errors:
                 cat._layer(chk)
+        docs = [c.data for c in chks]
         if errors or not cat.files:
-            return cat, errors
-        return cat, cat._finish(use_cache)
+            return cat, errors, docs
+        errors = cat._finish(schema=not known)
+        if not errors and key is not None and verdicts is not None and not known:
+            verdicts.remember(key)
+        return cat, errors, docs
 
-    def _finish(self, use_cache: bool) -> list[str]:
+    def _finish(self, schema: bool) -> list[str]:
         """The checks of the layered whole: merged schema, cross-layer rules, the index."""
-        from hwmgr.catalog.validate import semantic_errors
-
-        errors = self._merged_errors(use_cache)
-        if not errors:
-            errors = [f"merged catalog: {p}: {m}" for p, m in semantic_errors(self.doc)] if len(
-                self.files) > 1 else []
+        errors = self._merged_errors() if schema else []
+        if not errors and len(self.files) > 1:
+            errors = [f"merged catalog: {p}: {m}" for p, m in semantic_errors(self.doc)]
         if not errors:
             errors = self._index_all()
         return errors
@@ -332,24 +263,14 @@ class Catalog(RuleData):
     @staticmethod
     def validate_files(paths: Sequence[PathLike]) -> list[str]:
         """Every error of these files layered in order (full schema validation, no cache)."""
-        return Catalog.check_files(paths)[0]
+        return Catalog._assemble(paths, None)[1]
 
     @staticmethod
     def check_files(paths: Sequence[PathLike]) -> tuple[list[str], list[Any]]:
         """`validate_files`, plus each file's parsed document (None where it has errors), so
         a caller that reports on the files need not parse them again."""
-        cat = Catalog()
-        errors: list[str] = []
-        docs: list[Any] = []
-        for p in paths:
-            chk = _check_file(Path(p), use_cache=False, partial=bool(cat.files))
-            errors += chk.errors
-            docs.append(chk.data)
-            if chk.data is not None:
-                cat._layer(chk)
-        if errors or not cat.files:
-            return errors, docs
-        return cat._finish(use_cache=False), docs  # the files are checked: not a second time
+        _cat, errors, docs = Catalog._assemble(paths, None)
+        return errors, docs
 
     def effective(self, name: str) -> list[dict[str, Any]]:
         """Every value of one merged driver entry with the file it came from."""
@@ -430,7 +351,7 @@ class Catalog(RuleData):
             best = sorted(recs)[-1]
         return best, m.entry["versions"][best]
 
-    def verdict(self, dev: Mapping[str, Any], kernel: str | None = None) -> dict[str, Any] | None:
+    def verdict(self, dev: Mapping[str, Any], kernel: str | None = None) -> Verdict | None:
         """{entry, status, recommended_version, reason, ...} for an inventory device, or None
         when no entry matches. status: ok, outdated, known-bad or unknown."""
         m = self.match(dev)
@@ -440,29 +361,15 @@ class Catalog(RuleData):
 
 
 # ----------------------------------------------------------------------------- loading
-def load_catalog(paths: Sequence[PathLike] | None = None, *,
-                 config: Any = None) -> Catalog:
+def load_catalog(paths: Sequence[PathLike] | None = None, *, config: Config) -> Catalog:
     """Load, validate and layer catalog files: `paths` in order when given; else the base
-    catalog (see `base_files`) then the site layers (`site_files`). BadInputError on any
-    error, naming the file and JSON path of the first one."""
-    from hwmgr.catalog import index
-
-    files = discover(paths) if paths else base_files(config) + site_files(config)
-    hit, slot = index_lookup(files)  # compiled once per content hash (catalog/index.py)
-    if hit is not None:
-        return hit
-    cat, errors = Catalog.build(files)
+    catalog then the site layers (`discover.catalog_files`). NotFoundError when there is no
+    catalog at all; BadInputError on any error, naming the file and JSON path of the first."""
+    files = catalog_files(paths, config)
+    verdicts = VerdictCache(config.user_cache_dir) if config.user_cache_dir else None
+    cat, errors = Catalog.build(files, verdicts=verdicts)
     if errors:
         more = f" (and {len(errors) - 1} more; run 'hwmgr catalog validate')" if len(
             errors) > 1 else ""
         raise BadInputError(f"bad catalog: {errors[0]}{more}")
-    index.remember(slot, cat)
     return cat
-
-
-def index_lookup(files: Sequence[Path]) -> tuple[Catalog | None, Any]:
-    """The compiled index's answer for exactly these files (see catalog/index.py)."""
-    from hwmgr.catalog import index
-
-    return index.lookup(files, schema=_schema_bytes(), checks_version=CHECKS_VERSION,
-                        cache=cache_dir(), types=(Catalog, CatalogFile))

@@ -1,23 +1,22 @@
-"""PCI vendor/device/subsystem/class names from pci.ids, through libpci or a built-in parser.
+"""PCI vendor/device/subsystem/class names from pci.ids, read in Python, as lspci shows them.
 
 This reads the *analysing* machine's name database (pci.ids, as lspci does), not the analysed
 host, so it opens that file itself instead of going through a `Host`; nothing else is read.
-The libpci backend (`libpci.py`, a small ctypes binding to `pci_lookup_name()`) is imported
-only when a lookup needs the database; when libpci is absent (or rejects the file) the
-pure-Python parser gives the same answers. `namememo` spares most runs both.
+A run meets a few vendors, and pci.ids holds thousands (1.3 MB): only the blocks of the
+vendors looked up are parsed (the classes and generic subsystems, a few kB, on first use),
+following libpci's own rules line by line, so the names are the ones lspci prints.
 """
 
 from __future__ import annotations
 
-import _thread  # threading costs ~1 ms to import; a lock is all this needs
+import gzip
 import os
 import re
+import threading
+import zlib
+from typing import Optional
 
-from hwmgr.errors import BadInputError, NotFoundError, UsageError
-
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    from typing import Any, Optional
+from hwmgr.errors import BadInputError, NotFoundError
 
 #: Where pci.ids is looked for when no ids_path is given (first one that exists wins).
 DEFAULT_IDS_PATHS: tuple[str, ...] = (
@@ -25,16 +24,6 @@ DEFAULT_IDS_PATHS: tuple[str, ...] = (
     "/usr/share/hwdata/pci.ids",
     "/usr/share/pci.ids",
 )
-LIBPCI_SONAME = "libpci.so.3"
-BACKENDS = ("auto", "libpci", "pciids")
-
-# pci_lookup_name() flags from <pci/pci.h> (libpci 3.9.0; unchanged since 3.0): the lookup
-# kinds both backends answer
-PCI_LOOKUP_VENDOR = 1
-PCI_LOOKUP_DEVICE = 2
-PCI_LOOKUP_CLASS = 4
-PCI_LOOKUP_SUBSYSTEM = 8
-PCI_LOOKUP_PROGIF = 16
 
 
 def _ide_progif(pif: int) -> str:
@@ -53,6 +42,7 @@ _RE_SUB = re.compile(_HEX4 + rb"[ \t]" + _HEX4 + _NAME, re.S)
 _RE_CLS2 = re.compile(_HEX2 + _NAME, re.S)
 _VENDOR, _CLASS, _GENSUB, _UNKNOWN = 0, 1, 2, 3
 _BLANKS = (b" ", b"\t")
+_TOP_LINE = re.compile(rb"\n[^\t#\n]")  # a line that may start the next block
 
 
 def _is_blank(line: bytes) -> bool:
@@ -65,7 +55,9 @@ class _PciIdsFile:
     """Tolerant parser of the pci.ids format, following libpci's own rules line by line.
 
     Bad lines (and the entries nested under them) are skipped instead of failing the file;
-    the first of duplicate entries wins. Keys are ints, like libpci's hash.
+    the first of duplicate entries wins. Keys are ints, like libpci's hash. Parsed a block at
+    a time: a vendor's block(s) when that vendor is first looked up, the class and generic
+    subsystem blocks together on the first lookup that needs them.
     """
 
     def __init__(self, data: bytes) -> None:
@@ -77,14 +69,54 @@ class _PciIdsFile:
         self.subclasses: dict[int, str] = {}
         self.progifs: dict[int, str] = {}
         if data[:2] == b"\x1f\x8b":
-            import gzip
-            import zlib
-
             try:
                 data = gzip.decompress(data)
             except (OSError, EOFError, zlib.error):
                 data = b""
-        self._parse(data)
+        self._data = data
+        self._parsed: set[int | str] = set()  # vendor IDs, and "C/S" for the other blocks
+        self._blocks: dict[bytes, list[tuple[int, int]]] | None = None
+        self._lock = threading.Lock()
+
+    def _index(self) -> dict[bytes, list[tuple[int, int]]]:
+        """Where each block is: (start, end) by the first 4 bytes of its top-level line,
+        lowercased (a vendor ID, or b"c 02"/b"s 80" for classes and generic subsystems).
+        A block ends at the next top-level line that `_parse` does not skip."""
+        data = self._data
+        heads = [0] if data[:1] not in (b"\t", b"#", b"\n", b"") else []
+        heads += [m.start() + 1 for m in _TOP_LINE.finditer(data)]
+        starts: list[tuple[bytes, int]] = []
+        for head in heads:
+            nxt = data.find(b"\n", head)
+            raw = data[head:nxt if nxt != -1 else len(data)].split(b"\r", 1)[0]
+            if raw[-1:] in _BLANKS:
+                raw = raw[:-1]
+            if raw and not _is_blank(raw):
+                starts.append((raw[:4].lower(), head))
+        index: dict[bytes, list[tuple[int, int]]] = {}
+        for i, (key, head) in enumerate(starts):
+            end = starts[i + 1][1] if i + 1 < len(starts) else len(data)
+            index.setdefault(key, []).append((head, end))
+        return index
+
+    def _need(self, what: int | str) -> None:
+        """Make sure the blocks of a vendor ID (or "C/S": classes, generic subsystems) are
+        parsed, in file order."""
+        if what in self._parsed:
+            return
+        with self._lock:
+            if what in self._parsed:
+                return
+            if self._blocks is None:
+                self._blocks = self._index()
+            if what == "C/S":
+                spans = sorted(span for key, spans in self._blocks.items()
+                               if key[:2] in (b"c ", b"s ") for span in spans)
+            else:
+                spans = self._blocks.get(b"%04x" % int(what), [])
+            for start, end in spans:
+                self._parse(self._data[start:end])
+            self._parsed.add(what)
 
     def _parse(self, data: bytes) -> None:
         vendors, devices, subsystems = self.vendors, self.devices, self.subsystems
@@ -148,36 +180,41 @@ class _PciIdsFile:
                         key = id1 << 16 | id2 << 8 | int(hexid, 16)
                         self.progifs.setdefault(key, raw_name.decode("utf-8", "replace"))
 
-    def lookup(self, flags: int, *ids: int) -> str | None:
-        """Same contract as `libpci.LibPci.lookup` for the flag combinations PciNames uses."""
-        kind = flags & 0xFFFF
-        if kind == PCI_LOOKUP_VENDOR:
-            return self.vendors.get(ids[0])
-        if kind == PCI_LOOKUP_DEVICE:
-            return self.devices.get(ids[0] << 16 | ids[1])
-        if kind == PCI_LOOKUP_SUBSYSTEM | PCI_LOOKUP_DEVICE:
-            v, d, sv, sd = ids
-            name = None
-            if v > 0 and d > 0:
-                name = self.subsystems.get(v << 48 | d << 32 | sv << 16 | sd)
-            if name is None:
-                name = self.gen_subsystems.get(sv << 16 | sd)
-            if name is None and v == sv and d == sd:
-                name = self.devices.get(v << 16 | d)
-            return name
-        if kind == PCI_LOOKUP_CLASS:
-            cls = ids[0]
-            name = self.subclasses.get(cls)
-            if name is None and cls >> 8 in self.classes:
-                return f"{self.classes[cls >> 8]} [{cls:04x}]"  # libpci adds the number here
-            return name
-        if kind == PCI_LOOKUP_PROGIF:
-            cls, pif = ids
-            name = self.progifs.get(cls << 8 | pif)
-            if name is None and cls == 0x0101 and not pif & 0x70:
-                name = _ide_progif(pif)
-            return name or None
-        return None
+    def vendor(self, v: int) -> str | None:
+        self._need(v)
+        return self.vendors.get(v)
+
+    def device(self, v: int, d: int) -> str | None:
+        self._need(v)
+        return self.devices.get(v << 16 | d)
+
+    def subsystem(self, v: int, d: int, sv: int, sd: int) -> str | None:
+        """libpci's rule: the vendor's subsystem entry, else the generic one, else (when the
+        subsystem IDs are the device's own) the device name."""
+        self._need(v)
+        name = self.subsystems.get(v << 48 | d << 32 | sv << 16 | sd) if v > 0 and d > 0 \
+            else None
+        if name is None:
+            self._need("C/S")
+            name = self.gen_subsystems.get(sv << 16 | sd)
+        if name is None and v == sv and d == sd:
+            name = self.devices.get(v << 16 | d)
+        return name
+
+    def class_name(self, cls: int) -> str | None:
+        """The subclass name, else the base class name with libpci's ' [xxxx]' suffix."""
+        self._need("C/S")
+        name = self.subclasses.get(cls)
+        if name is None and cls >> 8 in self.classes:
+            return f"{self.classes[cls >> 8]} [{cls:04x}]"
+        return name
+
+    def prog_if(self, cls: int, pif: int) -> str | None:
+        self._need("C/S")
+        name = self.progifs.get(cls << 8 | pif)
+        if name is None and cls == 0x0101 and not pif & 0x70:
+            name = _ide_progif(pif)
+        return name or None
 
 
 def _hex_text(value: str, what: str, sizes: tuple[int, ...]) -> str:
@@ -197,36 +234,19 @@ def _parse_id(value: Optional[str], what: str) -> int | None:
 
 
 class PciNames:
-    """Lazily loads names once per process (on first lookup or `source` access).
+    """Names from one pci.ids, opened on the first lookup (or `path` access) and parsed only
+    where the lookups need. An explicit ids_path that cannot be read raises NotFoundError;
+    when no default pci.ids exists, `path` is None and every lookup answers None."""
 
-    backend "auto" uses libpci when it loads and accepts the file, else the built-in parser;
-    "libpci" raises NotFoundError / BadInputError instead of falling back; "pciids" never
-    touches libpci. An explicit ids_path that cannot be read raises NotFoundError; when no
-    default pci.ids exists, `source` is None and every lookup answers None.
-    """
-
-    def __init__(
-        self,
-        ids_path: str | None = None,
-        backend: str = "auto",
-        *,
-        libpci_name: str = LIBPCI_SONAME,
-        search_paths: tuple[str, ...] = DEFAULT_IDS_PATHS,
-    ) -> None:
-        if backend not in BACKENDS:
-            raise UsageError(f"unknown PCI names backend {backend!r} (use {', '.join(BACKENDS)})")
+    def __init__(self, ids_path: str | None = None, *,
+                 search_paths: tuple[str, ...] = DEFAULT_IDS_PATHS) -> None:
         self.ids_path = ids_path
-        self.backend = backend
-        self.libpci_name = libpci_name
         self.search_paths = search_paths
-        self.fallback_reason: str | None = None  # why "auto" did not use libpci
-        self._db: Any = None  # a libpci.LibPci or a _PciIdsFile
-        self._source: str | None = None
+        self._db: _PciIdsFile | None = None
         self._path: str | None = None
         self._loaded = False
-        self._lock = _thread.allocate_lock()
+        self._lock = threading.Lock()
 
-    # -- loading -----------------------------------------------------------------------------
     def _find_path(self) -> str | None:
         if self.ids_path is not None:
             if not os.path.isfile(self.ids_path):
@@ -235,7 +255,7 @@ class PciNames:
         return next((p for p in self.search_paths if os.path.isfile(p)), None)
 
     def load(self) -> None:
-        """Load the database now (idempotent); raises the errors documented on the class."""
+        """Read the file now (idempotent); raises the errors documented on the class."""
         if self._loaded:
             return
         with self._lock:
@@ -243,71 +263,37 @@ class PciNames:
                 return
             path = self._find_path()
             if path is not None:
-                self._path = path
-                if self.backend in ("auto", "libpci"):
-                    self._db = self._try_libpci(path)
-                if self._db is None:
-                    self._db = self._read_pciids(path)
-                    self._source = "pci.ids"
-                else:
-                    self._source = "libpci"
+                try:
+                    with open(path, "rb") as fh:  # the analysing machine's database
+                        data = fh.read()
+                except OSError as exc:
+                    raise NotFoundError(f"pci.ids file '{path}' unreadable: "
+                                        f"{exc.strerror}") from None
+                self._db, self._path = _PciIdsFile(data), path
             self._loaded = True
-
-    def _try_libpci(self, path: str) -> Any:
-        from hwmgr.catalog.libpci import LibPci  # ctypes only when the database is needed
-
-        try:
-            lib = LibPci(path, self.libpci_name)
-        except NotFoundError as exc:
-            if self.backend == "libpci":
-                raise
-            self.fallback_reason = str(exc)
-            return None
-        if lib.errors or not lib.loaded:
-            lib.close()
-            why = lib.errors[0] if lib.errors else "could not open it"
-            msg = f"pci.ids file '{path}' rejected by libpci: {why}"
-            if self.backend == "libpci":
-                raise BadInputError(msg)
-            self.fallback_reason = msg
-            return None
-        return lib
-
-    @staticmethod
-    def _read_pciids(path: str) -> _PciIdsFile:
-        try:
-            with open(path, "rb") as fh:  # the analysing machine's database, not the host's
-                data = fh.read()
-        except OSError as exc:
-            raise NotFoundError(f"pci.ids file '{path}' unreadable: {exc.strerror}") from None
-        return _PciIdsFile(data)
-
-    @property
-    def source(self) -> str | None:
-        """Backend in use: "libpci", "pci.ids", or None when no database was found (loads)."""
-        self.load()
-        return self._source
 
     @property
     def path(self) -> str | None:
-        """The pci.ids file in use, or None."""
+        """The pci.ids file in use, or None when there is none (loads)."""
         self.load()
         return self._path
 
-    def _lookup(self, flags: int, *ids: int) -> str | None:
+    def _file(self) -> _PciIdsFile | None:
         self.load()
-        return self._db.lookup(flags, *ids) if self._db is not None else None
+        return self._db
 
     # -- lookups -----------------------------------------------------------------------------
     def vendor(self, vendor: Optional[str]) -> str | None:
         """'19a2' -> 'Emulex Corporation'; None when unknown."""
         v = _parse_id(vendor, "vendor ID")
-        return None if v is None else self._lookup(PCI_LOOKUP_VENDOR, v)
+        db = self._file()
+        return None if v is None or db is None else db.vendor(v)
 
     def device(self, vendor: Optional[str], device: Optional[str]) -> str | None:
         """('19a2', '0710') -> 'OneConnect 10Gb NIC (be3)'; None when unknown."""
         v, d = _parse_id(vendor, "vendor ID"), _parse_id(device, "device ID")
-        return None if v is None or d is None else self._lookup(PCI_LOOKUP_DEVICE, v, d)
+        db = self._file()
+        return None if v is None or d is None or db is None else db.device(v, d)
 
     def subsystem(
         self,
@@ -318,24 +304,22 @@ class PciNames:
     ) -> str | None:
         """Subsystem (board) name as lspci shows it; when subsystem IDs equal the device IDs
         and no entry exists, that is the device name (libpci's rule)."""
-        ids = (
-            _parse_id(vendor, "vendor ID"),
-            _parse_id(device, "device ID"),
-            _parse_id(subvendor, "subsystem vendor ID"),
-            _parse_id(subdevice, "subsystem device ID"),
-        )
-        if any(i is None for i in ids):
+        v, d = _parse_id(vendor, "vendor ID"), _parse_id(device, "device ID")
+        sv = _parse_id(subvendor, "subsystem vendor ID")
+        sd = _parse_id(subdevice, "subsystem device ID")
+        if v is None or d is None or sv is None or sd is None:
             return None
-        return self._lookup(PCI_LOOKUP_SUBSYSTEM | PCI_LOOKUP_DEVICE, *ids)  # type: ignore[arg-type]
+        db = self._file()
+        return None if db is None else db.subsystem(v, d, sv, sd)
 
     def class_name(self, cls: Optional[str]) -> str | None:
         """'0200' (or '020000' with prog-if) -> 'Ethernet controller'; the base class name
         when only it is known; None when unknown."""
         if cls is None:
             return None
-        text = _hex_text(cls, "class", (4, 6))
-        c = int(text[:4], 16)
-        name = self._lookup(PCI_LOOKUP_CLASS, c)
+        c = int(_hex_text(cls, "class", (4, 6))[:4], 16)
+        db = self._file()
+        name = db.class_name(c) if db is not None else None
         suffix = f" [{c:04x}]"  # libpci's form for "only the base class is known"
         if name is not None and name.endswith(suffix):
             name = name[: -len(suffix)]
@@ -346,20 +330,18 @@ class PciNames:
         if cls is None:
             return None
         c = int(_hex_text(cls, "class with prog-if", (6,)), 16)
-        return self._lookup(PCI_LOOKUP_PROGIF, c >> 8, c & 0xFF)
+        db = self._file()
+        return db.prog_if(c >> 8, c & 0xFF) if db is not None else None
 
 
 _default: PciNames | None = None
-_default_lock = _thread.allocate_lock()
+_default_lock = threading.Lock()
 
 
 def default_names() -> PciNames:
-    """The process-wide PciNames (auto backend, default paths); created on first call."""
+    """The process-wide PciNames (default paths); created on first call."""
     global _default
     with _default_lock:
         if _default is None:
             _default = PciNames()
         return _default
-
-
-__all__ = ["PciNames", "default_names", "DEFAULT_IDS_PATHS", "LIBPCI_SONAME"]

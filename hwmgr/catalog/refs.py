@@ -1,15 +1,12 @@
 """The catalog's small shared vocabulary: device references, the default firmware scheme,
 and JSON paths in messages.
 
-Kept apart from validation so a run that answers from the compiled index (catalog/index.py)
-matches devices without importing the validator.
+Kept apart from validation and loading: matching, validation and verdicts all use them.
 """
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 FIRMWARE_SCHEME = "firmware"  # an entry's firmware_scheme when it names none
 

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Optional
 
 from hwmgr.errors import VersionError
-
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    from typing import Optional
 
 
 def shown(raw: object, limit: int = 60) -> str:

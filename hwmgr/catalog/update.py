@@ -14,8 +14,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+import requests
+
+from hwmgr import __version__
+from hwmgr.catalog.discover import discover
+from hwmgr.catalog.load import Catalog
 from hwmgr.catalog.validate import MAX_FILE_BYTES
-from hwmgr.config import CatalogLocations
+from hwmgr.config import CatalogLocations, Config
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, NothingToDo, RefusedError
 from hwmgr.host.seam import Host
 
@@ -34,10 +39,6 @@ def calver(text: Any) -> tuple[int, int, int]:
 
 def download(url: str, limit: int, what: str) -> bytes:
     """GET `url` (bounded, no redirect to another scheme); a short body is refused (exit 9)."""
-    import requests
-
-    from hwmgr import __version__
-
     if not url.startswith(("https://", "http://")):
         raise BadInputError(f"{url}: not an http(s) URL")
     try:
@@ -113,21 +114,20 @@ def verify(local_host: Host, data: Path, sig: Path, rings: list[Path], work: Pat
                        "nothing installed")
 
 
-def installed_version(loc: CatalogLocations, local_host: Host) -> str | None:
+def installed_version(loc: CatalogLocations, local_host: Host, config: Config) -> str | None:
     """catalog_version of the installed catalog, else of the shipped base catalog."""
-    from hwmgr.catalog.load import Catalog, discover
-
-    files = [loc.installed] if local_host.exists(str(loc.installed)) else discover()
+    files = [loc.installed] if local_host.exists(str(loc.installed)) else discover(None, config)
     if not files:
         return None
     cat, errors = Catalog.build(files[:1])
     return None if errors else cat.files[0].catalog_version
 
 
-def update(local_host: Host, url: str, loc: CatalogLocations, *, allow_older: bool = False) -> dict:
-    """Download, verify, validate and install a catalog; refusals change nothing."""
-    from hwmgr.catalog.load import Catalog
-
+def update(local_host: Host, url: str, loc: CatalogLocations, *, config: Config,
+           allow_older: bool = False) -> dict[str, Any]:
+    """Download, verify, validate and install a catalog; refusals change nothing. `config`
+    (the run's Config) finds the shipped catalog the downgrade rule compares with when none
+    is installed."""
     data = download(url, MAX_FILE_BYTES, "catalog")
     try:
         sig = download(url + ".asc", MAX_SIG_BYTES, "signature")
@@ -140,13 +140,13 @@ def update(local_host: Host, url: str, loc: CatalogLocations, *, allow_older: bo
         local_host.write_bytes(str(work / "catalog.json.asc"), sig)
         fpr = verify(local_host, work / "catalog.json", work / "catalog.json.asc",
                      keyrings(local_host, loc.trusted_keys, work), work)
-        cat, errors = Catalog.build([work / "catalog.json"], use_cache=False)
+        cat, errors = Catalog.build([work / "catalog.json"])
         if errors:
             raise BadInputError(f"downloaded catalog is invalid: "
                                 f"{errors[0].replace(str(work / 'catalog.json'), url)}; "
                                 "nothing installed")
         new = cat.files[0].catalog_version
-        old = installed_version(loc, local_host)
+        old = installed_version(loc, local_host, config)
         if old is not None and calver(new) < calver(old) and not allow_older:
             raise RefusedError(f"catalog_version {new} is older than the installed {old} "
                                "(downgrade refused; --allow-older to force); nothing installed")
@@ -170,7 +170,7 @@ def update(local_host: Host, url: str, loc: CatalogLocations, *, allow_older: bo
             "installed": str(loc.installed)}
 
 
-def rollback(local_host: Host, loc: CatalogLocations) -> dict:
+def rollback(local_host: Host, loc: CatalogLocations) -> dict[str, Any]:
     """Swap the installed catalog with the previous one (kept by `update`)."""
     prev = loc.installed_dir / "previous.json"
     data = local_host.read_bytes(str(prev))
@@ -186,8 +186,6 @@ def rollback(local_host: Host, loc: CatalogLocations) -> dict:
     if prev_sig is not None:
         local_host.write_bytes(str(loc.installed) + ".asc", prev_sig)
     local_host.write_bytes(str(loc.installed), data)
-    from hwmgr.catalog.load import Catalog
-
     cat, _errors = Catalog.build([loc.installed])
     return {"installed": str(loc.installed),
             "catalog_version": cat.files[0].catalog_version if cat.files else None}
@@ -195,9 +193,7 @@ def rollback(local_host: Host, loc: CatalogLocations) -> dict:
 
 def sign(local_host: Host, path: Path, key: str) -> Path:
     """Validate a catalog and write its detached armored signature `FILE.asc` with gpg."""
-    from hwmgr.catalog.load import Catalog
-
-    _cat, errors = Catalog.build([path], use_cache=False)
+    _cat, errors = Catalog.build([path])
     if errors:
         raise BadInputError(f"not signing an invalid catalog: {errors[0]}")
     out = Path(str(path) + ".asc")

@@ -3,14 +3,40 @@
 from __future__ import annotations
 
 import fnmatch
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypedDict
 
 from hwmgr.catalog import versions
 from hwmgr.catalog.refs import FIRMWARE_SCHEME, inbox_policies
 from hwmgr.errors import VersionError
 
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    from typing import Any, Mapping, Sequence
+if TYPE_CHECKING:  # the loader imports this module; these names are for the checker only
+    from hwmgr.catalog.load import Catalog, Match
+
+
+class Firmware(TypedDict, total=False):
+    """The recommended version's firmware floor against what the device runs."""
+
+    min: str
+    current: Any  # the inventory's raw value (None when unknown)
+    ok: bool | None  # None: not comparable (see note) or unknown
+    note: str
+
+
+class _VerdictKeys(TypedDict):
+    entry: str
+    status: str  # one of load.VERDICTS
+    recommended_version: str | None
+    reason: str
+    match: str  # one of load.LEVELS
+    device_name: str
+
+
+class Verdict(_VerdictKeys, total=False):
+    """A device's catalog verdict, as inventory and check report it."""
+
+    firmware: Firmware
+    listed_status: str  # the catalog status of the version found, when it is listed
+    in_tree: bool  # judged by the entry's in-tree (inbox) policy
 
 
 def _norm_driver(name: Any) -> str | None:
@@ -27,23 +53,25 @@ _FROM_STATUS = {"recommended": "ok", "known-good": "ok", "baseline": "ok",
                 "deprecated": "outdated", "known-bad": "known-bad"}
 
 
-def decide(cat: Any, m: Any, dev: Mapping[str, Any], kernel: str | None) -> dict[str, Any]:
+def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -> Verdict:
     """Apply the verdict rules: driver binding, in-tree (inbox) policy, listed status, then
-    order against the recommended version (never across schemes). `cat` is the loader's
-    Catalog and `m` its Match, typed loosely: the loader imports this module, not back."""
+    order against the recommended version (never across schemes)."""
     entry, name = m.entry, m.driver
     scheme = entry["version_scheme"]
     rec = cat.recommended(dev, kernel)
     rec_ver = rec[0] if rec else None
-    out: dict[str, Any] = {"entry": name, "status": "unknown", "recommended_version": rec_ver,
-                           "reason": "", "match": m.level, "device_name": m.name}
+    out: Verdict = {"entry": name, "status": "unknown", "recommended_version": rec_ver,
+                    "reason": "", "match": m.level, "device_name": m.name}
     if rec and rec[1].get("firmware"):
         out["firmware"] = _firmware(rec[1]["firmware"]["min"], dev.get("firmware_version"),
                                     entry.get("firmware_scheme", FIRMWARE_SCHEME))
 
-    def unknown(reason: str) -> dict[str, Any]:
-        out["reason"] = reason
+    def settle(status: str, reason: str) -> Verdict:
+        out["status"], out["reason"] = status, reason
         return out
+
+    def unknown(reason: str) -> Verdict:
+        return settle("unknown", reason)
 
     norm = _norm_driver(name)
     accepted = {norm} | {_norm_driver(p) for p in entry.get("pci_drivers", [])}
@@ -73,9 +101,8 @@ def decide(cat: Any, m: Any, dev: Mapping[str, Any], kernel: str | None) -> dict
             covered = ", ".join(g for p in policies for g in p.get("kernels", []))
             return unknown(f"{name} in-tree build on kernel {kernel}: the catalog's in-tree "
                            f"policy covers {covered} only")
-        out.update(status=_FROM_STATUS[inbox["status"]], reason=inbox["reason"],
-                   listed_status=inbox["status"], in_tree=True)
-        return out
+        out["listed_status"], out["in_tree"] = inbox["status"], True
+        return settle(_FROM_STATUS[inbox["status"]], inbox["reason"])
     listed = _listed(cat.applicable(m, dev, kernel), raw, scheme, kernel)
     try:
         cmp_rec = versions.compare(raw, rec_ver, scheme, kernel=kernel) if rec_ver else None
@@ -87,18 +114,14 @@ def decide(cat: Any, m: Any, dev: Mapping[str, Any], kernel: str | None) -> dict
         st = listed["status"]
         out["listed_status"] = st
         if st == "known-good" and cmp_rec is not None and cmp_rec < 0:
-            out.update(status="outdated", reason=f"known-good, but {rec_ver} is recommended")
-        else:
-            out.update(status=_FROM_STATUS[st], reason=listed["reason"])
-        return out
+            return settle("outdated", f"known-good, but {rec_ver} is recommended")
+        return settle(_FROM_STATUS[st], listed["reason"])
     if cmp_rec is None:
         return unknown(f"{name} {raw} is not in the catalog")
     if cmp_rec < 0:
-        out.update(status="outdated", reason=f"{raw} is older than the recommended {rec_ver}")
-    else:
-        word = "the same as" if cmp_rec == 0 else "newer than"
-        out.update(status="ok", reason=f"{raw} is not listed but {word} the recommended {rec_ver}")
-    return out
+        return settle("outdated", f"{raw} is older than the recommended {rec_ver}")
+    word = "the same as" if cmp_rec == 0 else "newer than"
+    return settle("ok", f"{raw} is not listed but {word} the recommended {rec_ver}")
 
 
 def _listed(known: Mapping[str, Any], raw: str, scheme: str,
@@ -121,9 +144,9 @@ def _listed(known: Mapping[str, Any], raw: str, scheme: str,
     return None
 
 
-def _firmware(minimum: str, current: Any, scheme: str) -> dict[str, Any]:
+def _firmware(minimum: str, current: Any, scheme: str) -> Firmware:
     """Firmware requirement of the recommended version vs what the device runs."""
-    fw: dict[str, Any] = {"min": minimum, "current": current, "ok": None}
+    fw: Firmware = {"min": minimum, "current": current, "ok": None}
     if isinstance(current, str) and current.strip():
         try:
             fw["ok"] = versions.compare(current, minimum, scheme) >= 0

@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional, Union
 
 from hwmgr.catalog.rpmver import (
     EVR,
@@ -34,10 +37,6 @@ from hwmgr.catalog.rpmver import (
     vercmp_raw,
 )
 from hwmgr.errors import VersionError
-
-TYPE_CHECKING = False  # typing costs ~3 ms to import; annotations stay strings (PEP 563)
-if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable, Optional, Union
 
 __all__ = [
     "EVR",
@@ -61,30 +60,10 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------------------------
-# patterns compile on first use: most runs parse a few versions or none, and compiling these
-# fifteen costs ~1.4 ms of every start
-
-
-class _Lazy:
-    """A regular expression compiled the first time it is used (re.compile's arguments)."""
-
-    __slots__ = ("_args", "_pattern")
-
-    def __init__(self, *args: Any) -> None:
-        self._args = args
-        self._pattern: Any = None
-
-    def __getattr__(self, name: str) -> Any:
-        if self._pattern is None:
-            self._pattern = re.compile(*self._args)
-        return getattr(self._pattern, name)
-
-
-# ---------------------------------------------------------------------------------------------
 # common normalisation for what the kernel/ethtool report
 
-_NOTE = _Lazy(r"^(?P<head>.*?)\s*\((?P<note>[^()]*)\)$")
-_LABEL = _Lazy(r"^(?:version|firmware-version|firmware version)\s*:\s*", re.IGNORECASE)
+_NOTE = re.compile(r"^(?P<head>.*?)\s*\((?P<note>[^()]*)\)$")
+_LABEL = re.compile(r"^(?:version|firmware-version|firmware version)\s*:\s*", re.IGNORECASE)
 
 
 def _normalise(raw: object, what: str) -> tuple[str, Optional[str]]:
@@ -108,8 +87,8 @@ def _normalise(raw: object, what: str) -> tuple[str, Optional[str]]:
 # driver
 
 _ARCHES = r"x86_64|aarch64|ppc64le|ppc64|s390x|i686|i586|armv7hl"
-_KREL_BASE = _Lazy(r"^\d+\.\d+(?:\.\d+)?-\d[A-Za-z0-9._+~-]*$")
-_KREL_MARK = _Lazy(
+_KREL_BASE = re.compile(r"^\d+\.\d+(?:\.\d+)?-\d[A-Za-z0-9._+~-]*$")
+_KREL_MARK = re.compile(
     r"\.(?:el|fc|es|oe|amzn|an|ky|mga)\d"  # dist tag (RHEL/Fedora/... builds)
     r"|uek"
     rf"|\.(?:{_ARCHES})$"
@@ -117,16 +96,16 @@ _KREL_MARK = _Lazy(
     r"|lowlatency|default|azure|aws|gcp|kvm|oracle|oem|virtual|server|xen|pae|rpi|64k"
     r"|powerpc64le|s390x|ppc64el|preempt)$"
 )
-_KREL_DIST = _Lazy(r"\.((?:el|fc|es|oe|amzn|an|ky|mga)\d[A-Za-z0-9_]*)")
-_ARCH_TAIL = _Lazy(rf"\.(?:{_ARCHES})$")
-_K_MARK = _Lazy(r"^[kK]\d*$")
-_PRE = _Lazy(r"^(?:rc|alpha|beta|pre)\d*$", re.IGNORECASE)
-_DISTRO = _Lazy(
+_KREL_DIST = re.compile(r"\.((?:el|fc|es|oe|amzn|an|ky|mga)\d[A-Za-z0-9_]*)")
+_ARCH_TAIL = re.compile(rf"\.(?:{_ARCHES})$")
+_K_MARK = re.compile(r"^[kK]\d*$")
+_PRE = re.compile(r"^(?:rc|alpha|beta|pre)\d*$", re.IGNORECASE)
+_DISTRO = re.compile(
     r"^(?:rh|rhel|el|sles|suse|sle|ubuntu|deb|debian|uek|ol|oe|fc)[0-9._]*$", re.IGNORECASE
 )
-_WORD = _Lazy(r"^[A-Za-z][A-Za-z0-9._+]*$")
-_BASE = _Lazy(r"^\d[A-Za-z0-9._+~^-]*$")
-_FLAVOR_TAIL = _Lazy(r"^(\d+(?:\.\d+){2,})([A-Za-z])$")
+_WORD = re.compile(r"^[A-Za-z][A-Za-z0-9._+]*$")
+_BASE = re.compile(r"^\d[A-Za-z0-9._+~^-]*$")
+_FLAVOR_TAIL = re.compile(r"^(\d+(?:\.\d+){2,})([A-Za-z])$")
 
 
 @dataclass(frozen=True)
@@ -184,7 +163,7 @@ def parse_driver_version(raw: str, kernel: Optional[str] = None,
         )
     body = s[1:] if s[:1] in "vV" and s[1:2].isdigit() else s
     m = _FLAVOR_TAIL.match(body) if suffixes else None
-    if m and m.group(2) in suffixes:  # e.g. Emulex: 4.1.307r is a RHEL in-tree build
+    if m and suffixes and m.group(2) in suffixes:  # e.g. Emulex: 4.1.307r is a RHEL in-tree build
         return DriverVersion(
             raw=raw, base=m.group(1), in_kernel=True, distro=suffixes[m.group(2)],
             flavor=(m.group(2),), note=note, normalized=s,
@@ -252,9 +231,9 @@ def _compare_driver(a: str, b: str, kernel: Optional[str] = None) -> int:
 # ---------------------------------------------------------------------------------------------
 # firmware
 
-_HEX = _Lazy(r"^0[xX][0-9a-fA-F]+$")
-_FW_VALUE = _Lazy(r"^[A-Za-z0-9][A-Za-z0-9._+~^:/-]*$")
-_FW_NAME = _Lazy(r"^[A-Za-z][A-Za-z_-]*$")
+_HEX = re.compile(r"^0[xX][0-9a-fA-F]+$")
+_FW_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+~^:/-]*$")
+_FW_NAME = re.compile(r"^[A-Za-z][A-Za-z_-]*$")
 # unnamed layouts by token kinds: names for each position (the first one is principal);
 # vendors' own layouts are data (schemes.json) and extend these per scheme
 _FW_LAYOUTS: dict[tuple[str, ...], tuple[str, ...]] = {
@@ -363,8 +342,7 @@ def _compare_firmware(a: str, b: str, kernel: Optional[str] = None) -> int:
 # ---------------------------------------------------------------------------------------------
 # registry and the public entry points
 
-if TYPE_CHECKING:
-    Parsed = Union[EVR, DriverVersion, Firmware]
+Parsed = Union[EVR, DriverVersion, Firmware]
 
 
 @dataclass(frozen=True)
@@ -389,9 +367,17 @@ def _compare_rpm(a: str, b: str, kernel: Optional[str] = None) -> int:
     return compare_evr(parse_evr(a), parse_evr(b))
 
 
+def _parse_rpm(raw: str, kernel: Optional[str] = None) -> EVR:
+    return parse_evr(raw)
+
+
+def _parse_firmware(raw: str, kernel: Optional[str] = None) -> Firmware:
+    return parse_firmware(raw)
+
+
 register_scheme(Scheme(
     "rpm", "rpm [epoch:]version[-release], ordered like rpmvercmp/rpmdev-vercmp",
-    lambda raw, kernel=None: parse_evr(raw), _compare_rpm,
+    _parse_rpm, _compare_rpm,
 ))
 register_scheme(Scheme(
     "driver", "driver versions as ethtool -i / modinfo report them (5.1.0-k-rh7.6, 4.1.307r)",
@@ -399,7 +385,7 @@ register_scheme(Scheme(
 ))
 register_scheme(Scheme(
     "firmware", "NIC firmware strings (bc 5.2.3 NCSI 2.0.12, 6.00 0x800036cb 1.1747.0)",
-    lambda raw, kernel=None: parse_firmware(raw), _compare_firmware,
+    _parse_firmware, _compare_firmware,
 ))
 
 
@@ -436,9 +422,6 @@ def _vendor_scheme(spec: dict) -> Scheme:
 
 
 def _load_vendor_schemes() -> None:
-    import json
-    from pathlib import Path
-
     doc = json.loads((Path(__file__).resolve().parent / "schemes.json").read_text())
     for spec in doc["schemes"]:
         register_scheme(_vendor_scheme(spec))
@@ -474,7 +457,7 @@ def compare(a: str, b: str, scheme: str = "rpm", *, kernel: Optional[str] = None
     return get_scheme(scheme).compare(a, b, kernel)
 
 
-def sort_key(scheme: str = "rpm", *, kernel: Optional[str] = None) -> Callable[[str], object]:
+def sort_key(scheme: str = "rpm", *, kernel: Optional[str] = None) -> Callable[[str], Any]:
     """A `key=` function for sorted() that orders version strings by `scheme`, oldest first."""
     sch = get_scheme(scheme)
     return functools.cmp_to_key(lambda x, y: sch.compare(x, y, kernel))

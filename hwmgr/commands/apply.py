@@ -86,7 +86,7 @@ def _changes(args: argparse.Namespace, ctx: Any, layers: list[str]) -> list[Any]
         return ap.changes_from_findings(
             [_as_finding(c) for c in ap.load_changes(text, printable(args.changes))],
             layers=layers, interfaces=args.interface)
-    return ap.drift_changes(ctx.host, args, layers)
+    return ap.drift_changes(ctx.host, args, layers, ctx.config)
 
 
 def _as_finding(c: Any) -> dict[str, Any]:

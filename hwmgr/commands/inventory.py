@@ -57,7 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     from hwmgr.inventory.scan import collect
 
-    scan = collect(ctx.host, args.catalog, use_catalog=not args.no_catalog)
+    scan = collect(ctx.host, args.catalog, use_catalog=not args.no_catalog, config=ctx.config)
     if args.klass:
         want = args.klass.lower().removeprefix("0x")
         scan.devices = [d for d in scan.devices if (d["class"] or "").startswith(want)]

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     opts = options_from(args, cfg, peer)
     catalog = None
     if opts.floor_mbps is None:
-        catalog = floor_catalog(args)
+        catalog = floor_catalog(args, ctx.config)
     report = tp.check(host, opts, catalog=catalog)
     data = report.as_dict()
     if not args.no_record and report.status != "unknown":

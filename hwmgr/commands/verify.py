@@ -124,7 +124,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         driver=args.driver, on_failure="report" if readonly else on_failure, boot=args.boot,
         readonly=readonly, link_wait=cfg.link_wait_seconds,
         max_boot_attempts=cfg.max_boot_attempts, reboot_command=cfg.reboot_command,
-        throughput=tp_opts, catalog=lambda: floor_catalog(args))
+        throughput=tp_opts, catalog=lambda: floor_catalog(args, ctx.config))
     armed = _explicit(host, args.expectation) if args.expectation else None
     report = Verifier(host, settings, opts).run(armed)
     report.notes[:0] = notes

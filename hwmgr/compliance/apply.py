@@ -402,9 +402,11 @@ def auto_revert(host: Host, config: Config, txn: int, after: float) -> TxnResult
         state.close()
 
 
-def drift_changes(host: Host, args: Any, layers: list[str]) -> list[Change]:
-    """The host's own drift in `layers`: the compliance engine's findings (`hwmgr check`)."""
-    result = check_host(host, load_catalog(args.catalog), parse_layers(",".join(layers)))
+def drift_changes(host: Host, args: Any, layers: list[str], config: Config) -> list[Change]:
+    """The host's own drift in `layers`: the compliance engine's findings (`hwmgr check`);
+    `config` (the run's Config) says where the catalog is."""
+    result = check_host(host, load_catalog(args.catalog, config=config),
+                        parse_layers(",".join(layers)))
     return changes_from_findings([f.to_json() for f in result.findings], layers=layers,
                                  interfaces=args.interface)
 

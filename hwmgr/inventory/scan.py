@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from hwmgr.catalog.load import load_catalog
-from hwmgr.catalog.namememo import NameMemo
 from hwmgr.catalog.pciids import PciNames, default_names
-from hwmgr.config import current
+from hwmgr.config import Config
 from hwmgr.host import ifname
 from hwmgr.host.seam import Host
 from hwmgr.inventory.raid import tool_firmware
@@ -125,7 +123,7 @@ class Inventory:
         # names per ID tuple; `known_names` (remembered from earlier runs) spares the lookups
         self.pci_names: dict[tuple[str | None, ...], tuple[str | None, ...]] = dict(
             known_names or {})
-        self._verdicts: dict[tuple[Any, ...], dict[str, Any] | None] = {}
+        self._verdicts: dict[tuple[Any, ...], Mapping[str, Any] | None] = {}
         self._notes: list[str] = []
         # a recording host (snapshot capture) also reads what a uevent stands in for, so the
         # snapshot answers hwmgr releases that predate uevent
@@ -264,7 +262,7 @@ class Inventory:
             )
         return hit
 
-    def _verdict(self, dev: dict[str, Any], kernel: str | None) -> dict[str, Any] | None:
+    def _verdict(self, dev: dict[str, Any], kernel: str | None) -> Mapping[str, Any] | None:
         """The catalog verdict, computed once per device that differs only in place fields
         (4,096 VFs of two kinds are two verdicts); each device gets its own copy."""
         assert self.verdict is not None
@@ -396,19 +394,16 @@ class Inventory:
             tool_firmware(self.host, pending)
 
 
-def collect(host: Host, catalog_paths: list[str] | None, use_catalog: bool = True) -> Scan:
-    """Scan `host` with names and catalog verdicts; shared by inventory, snapshot and check."""
+def collect(host: Host, catalog_paths: list[str] | None, use_catalog: bool = True,
+            config: Config | None = None) -> Scan:
+    """Scan `host` with names and catalog verdicts; shared by inventory, snapshot and check.
+    `config` (the run's Config) says where the catalog is; it is needed with `use_catalog`."""
     verdict = None
     if use_catalog:
-        verdict = load_catalog(catalog_paths).verdict
-    names = default_names()
-    memo = NameMemo.for_names(names, Path(current().user_cache_dir))
-    inv = Inventory(host, names=names, verdict=verdict,
-                    known_names=memo.entries if memo else None)
-    scan = inv.scan()
-    if memo is not None:
-        memo.save(inv.pci_names)
-    return scan
+        if config is None:
+            raise TypeError("collect(use_catalog=True) needs the run's config")
+        verdict = load_catalog(catalog_paths, config=config).verdict
+    return Inventory(host, names=default_names(), verdict=verdict).scan()
 
 
 def _link_name(target: str | None) -> str | None:

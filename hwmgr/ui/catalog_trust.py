@@ -65,7 +65,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     if args.action == "update":
         from hwmgr.catalog.update import update
 
-        data = update(_local(ctx, loc), args.url, loc, allow_older=args.allow_older)
+        data = update(_local(ctx, loc), args.url, loc, config=ctx.config,
+                      allow_older=args.allow_older)
         return Outcome(NAME, data=data, render=lambda c: c.print(
             f"installed catalog {data['catalog_version']} (was {data['previous_version']}), "
             f"signed by {data['signed_by']}: {data['installed']}", markup=False,

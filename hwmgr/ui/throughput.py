@@ -44,13 +44,14 @@ def options_from(args: argparse.Namespace, cfg: Any, peer: str | None) -> Any:
                    timeout=opt("timeout"), force=bool(opt("force")))
 
 
-def floor_catalog(args: argparse.Namespace) -> Any:
-    """The catalog for the fraction-of-link floor; None (no floor) when none loads."""
+def floor_catalog(args: argparse.Namespace, config: Any) -> Any:
+    """The catalog for the fraction-of-link floor (`config`: the run's Config); None (no
+    floor) when none loads."""
     from hwmgr.catalog.load import load_catalog
     from hwmgr.errors import HwmgrError
 
     try:
-        return load_catalog(args.catalog)
+        return load_catalog(args.catalog, config=config)
     except HwmgrError:
         if args.catalog:
             raise

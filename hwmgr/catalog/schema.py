@@ -1,0 +1,111 @@
+"""The catalog's JSON Schema check, and its verdict remembered by the layers' content hash.
+
+jsonschema costs ~170 ms to import and ~0.8 s to walk a catalog of 3,000 device rules, while
+everyday commands load the same catalog again and again. So a passed check is remembered in
+the analysing user's cache (`catalog-valid.json`, the KEEP most recent keys), keyed by the
+SHA-256 of the schema, CHECKS_VERSION and every layer's bytes in order: any change to any of
+them is a new key, checked in full. The strict parse and the semantic rules are cheap and run
+on every load (`hwmgr.catalog.load`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from hwmgr.catalog import layers
+from hwmgr.catalog.refs import json_path
+from hwmgr.errors import BadInputError, HwmgrError
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "catalog.schema.json"
+# Bump when the validation rules change (schema handling here, or catalog/validate.py):
+# invalidates every remembered verdict.
+CHECKS_VERSION = "6"
+VERDICTS_FILE = "catalog-valid.json"
+KEEP = 32  # remembered keys: a few catalogs and site-layer sets, never an unbounded file
+
+Finding = tuple[tuple[Any, ...], str]  # (JSON path parts, message)
+
+
+def one_line(msg: str, limit: int = 240) -> str:
+    """`msg` on one line, cut to `limit` characters."""
+    msg = " ".join(str(msg).split())
+    return msg if len(msg) <= limit else msg[: limit - 3] + "..."
+
+
+def schema_bytes() -> bytes:
+    """The shipped schema's text; BadInputError naming it when unreadable."""
+    try:
+        return SCHEMA_PATH.read_bytes()
+    except OSError as exc:
+        raise BadInputError(f"catalog schema {SCHEMA_PATH} is unreadable: {exc}") from None
+
+
+_VALIDATORS: dict[tuple[bytes, bool], Any] = {}
+
+
+def findings(data: Any, partial: bool = False) -> list[Finding]:
+    """(path parts, message) of `data` against the shipped schema, or its relaxed form for a
+    partial layer (see `layers.relaxed_schema`), sorted by path."""
+    # jsonschema is imported here, not at the top: only a catalog whose verdict is not
+    # remembered pays its ~170 ms (the design notes' rule for everyday commands)
+    import jsonschema
+    from jsonschema.exceptions import best_match
+
+    text = schema_bytes()
+    if (text, partial) not in _VALIDATORS:
+        schema = json.loads(text)
+        _VALIDATORS[text, partial] = jsonschema.Draft202012Validator(
+            layers.relaxed_schema(schema) if partial else schema)
+    out: list[Finding] = []
+    try:
+        for err in _VALIDATORS[text, partial].iter_errors(data):
+            if err.validator in ("anyOf", "oneOf") and err.context and isinstance(
+                    err.instance, (dict, list)):
+                err = best_match(err.context)  # a short, specific message for containers
+            out.append((tuple(err.absolute_path), one_line(err.message)))
+    except RecursionError:
+        out.append(((), "structure is nested too deeply"))
+    return sorted(set(out), key=lambda f: (json_path(f[0]), f[1]))
+
+
+class VerdictCache:
+    """The remembered passed checks in one cache directory; a missing, damaged or unwritable
+    file only means checking again, never an error."""
+
+    def __init__(self, cache_dir: str | Path) -> None:
+        self.dir = Path(cache_dir)
+        self.path = self.dir / VERDICTS_FILE
+        self._host = Host("/", SubprocessRunner(), writable=[str(self.dir)])
+
+    @staticmethod
+    def key(digests: Sequence[str]) -> str:
+        """The key for layers with these SHA-256 digests, in order, under today's checks."""
+        h = hashlib.sha256(hashlib.sha256(schema_bytes()).digest())
+        h.update(f"\0{CHECKS_VERSION}".encode())
+        for digest in digests:
+            h.update(f"\0{digest}".encode())
+        return h.hexdigest()
+
+    def _keys(self) -> list[str]:
+        raw = self._host.read_bytes(str(self.path))
+        try:
+            keys = json.loads(raw) if raw else []
+        except ValueError:
+            return []
+        return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+
+    def passed(self, key: str) -> bool:
+        """Whether layers with this key passed the schema check before."""
+        return key in self._keys()
+
+    def remember(self, key: str) -> None:
+        """Record a passed check (most recent last, KEEP kept)."""
+        keys = [k for k in self._keys() if k != key] + [key]
+        with contextlib.suppress(OSError, HwmgrError):
+            self._host.write_bytes(str(self.path), json.dumps(keys[-KEEP:]).encode() + b"\n")
