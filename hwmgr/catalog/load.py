@@ -294,7 +294,7 @@ class Catalog(RuleData):
     @property
     def version(self) -> str | None:
         """catalog_version of the loaded file(s), joined with '+' when several."""
-        return "+".join(f.catalog_version for f in self.files) or None
+        return "+".join(f.catalog_version for f in self.files if f.catalog_version) or None
 
     def match(self, dev: Mapping[str, Any]) -> Match | None:
         """The most specific entry for an inventory device: 4-tuple, vendor:device, class."""
