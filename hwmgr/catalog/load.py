@@ -31,7 +31,7 @@ __all__ = ["ENV_DIR", "Catalog", "CatalogFile", "Match", "discover", "json_path"
 
 STATUSES = ("recommended", "known-good", "known-bad", "deprecated")
 VERDICTS = ("ok", "outdated", "known-bad", "unknown")
-LEVELS = ("subsystem", "device", "class")  # most specific first
+LEVELS = ("subsystem", "device", "driver", "class")  # most specific first
 
 _HEX4 = re.compile(r"^[0-9a-f]{4}$")
 RuleKey = tuple[Any, ...]  # ("subsystem", v, d, sv, sd) | ("device", v, d) | ("class", v|None, c)
@@ -297,7 +297,8 @@ class Catalog(RuleData):
         return "+".join(f.catalog_version for f in self.files if f.catalog_version) or None
 
     def match(self, dev: Mapping[str, Any]) -> Match | None:
-        """The most specific entry for an inventory device: 4-tuple, vendor:device, class."""
+        """The most specific entry for an inventory device: 4-tuple, vendor:device, the entry
+        of the driver bound to it, class."""
         v, d = _hex4(dev.get("vendor_id")), _hex4(dev.get("device_id"))
         sv, sd = _hex4(dev.get("subsystem_vendor_id")), _hex4(dev.get("subsystem_device_id"))
         cls = _class4(dev.get("class"))
@@ -306,10 +307,21 @@ class Catalog(RuleData):
             keys.append(("subsystem", v, d, sv, sd))
         if v and d:
             keys.append(("device", v, d))
+        keys.append(("driver",))
         if cls:
             keys += [("class", v, cls), ("class", None, cls)]
         bound = [_driver_key(dev.get(k)) for k in ("driver", "pci_driver")]
         for key in keys:
+            if key == ("driver",):
+                # no rule names these IDs, but the driver bound to the function has an entry:
+                # its version verdicts hold for every device it drives (applies_to still
+                # narrows them to listed devices)
+                name = next((n for b in bound for n in self.drivers if b and _driver_key(n) == b),
+                            None)
+                if name is not None:
+                    return Match(name, "driver", {"name": f"a device {name} drives"},
+                                 self.drivers[name])
+                continue
             hits = [(n, i) for n, i in self._index.get(key, ())
                     if "class" not in self.drivers[n]["devices"][i]
                     or self.drivers[n]["devices"][i]["class"] == cls]
