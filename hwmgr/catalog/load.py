@@ -21,7 +21,7 @@ from hwmgr.catalog.discover import ENV_DIR, PathLike, catalog_files, discover
 from hwmgr.catalog.refs import json_path, ref_hits
 from hwmgr.catalog.rules import RuleData
 from hwmgr.catalog.schema import VerdictCache, findings
-from hwmgr.catalog.validate import parse, read_catalog, semantic_errors
+from hwmgr.catalog.validate import parse, read_catalog, semantic_errors, v3_errors
 from hwmgr.catalog.verdict import Verdict, _kernel_ok, decide
 from hwmgr.config import Config
 from hwmgr.errors import BadInputError, NotFoundError, VersionError
@@ -142,6 +142,8 @@ def _check_file(chk: _Check, schema: bool) -> None:
     if schema:
         chk.fail(_schema_errors(layers.without_nulls(chk.data) if chk.partial else chk.data,
                                 chk.partial))
+    if not chk.errors:
+        chk.fail(v3_errors(chk.data))
     if not chk.errors and not chk.partial:
         chk.fail(semantic_errors(chk.data))
 
