@@ -98,8 +98,9 @@ def build(root: Path, pfs: int = 64, vfs_per_pf: int = 15, ue: bool = True) -> i
 
 
 def big_catalog(dest: Path, shipped: Path, rules: int = 3_000) -> int:
-    """Write the shipped catalog (a directory, merged into one file) plus one driver with `rules` subsystem rules; returns the
-    number of device rules in the file (the shipped ones included)."""
+    """Write the shipped catalog (a directory, merged into one file) plus one driver with
+    `rules` subsystem rules; returns the number of device rules in the file (shipped ones
+    included)."""
     data = json.loads(json.dumps(load_catalog([shipped], config=config_from(None)).doc))
     template = data["drivers"]["ixgbe"]
     devices = [
