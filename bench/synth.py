@@ -11,6 +11,9 @@ import os
 import struct
 from pathlib import Path
 
+from hwmgr.catalog.load import load_catalog
+from hwmgr.config import config_from
+
 PF = ("8086", "1528", "8086", "0001", "020000", "01", "ixgbe", "5.1.0-k")
 VF = ("8086", "1515", "8086", "0001", "020000", "01", "ixgbevf", "4.1.0-k")
 
@@ -95,9 +98,10 @@ def build(root: Path, pfs: int = 64, vfs_per_pf: int = 15, ue: bool = True) -> i
 
 
 def big_catalog(dest: Path, shipped: Path, rules: int = 3_000) -> int:
-    """Write the shipped catalog plus one driver with `rules` subsystem rules; returns the
-    number of device rules in the file (the shipped ones included)."""
-    data = json.loads(shipped.read_text())
+    """Write the shipped catalog (a directory, merged into one file) plus one driver with
+    `rules` subsystem rules; returns the number of device rules in the file (shipped ones
+    included)."""
+    data = json.loads(json.dumps(load_catalog([shipped], config=config_from(None)).doc))
     template = data["drivers"]["ixgbe"]
     devices = [
         {"vendor": "1d6c", "device": f"{0x1000 + i // 1000:04x}", "subvendor": "1d6c",
@@ -108,7 +112,8 @@ def big_catalog(dest: Path, shipped: Path, rules: int = 3_000) -> int:
         "version_scheme": template["version_scheme"],
         "description": f"synthetic driver for benches ({rules:,} subsystem rules)",
         "versions": {"1.0.0": {"status": "recommended", "reason": "bench",
-                               "evidence": "synthetic"}},
+                               "evidence": [{"title": "bench/synth.py", "kind": "lab",
+                                             "observed": "synthetic"}]}},
         "devices": devices,
     }
     dest.write_text(json.dumps(data, indent=1))

@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hwmgr.catalog.load import load_catalog
+from hwmgr.config import config_from
 from lab import srpms
 
 REPO = Path(__file__).resolve().parent.parent
@@ -27,7 +29,8 @@ def lab_catalog(built: dict[str, Path], mirror: str) -> dict[str, Any]:
     `catalog trust` the SRPM an admin obtained. Its vendor host never resolves; the lab's
     HTTP server is the site mirror (flat layout) the fetch goes to.
     """
-    base = json.loads((REPO / "catalogs" / "hwmgr-catalog.json").read_text())
+    # the shipped catalog (one file per driver) merged into the one file the guest is given
+    base = json.loads(json.dumps(load_catalog([REPO / "catalogs"], config=config_from(None)).doc))
     year, month = base["catalog_version"].split(".")[:2]
     base["catalog_version"] = f"{year}.{month}.900"
     base["description"] = ("hwmgr QEMU lab catalog: the bundled catalog plus the lab's "
@@ -49,7 +52,8 @@ def lab_catalog(built: dict[str, Path], mirror: str) -> dict[str, Any]:
             "status": "recommended" if lv.version == RECOMMENDED else "known-good",
             "reason": f"lab release ({lv.note}); the catalog does not know it is broken"
             if lv.broken else f"lab release ({lv.note})",
-            "evidence": "lab/srpms.py: Debian linux-source e1000e with a lab version string",
+            "evidence": [{"title": "hwmgr's lab SRPMs (lab/srpms.py)", "kind": "lab",
+                          "observed": "Debian linux-source e1000e with a lab version string"}],
             "kernels": ["6.1.0-*-amd64"],
             "source": source,
         }

@@ -16,9 +16,8 @@ from typing import Any, Callable, Iterator
 
 from hostile import Case, Sandbox
 from hostile_tree import KVER, SEED
-from support import REPO
+from shipped import shipped_doc
 
-SHIPPED = REPO / "catalogs" / "hwmgr-catalog.json"
 FILE = "cat.json"
 BAD = frozenset({8})
 VERBS: dict[str, list[str]] = {
@@ -45,8 +44,13 @@ MARK = "@@HOSTILE@@"
 
 
 @lru_cache(maxsize=1)
+def shipped_bytes() -> bytes:
+    """The shipped catalog merged into one file's bytes."""
+    return json.dumps(shipped_doc(), indent=1).encode()
+
+
 def shipped() -> Any:
-    return json.loads(SHIPPED.read_text())
+    return shipped_doc()
 
 
 def jpath(parts: list[Any]) -> str:
@@ -114,7 +118,7 @@ def walk(node: Any, parts: list[Any] | None = None) -> Iterator[tuple[list[Any],
 
 # ----------------------------------------------------------------------------- kinds
 def truncated_cases() -> list[Case]:
-    raw = SHIPPED.read_bytes()
+    raw = shipped_bytes()
     end = len(raw.rstrip()) - 1  # cuts below this lose at least the closing brace
     rnd = random.Random("cat-truncated")
     cuts = [0, 1, end] + sorted(rnd.randrange(end) for _ in range(57))
@@ -292,7 +296,7 @@ def dup_cases() -> list[Case]:
 
 def encoding_cases() -> list[Case]:
     """Bytes that are not UTF-8, other encodings, BOMs, lone surrogates, control chars."""
-    raw = SHIPPED.read_bytes()
+    raw = shipped_bytes()
     text = raw.decode()
     rnd = random.Random("cat-encoding")
     out, i = [], 0
@@ -352,7 +356,7 @@ def _link(target: Callable[[Path, Sandbox], str]) -> Make:
 
 def _two(second: str) -> Make:
     def make(work: Path, sb: Sandbox) -> list[Path]:
-        (work / "a.json").write_bytes(SHIPPED.read_bytes())
+        (work / "a.json").write_bytes(shipped_bytes())
         (work / FILE).write_text(second)
         return [work / "a.json", work / FILE]
 
@@ -370,7 +374,7 @@ def file_cases() -> list[Case]:
         ("null", text_file("null"), BAD, "$"), ("list", text_file("[]"), BAD, "$"),
         ("object", text_file("{}"), BAD, "$"), ("zero", text_file("0"), BAD, "$"),
         ("string", text_file('"catalog"'), BAD, "$"), ("true", text_file("true"), BAD, "$"),
-        ("17MiB", text_file(SHIPPED.read_bytes() + b" " * (17 << 20)), BAD, "$"),
+        ("17MiB", text_file(shipped_bytes() + b" " * (17 << 20)), BAD, "$"),
         ("fifo", _fifo, BAD, None), ("char-device", _zero, BAD, None),
         ("dev-null", lambda w, sb: Path("/dev/null"), BAD, None),
         ("dir-with-fifo", _in_dir(lambda p: os.mkfifo(p)), BAD, None),

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shipped import SHIPPED, shipped_doc, shipped_files
 
 from hwmgr.catalog import load as catmod
 from hwmgr.catalog import schema as schemamod
@@ -25,7 +26,7 @@ from hwmgr.config import config_from
 from hwmgr.errors import BadInputError, NotFoundError
 
 REPO = Path(__file__).resolve().parent.parent
-SHIPPED = REPO / "catalogs" / "hwmgr-catalog.json"
+
 FIX = Path(__file__).resolve().parent / "fixtures" / "catalogs"
 MINI = FIX / "good" / "mini.json"
 BAD = FIX / "bad"
@@ -64,7 +65,7 @@ def test_schema_is_a_valid_draft_2020_12_schema() -> None:
 
 
 def test_shipped_catalog_is_valid_and_complete() -> None:
-    assert Catalog.check_files([SHIPPED])[0] == []
+    assert Catalog.check_files(shipped_files())[0] == []
     cat = load_catalog([SHIPPED])
     assert cat.version == "2026.11.1"
     for name in ("be2net", "ixgbe", "megaraid_sas", "e1000e", "igb", "bnx2", "i40e",
@@ -476,7 +477,7 @@ def test_cli_validate_counts_a_layer_that_deletes(capsys: pytest.CaptureFixture[
     layer.write_text(json.dumps({"drivers": {"be2net": None, "ixgbe": {"description": "x"}}}))
     assert main(["catalog", "validate", "--json", str(SHIPPED), str(layer)]) == 0
     got = json.loads(capsys.readouterr().out)["data"]["files"]
-    shipped = json.loads(SHIPPED.read_text())
+    shipped = shipped_doc()
     assert got[0]["drivers"] == len(shipped["drivers"]) > 1
     assert got[0]["devices"] == sum(len(d.get("devices", [])) for d in
                                     shipped["drivers"].values())

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 from lifecycle_env import serve
+from shipped import driver_file, shipped_doc
 from srpmfactory import build_be2net_srpm, build_srpm
-from support import REPO, run_cli
-
-SHIPPED = REPO / "catalogs" / "hwmgr-catalog.json"
+from support import run_cli
 
 
 def gpg(home: Path, *args: str) -> subprocess.CompletedProcess:
@@ -44,7 +43,7 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 
 
 def catalog_doc(version: str, description: str = "test") -> bytes:
-    doc = json.loads(SHIPPED.read_text())
+    doc = shipped_doc()
     doc["catalog_version"] = version
     doc["description"] = description
     return (json.dumps(doc, indent=1) + "\n").encode()
@@ -79,7 +78,7 @@ def test_signed_update_accepted_then_rollback(site: tuple, keys: dict) -> None:
     publish(served, "c.json", catalog_doc("2026.12.0"), keys["good"])
     res = run_cli("catalog", "update", f"{url}/c.json", env=env)
     assert res.returncode == 0, res.stderr
-    base = json.loads(SHIPPED.read_text())["catalog_version"]
+    base = shipped_doc()["catalog_version"]
     assert f"installed catalog 2026.12.0 (was {base})" in res.stdout
     assert keys["good"][1] in res.stdout
     assert installed(env).read_bytes() == (served / "c.json").read_bytes()
@@ -204,4 +203,4 @@ def test_trust_records_and_refuses(tmp_path: Path) -> None:
     sha = rows["$.drivers.be2net.versions['10.2.470.14'].source.sha256"]
     assert sha["value"] == src["sha256"] and sha["file"] == str(site_dir / "50-trusted.json")
     url = rows["$.drivers.be2net.versions['10.2.470.14'].source.url"]
-    assert url["file"] == str(SHIPPED)
+    assert url["file"] == str(driver_file("be2net"))

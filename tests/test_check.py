@@ -14,7 +14,7 @@ from netns import VethLink, sh
 from support import FIXTURES, HOSTS, HWMGR, REPO, run_cli, run_json
 
 SCHEMA = json.loads((REPO / "hwmgr" / "schemas" / "check.schema.json").read_text())
-SHIPPED = str(REPO / "catalogs" / "hwmgr-catalog.json")
+SHIPPED = str(REPO / "catalogs")
 SITE = str(FIXTURES / "catalogs" / "good" / "site-veth.json")
 CAN_NETNS = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("ethtool")
 

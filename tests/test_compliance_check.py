@@ -12,7 +12,7 @@ from hwmgr.config import config_from
 from hwmgr.errors import UsageError
 from hwmgr.host.snapshot import open_host
 
-SHIPPED = REPO / "catalogs" / "hwmgr-catalog.json"
+SHIPPED = REPO / "catalogs"
 SITE = FIXTURES / "catalogs" / "good" / "site-veth.json"
 
 

@@ -226,7 +226,7 @@ def test_fast_paths_give_the_plain_readers_answers(name: str, tmp_path: Path) ->
 
     root = (_synthetic(tmp_path / "t", name == "synthetic") if name.startswith("synthetic")
             else HOSTS / name)
-    cat = load_catalog([Path(__file__).resolve().parent.parent / "catalogs/hwmgr-catalog.json"],
+    cat = load_catalog([Path(__file__).resolve().parent.parent / "catalogs"],
                        config=config_from(None))
     names = PciNames()
     fast_host, _ = open_host(str(root))

@@ -10,11 +10,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support import HOSTS, REPO, run_cli
+from shipped import SHIPPED, shipped_doc
+from support import HOSTS, run_cli
 
 KVER = "2.6.32-279.el6.x86_64"
 SEED000 = HOSTS / "seed000-ustor"
-SHIPPED = REPO / "catalogs/hwmgr-catalog.json"
+
 ENV = {"HWMGR_STATE_DIR": "/var/lib/hwmgr-test-none", "SSH_CONNECTION": ""}
 
 
@@ -24,7 +25,7 @@ def seed000(tmp_path: Path) -> tuple[Path, Path]:
     + a catalog whose 10.2.470.14 source carries a checksum (the shipped one is unverified)."""
     snap = tmp_path / "ustor"
     shutil.copytree(SEED000, snap, symlinks=True)
-    cat = json.loads(SHIPPED.read_text())
+    cat = shipped_doc()
     src = cat["drivers"]["be2net"]["versions"]["10.2.470.14"]["source"]
     src.pop("verified", None)
     src.update(sha256=hashlib.sha256(b"x").hexdigest(), size=1)

@@ -14,6 +14,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from shipped import write_shipped
 from support import HOSTS, REPO
 
 from hwmgr import cli
@@ -38,7 +39,7 @@ from hwmgr.ui.verbhelp import all_codes
 
 BEFORE, AFTER, BNX2, BROKEN = (str(HOSTS / h) for h in (
     "seed002-before", "seed002-after", "seed001-bnx2", "broken"))
-CATALOG = str(REPO / "catalogs" / "hwmgr-catalog.json")
+CATALOG = str(REPO / "catalogs")
 
 # (verb, code) -> argv run in the sandbox (cwd and HWMGR_STATE_DIR/CACHE_DIR in a temp dir)
 CASES: dict[tuple[str, int], list[str]] = {
@@ -141,7 +142,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (box / "web01").symlink_to(AFTER)
     (box / "bad.json").write_text("{")
     (box / "hwmgr.json").write_text("{}")
-    (box / "my.json").write_text(Path(CATALOG).read_text())
+    write_shipped(box / "my.json")
     (box / "catalogs").symlink_to(REPO / "catalogs")
     (box / "fleet" / "unreachable").mkdir(parents=True)
     (box / "fleet" / "unreachable" / "web01.json").write_text(json.dumps(

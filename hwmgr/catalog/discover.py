@@ -15,6 +15,7 @@ from hwmgr.errors import NotFoundError
 PathLike = Union[str, "os.PathLike[str]"]
 
 ENV_DIR = "HWMGR_CATALOG_DIR"
+DRIVERS_SUBDIR = "drivers"  # per-driver files of a catalog directory
 SYSTEM_DIR = Path("/usr/share/hwmgr/catalogs")
 WHAT_TO_DO = ("install hwmgr's catalog, name one with --catalog FILE, or install a signed one "
               "with 'hwmgr catalog update URL'")
@@ -39,7 +40,7 @@ def discover(paths: Sequence[PathLike] | None, config: Config) -> list[Path]:
         files: list[Path] = []
         for p in map(Path, paths):
             if p.is_dir():
-                files += sorted(p.glob("*.json"))
+                files += dir_files(p)
             elif p.exists() or _loops(p):
                 files.append(p)  # a FIFO, device or link loop: the loader says what it is
             else:
@@ -49,12 +50,18 @@ def discover(paths: Sequence[PathLike] | None, config: Config) -> list[Path]:
     if env:  # an explicit directory is used alone, even when it holds no catalog
         if not Path(env).is_dir():
             raise NotFoundError(f"{ENV_DIR}={env} is not a directory")
-        return sorted(Path(env).glob("*.json"))
+        return dir_files(Path(env))
     for d in default_dirs(config):
-        found = sorted(d.glob("*.json")) if d.is_dir() else []
+        found = dir_files(d) if d.is_dir() else []
         if found:
             return found
     return []
+
+
+def dir_files(d: Path) -> list[Path]:
+    """A catalog directory's files in layering order: its *.json (the catalog header with its
+    version, sysctl and conditional rules first), then one file per driver in drivers/*.json."""
+    return sorted(d.glob("*.json")) + sorted((d / DRIVERS_SUBDIR).glob("*.json"))
 
 
 def _loops(p: Path) -> bool:

@@ -21,7 +21,7 @@ from hwmgr.catalog.discover import ENV_DIR, PathLike, catalog_files, discover
 from hwmgr.catalog.refs import json_path, ref_hits
 from hwmgr.catalog.rules import RuleData
 from hwmgr.catalog.schema import VerdictCache, findings
-from hwmgr.catalog.validate import parse, read_catalog, semantic_errors
+from hwmgr.catalog.validate import parse, read_catalog, semantic_errors, v3_errors
 from hwmgr.catalog.verdict import Verdict, _kernel_ok, decide
 from hwmgr.config import Config
 from hwmgr.errors import BadInputError, NotFoundError, VersionError
@@ -31,7 +31,7 @@ __all__ = ["ENV_DIR", "Catalog", "CatalogFile", "Match", "discover", "json_path"
 
 STATUSES = ("recommended", "known-good", "known-bad", "deprecated")
 VERDICTS = ("ok", "outdated", "known-bad", "unknown")
-LEVELS = ("subsystem", "device", "class")  # most specific first
+LEVELS = ("subsystem", "device", "driver", "class")  # most specific first
 
 _HEX4 = re.compile(r"^[0-9a-f]{4}$")
 RuleKey = tuple[Any, ...]  # ("subsystem", v, d, sv, sd) | ("device", v, d) | ("class", v|None, c)
@@ -45,6 +45,11 @@ def _hex4(value: Any) -> str | None:
     v = value.strip().lower()
     v = v[2:] if v.startswith("0x") else v
     return v if _HEX4.match(v) else None
+
+
+def _driver_key(name: Any) -> str | None:
+    """A driver name as module names compare (ethtool says 'r8169', modules 'r8169')."""
+    return name.strip().replace("-", "_") if isinstance(name, str) and name.strip() else None
 
 
 def _class4(value: Any) -> str | None:
@@ -137,6 +142,8 @@ def _check_file(chk: _Check, schema: bool) -> None:
     if schema:
         chk.fail(_schema_errors(layers.without_nulls(chk.data) if chk.partial else chk.data,
                                 chk.partial))
+    if not chk.errors:
+        chk.fail(v3_errors(chk.data))
     if not chk.errors and not chk.partial:
         chk.fail(semantic_errors(chk.data))
 
@@ -151,7 +158,9 @@ class Catalog(RuleData):
         self.origin: dict[str, Path] = {}
         self.doc: dict[str, Any] = {}
         self.provenance = layers.Provenance()
-        self._index: dict[tuple[str | None, ...], tuple[str, int]] = {}
+        # rule key -> (driver, rule index) of every entry claiming it: several drivers may
+        # drive one device (mpt2sas/mpt3sas, r8168/r8169, mlx4_core/mlx4_en)
+        self._index: dict[tuple[str | None, ...], list[tuple[str, int]]] = {}
 
     # ---------------------------------------------------------------- building
     def _layer(self, chk: _Check) -> None:
@@ -196,16 +205,16 @@ class Catalog(RuleData):
             where = self.provenance.of(("drivers", name))
             for i, rule in enumerate(drv["devices"]):
                 key = _rule_key(rule)
-                if key in self._index:
-                    other, j = self._index[key]
+                claims = self._index.setdefault(key, [])
+                same = [j for other, j in claims if other == name]
+                if same:
                     mine = self.provenance.of(("drivers", name, "devices")) or where
                     errors.append(
                         f"{mine}: {json_path(['drivers', name, 'devices', i])}: device rule "
                         f"{':'.join(k or '*' for k in key[1:])} ({key[0]}) is already defined at "
-                        f"{self.provenance.of(('drivers', other, 'devices'))} "
-                        f"{json_path(['drivers', other, 'devices', j])}")
+                        f"{json_path(['drivers', name, 'devices', same[0]])}")
                 else:
-                    self._index[key] = (name, i)
+                    claims.append((name, i))
             self.drivers[name] = drv
             self.origin[name] = where or self.files[0].path
         self.add_rules(self.doc)
@@ -283,10 +292,11 @@ class Catalog(RuleData):
     @property
     def version(self) -> str | None:
         """catalog_version of the loaded file(s), joined with '+' when several."""
-        return "+".join(f.catalog_version for f in self.files) or None
+        return "+".join(f.catalog_version for f in self.files if f.catalog_version) or None
 
     def match(self, dev: Mapping[str, Any]) -> Match | None:
-        """The most specific entry for an inventory device: 4-tuple, vendor:device, class."""
+        """The most specific entry for an inventory device: 4-tuple, vendor:device, the entry
+        of the driver bound to it, class."""
         v, d = _hex4(dev.get("vendor_id")), _hex4(dev.get("device_id"))
         sv, sd = _hex4(dev.get("subsystem_vendor_id")), _hex4(dev.get("subsystem_device_id"))
         cls = _class4(dev.get("class"))
@@ -295,17 +305,30 @@ class Catalog(RuleData):
             keys.append(("subsystem", v, d, sv, sd))
         if v and d:
             keys.append(("device", v, d))
+        keys.append(("driver",))
         if cls:
             keys += [("class", v, cls), ("class", None, cls)]
+        bound = [_driver_key(dev.get(k)) for k in ("driver", "pci_driver")]
         for key in keys:
-            hit = self._index.get(key)
-            if hit is None:
+            if key == ("driver",):
+                # no rule names these IDs, but the driver bound to the function has an entry:
+                # its version verdicts hold for every device it drives (applies_to still
+                # narrows them to listed devices)
+                name = next((n for b in bound for n in self.drivers if b and _driver_key(n) == b),
+                            None)
+                if name is not None:
+                    return Match(name, "driver", {"name": f"a device {name} drives"},
+                                 self.drivers[name])
                 continue
-            name, i = hit
-            rule = self.drivers[name]["devices"][i]
-            if "class" in rule and rule["class"] != cls:
+            hits = [(n, i) for n, i in self._index.get(key, ())
+                    if "class" not in self.drivers[n]["devices"][i]
+                    or self.drivers[n]["devices"][i]["class"] == cls]
+            if not hits:
                 continue
-            return Match(name, str(key[0]), rule, self.drivers[name])
+            # the entry of the driver actually bound (netdev, then PCI), else the first claim
+            name, i = next((h for b in bound for h in hits if b and _driver_key(h[0]) == b),
+                           hits[0])
+            return Match(name, str(key[0]), self.drivers[name]["devices"][i], self.drivers[name])
         return None
 
     def applicable(self, m: Match, dev: Mapping[str, Any],

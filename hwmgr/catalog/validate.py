@@ -240,7 +240,6 @@ def semantic_errors(data: Mapping[str, Any]) -> list[Finding]:
             out += _version_errors(name, drv, ver, ve)
         out += _recommended_errors(name, drv)
     out += _v2_errors(data)
-    out += _v3_errors(data)
     return sorted(set(out))
 
 
@@ -264,14 +263,16 @@ def _v2_errors(data: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-V3_DRIVER_KEYS = ("version_formats", "vendor_releases")
+V3_DRIVER_KEYS = ("version_formats", "vendor_releases", "advice")
 
 
-def _v3_errors(data: Mapping[str, Any]) -> list[Finding]:
-    """Schema 3 cites its sources: every evidence is a list of sources (text is refused), and
-    its keys (baseline, distributions, in-tree policy lists, ...) need schema_version 3."""
+def v3_errors(data: Mapping[str, Any]) -> list[Finding]:
+    """Per file, whole or layer: schema 3 cites its sources (every evidence a list of sources,
+    text refused), and its keys (baseline, distributions, in-tree policy lists, ...) need
+    schema_version 3. A v2 site layer over a v3 base keeps its text evidence."""
     out: list[Finding] = []
-    v3 = data["schema_version"] >= 3
+    version = data.get("schema_version", 1)
+    v3 = isinstance(version, int) and version >= 3
     for path, key, value in _walk(data, ()):
         if key == "evidence" and v3 and not isinstance(value, list):
             out.append((json_path(path), "schema 3 evidence is a list of sources "

@@ -103,7 +103,7 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -
                            f"policy covers {covered} only")
         out["listed_status"], out["in_tree"] = inbox["status"], True
         return settle(_FROM_STATUS[inbox["status"]], inbox["reason"])
-    listed = cat.applicable(m, dev, kernel).get(raw)
+    listed = _listed(cat.applicable(m, dev, kernel), raw, scheme, kernel)
     try:
         cmp_rec = versions.compare(raw, rec_ver, scheme, kernel=kernel) if rec_ver else None
     except VersionError as exc:
@@ -122,6 +122,30 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -
         return settle("outdated", f"{raw} is older than the recommended {rec_ver}")
     word = "the same as" if cmp_rec == 0 else "newer than"
     return settle("ok", f"{raw} is not listed but {word} the recommended {rec_ver}")
+
+
+def _normal(version: str, scheme: str, kernel: str | None) -> str | None:
+    """The form a driver scheme reduces a reported version to (decorations dropped), or None
+    when it does not parse."""
+    try:
+        parsed = versions.parse(version, scheme, kernel=kernel)
+    except VersionError:
+        return None
+    return parsed.normalized if isinstance(parsed, versions.DriverVersion) else version
+
+
+def _listed(known: Mapping[str, Any], raw: str, scheme: str,
+            kernel: str | None) -> Mapping[str, Any] | None:
+    """The catalog's entry for a reported version: the exact string, else the one whose
+    normalised form is the same (the field prints '3.0-1 (January 2015)' where modinfo says
+    '3.0-1', '1.713.36-0 storm 7.13.15.0' where the catalog lists '1.713.36-0')."""
+    if raw in known:
+        return known[raw]  # type: ignore[no-any-return]
+    want = _normal(raw, scheme, kernel)
+    if want is None:
+        return None
+    return next((entry for key, entry in known.items()
+                 if _normal(key, scheme, kernel) == want), None)
 
 
 def _firmware(minimum: str, current: Any, scheme: str) -> Firmware:

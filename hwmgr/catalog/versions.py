@@ -19,6 +19,7 @@ Deliberate rules (documented in docs and tests):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -392,9 +393,15 @@ def _vendor_scheme(spec: dict) -> Scheme:
     name, base = spec["name"], spec["base"]
     if base == "driver":
         sfx = dict(spec.get("flavor_suffixes") or {})
+        rewrites = [(re.compile(pat), rep) for pat, rep in spec.get("rewrites") or []]
 
         def parse_d(raw: str, kernel: Optional[str] = None) -> Parsed:
-            return parse_driver_version(raw, kernel, sfx)
+            text = raw
+            if isinstance(raw, str):
+                for pat, rep in rewrites:  # what the vendor's driver prints around its version
+                    text = pat.sub(rep, text)
+            parsed = parse_driver_version(text, kernel, sfx)
+            return dataclasses.replace(parsed, raw=raw)
 
         def cmp_d(a: str, b: str, kernel: Optional[str] = None) -> int:
             return compare_driver(parse_d(a, kernel), parse_d(b, kernel))  # type: ignore[arg-type]

@@ -7,7 +7,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from hwmgr.catalog.discover import DRIVERS_SUBDIR, dir_files
+from hwmgr.catalog.load import Catalog, load_catalog
 from hwmgr.catalog.refs import evidence_text, inbox_policies
+from hwmgr.catalog.stats import catalog_stats
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -18,6 +21,7 @@ from hwmgr.errors import (
     NotFoundError,
 )
 from hwmgr.output import Outcome, printable
+from hwmgr.ui import catalog_trust
 from hwmgr.ui.verbhelp import Example
 
 NAME = "catalog"
@@ -26,9 +30,10 @@ NOTES = """\
 layers: the base (the installed catalog, else the shipped one), then
         /etc/hwmgr/catalog.d/*.json in lexical order; --catalog F... replaces that list"""
 EXAMPLES = (
-    Example("hwmgr catalog validate catalogs/*.json",
+    Example("hwmgr catalog validate catalogs",
             "check files against the schema and the rules"),
     Example("hwmgr catalog show be2net", "devices, versions and settings of one driver"),
+    Example("hwmgr catalog stats", "drivers, versions, distributions and evidence known"),
     Example("hwmgr catalog show 19a2:0710", "the entry that matches a PCI vendor:device"),
     Example("hwmgr catalog show ixgbe --json", "the entry as JSON (format 1)"),
     Example("hwmgr catalog show be2net --catalog my.json", "use another catalog file"),
@@ -78,14 +83,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     v = sub.add_parser("validate", parents=[_sub_options()],
                        help="validate catalog files: every error with its JSON path",
                        description="Validate catalog files against the schema and the rules.")
-    v.add_argument("files", nargs="+", metavar="FILE", help="catalog JSON file")
+    v.add_argument("files", nargs="+", metavar="FILE",
+                   help="catalog JSON file, or a catalog directory (its *.json, then "
+                        "drivers/*.json)")
+    st = sub.add_parser("stats", parents=[_sub_options()],
+                        help="what the catalog in force knows: drivers, versions, "
+                             "distributions, evidence",
+                        description="Count the drivers, device rules and versions of the "
+                                    "catalog in force (all layers), the distributions its "
+                                    "verdicts cover and the sources its evidence cites.")
+    st.set_defaults(driver=None)
     s = sub.add_parser("show", parents=[_sub_options()], help="show one driver's entry",
                        description="Show a driver's devices, versions, settings and notes.")
     s.add_argument("driver", metavar="DRIVER", help="driver name (be2net) or PCI ID (19a2:0710)")
     s.add_argument("--effective", action="store_true",
                    help="the merged entry, each value with the catalog layer it came from")
-    from hwmgr.ui import catalog_trust
-
     catalog_trust.add_actions(sub, _sub_options)
 
 
@@ -93,20 +105,23 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     """Dispatch to validate or show."""
     if args.action == "validate":
         return _validate(args.files)
+    if args.action == "stats":
+        return _stats(getattr(args, "catalog", None), ctx.config)
     if args.action == "show":
         return _show(args.driver, getattr(args, "catalog", None), ctx.config,
                      args.effective)
-    from hwmgr.ui import catalog_trust
-
     return catalog_trust.run(args, ctx)
 
 
 def _validate(files: list[str]) -> Outcome:
-    from hwmgr.catalog.load import Catalog
-
+    files = [str(p) for f in files for p in (dir_files(Path(f)) if Path(f).is_dir() else [f])]
+    if not files:
+        raise NotFoundError("no catalog files in the directories given")
     for f in files:
         _regular_file(f)
     errors, docs = Catalog.check_files(files)
+    errors += [f"{f}: $.drivers: {e}" for f, doc in zip(files, docs) for e in _fragment_errors(
+        Path(f), doc)]
     results = []
     for f, doc in zip(files, docs):
         mine = [e for e in errors if e.startswith(f"{Path(f)}: ")]
@@ -126,6 +141,18 @@ def _validate(files: list[str]) -> Outcome:
         return Outcome(NAME, status="error", data=data, errors=errors,
                        exit_code=EXIT_BAD_INPUT, render=render)
     return Outcome(NAME, data=data, render=render)
+
+
+def _fragment_errors(path: Path, doc: Any) -> list[str]:
+    """A catalog directory's drivers/NAME.json holds the entry of driver NAME and no other,
+    so two files can never define one driver."""
+    if path.parent.name != DRIVERS_SUBDIR or not isinstance(doc, dict):
+        return []
+    names = sorted(doc.get("drivers") or {})
+    if names != [path.stem]:
+        return [f"a file of {DRIVERS_SUBDIR}/ holds exactly the driver it is named after "
+                f"({path.stem!r}), not {', '.join(map(repr, names)) or 'none'}"]
+    return []
 
 
 def _regular_file(path: str) -> None:
@@ -157,10 +184,33 @@ def _summary(doc: dict[str, Any]) -> dict[str, Any]:
             "versions": sum(len(d.get("versions") or {}) for d in drivers)}
 
 
+def _stats(paths: list[str] | None, config: Any = None) -> Outcome:
+    cat = load_catalog(paths, config=config)
+    if not cat.files:
+        raise NotFoundError("no catalog files found (use --catalog FILE or HWMGR_CATALOG_DIR)")
+    data = {"catalog_version": cat.version, "layers": [str(f.path) for f in cat.files],
+            **catalog_stats(cat.drivers)}
+
+    def render(console: Any) -> None:
+        from rich.table import Table
+
+        console.print(f"catalog {printable(data['catalog_version'])}: {data['drivers']} "
+                      f"drivers, {data['devices']} device rules, {data['versions']} versions "
+                      f"({', '.join(f'{n} {k}' for k, n in data['versions_by_status'].items())})",
+                      markup=False)
+        console.print(f"evidence: {data['distinct_urls']} distinct URLs; " + ", ".join(
+            f"{n} {k}" for k, n in data["evidence_by_kind"].items()), markup=False)
+        t = Table("driver", "devices", "versions", "in-tree", "distributions", box=None)
+        for name, d in data["per_driver"].items():
+            t.add_row(printable(name), str(d["devices"]), str(d["versions"]),
+                      str(d["in_tree_policies"]), printable(" ".join(d["distributions"])))
+        console.print(t)
+
+    return Outcome(NAME, data=data, render=render)
+
+
 def _show(what: str, paths: list[str] | None, config: Any = None,
           effective: bool = False) -> Outcome:
-    from hwmgr.catalog.load import load_catalog
-
     cat = load_catalog(paths, config=config)
     if not cat.files:
         raise NotFoundError("no catalog files found (use --catalog FILE or HWMGR_CATALOG_DIR)")

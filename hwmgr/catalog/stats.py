@@ -1,0 +1,97 @@
+"""What a catalog knows, counted: drivers, device rules, versions by status, the
+distributions its verdicts cover and the sources its evidence cites (`hwmgr catalog stats`)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+from hwmgr.catalog.refs import inbox_policies
+
+# distribution names as the catalog writes them: rhel-7.7, centos-7.9, debian-12, ubuntu-22.04
+_FAMILY = re.compile(r"^(?P<name>[a-z]+)-(?P<major>[0-9]+)")
+# rebuilds are counted with the distribution they rebuild
+_REBUILDS = {"centos": "rhel", "rocky": "rhel", "alma": "rhel", "oracle": "rhel", "ol": "rhel"}
+
+
+def family(dist: str) -> str:
+    """'centos-7.7' -> 'rhel-7', 'ubuntu-22.04' -> 'ubuntu-22.04', 'debian-12' -> 'debian-12'."""
+    m = _FAMILY.match(dist)
+    if not m:
+        return dist
+    name = _REBUILDS.get(m["name"], m["name"])
+    return dist if name == "ubuntu" else f"{name}-{m['major']}"
+
+
+def source_kind(src: Mapping[str, Any]) -> str:
+    """A cited source's kind, from its marker or where it lives."""
+    if src.get("kind"):
+        return str(src["kind"])
+    host = (urlsplit(str(src.get("url", ""))).hostname or "").lower()
+    title = str(src.get("title", "")).lower()
+    if any(w in title for w in ("release notes", "readme", "support", "matrix", "errata",
+                                "changelog")):
+        return "vendor or distribution documentation"
+    if "kernel" in title or title.startswith("linux") or "linux-" in host:
+        return "kernel source"
+    if host.endswith(("github.com", "gitlab.com")):
+        return "vendor source"
+    return "other"
+
+
+def _evidence(node: Any) -> list[Mapping[str, Any]]:
+    """Every cited source below `node` (schema 3 evidence lists)."""
+    out: list[Mapping[str, Any]] = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "evidence" and isinstance(v, list):
+                out += [s for s in v if isinstance(s, dict)]
+            else:
+                out += _evidence(v)
+    elif isinstance(node, list):
+        for v in node:
+            out += _evidence(v)
+    return out
+
+
+def catalog_stats(drivers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Coverage of merged driver entries: totals, per driver, and driver x distribution."""
+    per_driver: dict[str, dict[str, Any]] = {}
+    statuses: Counter[str] = Counter()
+    sources: Counter[str] = Counter()
+    urls: set[str] = set()
+    families: set[str] = set()
+    for name, entry in sorted(drivers.items()):
+        vers = entry.get("versions") or {}
+        dists: set[str] = set()
+        for ve in list(vers.values()) + inbox_policies(entry):
+            dists.update(family(d) for d in ve.get("distributions", []))
+        for ve in vers.values():
+            statuses[ve["status"]] += 1
+        cited = _evidence(entry)
+        for src in cited:
+            sources[source_kind(src)] += 1
+            if src.get("url"):
+                urls.add(str(src["url"]))
+        families |= dists
+        per_driver[name] = {"devices": len(entry.get("devices") or []), "versions": len(vers),
+                            "in_tree_policies": len(inbox_policies(entry)),
+                            "distributions": sorted(dists), "sources": len(cited)}
+    return {"drivers": len(per_driver),
+            "devices": sum(d["devices"] for d in per_driver.values()),
+            "versions": sum(d["versions"] for d in per_driver.values()),
+            "versions_by_status": dict(sorted(statuses.items())),
+            "distributions": sorted(families, key=_dist_order),
+            "evidence_by_kind": dict(sorted(sources.items())),
+            "distinct_urls": len(urls),
+            "per_driver": per_driver}
+
+
+def _dist_order(fam: str) -> tuple[str, float]:
+    name, _, ver = fam.partition("-")
+    try:
+        return name, float(ver)
+    except ValueError:
+        return name, 0.0
