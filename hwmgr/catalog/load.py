@@ -295,41 +295,48 @@ class Catalog(RuleData):
         return "+".join(f.catalog_version for f in self.files if f.catalog_version) or None
 
     def match(self, dev: Mapping[str, Any]) -> Match | None:
-        """The most specific entry for an inventory device: 4-tuple, vendor:device, the entry
-        of the driver bound to it, class."""
+        """The most specific entry for an inventory device: 4-tuple, vendor:device, then the
+        entry of the driver bound to it (by a class rule of its own, else as the bound driver:
+        a driver's version verdicts hold for every device it drives), then any class rule."""
         v, d = _hex4(dev.get("vendor_id")), _hex4(dev.get("device_id"))
         sv, sd = _hex4(dev.get("subsystem_vendor_id")), _hex4(dev.get("subsystem_device_id"))
         cls = _class4(dev.get("class"))
-        keys: list[tuple[str | None, ...]] = []
+        ids: list[tuple[str | None, ...]] = []
         if v and d and sv and sd:
-            keys.append(("subsystem", v, d, sv, sd))
+            ids.append(("subsystem", v, d, sv, sd))
         if v and d:
-            keys.append(("device", v, d))
-        keys.append(("driver",))
-        if cls:
-            keys += [("class", v, cls), ("class", None, cls)]
-        bound = [_driver_key(dev.get(k)) for k in ("driver", "pci_driver")]
-        for key in keys:
-            if key == ("driver",):
-                # no rule names these IDs, but the driver bound to the function has an entry:
-                # its version verdicts hold for every device it drives (applies_to still
-                # narrows them to listed devices)
-                name = next((n for b in bound for n in self.drivers if b and _driver_key(n) == b),
-                            None)
-                if name is not None:
-                    return Match(name, "driver", {"name": f"a device {name} drives"},
-                                 self.drivers[name])
-                continue
-            hits = [(n, i) for n, i in self._index.get(key, ())
-                    if "class" not in self.drivers[n]["devices"][i]
-                    or self.drivers[n]["devices"][i]["class"] == cls]
-            if not hits:
-                continue
-            # the entry of the driver actually bound (netdev, then PCI), else the first claim
-            name, i = next((h for b in bound for h in hits if b and _driver_key(h[0]) == b),
-                           hits[0])
-            return Match(name, str(key[0]), self.drivers[name]["devices"][i], self.drivers[name])
+            ids.append(("device", v, d))
+        classes: list[tuple[str | None, ...]] = [("class", v, cls), ("class", None, cls)] if (
+            cls) else []
+        bound = [b for b in (_driver_key(dev.get(k)) for k in ("driver", "pci_driver")) if b]
+        own = next((n for b in bound for n in self.drivers if _driver_key(n) == b), None)
+        for key in ids:
+            hit = self._claim(key, cls, bound)
+            if hit:
+                return hit
+        if own is not None:
+            for key in classes:
+                hit = self._claim(key, cls, [_driver_key(own) or own])
+                if hit and hit.driver == own:
+                    return hit
+            return Match(own, "driver", {"name": f"a device {own} drives"}, self.drivers[own])
+        for key in classes:
+            hit = self._claim(key, cls, bound)
+            if hit:
+                return hit
         return None
+
+    def _claim(self, key: tuple[str | None, ...], cls: str | None,
+               bound: list[str]) -> Match | None:
+        """The entry claiming this rule key: the bound driver's when it is among the claims
+        (several drivers may claim one device), else the first."""
+        hits = [(n, i) for n, i in self._index.get(key, ())
+                if "class" not in self.drivers[n]["devices"][i]
+                or self.drivers[n]["devices"][i]["class"] == cls]
+        if not hits:
+            return None
+        name, i = next((h for b in bound for h in hits if _driver_key(h[0]) == b), hits[0])
+        return Match(name, str(key[0]), self.drivers[name]["devices"][i], self.drivers[name])
 
     def applicable(self, m: Match, dev: Mapping[str, Any],
                    kernel: str | None) -> dict[str, dict[str, Any]]:

@@ -60,7 +60,7 @@ EXIT_CODES = {
 }
 
 STATUS_STYLE = {"recommended": "bold green", "known-good": "green", "known-bad": "bold red",
-                "deprecated": "yellow"}
+                "deprecated": "yellow", "baseline": "cyan"}
 _PCI_ID = re.compile(r"^([0-9a-fA-F]{4}):([0-9a-fA-F]{4})$")
 
 
@@ -223,7 +223,7 @@ def _show(what: str, paths: list[str] | None, config: Any = None,
         name = hit.driver
     entry = cat.entry(name)
     origin = cat.origin[name]
-    version = next((f.catalog_version for f in cat.files if f.path == origin), None)
+    version = cat.version  # the catalog's, not the layer file's (a driver file has none)
     data: dict[str, Any] = {"driver": name, "catalog_file": str(origin),
                             "catalog_version": version,
             "entry": entry, "layers": [str(f.path) for f in cat.files]}
@@ -270,7 +270,7 @@ def _render(console: Any, data: dict[str, Any]) -> None:
     if e["versions"]:
         console.print("[bold]versions[/]")
         for ver, ve in e["versions"].items():
-            style = STATUS_STYLE.get(ve["status"], "")
+            style = STATUS_STYLE.get(ve["status"], "default")
             scope = [", ".join(ve.get("applies_to", [])) or "all devices"]
             if ve.get("kernels"):
                 scope.append("kernels " + ", ".join(ve["kernels"]))
@@ -286,8 +286,9 @@ def _render(console: Any, data: dict[str, Any]) -> None:
         console.print("[dim]versions: none listed[/]")
     for ib in inbox_policies(e):
         kern = f" on {', '.join(ib['kernels'])}" if ib.get("kernels") else ""
-        console.print(f"in-tree build{escape(kern)}: [{STATUS_STYLE.get(ib['status'], '')}]"
-                      f"{escape(ib['status'])}[/] — {escape(ib['reason'])}")
+        style = STATUS_STYLE.get(ib["status"], "default")
+        console.print(f"in-tree build{escape(kern)}: [{style}]{escape(ib['status'])}[/] — "
+                      f"{escape(ib['reason'])}")
     if e.get("settings"):
         console.print("[bold]settings[/]")
         for key, val in e["settings"].items():
@@ -297,6 +298,10 @@ def _render(console: Any, data: dict[str, Any]) -> None:
         if e["settings"].get("evidence"):
             console.print(f"  [dim]evidence: "
                           f"{escape(evidence_text(e['settings']['evidence']) or '')}[/]")
+    for adv in e.get("advice", []):
+        console.print(f"advice: {escape(adv['setting'])} {escape(_fmt(adv['value']))} when "
+                      f"{escape(adv['when'])}")
+        console.print(f"  [dim]evidence: {escape(evidence_text(adv['evidence']) or '')}[/]")
     if e.get("throughput"):
         console.print(f"throughput: at least {e['throughput']['min_fraction_of_link']:.0%} "
                       "of the link speed")
