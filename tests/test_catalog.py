@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -626,3 +627,15 @@ def test_fuzzed_catalog_loads_or_raises_bad_input(tmp_path: Path, raw: bytes) ->
               dev("1000", "0079", "megaraid_sas", "07.719.03.00-rc1")):
         v = cat.verdict(d, EL6)
         assert v is None or v["status"] in catmod.VERDICTS
+
+
+def test_docs_site_layer_example_validates(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The site layer docs/catalog.md shows is accepted layered over the shipped catalog and
+    makes its version the recommended one."""
+    text = (REPO / "docs" / "catalog.md").read_text()
+    layer = tmp_path / "20-igb.json"
+    layer.write_text(re.findall(r"```json\n(.*?)```", text, re.S)[0])
+    assert main(["catalog", "validate", str(SHIPPED), str(layer)]) == 0
+    cat = load_catalog([SHIPPED, layer])
+    assert cat.entry("igb")["versions"]["5.9.3"]["status"] == "recommended"
