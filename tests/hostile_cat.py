@@ -43,14 +43,38 @@ _PATH = re.compile(r"\$(?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\]|\['(?:[^'\\]|\\.)*'\]
 MARK = "@@HOSTILE@@"
 
 
+# the base the cases mutate: the shipped catalog merged into one document, cut to the
+# entries of the field notes and the lab (whose facts every check here was written around)
+# so that one case per value stays a few hundred cases, not tens of thousands
+BASE_DRIVERS = ("be2net", "ixgbe", "megaraid_sas", "e1000e")
+
+
 @lru_cache(maxsize=1)
+def _base() -> str:
+    doc = shipped_doc()
+    drivers = {}
+    for name in BASE_DRIVERS:
+        entry = doc["drivers"][name]
+        local = {v: ve for v, ve in entry["versions"].items()
+                 if any(s.get("kind") for s in ve["evidence"])}
+        named = {r for ve in local.values() for r in ve.get("applies_to", [])}
+        devices = [d for i, d in enumerate(entry["devices"])
+                   if i < 2 or f"{d.get('vendor')}:{d.get('device')}" in named]
+        drivers[name] = {**entry, "devices": devices, "versions": local}
+        drivers[name].pop("advice", None)  # free-form values: one type per value cannot hold
+        if isinstance(entry.get("inbox"), list):  # one policy, in the object form
+            drivers[name]["inbox"] = entry["inbox"][0]
+    return json.dumps({**doc, "drivers": drivers}, indent=1)
+
+
 def shipped_bytes() -> bytes:
-    """The shipped catalog merged into one file's bytes."""
-    return json.dumps(shipped_doc(), indent=1).encode()
+    """The base catalog as one file's bytes."""
+    return _base().encode()
 
 
 def shipped() -> Any:
-    return shipped_doc()
+    """A fresh copy of the base catalog document."""
+    return json.loads(_base())
 
 
 def jpath(parts: list[Any]) -> str:
@@ -365,10 +389,10 @@ def _two(second: str) -> Make:
 
 def file_cases() -> list[Case]:
     """Not a catalog at all: empty, scalars, a directory, /dev/null, a FIFO, a device, link
-    loops, 17 MiB, a layer that breaks the merged result, two drivers claiming one device."""
+    loops, 17 MiB, a layer that breaks the merged result, one driver claiming a device twice."""
     doc = shipped()
-    clash = json.loads(json.dumps(doc))
-    clash["drivers"] = {"be2netx": doc["drivers"]["be2net"]}
+    devs = doc["drivers"]["be2net"]["devices"]  # several drivers may claim one device; one
+    clash = {"drivers": {"be2net": {"devices": devs + [devs[0]]}}}  # driver twice may not
     spots: list[tuple[str, Make, frozenset[int], str | None]] = [
         ("empty", text_file(""), BAD, "$"), ("spaces", text_file(" \n\t "), BAD, "$"),
         ("null", text_file("null"), BAD, "$"), ("list", text_file("[]"), BAD, "$"),
@@ -387,7 +411,7 @@ def file_cases() -> list[Case]:
         # required key breaks the merged result, which is refused naming the path
         ("layer-deletes-required", _two(json.dumps({"drivers": {"be2net": {"versions": None}}})),
          BAD, "$.drivers.be2net"),
-        ("same-device-twice", _two(json.dumps(clash)), BAD, "$.drivers.be2netx.devices"),
+        ("same-device-twice", _two(json.dumps(clash)), BAD, "$.drivers.be2net.devices"),
     ]
     out = []
     for name, make, allowed, where in spots:
