@@ -114,9 +114,17 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
 
 
 def _validate(files: list[str]) -> Outcome:
-    files = [str(p) for f in files for p in (dir_files(Path(f)) if Path(f).is_dir() else [f])]
-    if not files:
-        raise NotFoundError("no catalog files in the directories given")
+    expanded: list[str] = []
+    for f in files:
+        if Path(f).is_dir():
+            found = dir_files(Path(f))
+            if not found:
+                raise NotFoundError(f"catalog directory {f} holds no catalog files "
+                                    f"(*.json, {DRIVERS_SUBDIR}/*.json)")
+            expanded += map(str, found)
+        else:
+            expanded.append(f)
+    files = expanded
     for f in files:
         _regular_file(f)
     errors, docs = Catalog.check_files(files)
