@@ -13,6 +13,7 @@ from typing import Sequence
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shipped import shipped_doc
 
 from hwmgr.catalog.versions import (
     EVR,
@@ -456,3 +457,55 @@ def test_cli_subprocess() -> None:
     res = runner.run([_hwmgr_binary(), "vercmp", "--scheme", "driver", "N/A", "1.0"])
     assert res.rc == EXIT_BAD_INPUT and res.stdout == ""
     assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+
+
+# ----------------------------------------------------------- the shipped catalog's real strings
+def _shipped_keys() -> list[tuple[str, str, str]]:
+    """(driver, scheme, version) for every version key of the shipped catalog."""
+    return [(name, e["version_scheme"], v) for name, e in shipped_doc()["drivers"].items()
+            for v in e["versions"]]
+
+
+SHIPPED_KEYS = _shipped_keys()
+BY_DRIVER: dict[str, list[str]] = {}
+for _name, _scheme, _v in SHIPPED_KEYS:
+    BY_DRIVER.setdefault(f"{_name}:{_scheme}", []).append(_v)
+
+
+def test_every_shipped_version_parses_under_its_scheme() -> None:
+    assert len(SHIPPED_KEYS) > 300
+    for _driver, scheme, ver in SHIPPED_KEYS:
+        parse(ver, scheme)  # raises VersionError naming the string
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(BY_DRIVER)), st.data())
+def test_shipped_versions_order_totally(key: str, data: st.DataObject) -> None:
+    """Within one driver's scheme, the real keys compare as a total order: reflexive,
+    antisymmetric and transitive (what plan's 'older than recommended' relies on)."""
+    scheme = key.split(":", 1)[1]
+    pool = BY_DRIVER[key]
+    a, b, c = (data.draw(st.sampled_from(pool)) for _ in range(3))
+    ab, ba = compare(a, b, scheme), compare(b, a, scheme)
+    assert compare(a, a, scheme) == 0 and ab == -ba
+    if ab <= 0 and compare(b, c, scheme) <= 0:
+        assert compare(a, c, scheme) <= 0
+
+
+@pytest.mark.parametrize("raw, scheme, normal", [
+    ("5.1.0-k-rh7.7", "driver", "5.1.0-k-rh7.7"),  # ixgbe, RHEL 7.7 in-tree
+    ("2.8.20-k", "driver", "2.8.20-k"),  # i40e
+    ("3.0-1 (January 2015)", "driver", "3.0-1"),  # mlx5_core as ethtool -i prints it
+    ("4.0-0", "driver", "4.0-0"),  # mlx4_en
+    ("1.713.36-0 storm 7.13.15.0", "broadcom-bnx2x", "1.713.36-0"),
+    ("1.2-1[41066]-ms", "adaptec-aacraid", "1.2-1.41066-ms"),
+    ("11.4.0.0r", "emulex-driver", "11.4.0.0r"),
+])
+def test_field_strings_parse_and_normalise(raw: str, scheme: str, normal: str) -> None:
+    assert parse(raw, scheme).normalized == normal
+
+
+def test_field_firmware_strings_compare() -> None:
+    assert compare("6.00 0x800036cb 1.1747.0", "5.05 0x80002892 1.1568.0",
+                            "intel-firmware") > 0
+    assert compare("2.130.353-1663", "2.130.403-4660", "firmware") < 0
