@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,19 @@ def host_persistence_untouched():
     if changed:
         pytest.fail("tests wrote this host's persistence files (use --persist-root): "
                     + ", ".join(changed[:5]))
+
+
+def _agent_homes(base: Path) -> list[Path]:
+    """GNUPGHOMEs under `base` where a gpg-agent listens (its socket is in the home)."""
+    return sorted({sock.parent for sock in base.rglob("S.gpg-agent")}) if base.is_dir() else []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_gpg_agent_left(tmp_path_factory: pytest.TempPathFactory):
+    """End every gpg-agent a test's GNUPGHOME started (gpg forks one per home and it outlives
+    the run); the trust fixtures end theirs, this catches a test that failed half-way."""
+    yield
+    if shutil.which("gpgconf"):
+        for home in _agent_homes(tmp_path_factory.getbasetemp()):
+            subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False,
+                           capture_output=True, timeout=30)
