@@ -9,6 +9,15 @@ from pathlib import Path
 import pytest
 from support import HOSTS
 
+LAB = Path(__file__).resolve().parent / "lab"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The QEMU lab (tests/lab) is slow as a whole: make check leaves it out."""
+    for item in items:
+        if LAB in item.path.parents:
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture
 def hosts_dir() -> Path:
