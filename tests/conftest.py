@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -10,6 +11,23 @@ import pytest
 from support import HOSTS
 
 LAB = Path(__file__).resolve().parent / "lab"
+# pytest-xdist's workers start with COLUMNS=80 and LINES=24 set; a run must see the terminal
+# variables the controller saw (the CLI's tables are as wide as COLUMNS says)
+TERMINAL_ENV = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:  # xdist, in the controller: what each worker gets
+    node.workerinput["hwmgr_terminal_env"] = {k: os.environ.get(k) for k in TERMINAL_ENV}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    sent = getattr(config, "workerinput", {}).get("hwmgr_terminal_env")
+    for key, value in (sent or {}).items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

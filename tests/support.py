@@ -20,6 +20,17 @@ HOSTS = FIXTURES / "hosts"
 HWMGR = [sys.executable, "-m", "hwmgr"]
 
 
+def python_runs_as_nobody() -> bool:
+    """Whether this interpreter starts as `nobody` (the non-root tests drop to it): a pyenv
+    Python under root's private home (the 3.9 and 3.13 legs of make test) cannot."""
+    if os.geteuid() != 0:
+        return False
+    res = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                          sys.executable, "-c", "pass"], capture_output=True, check=False,
+                         timeout=60)
+    return res.returncode == 0
+
+
 # Module globals hwmgr rebinds at run time (`global X`), put back after each in-process run so
 # nothing one run set is seen by the next; the value is the import-time one. Pure memos keyed
 # by their input (compiled schemas, control-character tables) may stay. test_inprocess.py
