@@ -36,7 +36,7 @@ def python_runs_as_nobody() -> bool:
 # by their input (compiled schemas, control-character tables) may stay. test_inprocess.py
 # fails when a `global` statement appears in hwmgr without an entry here or in PURE_GLOBALS.
 RESET_GLOBALS = {"hwmgr.catalog.pciids": {"_default": None}}
-PURE_GLOBALS = {"hwmgr.cli": {"_Parser"}}  # the argparse subclass, built once on first use
+PURE_GLOBALS: dict[str, set[str]] = {}  # module -> names whose value is a pure memo
 # variables the hwmgr process reads only once (at start) or that make it act on itself
 PROCESS_ONLY_ENV = ("HWMGR_CRASH_AT",)  # transaction/engine.py SIGKILLs its own process
 
