@@ -84,10 +84,11 @@ test: apt-test venv legs lint
 
 # The fast lane (under 90 s on a 2-core machine): lint and the tests not marked slow, on both
 # cores. Slow = DKMS and RPM builds, the lab, Ansible and the fleet, Chromium, wheel installs.
-# The temp dir is short and this run's own: xdist's popen-gwN level would push the sockets
-# gpg-agent makes in a test's GNUPGHOME past the 107-byte limit of a socket path.
+# The temp dir is short and this run's own: with xdist's popen-gwN level, pytest's default
+# (/tmp/pytest-of-USER/pytest-N) pushes the gpg-agent socket of a GNUPGHOME that hwmgr makes
+# under a test's state dir past the 107-byte limit of a socket path, and gpg fails.
 check: apt-test venv lint
-	@tmp=$$(mktemp -d /tmp/hwmgr-check.XXXXXX) && \
+	@tmp=$$(mktemp -d /tmp/hwmgr.XXXXXX) && \
 	  $(BIN)/python -m pytest -q -m "not slow" -n 2 --ignore=tests/lab -p no:cacheprovider \
 	    --basetemp=$$tmp $(PYTEST_ARGS); rc=$$?; rm -rf $$tmp; exit $$rc
 
