@@ -21,7 +21,7 @@ from support import HOSTS, REPO
 SETUP_CFG = REPO / "setup.cfg"
 SPEC = REPO / "specs" / "hwmgr.spec"
 SUPPORTED = ("3.9", "3.11", "3.13")  # RHEL 9, Debian 12, the newest
-SHIPPED = ("catalogs/*.json", "drivers/**/*", "specs/driver-dkms.spec.in")
+SHIPPED = ("catalogs/**/*", "drivers/**/*", "specs/driver-dkms.spec.in")
 
 
 def _setup() -> configparser.ConfigParser:
