@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,6 +12,21 @@ import pytest
 from support import HOSTS
 
 LAB = Path(__file__).resolve().parent / "lab"
+# a module marked slow as a whole (module-level `pytestmark = pytest.mark.slow`)
+SLOW_MODULE = re.compile(r"^pytestmark = pytest\.mark\.slow\b", re.M)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With -m "not slow" (make check, the other Pythons' legs) a module marked slow as a
+    whole is not even imported: building some corpora's parameters takes minutes."""
+    if (config.getoption("markexpr") == "not slow" and collection_path.suffix == ".py"
+            and collection_path.name.startswith("test_")):
+        try:
+            if SLOW_MODULE.search(collection_path.read_text()):
+                return True
+        except OSError:
+            return None
+    return None
 # pytest-xdist's workers start with COLUMNS=80 and LINES=24 set; a run must see the terminal
 # variables the controller saw (the CLI's tables are as wide as COLUMNS says)
 TERMINAL_ENV = ("COLUMNS", "LINES")
