@@ -2,11 +2,55 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 from support import HOSTS
+
+LAB = Path(__file__).resolve().parent / "lab"
+# a module marked slow as a whole (module-level `pytestmark = pytest.mark.slow`)
+SLOW_MODULE = re.compile(r"^pytestmark = pytest\.mark\.slow\b", re.M)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With -m "not slow" (make check, the other Pythons' legs) a module marked slow as a
+    whole is not even imported: building some corpora's parameters takes minutes."""
+    if (config.getoption("markexpr") == "not slow" and collection_path.suffix == ".py"
+            and collection_path.name.startswith("test_")):
+        try:
+            if SLOW_MODULE.search(collection_path.read_text()):
+                return True
+        except OSError:
+            return None
+    return None
+# pytest-xdist's workers start with COLUMNS=80 and LINES=24 set; a run must see the terminal
+# variables the controller saw (the CLI's tables are as wide as COLUMNS says)
+TERMINAL_ENV = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:  # xdist, in the controller: what each worker gets
+    node.workerinput["hwmgr_terminal_env"] = {k: os.environ.get(k) for k in TERMINAL_ENV}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    sent = getattr(config, "workerinput", {}).get("hwmgr_terminal_env")
+    for key, value in (sent or {}).items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The QEMU lab (tests/lab) is slow as a whole: make check leaves it out."""
+    for item in items:
+        if LAB in item.path.parents:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture
@@ -51,3 +95,19 @@ def host_persistence_untouched():
     if changed:
         pytest.fail("tests wrote this host's persistence files (use --persist-root): "
                     + ", ".join(changed[:5]))
+
+
+def _agent_homes(base: Path) -> list[Path]:
+    """GNUPGHOMEs under `base` where a gpg-agent listens (its socket is in the home)."""
+    return sorted({sock.parent for sock in base.rglob("S.gpg-agent")}) if base.is_dir() else []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_gpg_agent_left(tmp_path_factory: pytest.TempPathFactory):
+    """End every gpg-agent a test's GNUPGHOME started (gpg forks one per home and it outlives
+    the run); the trust fixtures end theirs, this catches a test that failed half-way."""
+    yield
+    if shutil.which("gpgconf"):
+        for home in _agent_homes(tmp_path_factory.getbasetemp()):
+            subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False,
+                           capture_output=True, timeout=30)

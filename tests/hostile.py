@@ -304,7 +304,7 @@ def subprocess_runner(sb: Sandbox) -> Callable[[list[str]], Outcome]:
     """Runs a case through the real entry point (`python -m hwmgr`, real pipes)."""
     import subprocess
 
-    from support import run_cli
+    from support import run_cli_process as run_cli
 
     env = {"TMPDIR": str(sb.tmp), "XDG_CACHE_HOME": str(sb.scratch / "cache"),
            "HWMGR_STATE_DIR": "", "HWMGR_CONFIG": "", "HWMGR_CATALOG_DIR": "", "COLUMNS": "150"}

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ansible_fleet as af  # noqa: E402
 
 pytestmark = [
+    pytest.mark.slow,  # real ansible-playbook over network namespaces
     pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root"),
     pytest.mark.skipif(not (af.BIN / "ansible-playbook").exists(),
                        reason="ansible-core is not installed (pip install -e '.[dev]')"),

@@ -9,6 +9,7 @@ import json
 import subprocess
 import threading
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from lifecycle_env import serve
@@ -32,14 +33,17 @@ def new_key(home: Path, uid: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+def keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
     tmp = tmp_path_factory.mktemp("gpg")
     good = new_key(tmp / "good", "hwmgr catalog <catalog@example.org>")
     bad = new_key(tmp / "bad", "someone else <else@example.org>")
     trusted = tmp / "trusted.gpg.d"
     trusted.mkdir()
     (trusted / "site.asc").write_text(gpg(tmp / "good", "--armor", "--export", good).stdout)
-    return {"good": (tmp / "good", good), "bad": (tmp / "bad", bad), "trusted": trusted}
+    yield {"good": (tmp / "good", good), "bad": (tmp / "bad", bad), "trusted": trusted}
+    for home in (tmp / "good", tmp / "bad"):  # the gpg-agents the key homes started
+        subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False,
+                       capture_output=True)
 
 
 def catalog_doc(version: str, description: str = "test") -> bytes:

@@ -142,6 +142,7 @@ def apply(link: VethLink, data: dict) -> list[str]:
     return fixes
 
 
+@pytest.mark.slow  # real veth pairs and tools
 def test_live_veth_drift_fixed_with_real_tools(veth: VethLink) -> None:
     code, data = in_ns(veth)
     assert code == 5, data

@@ -113,6 +113,7 @@ def shell(request: pytest.FixtureRequest) -> tuple[str, list[str]]:
 
 
 # ------------------------------------------------------------------------ fixture hosts
+@pytest.mark.slow  # the collector under each shell
 @pytest.mark.parametrize("fixture", ["seed000-ustor", "seed002-router"])
 def test_fixture_snapshot_inventories_the_same(tmp_path: Path, shell, fixture: str) -> None:
     name, argv = shell
@@ -163,6 +164,7 @@ def test_seed000_raid_firmware_comes_from_megacli(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------ this machine
+@pytest.mark.slow  # the collector under each shell
 def test_live_snapshot_inventories_the_same(tmp_path: Path, shell) -> None:
     name, argv = shell
     if not Path("/sys/bus/pci/devices").is_dir():

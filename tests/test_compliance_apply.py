@@ -122,6 +122,7 @@ def _crash_points() -> list[str]:
     return [f"{i}:{ph}" for i in range(len(steps)) for ph in PHASES] + ["1:undo"]
 
 
+@pytest.mark.slow  # a killed process per boundary
 @pytest.mark.parametrize("point", _crash_points())
 def test_kill_at_apply_boundary_is_recovered(ns: ApplyNs, point: str) -> None:
     before = tree_bytes(ns.root)
@@ -147,6 +148,7 @@ def test_kill_at_apply_boundary_is_recovered(ns: ApplyNs, point: str) -> None:
         assert tree_bytes(ns.root) == before
 
 
+@pytest.mark.slow  # a killed process per boundary
 @pytest.mark.parametrize("point", ["0:saved", "1:after", "2:before", "3:done", "4:saved"])
 def test_kill_during_revert_is_recovered(ns: ApplyNs, point: str) -> None:
     before = tree_bytes(ns.root)

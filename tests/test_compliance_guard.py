@@ -120,6 +120,7 @@ def _wait_for(predicate, what: str, limit: float = 90) -> None:
         time.sleep(0.2)
 
 
+@pytest.mark.slow  # waits for the timed revert
 def test_force_applies_last_and_timed_revert_fires(ns: ApplyNs) -> None:
     _bridge_default_route(ns)
     changes = GRO_ON + [{"interface": None, "item": "sysctl.net.ipv4.tcp_syncookies",
@@ -141,6 +142,7 @@ def test_force_applies_last_and_timed_revert_fires(ns: ApplyNs) -> None:
     assert not (ns.root / "etc/systemd/network/10-hwmgr-v0.link").exists()
 
 
+@pytest.mark.slow  # waits for the timed revert
 def test_force_confirmed_in_time_is_kept(ns: ApplyNs) -> None:
     _bridge_default_route(ns)
     res = ns.apply(GRO_ON, "--yes", "--force", "--confirm-timeout", "3", "--json")

@@ -44,6 +44,7 @@ PID = os.getpid()
 DEFAULT_MOK = Path("/var/lib/dkms/mok.key")
 
 pytestmark = [
+    pytest.mark.slow,  # real DKMS builds
     pytest.mark.skipif(not shutil.which("dkms"), reason="dkms not installed"),
     pytest.mark.skipif(not shutil.which("rpmbuild"), reason="rpmbuild not installed"),
     pytest.mark.skipif(not KERNELS, reason="no kernel headers under /lib/modules/*/build"),

@@ -303,6 +303,7 @@ def by_id(page: Tags, ident: str) -> dict[str, str | None]:
     return next(a for _, a in page.tags if a.get("id") == ident)
 
 
+@pytest.mark.slow  # Chromium
 @needs_chromium
 def test_browser_counts_match_the_json(built: dict[str, Any]) -> None:
     html_path = built["out"] / "fleet-report.html"
@@ -367,6 +368,7 @@ def _visible(rows: list[dict[str, str | None]], table_key: str) -> list[dict]:
                 for f in h["findings"] if f["status"] != "ok"]),
     ("#q=rtr-26&ok=1", lambda r: ["rtr-26.dc2"], lambda r: r["hosts"]["rtr-26.dc2"]["findings"]),
 ], ids=["all", "drift-hosts", "one-host-with-ok"])
+@pytest.mark.slow  # Chromium
 def test_browser_filters(built: dict[str, Any], fragment: str, hosts: Any, items: Any) -> None:
     rep = built["report"]
     page = dom_counts(built["out"] / "fleet-report.html", fragment)
@@ -377,6 +379,7 @@ def test_browser_filters(built: dict[str, Any], fragment: str, hosts: Any, items
     assert sorted(grid) == sorted(want_hosts)
 
 
+@pytest.mark.slow  # Chromium
 @needs_chromium
 def test_screenshot_is_a_real_image(built: dict[str, Any], tmp_path: Path) -> None:
     png = tmp_path / "shot.png"

@@ -11,6 +11,8 @@ import pytest
 from hostile import Case, Sandbox, run_kind, sample_through_cli, sandbox_dir
 from hostile_cat import cat_kinds
 
+pytestmark = pytest.mark.slow  # hundreds of hostile catalogs through the real CLI
+
 KINDS: dict[str, list[Case]] = cat_kinds()
 
 

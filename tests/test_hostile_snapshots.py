@@ -11,6 +11,8 @@ from hostile import Case, Sandbox, run_kind, sample_through_cli, sandbox_dir
 from hostile_snap import dir_kinds
 from hostile_tar import tar_kinds
 
+pytestmark = pytest.mark.slow  # hundreds of hostile snapshots through the real CLI
+
 
 def _kinds() -> dict[str, list[Case]]:
     kinds = {**dir_kinds(), **dir_kinds(tar=True)}

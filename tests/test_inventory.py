@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support import HOSTS, run_cli, run_json
+from support import HOSTS, python_runs_as_nobody, run_cli, run_json
 
 from hwmgr.host.snapshot import open_host
 from hwmgr.inventory.scan import Inventory, parse_ethtool_i
@@ -143,6 +143,7 @@ def test_broken_snapshots_fail_cleanly(broken: str) -> None:
             assert dev["vendor_id"] is None or re.fullmatch(r"[0-9a-f]{4}", dev["vendor_id"])
 
 
+@pytest.mark.skipif(not python_runs_as_nobody(), reason="this Python cannot start as nobody")
 def test_non_root_live_inventory_works(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root to drop privileges")
@@ -157,6 +158,7 @@ def test_non_root_live_inventory_works(tmp_path: Path) -> None:
     assert json.loads(res.stdout)["data"]["devices"]
 
 
+@pytest.mark.skipif(not python_runs_as_nobody(), reason="this Python cannot start as nobody")
 def test_non_root_cannot_upgrade(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root to drop privileges")

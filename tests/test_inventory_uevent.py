@@ -72,7 +72,8 @@ def _scan(root: Path, recorder: Recorder | None = None) -> dict:
     return Inventory(host).scan().to_json()
 
 
-@pytest.mark.parametrize("pfs, vfs", [(1, 16), (64, 15)])  # 17 and 1,024 functions
+# 17 and 1,024 functions (the big tree takes ~10 s: slow)
+@pytest.mark.parametrize("pfs, vfs", [(1, 16), pytest.param(64, 15, marks=pytest.mark.slow)])
 def test_trees_with_and_without_uevent_give_the_same_json(
         tmp_path: Path, pfs: int, vfs: int) -> None:
     with_ue = _scan(_tree(tmp_path / "ue", pfs=pfs, vfs=vfs))

@@ -10,8 +10,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PKG = Path(__file__).resolve().parent.parent / "hwmgr"
 
 # lowest first; every hwmgr package or top-level module must be listed
@@ -87,23 +85,24 @@ def test_every_unit_has_a_layer() -> None:
     assert units <= set(LEVEL), f"add to LAYERS: {sorted(units - set(LEVEL))}"
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(PKG)))
-def test_imports_point_down(path: Path) -> None:
-    me = unit_of(module_name(path))
-    for line, target in imports(path):
-        other = unit_of(target)
-        if other == me:
-            continue
-        assert LEVEL[other] < LEVEL[me], (
-            f"{path.relative_to(PKG)}:{line} imports {target} "
-            f"(layer {LEVEL[other]} '{other}' is not below layer {LEVEL[me]} '{me}')")
+def test_imports_point_down() -> None:
+    """Every upward or sideways import in the package, all reported at once."""
+    bad = []
+    for path in FILES:
+        me = unit_of(module_name(path))
+        for line, target in imports(path):
+            other = unit_of(target)
+            if other != me and LEVEL[other] >= LEVEL[me]:
+                bad.append(f"{path.relative_to(PKG)}:{line} imports {target} (layer "
+                           f"{LEVEL[other]} '{other}' is not below layer {LEVEL[me]} '{me}')")
+    assert not bad, "imports that do not point down:\n" + "\n".join(bad)
 
 
 def test_no_verb_imports_another_verb() -> None:
-    for path in (PKG / "commands").glob("*.py"):
-        for line, target in imports(path):
-            assert not target.startswith("hwmgr.commands"), (
-                f"commands/{path.name}:{line} imports {target}: share code from a lower layer")
+    bad = [f"commands/{path.name}:{line} imports {target}"
+           for path in sorted((PKG / "commands").glob("*.py"))
+           for line, target in imports(path) if target.startswith("hwmgr.commands")]
+    assert not bad, "verbs importing verbs (share code from a lower layer):\n" + "\n".join(bad)
 
 
 def test_no_import_cycles() -> None:

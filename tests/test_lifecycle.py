@@ -20,6 +20,8 @@ from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
 from hwmgr.transaction.state import StateDir
 
+pytestmark = pytest.mark.slow  # DKMS builds and installs of the test module
+
 UPGRADE_STEPS = ["fetch", "unpack", "dkms-add", "dkms-build", "backup", "install", "initramfs",
                  "arm"]
 ROLLBACK_STEPS = ["backup", "restore", "arm"]

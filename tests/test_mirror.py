@@ -73,6 +73,7 @@ def gone(s: dict) -> None:
     s["srv"].server_close()
 
 
+@pytest.mark.slow  # a mirror sync and fetch over HTTP
 def test_sync_from_files_then_fetch_serves_from_the_mirror(site: dict,
                                                            pkgs: dict[str, Path]) -> None:
     s, mirror = site, site["mirror"]

@@ -44,6 +44,7 @@ pytestmark = pytest.mark.skipif(
     not all(shutil.which(t) for t in ("rpm", "rpmbuild", "rpmlint")),
     reason="rpm, rpmbuild and rpmlint are needed (make apt-test installs them)",
 )
+pytestmark = [pytestmark, pytest.mark.slow]  # rpmbuild runs
 
 
 def sh(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -92,29 +92,31 @@ def _literal_prefix(node: ast.AST) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PKG)))
-def test_no_process_spawning_outside_runner(path: Path) -> None:
-    tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):
+def spawn_violations(source: str, where: str) -> list[str]:
+    """Process spawning in a module (imports of subprocess & co, os.system/exec*/spawn*)."""
+    bad = []
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names = [a.name.split(".")[0] for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             names = [(node.module or "").split(".")[0]]
         else:
             names = []
-        bad = SPAWN_MODULES.intersection(names)
-        assert not bad, f"{path.name}:{node.lineno} imports {bad}: use Host.run"
+        spawners = SPAWN_MODULES.intersection(names)
+        if spawners:
+            bad.append(f"{where}:{node.lineno} imports {sorted(spawners)}: use Host.run")
         if isinstance(node, ast.Call):
             chain = _attr_chain(node.func)
-            assert not (chain.startswith("os.") and chain[3:] in SPAWN_CALLS), (
-                f"{path.name}:{node.lineno} calls {chain}: use Host.run"
-            )
+            if chain.startswith("os.") and chain[3:] in SPAWN_CALLS:
+                bad.append(f"{where}:{node.lineno} calls {chain}: use Host.run")
+    return bad
 
 
-@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PKG)))
-def test_no_host_paths_opened_outside_host(path: Path) -> None:
-    tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):
+def host_path_violations(source: str, where: str) -> list[str]:
+    """Host paths a module opens or builds itself, and file opens by a module (`where`,
+    relative to hwmgr/) that has no OWN_FILES licence."""
+    bad = []
+    for node in ast.walk(ast.parse(source)):
         if not isinstance(node, ast.Call):
             continue
         chain = _attr_chain(node.func)
@@ -127,21 +129,42 @@ def test_no_host_paths_opened_outside_host(path: Path) -> None:
         ) or leaf in ("read_text", "read_bytes", "write_text", "write_bytes", "iterdir")
         if chain == "Path" or chain.endswith(".Path"):
             prefix = _literal_prefix(node.args[0]) if node.args else None
-            assert not (prefix and prefix.startswith(HOST_PREFIXES)), (
-                f"{path.name}:{node.lineno} builds Path({prefix!r}): use Host.path/read_attr"
-            )
+            if prefix and prefix.startswith(HOST_PREFIXES):
+                bad.append(f"{where}:{node.lineno} builds Path({prefix!r}): "
+                           "use Host.path/read_attr")
         if not is_file_call:
             continue
         if node.args:
             prefix = _literal_prefix(node.args[0])
-            assert not (prefix and prefix.startswith(HOST_PREFIXES)), (
-                f"{path.name}:{node.lineno} opens host path {prefix!r}: go through Host"
-            )
-        if chain in ("open", "io.open", "os.open", "os.listdir", "os.scandir", "os.walk"):
-            assert _rel(path) in OWN_FILES, (
-                f"{path.name}:{node.lineno} calls {chain}() outside the seam; go through Host "
-                "or add the module to OWN_FILES with a reason"
-            )
+            if prefix and prefix.startswith(HOST_PREFIXES):
+                bad.append(f"{where}:{node.lineno} opens host path {prefix!r}: go through Host")
+        if chain in ("open", "io.open", "os.open", "os.listdir", "os.scandir", "os.walk") and (
+                where not in OWN_FILES):
+            bad.append(f"{where}:{node.lineno} calls {chain}() outside the seam; go through "
+                       "Host or add the module to OWN_FILES with a reason")
+    return bad
+
+
+def test_no_process_spawning_outside_runner() -> None:
+    bad = [v for path in modules() for v in spawn_violations(path.read_text(), _rel(path))]
+    assert not bad, "processes spawned outside the runner:\n" + "\n".join(bad)
+
+
+def test_no_host_paths_opened_outside_host() -> None:
+    bad = [v for path in modules()
+           for v in host_path_violations(path.read_text(), _rel(path))]
+    assert not bad, "host paths opened outside the seam:\n" + "\n".join(bad)
+
+
+def test_spawn_and_open_detectors_catch_each_kind() -> None:
+    """The two checks above see what they look for (a check that cannot fail is a defect)."""
+    assert spawn_violations("import subprocess\nimport os\nos.system('x')\n", "m.py") == [
+        "m.py:1 imports ['subprocess']: use Host.run", "m.py:3 calls os.system: use Host.run"]
+    got = host_path_violations(
+        "from pathlib import Path\nPath('/sys/bus/pci')\nopen('/proc/x')\n", "m.py")
+    assert len(got) == 3 and "m.py:2 builds Path('/sys/bus/pci')" in got[0], got
+    assert "m.py:3 opens host path '/proc/x'" in got[1] and "outside the seam" in got[2], got
+    assert host_path_violations("open(p)\nhost.read_text('/etc/x')\n", "lifecycle/recipe.py") == []
 
 
 def _mode_arg(node: ast.Call, position: int) -> str | None:
@@ -212,22 +235,25 @@ def widenings(source: str) -> list[tuple[int, str]]:
     return out
 
 
-@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PKG)))
-def test_no_writes_outside_the_seam(path: Path) -> None:
-    found = write_violations(path.read_text())
-    rel = _rel(path)
-    if rel in WRITES_PENDING:
-        assert found, f"{rel} no longer writes by itself: delete its WRITES_PENDING entry"
-        return
-    assert not found, f"{rel} writes without the Host:\n  " + "\n  ".join(found)
+def test_no_writes_outside_the_seam() -> None:
+    bad = []
+    for path in modules():
+        found = write_violations(path.read_text())
+        rel = _rel(path)
+        if rel in WRITES_PENDING:
+            if not found:
+                bad.append(f"{rel} no longer writes by itself: delete its WRITES_PENDING entry")
+        elif found:
+            bad += [f"{rel}:{v}" for v in found]
+    assert not bad, "writes without the Host:\n" + "\n".join(bad)
 
 
-@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PKG)))
-def test_only_the_run_widens_live_writes(path: Path) -> None:
-    for line, how in widenings(path.read_text()):
-        assert _rel(path) in WIDENERS[how], (
-            f"{_rel(path)}:{line} widens the live Host's writable dirs ({how}); only "
-            f"{sorted(WIDENERS[how])} may")
+def test_only_the_run_widens_live_writes() -> None:
+    bad = [f"{_rel(path)}:{line} widens the live Host's writable dirs ({how}); only "
+           f"{sorted(WIDENERS[how])} may"
+           for path in modules() for line, how in widenings(path.read_text())
+           if _rel(path) not in WIDENERS[how]]
+    assert not bad, "\n".join(bad)
 
 
 def test_write_detector_catches_each_kind() -> None:

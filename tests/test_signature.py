@@ -21,6 +21,7 @@ from hwmgr.lifecycle.signature import check_signature, header_key_id, keyring_pa
 
 pytestmark = pytest.mark.skipif(not shutil.which("gpg") or not shutil.which("rpmsign"),
                                 reason="gpg and rpmsign are needed")
+pytestmark = [pytestmark, pytest.mark.slow]  # upgrades built with DKMS
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ V = factory.BE2NET_VERSION
 pytestmark = pytest.mark.skipif(
     SubprocessRunner().run(["rpmbuild", "--version"]).rc != 0, reason="rpmbuild not installed"
 )
+pytestmark = [pytestmark, pytest.mark.slow]  # rpmbuild runs
 
 
 @pytest.fixture(scope="module")

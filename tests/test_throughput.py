@@ -31,7 +31,7 @@ from hwmgr.verify.throughput import (
     streams_for,
 )
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.slow]  # iperf3 runs between namespaces
 HWMGR = [sys.executable, "-m", "hwmgr", "throughput"]
 EMPTY_CONFIG = str(REPO / "tests" / "fixtures" / "verify" / "empty-config.json")
 

@@ -396,6 +396,8 @@ def _dead_key(tmp: Path, case: str) -> Path:
         g("--import", str(rev))
     out = tmp / f"{case}.asc"
     out.write_text(g("--armor", "--export", f"{case}@vendor.invalid"))
+    subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False,
+                   capture_output=True)  # the gpg-agent key generation started
     return out
 
 

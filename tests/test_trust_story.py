@@ -25,6 +25,8 @@ from hwmgr.host.seam import Host
 from hwmgr.lifecycle.dkms import kernels_with_headers
 from hwmgr.transaction.state import StateDir
 
+pytestmark = pytest.mark.slow  # the catalog-trust story end to end, DKMS included
+
 
 def base_catalog(vendor_url: str, srpm10: Path) -> dict:
     """The shipped-style catalog: 1.0 pinned; 1.1 recommended but unverified, el6 kernels."""

@@ -274,6 +274,7 @@ def vbed(tmp_path: Path, live: dict):
         _dkms_clean(kver)
 
 
+@pytest.mark.slow  # iperf3 / a real rollback
 def test_failed_verification_really_rolls_back_and_reboots(tmp_path: Path, vbed: dict) -> None:
     env, kver = vbed["env"], vbed["kver"]
     res = run_cli("upgrade", VMOD, "--to", "1.0", "--kernel", kver, "--yes", "--catalog",
@@ -335,6 +336,7 @@ def test_failed_verification_really_rolls_back_and_reboots(tmp_path: Path, vbed:
 
 
 # ------------------------------------------------------------------------------ --throughput
+@pytest.mark.slow  # iperf3 / a real rollback
 def test_verify_throughput_keeps_before_and_after(tmp_path: Path, live: dict) -> None:
     """Seed 000's story as data: slow before the 'upgrade' (tbf), fast after, both in history."""
     from netns import B_IP, VethLink

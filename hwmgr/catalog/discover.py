@@ -8,27 +8,25 @@ import os
 from pathlib import Path
 from typing import Sequence, Union
 
-import hwmgr
-from hwmgr.config import Config, catalog_locations
+from hwmgr.config import Config, catalog_locations, shipped_dirs
 from hwmgr.errors import NotFoundError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 ENV_DIR = "HWMGR_CATALOG_DIR"
 DRIVERS_SUBDIR = "drivers"  # per-driver files of a catalog directory
-SYSTEM_DIR = Path("/usr/share/hwmgr/catalogs")
 WHAT_TO_DO = ("install hwmgr's catalog, name one with --catalog FILE, or install a signed one "
               "with 'hwmgr catalog update URL'")
 
 
 def default_dirs(config: Config) -> list[Path]:
-    """Catalog directories in search order: $HWMGR_CATALOG_DIR, the checkout, the system."""
+    """Catalog directories in search order: $HWMGR_CATALOG_DIR, then where hwmgr ships its
+    catalogs (checkout, wheel prefix, system: `config.shipped_dirs`)."""
     dirs = []
     env = config.catalog_dir
     if env:
         dirs.append(Path(env))
-    dirs.append(Path(hwmgr.__file__).resolve().parent.parent / "catalogs")
-    dirs.append(SYSTEM_DIR)
+    dirs += shipped_dirs("catalogs")
     return dirs
 
 

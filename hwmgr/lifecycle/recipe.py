@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from hwmgr.config import shipped_dirs
 from hwmgr.errors import BadInputError, NotFoundError
 
 RECIPE_FORMAT = "hwmgr-recipe"
 RECIPE_VERSION = 1
 RECIPE_FILE = "recipe.json"
 DKMS_TEMPLATE = "dkms.conf.in"
-SYSTEM_DRIVERS_DIR = Path("/usr/share/hwmgr/drivers")
-REPO_DRIVERS_DIR = Path(__file__).resolve().parents[2] / "drivers"
+REPO_DRIVERS_DIR = Path(__file__).resolve().parents[2] / "drivers"  # the checkout's (tests)
 
 DRIVER_RE = re.compile(r"[a-z0-9_][a-z0-9_.-]{0,63}")
 MODULE_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -124,9 +124,10 @@ def check_name(name: object, what: str = "module name") -> str:
 
 def drivers_dirs(drivers_dir: str | os.PathLike[str] | None = None) -> list[Path]:
     """Where recipes are looked up, in order: `drivers_dir` (the config's: $HWMGR_DRIVERS_DIR)
-    first, then the dirs hwmgr ships recipes in (drivers/README.md)."""
+    first, then the dirs hwmgr ships recipes in (checkout, wheel prefix, system:
+    `config.shipped_dirs`; drivers/README.md)."""
     dirs = [Path(drivers_dir)] if drivers_dir else []
-    dirs += [REPO_DRIVERS_DIR, SYSTEM_DRIVERS_DIR]
+    dirs += shipped_dirs("drivers")
     return dirs
 
 
