@@ -120,7 +120,7 @@ def test_damaged_snapshots_never_crash(devices: list[dict], index: str, meta_ok:
 # ------------------------------------------------------------------ CLI: not-a-file inputs
 @pytest.mark.timeout(20)
 @pytest.mark.parametrize("kind, code, fragment", [
-    ("directory", 8, "is a directory"),
+    ("directory", 3, "holds no catalog files"),  # a catalog directory, but empty
     ("devnull", 8, "is a character device"),
     ("fifo", 8, "is a FIFO"),
     ("missing", 3, "does not exist"),
