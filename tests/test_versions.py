@@ -378,7 +378,8 @@ def test_vendor_rules_stay_in_their_schemes() -> None:
 # registry
 
 def test_registry() -> None:
-    assert list(SCHEMES) == ["rpm", "driver", "firmware", "emulex-driver", "intel-firmware"]
+    assert list(SCHEMES) == ["rpm", "driver", "firmware", "emulex-driver", "intel-firmware",
+                            "broadcom-bnx2x", "adaptec-aacraid"]
     assert get_scheme("driver").name == "driver"
     with pytest.raises(VersionError) as exc:
         compare("1", "2", "deb")
