@@ -62,11 +62,6 @@ def shipped_dirs(kind: str) -> list[Path]:
     return seen
 
 
-def current(config: Config | None = None) -> Config:
-    """`config`, or the one built from this process's environment (callers outside the CLI)."""
-    return config if config is not None else config_from(None)
-
-
 @dataclass(frozen=True)
 class CatalogLocations:
     """Where the analysing machine keeps its catalog layers (never under --root)."""

@@ -2,7 +2,8 @@
 
 The order is docs/architecture.md's: a module may import its own package and any package of a
 lower layer, never a sibling package of its own layer nor anything above it. Imports inside
-functions count too (they are still dependencies, just deferred for start-up time).
+functions count too (the few heavy libraries imported only where needed are dependencies all
+the same).
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
+from hwmgr.compliance import apply as ap
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -17,7 +19,7 @@ from hwmgr.errors import (
     NothingToDo,
     UsageError,
 )
-from hwmgr.output import Outcome, printable
+from hwmgr.output import Outcome, make_console, printable
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
 
@@ -75,8 +77,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _changes(args: argparse.Namespace, ctx: Any, layers: list[str]) -> list[Any]:
-    from hwmgr.compliance import apply as ap
-
     if args.changes:
         try:
             with open(args.changes, encoding="utf-8") as fh:
@@ -96,8 +96,6 @@ def _as_finding(c: Any) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.compliance import apply as ap
-
     host, config = ctx.host, ctx.config
     if args.auto_revert is not None:
         res = ap.auto_revert(host, config, args.auto_revert, args.after)
@@ -135,10 +133,6 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
                          "(add --dry-run)")
     ui.require_root(host)
     if not args.json:
-        import sys
-
-        from hwmgr.output import make_console
-
         render_plan(make_console(sys.stderr, stderr=True), data)
     ui.confirm(args, f"apply {len(plan.changes)} change(s)")
     res = ap.run_apply(host, plan, config, command="hwmgr apply", wait=args.wait)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -165,8 +167,6 @@ def _fragment_errors(path: Path, doc: Any) -> list[str]:
 
 def _regular_file(path: str) -> None:
     """Missing → exit 3; a directory, device or FIFO → exit 8 saying what it is (never read)."""
-    import stat
-
     try:
         mode = Path(path).stat().st_mode
     except FileNotFoundError:
@@ -200,7 +200,7 @@ def _stats(paths: list[str] | None, config: Any = None) -> Outcome:
             **catalog_stats(cat.drivers)}
 
     def render(console: Any) -> None:
-        from rich.table import Table
+        from rich.table import Table  # rich: only drawing needs it
 
         console.print(f"catalog {printable(data['catalog_version'])}: {data['drivers']} "
                       f"drivers, {data['devices']} device rules, {data['versions']} versions "
@@ -243,8 +243,6 @@ def _show(what: str, paths: list[str] | None, config: Any = None,
 
 def _render_effective(console: Any, data: dict[str, Any]) -> None:
     """One line per merged value: JSON path, value, the layer file it came from."""
-    import json
-
     console.print("layers (later wins): " + printable(", ".join(data["layers"])),
                   markup=False, soft_wrap=True)
     for row in data["effective"]:
@@ -254,7 +252,7 @@ def _render_effective(console: Any, data: dict[str, Any]) -> None:
 
 def _render(console: Any, data: dict[str, Any]) -> None:
     """Rich view of one entry: header, devices, versions, in-tree policy, settings, notes."""
-    from rich.markup import escape as _escape
+    from rich.markup import escape as _escape  # rich: only drawing needs it
     from rich.table import Table
 
     def escape(value: Any) -> str:  # catalog text is untrusted: no markup, no control chars

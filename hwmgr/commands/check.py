@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hwmgr.catalog.load import load_catalog
+from hwmgr.compliance.check import check_host, exit_code, parse_layers
+from hwmgr.compliance.history import record_check
+from hwmgr.compliance.prom import write_prom
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_DRIFT,
@@ -12,8 +16,12 @@ from hwmgr.errors import (
     EXIT_OK,
     EXIT_REBOOT_PENDING,
     EXIT_UNKNOWN,
+    HwmgrError,
 )
 from hwmgr.output import Outcome
+from hwmgr.transaction.pending import reboot_pending
+from hwmgr.ui.check_table import render
+from hwmgr.ui.options import common_options, lifecycle_options
 from hwmgr.ui.verbhelp import Example
 
 NAME = "check"
@@ -41,8 +49,6 @@ EXIT_CODES = {
 
 
 def option_parents() -> list[argparse.ArgumentParser]:
-    from hwmgr.ui.options import common_options, lifecycle_options
-
     return [common_options(root=True), lifecycle_options(mutating=False)]
 
 
@@ -55,13 +61,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.catalog.load import load_catalog
-    from hwmgr.compliance.check import check_host, exit_code, parse_layers
-    from hwmgr.compliance.history import record_check
-    from hwmgr.compliance.prom import write_prom
-    from hwmgr.errors import EXIT_OK, EXIT_UNKNOWN, HwmgrError
-    from hwmgr.transaction.pending import reboot_pending
-
     layers = parse_layers(args.layer)
     cat = load_catalog(args.catalog, config=ctx.config)
     result = check_host(ctx.host, cat, layers)
@@ -81,8 +80,6 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         data["prom"] = str(write_prom(args.prom, data))
 
     def _render(console: Any) -> None:
-        from hwmgr.ui.check_table import render
-
         render(console, data, devices=result.devices)
 
     return Outcome(command=NAME, status=STATUS[code], data=data, render=_render,

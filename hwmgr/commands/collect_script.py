@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from importlib import resources
 from typing import Any
 
 from hwmgr.errors import (
@@ -39,8 +40,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def script_text() -> str:
     """The collector as shipped in the package (hwmgr/fleet/collect.sh)."""
-    from importlib import resources
-
     return resources.files("hwmgr.fleet").joinpath("collect.sh").read_text(encoding="utf-8")
 
 

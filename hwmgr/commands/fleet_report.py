@@ -13,7 +13,10 @@ from hwmgr.errors import (
     EXIT_PARTIAL,
     EXIT_REBOOT_PENDING,
     EXIT_UNKNOWN,
+    UsageError,
 )
+from hwmgr.fleet.report import build_report, exit_code, load_history, read_results_dir
+from hwmgr.fleet.write import write_outputs
 from hwmgr.output import Outcome, printable
 from hwmgr.ui.verbhelp import Example
 
@@ -66,15 +69,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     """Read and check every input first; write only when all of it is good."""
-    from hwmgr.errors import UsageError
-    from hwmgr.fleet.report import (
-        build_report,
-        exit_code,
-        load_history,
-        read_results_dir,
-    )
-    from hwmgr.fleet.write import write_outputs
-
     if args.out.resolve() == args.results.resolve():
         raise UsageError("--out must differ from --results (the report would be read as a host)")
     hosts = read_results_dir(args.results)

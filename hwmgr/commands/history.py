@@ -64,7 +64,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     rows = [_row(t) for t in txns]
 
     def render(c: Any) -> None:
-        from rich.table import Table
+        from rich.table import Table  # rich: only drawing needs it
 
         if not rows:
             c.print("no transactions recorded", markup=False)
@@ -108,7 +108,7 @@ def _checks(args: argparse.Namespace, ctx: Any, state: Any) -> Outcome:
     found["episodes"] = eps[-args.limit:] if args.limit > 0 else eps
 
     def render(c: Any) -> None:
-        from rich.table import Table
+        from rich.table import Table  # rich: only drawing needs it
 
         if not found["checks"]:
             c.print("no checks recorded", markup=False)
@@ -170,7 +170,7 @@ def _items(t: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _cell(value: Any) -> Any:
     """A table cell: text from the journal, escaped, never parsed as rich markup."""
-    from rich.text import Text
+    from rich.text import Text  # rich: only drawing needs it
 
     return Text(printable("" if value is None else value))
 

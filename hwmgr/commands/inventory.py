@@ -10,7 +10,10 @@ from hwmgr.errors import (
     EXIT_NOT_FOUND,
     EXIT_OK,
 )
+from hwmgr.inventory.scan import collect
 from hwmgr.output import Outcome
+from hwmgr.ui.inventory_table import render, wrap
+from hwmgr.ui.options import common_options
 from hwmgr.ui.verbhelp import Example
 
 NAME = "inventory"
@@ -33,8 +36,6 @@ CHECK_HINT = "NIC settings and sysctls against the catalog: hwmgr check"
 
 
 def option_parents() -> list[argparse.ArgumentParser]:
-    from hwmgr.ui.options import common_options
-
     return [common_options(root=True)]
 
 
@@ -55,8 +56,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.inventory.scan import collect
-
     scan = collect(ctx.host, args.catalog, use_catalog=not args.no_catalog, config=ctx.config)
     if args.klass:
         want = args.klass.lower().removeprefix("0x")
@@ -67,8 +66,6 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     show_all = bool(args.all or args.klass)  # a --class filter is an explicit request: list it
 
     def _render(console: Any) -> None:
-        from hwmgr.ui.inventory_table import render, wrap
-
         render(console, data, show_all=show_all)
         flagged = any((d.get("catalog") or {}).get("status") in ("known-bad", "outdated")
                       for d in data["devices"])

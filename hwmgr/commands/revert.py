@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hwmgr.compliance import apply as ap
 from hwmgr.errors import (
     EXIT_FAILED,
     EXIT_LOCKED,
@@ -14,6 +15,7 @@ from hwmgr.errors import (
     EXIT_PERMISSION,
 )
 from hwmgr.output import Outcome, printable
+from hwmgr.transaction.state import StateDir
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
 
@@ -43,9 +45,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.compliance import apply as ap
-    from hwmgr.transaction.state import StateDir
-
     host, config = ctx.host, ctx.config
     ui.require_root(host)
     state = StateDir(host, config.state_dir)

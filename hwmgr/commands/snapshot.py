@@ -13,6 +13,9 @@ from hwmgr.errors import (
     NotFoundError,
     UsageError,
 )
+from hwmgr.host.snapshot import recording_host, write_snapshot
+from hwmgr.inventory.scan import collect, host_identity
+from hwmgr.lifecycle.bundle import record_all
 from hwmgr.output import Outcome, printable
 from hwmgr.ui.verbhelp import Example
 
@@ -37,18 +40,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.host.snapshot import recording_host, write_snapshot
-    from hwmgr.inventory.scan import collect, host_identity
-
     check_out(Path(args.out))
     host, rec, runner = recording_host()
     hostname, kernel = host_identity(host)
     scan = collect(host, args.catalog, use_catalog=False)
-    from hwmgr.lifecycle.bundle import (
-        record_all,  # what plan/verify/check read beyond the inventory
-    )
-
-    records = record_all(host, scan.devices)
+    records = record_all(host, scan.devices)  # what plan/verify/check read beyond the inventory
     out = write_snapshot(Path(args.out), rec, runner, hostname=hostname, kernel=kernel,
                          records=records)
     data = {

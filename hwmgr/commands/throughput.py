@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hwmgr.config import load_config
 from hwmgr.errors import (
     EXIT_FAILED,
     EXIT_NOT_FOUND,
@@ -14,8 +15,10 @@ from hwmgr.errors import (
     UsageError,
 )
 from hwmgr.output import Outcome
+from hwmgr.ui.options import common_options, lifecycle_options
 from hwmgr.ui.throughput import floor_catalog, options_from
 from hwmgr.ui.verbhelp import Example
+from hwmgr.verify import throughput as tp
 
 NAME = "throughput"
 HELP = "quick iperf3 check against a peer"
@@ -45,8 +48,6 @@ STATUS_EXIT = {"ok": EXIT_OK, "measured": EXIT_OK, "failed": EXIT_FAILED,
 
 
 def option_parents() -> list[argparse.ArgumentParser]:
-    from hwmgr.ui.options import common_options, lifecycle_options
-
     return [common_options(), lifecycle_options(mutating=False)]
 
 
@@ -79,9 +80,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    from hwmgr.config import load_config
-    from hwmgr.verify import throughput as tp
-
     host = ctx.host
     cfg = load_config(host)
     if args.serve:

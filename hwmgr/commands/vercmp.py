@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hwmgr.catalog.versions import SCHEMES, compare
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -41,8 +42,6 @@ SYMBOLS = {-1: "<", 0: "=", 1: ">"}
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Two version strings, the scheme and (for drivers) the running kernel release."""
-    from hwmgr.catalog.versions import SCHEMES
-
     p.add_argument("a", metavar="A", help="first version")
     p.add_argument("b", metavar="B", help="second version")
     p.add_argument(
@@ -61,8 +60,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     """Compare A with B; a `VersionError` (exit 8) propagates to the CLI as one line."""
-    from hwmgr.catalog.versions import compare
-
     rc = compare(args.a, args.b, args.scheme, kernel=args.kernel)
     symbol = SYMBOLS[rc]
     data = {"a": args.a, "b": args.b, "scheme": args.scheme, "result": symbol, "cmp": rc}

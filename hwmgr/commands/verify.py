@@ -152,7 +152,7 @@ def _cell(v: Any) -> str:
 
 def _render(console: Any, d: dict[str, Any]) -> None:
     """Values come from the host (and maybe a snapshot): escaped, never rich markup."""
-    from rich.markup import escape
+    from rich.markup import escape  # rich: only drawing needs it
     from rich.table import Table
     from rich.text import Text
 

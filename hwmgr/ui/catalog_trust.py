@@ -6,11 +6,21 @@ All four act on the analysing machine (its /etc/hwmgr and state dir), never on a
 from __future__ import annotations
 
 import argparse
+import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable
 
+from hwmgr.catalog.load import load_catalog
+from hwmgr.catalog.update import rollback, sign, update
+from hwmgr.config import catalog_locations
 from hwmgr.errors import HwmgrError
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle import keyfile, trust
+from hwmgr.lifecycle.recipe import load_recipe
+from hwmgr.lifecycle.signature import keyring_path, verify_in_keyring
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.lifecycle import confirm
 
 NAME = "catalog"
 
@@ -49,22 +59,16 @@ def add_actions(sub: Any, common: Callable[[], argparse.ArgumentParser]) -> None
 
 def _local(ctx: Any, loc: Any, *extra: str) -> Any:
     """The analysing machine, writable only where its catalog layers live (and `extra`)."""
-    from hwmgr.host.seam import Host
-
     return Host("/", ctx.host.runner,
                 writable=[str(loc.installed_dir), str(loc.site_dir), *extra])
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     """Dispatch trust, update, rollback, sign."""
-    from hwmgr.config import catalog_locations
-
     loc = catalog_locations(ctx.config)
     if args.action == "trust":
         return _trust(args, ctx, loc)
     if args.action == "update":
-        from hwmgr.catalog.update import update
-
         data = update(_local(ctx, loc), args.url, loc, config=ctx.config,
                       allow_older=args.allow_older)
         return Outcome(NAME, data=data, render=lambda c: c.print(
@@ -72,25 +76,15 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             f"signed by {data['signed_by']}: {data['installed']}", markup=False,
             soft_wrap=True))
     if args.action == "rollback":
-        from hwmgr.catalog.update import rollback
-
         data = rollback(_local(ctx, loc), loc)
         return Outcome(NAME, data=data, render=lambda c: c.print(
             f"restored catalog {data['catalog_version']}: {data['installed']}", markup=False))
-    from hwmgr.catalog.update import sign
-
     out = sign(_local(ctx, loc, str(Path(args.file).absolute().parent)), Path(args.file), args.key)
     return Outcome(NAME, data={"signature": str(out)},
                    render=lambda c: c.print(f"wrote {out}", markup=False))
 
 
 def _trust(args: argparse.Namespace, ctx: Any, loc: Any) -> Outcome:
-    from contextlib import nullcontext
-
-    from hwmgr.catalog.load import load_catalog
-    from hwmgr.lifecycle import keyfile, trust
-    from hwmgr.lifecycle.recipe import load_recipe
-
     state_dir = ctx.config.state_dir
     local_host = _local(ctx, loc, state_dir) if args.key else _local(ctx, loc)
     cat = load_catalog(getattr(args, "catalog", None), config=ctx.config)
@@ -116,11 +110,6 @@ def _trust(args: argparse.Namespace, ctx: Any, loc: Any) -> Outcome:
 def _record(args: argparse.Namespace, ctx: Any, loc: Any, local_host: Any, facts: Any,
             info: Any, key: Any, work: Any) -> Outcome:
     """Show, ask, then import the key (if any) and record last: a rerun completes a crash."""
-    from hwmgr.catalog.load import load_catalog
-    from hwmgr.lifecycle import keyfile, trust
-    from hwmgr.lifecycle.signature import keyring_path, verify_in_keyring
-    from hwmgr.ui.lifecycle import confirm
-
     ring = str(local_host.path(keyring_path(ctx.config.state_dir)))
     layer = trust.site_layer(args.driver, args.version, facts, info["source"])
     data: dict[str, Any] = {"package": facts.as_dict(), "layer": layer,
@@ -164,8 +153,6 @@ def _record(args: argparse.Namespace, ctx: Any, loc: Any, local_host: Any, facts
 def _show_facts(facts: Any, key_lines: list[str]) -> None:
     """What rpm (and gpg, for --key) says, before the question (stderr: stdout keeps the
     result)."""
-    import sys
-
     lines = [f"package:    {facts.name}-{facts.version}-{facts.release} ({facts.path.name})",
              f"vendor:     {facts.vendor or '(none)'}",
              f"build host: {facts.build_host or '(none)'}",

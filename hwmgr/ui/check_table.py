@@ -120,7 +120,7 @@ def _plain(rows: list[list[str]], widths: list[int], width: int) -> list[str]:
 
 def _rich(console: Any, rows: list[list[str]], widths: list[int], width: int) -> None:
     """The same columns as a rich table; every cell is Text, so nothing is read as markup."""
-    from rich.table import Table
+    from rich.table import Table  # rich: only drawing needs it
     from rich.text import Text
 
     t = Table(show_edge=False, pad_edge=False, header_style="bold", box=None)

@@ -285,7 +285,7 @@ def _plain_table(rows: list[Row], keys: list[str], widths: dict[str, int],
 
 def _rich_table(console: Any, rows: list[Row], keys: list[str], widths: dict[str, int]) -> None:
     """The same layout, box-drawn and coloured; cells are Text, so no markup is parsed."""
-    from rich.table import Table
+    from rich.table import Table  # rich: only drawing needs it
     from rich.text import Text
 
     head = dict(COLUMNS)

@@ -49,7 +49,7 @@ def plan_outcome(command: str, plan: Plan) -> Outcome:
 
 
 def render_plan(console: Any, d: dict[str, Any]) -> None:
-    from rich.markup import escape
+    from rich.markup import escape  # rich: only drawing needs it
 
     p = printable
     head = p(f"{d['action']} {d['driver']} → {d['to_version']}")
@@ -108,7 +108,7 @@ class ProgressUI:
     @property
     def console(self) -> Any:
         if self._console is None:
-            from rich.console import Console
+            from rich.console import Console  # rich: only drawing needs it
 
             self._console = Console(file=self.stream, highlight=False)
         return self._console
@@ -128,7 +128,7 @@ class ProgressUI:
         if not self.tty:
             self._line(f"downloading {name} ({total} bytes)")
             return lambda done, tot: None
-        from rich.progress import (
+        from rich.progress import (  # rich: only a progress bar on a terminal needs it
             BarColumn,
             DownloadColumn,
             Progress,

@@ -11,17 +11,9 @@ import argparse
 from hwmgr.config import DEFAULT_CACHE_DIR, DEFAULT_STATE_DIR
 
 
-class _ParentFormatter(argparse.HelpFormatter):
-    """Formats nothing (a parent parser's actions are printed by the verb's own parser); a
-    fixed width spares argparse's `import shutil` (bz2, lzma: ~4 ms of every start)."""
-
-    def __init__(self, prog: str, **kwargs: object) -> None:
-        super().__init__(prog, width=80)
-
-
 def common_options(json_flag: bool = True, root: bool = False) -> argparse.ArgumentParser:
     """Options shared by verbs, usable before or after the verb name."""
-    p = argparse.ArgumentParser(add_help=False, formatter_class=_ParentFormatter)
+    p = argparse.ArgumentParser(add_help=False)
     if json_flag:
         p.add_argument("--json", action="store_true", help="print one JSON object (format 1)")
     if root:
@@ -42,7 +34,7 @@ def common_options(json_flag: bool = True, root: bool = False) -> argparse.Argum
 
 def lifecycle_options(mutating: bool = True) -> argparse.ArgumentParser:
     """Options of the verbs that plan or change drivers (state/cache dirs, safety)."""
-    p = argparse.ArgumentParser(add_help=False, formatter_class=_ParentFormatter)
+    p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--state-dir", metavar="DIR",
                    help=f"journal, lock, backups (default $HWMGR_STATE_DIR or {DEFAULT_STATE_DIR})")
     p.add_argument("--cache-dir", metavar="DIR",

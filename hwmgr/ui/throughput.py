@@ -8,13 +8,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hwmgr.errors import UsageError
+from hwmgr.catalog.load import Catalog, load_catalog
+from hwmgr.errors import HwmgrError, UsageError
+from hwmgr.verify.throughput import Options
 
 
-def options_from(args: argparse.Namespace, cfg: Any, peer: str | None) -> Any:
+def options_from(args: argparse.Namespace, cfg: Any, peer: str | None) -> Options:
     """throughput.Options from flags over site config over defaults; UsageError if bad."""
-    from hwmgr.verify.throughput import Options
-
     def opt(name: str) -> Any:
         return getattr(args, name, None)
 
@@ -44,12 +44,9 @@ def options_from(args: argparse.Namespace, cfg: Any, peer: str | None) -> Any:
                    timeout=opt("timeout"), force=bool(opt("force")))
 
 
-def floor_catalog(args: argparse.Namespace, config: Any) -> Any:
+def floor_catalog(args: argparse.Namespace, config: Any) -> Catalog | None:
     """The catalog for the fraction-of-link floor (`config`: the run's Config); None (no
     floor) when none loads."""
-    from hwmgr.catalog.load import load_catalog
-    from hwmgr.errors import HwmgrError
-
     try:
         return load_catalog(args.catalog, config=config)
     except HwmgrError:
