@@ -142,7 +142,7 @@ def _check_file(chk: _Check, schema: bool) -> None:
     if schema:
         chk.fail(_schema_errors(layers.without_nulls(chk.data) if chk.partial else chk.data,
                                 chk.partial))
-    if not chk.errors:
+    if schema and not chk.errors:  # a remembered verdict covers the per-file rules too
         chk.fail(v3_errors(chk.data))
     if not chk.errors and not chk.partial:
         chk.fail(semantic_errors(chk.data))
