@@ -36,11 +36,23 @@ EL6 = "2.6.32-279.el6.x86_64"
 DEB12 = "6.1.0-56-amd64"
 
 
+@pytest.fixture(scope="module")
+def _module_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("xdg")
+
+
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Own cache dir per test; no catalog dir from the caller's environment."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg")))
+def _isolated(_module_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This module's own cache dir (the shipped catalog's schema verdict is then checked
+    once, not per test); no catalog dir from the caller's environment."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(_module_cache))
     monkeypatch.delenv(catmod.ENV_DIR, raising=False)
+
+
+@pytest.fixture
+def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty cache dir for a test that counts the remembered verdicts."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-fresh"))
 
 
 def load_catalog(paths: list[Any] | None = None) -> Catalog:
@@ -322,7 +334,7 @@ def test_cache_second_load_does_not_import_jsonschema(tmp_path: Path) -> None:
     assert len(verdicts) == 1
 
 
-def test_changed_file_is_revalidated(tmp_path: Path) -> None:
+def test_changed_file_is_revalidated(tmp_path: Path, fresh_cache: None) -> None:
     f = tmp_path / "c.json"
     shutil.copy(MINI, f)
     load_catalog([f])
@@ -339,7 +351,7 @@ def test_changed_file_is_revalidated(tmp_path: Path) -> None:
     assert len(_verdicts()) == 2
 
 
-def test_remembered_verdict_is_per_layer_set(tmp_path: Path) -> None:
+def test_remembered_verdict_is_per_layer_set(tmp_path: Path, fresh_cache: None) -> None:
     """The same base with and without a site layer: two keys; a bad layer is still caught
     when the base alone was checked before."""
     site = tmp_path / "site.json"
@@ -352,7 +364,8 @@ def test_remembered_verdict_is_per_layer_set(tmp_path: Path) -> None:
         load_catalog([MINI, site])
 
 
-def test_cache_keyed_by_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cache_keyed_by_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                               fresh_cache: None) -> None:
     load_catalog([MINI])
     schema = tmp_path / "schema.json"
     doc = json.loads(schemamod.SCHEMA_PATH.read_text())
