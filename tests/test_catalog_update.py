@@ -17,6 +17,9 @@ from shipped import driver_file, shipped_doc
 from srpmfactory import build_be2net_srpm, build_srpm
 from support import run_cli
 
+# gpg signs and checks a catalog in every test (1-3 s each): make test runs them
+pytestmark = pytest.mark.slow
+
 
 def gpg(home: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["gpg", "--homedir", str(home), "--batch", "--yes",

@@ -88,6 +88,7 @@ def test_a_bad_description_is_one_line_naming_the_field(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()  # nothing written
 
 
+@pytest.mark.slow  # one inventory per host, in a process of its own
 @pytest.mark.parametrize("name", NAMES)
 def test_inventory_reads_every_described_function(name: str, tmp_path: Path) -> None:
     doc = json.loads((FIELD / name / "host.json").read_text())
