@@ -187,12 +187,15 @@ CASES = [
     (("19a2", "0710", "be2net", "10.2.470.14", EL6), ("ok", "10.2.470.14", "recommended")),
     (("19a2", "0710", "be2net", "11.0.0.0", EL6), ("ok", "10.2.470.14", None)),
     (("19a2", "0710", "be2net", "8.0.16.0", "3.10.0-957.el7.x86_64"), ("ok", None, "known-good")),
-    (("19a2", "0710", "be2net", "11.0.0.0", "3.10.0-957.el7.x86_64"), ("unknown", None, None)),
-    (("19a2", "0710", "be2net", DEB12, DEB12), ("unknown", None, None)),
-    (("19a2", "0710", "be2net", None, EL6), ("unknown", "10.2.470.14", None)),
+    # read, but no verdict: not listed and nothing recommended to compare with
+    (("19a2", "0710", "be2net", "11.0.0.0", "3.10.0-957.el7.x86_64"),
+     ("uncatalogued", None, None)),
+    (("19a2", "0710", "be2net", DEB12, DEB12), ("uncatalogued", None, None)),  # no inbox policy
+    (("19a2", "0710", "be2net", None, EL6), ("unknown", "10.2.470.14", None)),  # not read
     (("8086", "10d3", "e1000e", DEB12, DEB12), ("ok", None, "known-good")),
-    (("8086", "10d3", "e1000e", "5.10.0-20-amd64", "5.10.0-20-amd64"), ("unknown", None, None)),
-    (("8086", "10d3", "e1000e", "3.2.6-k", DEB12), ("unknown", None, None)),
+    (("8086", "10d3", "e1000e", "5.10.0-20-amd64", "5.10.0-20-amd64"),
+     ("uncatalogued", None, None)),  # the inbox policy covers another kernel
+    (("8086", "10d3", "e1000e", "3.2.6-k", DEB12), ("uncatalogued", None, None)),
     (("1d0f", "ec20", "ethclass", "1.5", None), ("outdated", "2.0", None)),
 ]
 
@@ -204,6 +207,20 @@ def test_verdicts(mini: Catalog, args: tuple, want: tuple) -> None:
     assert {"entry", "status", "recommended_version", "reason"} <= set(v)
     assert (v["status"], v["recommended_version"], v.get("listed_status")) == want, v
     assert v["status"] in catmod.VERDICTS and v["reason"]
+
+
+def test_uncatalogued_is_no_opinion_unknown_is_not_read(mini: Catalog) -> None:
+    """The two statuses say different things: the catalog has no verdict on a version that
+    was read, or the version (or the driver) could not be read at all."""
+    el7 = "3.10.0-957.el7.x86_64"
+    v = mini.verdict(dev("19a2", "0710", "be2net", "11.0.0.0"), el7)
+    assert (v["status"], v["reason"]) == ("uncatalogued", "be2net 11.0.0.0 is not in the catalog")
+    v = mini.verdict(dev("19a2", "0710", "be2net", DEB12), DEB12)
+    assert v["status"] == "uncatalogued" and "no policy for in-tree builds" in v["reason"]
+    v = mini.verdict(dev("8086", "10d3", "e1000e", "5.10.0-20-amd64"), "5.10.0-20-amd64")
+    assert v["status"] == "uncatalogued" and "in-tree policy covers" in v["reason"]
+    v = mini.verdict(dev("19a2", "0710", "be2net", "  "), EL6)
+    assert (v["status"], v["reason"]) == ("unknown", "be2net version is unknown")
 
 
 def test_newer_than_every_listed_version_is_not_outdated(mini: Catalog) -> None:
@@ -251,7 +268,7 @@ def test_applies_to_subsystem_narrows_a_device_rule(tmp_path: Path) -> None:
               subsystem_vendor_id="1028", subsystem_device_id="1f0a")
     assert cat.verdict(hit, DEB12)["status"] == "known-bad"
     miss = {**hit, "subsystem_device_id": "1f0b"}
-    assert cat.verdict(miss, DEB12)["status"] == "unknown"
+    assert cat.verdict(miss, DEB12)["status"] == "uncatalogued"
 
 
 def test_recommended_lookup(mini: Catalog) -> None:
@@ -287,7 +304,7 @@ def test_seed_002_and_lab_verdicts_with_shipped_catalog() -> None:
     igb = cat.verdict(dev("8086", "1533", "igb", "5.6.0-k"), DEB12)  # RHEL 7.7-8.3's in-tree
     assert (igb["status"], igb["listed_status"]) == ("ok", "baseline")
     assert "no known issue" in igb["reason"]
-    assert cat.verdict(dev("8086", "1533", "igb", "5.6.0.1-k"), DEB12)["status"] == "unknown"
+    assert cat.verdict(dev("8086", "1533", "igb", "5.6.0.1-k"), DEB12)["status"] == "uncatalogued"
 
 
 def test_this_machine_virtio_nic() -> None:

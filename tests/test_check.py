@@ -43,8 +43,11 @@ def test_seed002_before_exits_5_with_every_fix() -> None:
         "fix": "ethtool -G enp1s0f0 rx 4096", "evidence": ring["evidence"]}
     assert "seed 002 (X540-AT2)" in ring["evidence"]
     # ok: the driver versions of e1000e, ahci, tg3 x2, nvme (in-tree baselines) and ixgbe x2,
-    # lro x2, and the three TCP sysctls
-    assert data["summary"] == {"ok": 12, "drift": 14, "unknown": 0, "unsupported": 0}
+    # lro x2, and the three TCP sysctls; the two ixgbevf VFs run a version the catalog
+    # lists no verdict for
+    assert data["summary"] == {"ok": 12, "drift": 14, "unknown": 0, "uncatalogued": 2,
+                               "unsupported": 0}
+    assert data["schema_version"] == 2
     assert data["catalog_version"] == "2026.11.1" and data["host"]["hostname"] == "server"
 
 
@@ -62,8 +65,35 @@ def test_seed002_human_table_groups_drift_first_and_merges_fixes() -> None:
 
 
 def test_seed002_after_exits_0() -> None:
+    """The two ixgbevf VFs run 4.1.0-k-rh7.6, which the catalog has an entry but no verdict
+    for: no opinion, so the host is still compliant (not exit 11)."""
     code, data = checked("--root", str(HOSTS / "seed002-after"))
-    assert code == 0 and data["summary"]["drift"] == data["summary"]["unknown"] == 0
+    assert code == 0 and data["compliant"] is True
+    assert data["summary"]["drift"] == data["summary"]["unknown"] == 0
+    assert data["summary"]["uncatalogued"] == 2
+    vfs = [f for f in data["findings"] if f["status"] == "uncatalogued"]
+    assert [(f["device"], f["item"], f["actual"]) for f in vfs] == [
+        ("0000:01:10.0", "driver_version", "4.1.0-k-rh7.6"),
+        ("0000:01:10.2", "driver_version", "4.1.0-k-rh7.6")]
+    assert "ixgbevf 4.1.0-k-rh7.6 is not in the catalog" in vfs[0]["reason"]
+
+
+def test_unreadable_driver_version_is_unknown_exit_11(copy_host) -> None:
+    """Uncatalogued is for a version that was read; one that could not be read stays
+    unknown, and that is still exit 11."""
+    root = copy_host("seed002-after")
+    (root / "sys" / "module" / "ixgbevf" / "version").unlink()
+    for vf in ("enp1s16", "enp1s16f2"):  # and `ethtool -i` printed no version line
+        out = root / "commands" / f"ethtool-i-{vf}.txt"
+        out.write_text("".join(ln for ln in out.read_text().splitlines(keepends=True)
+                               if not ln.startswith("version:")))
+    code, data = checked("--root", str(root))
+    assert code == 11 and data["compliant"] is False
+    assert data["summary"]["unknown"] == 2 and data["summary"]["uncatalogued"] == 0
+    vfs = [f for f in data["findings"] if f["status"] == "unknown"]
+    assert {(f["device"], f["item"], f["actual"]) for f in vfs} == {
+        ("0000:01:10.0", "driver_version", None), ("0000:01:10.2", "driver_version", None)}
+    assert all("ixgbevf version is unknown" in f["reason"] for f in vfs)
 
 
 def test_unrecorded_outputs_are_unknown_exit_11(copy_host) -> None:

@@ -151,3 +151,28 @@ def test_hostile_findings_are_skipped(live: tuple[Host, str]) -> None:
     assert rows == [("['l']", 1)]
     assert json.loads(db.execute("SELECT summary FROM checks").fetchone()[0]) == {}
     db.close()
+
+
+def test_uncatalogued_is_recorded_apart_and_ranks_below_unknown(live: tuple[Host, str]) -> None:
+    """An item's worst finding decides its row: drift > unknown > uncatalogued; codes 0-3 keep
+    their meaning (rows of older checks), uncatalogued is 4 and ends a drift episode."""
+    host, sd = live
+    drv = "driver_version"
+    check(host, sd, {**data(ring="ok", mtu="ok", rmem="ok"),
+                     "findings": [finding("driver", drv, "drift", "4.1", iface=None)]})
+    check(host, sd, {**data(ring="ok", mtu="ok", rmem="ok"), "findings": [
+        finding("driver", drv, "uncatalogued", "4.2", iface=None),
+        finding("driver", "other", "uncatalogued", "4.2", iface=None),
+        finding("driver", "other", "unknown", None, iface=None)]})
+    db = sqlite3.connect(f"{sd}/{CHECKS_FILE}")
+    rows = dict(db.execute("SELECT i.item, c.status FROM check_items c JOIN items i "
+                           "ON i.id = c.item_id WHERE c.check_id = 2").fetchall())
+    db.close()
+    assert rows == {drv: 4, "other": 2}
+    assert history.STATUS[4] == "uncatalogued"
+    assert [history.CODES[s] for s in ("ok", "drift", "unknown", "unsupported")] == [0, 1, 2, 3]
+    db = history.open_history(host, sd)
+    assert db is not None
+    eps = history.drift_episodes(db, [])["episodes"]
+    db.close()
+    assert [(e["item"], e["ended_as"]) for e in eps] == [(drv, "uncatalogued")]

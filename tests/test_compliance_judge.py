@@ -73,7 +73,7 @@ def test_fixes_quote_and_merge() -> None:
 
 def test_summary_counts_every_status() -> None:
     assert summary([judge("ring.rx", "max")]) == {"ok": 0, "drift": 1, "unknown": 0,
-                                                  "unsupported": 0}
+                                                  "uncatalogued": 0, "unsupported": 0}
 
 
 def test_a_fixed_feature_that_differs_is_unsupported_not_drift() -> None:

@@ -96,6 +96,40 @@ def test_report_matches_schema_and_counts(built: dict[str, Any]) -> None:
     assert fleet_data.HOSTILE in rep["hosts"]
 
 
+def test_uncatalogued_items_leave_a_host_compliant(built: dict[str, Any]) -> None:
+    """Format 2: a driver version the catalog has no verdict on is its own item status and
+    count; the host stays compliant (not unknown)."""
+    rep = built["report"]
+    assert rep["format_version"] == 2
+    host = rep["hosts"]["rtr-13.dc1"]
+    assert host["status"] == "compliant"
+    assert (host["summary"]["uncatalogued"], host["summary"]["unknown"]) == (1, 0)
+    assert [(f["item"], f["actual"]) for f in host["findings"]
+            if f["status"] == "uncatalogued"] == [("driver_version", "5.1.0-k-rh7.9")]
+    assert host["findings"][0]["status"] == "uncatalogued"  # before ok and unsupported
+    assert rep["hosts"]["rtr-01.dc1"]["summary"]["uncatalogued"] == 0
+    # a host result written by an older hwmgr (no uncatalogued count) counts 0
+    old = fleet_data.check_data(fleet_data.host_findings(set()))
+    del old["summary"]["uncatalogued"]
+    assert fr.load_host({"status": "compliant", "check": old, "error": None},
+                        "old.json")["summary"]["uncatalogued"] == 0
+
+
+def test_uncatalogued_host_exits_0_and_format_1_history_is_read(tmp_path: Path) -> None:
+    hosts = {k: v for k, v in fleet_data.fleet().items() if k in ("rtr-13.dc1", "rtr-14.dc1")}
+    (tmp_path / "r").mkdir()
+    for name, v in hosts.items():
+        (tmp_path / "r" / f"{name}.json").write_text(json.dumps(v))
+    old = tmp_path / "old.json"  # a report written before format 2
+    old.write_text(json.dumps({"format_version": 1, "generated": "2026-11-01T02:00:00Z",
+                               "summary": {"hosts": 2, "compliant": 1, "drift": 1}}))
+    res = hwmgr("fleet-report", "--results", str(tmp_path / "r"), "--out", str(tmp_path / "o"),
+                "--history", str(old))
+    assert res.returncode == 0, res.stderr
+    page = (tmp_path / "o" / "fleet-report.html").read_text()
+    assert 'data-points="2"' in page and 'data-s-uncatalogued="1"' in page
+
+
 def test_cli_outcome_and_exit_code(built: dict[str, Any]) -> None:
     res = built["res"]
     assert res.returncode == 5, res.stderr  # drift wins over the unreachable hosts
@@ -175,10 +209,10 @@ def test_bad_history_file_and_empty_results(tmp_path: Path) -> None:
     results = tmp_path / "results"
     fleet_data.write_results(results)
     hist = tmp_path / "old.json"
-    hist.write_text(json.dumps({"format_version": 2, "generated": "x", "summary": {}}))
+    hist.write_text(json.dumps({"format_version": 3, "generated": "x", "summary": {}}))
     res = hwmgr("fleet-report", "--results", str(results), "--out", str(tmp_path / "out"),
                 "--history", str(hist))
-    assert res.returncode == 8 and str(hist) in res.stderr and "format_version 2" in res.stderr
+    assert res.returncode == 8 and str(hist) in res.stderr and "format_version 3" in res.stderr
     assert not (tmp_path / "out").exists()
     (tmp_path / "empty").mkdir()
     res = hwmgr("fleet-report", "--results", str(tmp_path / "empty"), "--out", str(tmp_path))
@@ -206,6 +240,9 @@ def test_junit_has_a_testcase_per_host_and_item(built: dict[str, Any]) -> None:
     assert "fix: ethtool -G enp1s0f0 rx 4096" in fail.text
     skipped = [c for c in suites["edge-01.dc3"] if c.find("skipped") is not None]
     assert any(c.get("name") == "setting enp1s0f0 ring.rx" for c in skipped)
+    skipped = [c.find("skipped").get("message") for c in suites["rtr-14.dc1"]
+               if c.find("skipped") is not None]
+    assert any(m.startswith("uncatalogued: ixgbe 5.1.0-k-rh7.9") for m in skipped)
     err = suites["old-02.dc1"].find("testcase/error")
     assert err.get("type") == "unreachable" and "No route to host" in err.get("message")
     for s in suites.values():
@@ -319,7 +356,7 @@ def test_browser_counts_match_the_json(built: dict[str, Any]) -> None:
     body = next(a for t, a in page.tags if t == "body")
     items = Counter(f["status"] for h in built["report"]["hosts"].values()
                     for f in h["findings"])
-    for status in ("ok", "drift", "unknown", "unsupported"):
+    for status in ("ok", "drift", "unknown", "uncatalogued", "unsupported"):
         assert body[f"data-js-items-{status}"] == str(items[status])
     assert fleet_data.HOSTILE in "".join(page.text)
 

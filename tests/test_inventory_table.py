@@ -23,7 +23,7 @@ from hwmgr.ui.inventory_table import wrap
 FIXTURES = sorted(p.name for p in HOSTS.iterdir() if (p / "snapshot.json").is_file())
 BOX = set("─━│┃┏┓┗┛╇╋┼┡┩")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # rich's own colours; anything else is a leak
-LEGEND_WORDS = ("ok =", "outdated =", "known-bad =", "unknown =", "- =")
+LEGEND_WORDS = ("ok =", "outdated =", "known-bad =", "uncatalogued =", "unknown =", "- =")
 
 
 def _env(columns: int) -> dict[str, str]:
@@ -149,7 +149,7 @@ def test_seed000_at_80_columns_reads_well() -> None:
     note = " ".join(text[text.index("[1] be2net"):].split())
     assert note.startswith("[1] be2net 4.1.307r is known-bad (recommended: 10.2.470.14): "
                            "about 100 MB/s")
-    assert "[2] e1000e 1.9.5-k is unknown: e1000e 1.9.5-k is not in the catalog" in lines
+    assert "[2] e1000e 1.9.5-k is uncatalogued: e1000e 1.9.5-k is not in the catalog" in lines
     assert lines[-1] == "Next: hwmgr plan upgrade be2net --to 10.2.470.14  (dry run of the upgrade)"
     assert not any("RAID bus controller" in ln or "PCI bridge" in ln for ln in lines)
 

@@ -19,14 +19,16 @@ NOW = 1795000000.5
 
 
 def sample() -> dict:
-    """Check data per the contract (docs/check-report.md): drift, ok, unknown, unsupported."""
+    """Check data per the contract (docs/check-report.md): drift, ok, unknown, uncatalogued,
+    unsupported."""
     def f(layer: str, item: str, status: str, device: str | None = "0000:01:00.0",
           iface: str | None = "enp1s0f0") -> dict:
         return {"layer": layer, "device": device, "interface": iface, "item": item,
                 "expected": 1, "actual": 0, "status": status, "reason": "r", "fix": None,
                 "evidence": None}
     return {"compliant": False,
-            "summary": {"ok": 2, "drift": 2, "unknown": 1, "unsupported": 1},
+            "summary": {"ok": 2, "drift": 2, "unknown": 1, "uncatalogued": 1,
+                        "unsupported": 1},
             "reboot_pending": [{"driver": "be2net", "txn": 12, "kind": "upgrade",
                                 "status": "pending", "reason": "upgrade #12 ..."}],
             "catalog_version": "2026.11.0",
@@ -38,6 +40,8 @@ def sample() -> dict:
                 f("setting", "pause.autoneg", "unsupported"),
                 f("sysctl", "sysctl.net.core.rmem_max", "drift", device=None, iface=None),
                 f("firmware", "firmware_version", "unknown"),
+                f("driver", "driver_version", "uncatalogued", device="0000:01:10.0",
+                  iface=None),
             ]}
 
 
@@ -60,13 +64,15 @@ def test_metrics_for_a_sample(tmp_path: Path) -> None:
         ("setting", "0000:01:00.0", "enp1s0f0", "features.tcp-segmentation-offload"): 1.0,
         ("driver", "0000:01:00.0", "", "driver_version"): 1.0,
         ("sysctl", "", "", "sysctl.net.core.rmem_max"): 0.0,
-    }  # unknown / unsupported items are neither 1 nor 0
+    }  # unknown / uncatalogued / unsupported items are neither 1 nor 0
     status = {(lab["item"], lab["status"]) for lab, v in m["hwmgr_compliance_item_status"]
               if v == 1.0}
     assert ("pause.autoneg", "unsupported") in status
-    assert ("firmware_version", "unknown") in status and len(status) == 6
+    assert ("firmware_version", "unknown") in status and len(status) == 7
+    assert [lab["device"] for lab, v in m["hwmgr_compliance_item_status"]
+            if lab["status"] == "uncatalogued" and v == 1.0] == ["0000:01:10.0"]
     assert dict((lab["status"], v) for lab, v in m["hwmgr_compliance_items"]) == {
-        "ok": 2.0, "drift": 2.0, "unknown": 1.0, "unsupported": 1.0}
+        "ok": 2.0, "drift": 2.0, "unknown": 1.0, "uncatalogued": 1.0, "unsupported": 1.0}
     assert m["hwmgr_compliance_drift_items"] == [({}, 2.0)]
     assert m["hwmgr_check_compliant"] == [({}, 0.0)]
     assert m["hwmgr_check_reboot_pending"] == [({}, 1.0)]
@@ -88,6 +94,9 @@ def test_compliant_without_pending_and_hostile_labels(tmp_path: Path) -> None:
     assert m["hwmgr_check_compliant"] == [({}, 1.0)]
     assert m["hwmgr_check_reboot_pending"] == [({}, 0.0)]
     assert m["hwmgr_compliance_drift_items"] == [({}, 0.0)]
+    # a version-1 summary (no uncatalogued key) still gives every status its series
+    assert dict((lab["status"], v) for lab, v in m["hwmgr_compliance_items"]) == {
+        "ok": 1.0, "drift": 0.0, "unknown": 0.0, "uncatalogued": 0.0, "unsupported": 0.0}
 
 
 def test_atomic_a_reader_sees_old_or_new_whole(tmp_path: Path) -> None:

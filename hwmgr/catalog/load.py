@@ -30,7 +30,7 @@ __all__ = ["ENV_DIR", "Catalog", "CatalogFile", "Match", "discover", "json_path"
            "load_catalog"]
 
 STATUSES = ("recommended", "known-good", "known-bad", "deprecated")
-VERDICTS = ("ok", "outdated", "known-bad", "unknown")
+VERDICTS = ("ok", "outdated", "known-bad", "uncatalogued", "unknown")
 LEVELS = ("subsystem", "device", "driver", "class")  # most specific first
 
 _HEX4 = re.compile(r"^[0-9a-f]{4}$")
@@ -370,7 +370,7 @@ class Catalog(RuleData):
 
     def verdict(self, dev: Mapping[str, Any], kernel: str | None = None) -> Verdict | None:
         """{entry, status, recommended_version, reason, ...} for an inventory device, or None
-        when no entry matches. status: ok, outdated, known-bad or unknown."""
+        when no entry matches. status: one of VERDICTS."""
         m = self.match(dev)
         if m is None:
             return None

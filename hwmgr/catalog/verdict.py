@@ -55,7 +55,9 @@ _FROM_STATUS = {"recommended": "ok", "known-good": "ok", "baseline": "ok",
 
 def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -> Verdict:
     """Apply the verdict rules: driver binding, in-tree (inbox) policy, listed status, then
-    order against the recommended version (never across schemes)."""
+    order against the recommended version (never across schemes). `unknown` when something
+    could not be read (no driver, no version); `uncatalogued` when the version was read but
+    the catalog has no verdict on it (not listed, not comparable, no in-tree policy)."""
     entry, name = m.entry, m.driver
     scheme = entry["version_scheme"]
     rec = cat.recommended(dev, kernel)
@@ -70,8 +72,11 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -
         out["status"], out["reason"] = status, reason
         return out
 
-    def unknown(reason: str) -> Verdict:
+    def unknown(reason: str) -> Verdict:  # something about the device could not be read
         return settle("unknown", reason)
+
+    def uncatalogued(reason: str) -> Verdict:  # read, but the catalog has no verdict on it
+        return settle("uncatalogued", reason)
 
     norm = _norm_driver(name)
     accepted = {norm} | {_norm_driver(p) for p in entry.get("pci_drivers", [])}
@@ -94,13 +99,13 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -
     if in_tree:
         policies = inbox_policies(entry)
         if not policies:
-            return unknown(f"{name} reports the kernel release {raw} (distro in-tree build); "
-                           "the catalog has no policy for in-tree builds")
+            return uncatalogued(f"{name} reports the kernel release {raw} (distro in-tree "
+                                "build); the catalog has no policy for in-tree builds")
         inbox = next((p for p in policies if _kernel_ok(p.get("kernels"), kernel)), None)
         if inbox is None:
             covered = ", ".join(g for p in policies for g in p.get("kernels", []))
-            return unknown(f"{name} in-tree build on kernel {kernel}: the catalog's in-tree "
-                           f"policy covers {covered} only")
+            return uncatalogued(f"{name} in-tree build on kernel {kernel}: the catalog's "
+                                f"in-tree policy covers {covered} only")
         out["listed_status"], out["in_tree"] = inbox["status"], True
         return settle(_FROM_STATUS[inbox["status"]], inbox["reason"])
     listed = _listed(cat.applicable(m, dev, kernel), raw, scheme, kernel)
@@ -108,7 +113,7 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -
         cmp_rec = versions.compare(raw, rec_ver, scheme, kernel=kernel) if rec_ver else None
     except VersionError as exc:
         if listed is None:
-            return unknown(f"cannot compare {raw} with recommended {rec_ver}: {exc}")
+            return uncatalogued(f"cannot compare {raw} with recommended {rec_ver}: {exc}")
         cmp_rec = None
     if listed is not None:
         st = listed["status"]
@@ -117,7 +122,7 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -
             return settle("outdated", f"known-good, but {rec_ver} is recommended")
         return settle(_FROM_STATUS[st], listed["reason"])
     if cmp_rec is None:
-        return unknown(f"{name} {raw} is not in the catalog")
+        return uncatalogued(f"{name} {raw} is not in the catalog")
     if cmp_rec < 0:
         return settle("outdated", f"{raw} is older than the recommended {rec_ver}")
     word = "the same as" if cmp_rec == 0 else "newer than"

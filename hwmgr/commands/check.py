@@ -39,7 +39,7 @@ EXAMPLES = (
 STATUS = {EXIT_OK: "ok", EXIT_DRIFT: "drift", EXIT_REBOOT_PENDING: "reboot-pending",
           EXIT_UNKNOWN: "unknown"}
 EXIT_CODES = {
-    EXIT_OK: "compliant",
+    EXIT_OK: "compliant (uncatalogued items, on which the catalog has no verdict, allowed)",
     EXIT_NOT_FOUND: "no such --root snapshot or --catalog file",
     EXIT_DRIFT: "drift",
     EXIT_REBOOT_PENDING: "reboot pending (and only drivers or firmware drift)",

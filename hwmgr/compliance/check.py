@@ -33,7 +33,10 @@ LAYER_WORDS = {"driver": "driver", "drivers": "driver", "firmware": "firmware",
                "setting": "setting", "settings": "setting", "sysctl": "sysctl",
                "sysctls": "sysctl"}
 _OPTION = {group: option for option, group, *_ in GROUPS}
-_VERDICT_STATUS = {"ok": "ok", "outdated": "drift", "known-bad": "drift", "unknown": "unknown"}
+# the check data's schema (hwmgr/schemas/check.schema.json `$id`): 2 added `uncatalogued`
+SCHEMA_VERSION = 2
+_VERDICT_STATUS = {"ok": "ok", "outdated": "drift", "known-bad": "drift",
+                   "uncatalogued": "uncatalogued", "unknown": "unknown"}
 
 
 def parse_layers(text: str | None) -> set[str]:
@@ -71,6 +74,7 @@ class CheckResult:
     def data(self, reboot_pending: list[dict[str, Any]]) -> dict[str, Any]:
         """The normative `check --json` data object."""
         return {
+            "schema_version": SCHEMA_VERSION,
             "compliant": exit_code(self.findings, reboot_pending) == EXIT_OK,
             "summary": summary(self.findings),
             "reboot_pending": list(reboot_pending),
@@ -82,7 +86,8 @@ class CheckResult:
 
 def exit_code(findings: Iterable[Finding], reboot_pending: list[Any]) -> int:
     """5 drift; 7 a reboot is pending (and nothing but driver/firmware items drifted, which
-    the pending change may be what fixes); 11 something unknown and nothing drifted; 0."""
+    the pending change may be what fixes); 11 something unknown and nothing drifted; 0
+    (uncatalogued items, on which the catalog has no opinion, never change it)."""
     statuses = [(f.layer, f.status) for f in findings]
     drift = [layer for layer, st in statuses if st == "drift"]
     if reboot_pending and all(layer in ("driver", "firmware") for layer in drift):
@@ -114,7 +119,8 @@ def driver_findings(cat: Catalog, dev: Mapping[str, Any], layers: set[str]) -> l
     addr = dev["address"]
     if "driver" in layers:
         status = _VERDICT_STATUS.get(str(v.get("status")), "unknown")
-        word = {"drift": str(v.get("status")), "ok": "ok", "unknown": "not judged"}[status]
+        word = {"drift": str(v.get("status")), "ok": "ok", "unknown": "not judged",
+                "uncatalogued": "not judged by the catalog"}[status]
         reason = f"{entry} {have or 'version unknown'} is {word}: {v.get('reason') or ''}"
         out.append(Finding("driver", addr, None, "driver_version", rec, have, status,
                            reason.rstrip(": "), upgrade_fix(entry, rec)

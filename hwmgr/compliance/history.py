@@ -24,7 +24,8 @@ from hwmgr.transaction.state import StateDir
 
 CHECKS_FILE = "checks.sqlite"
 KEEP = 1000
-CODES = {"ok": 0, "drift": 1, "unknown": 2, "unsupported": 3}
+# stored per item: codes are never renumbered (old rows keep their meaning), new ones append
+CODES = {"ok": 0, "drift": 1, "unknown": 2, "unsupported": 3, "uncatalogued": 4}
 STATUS = {v: k for k, v in CODES.items()}
 MAX_ACTUAL = 200  # characters of a non-ok actual value kept per item
 

@@ -2,8 +2,9 @@
 
 Statuses: `ok`; `drift` (readable and not what the catalog wants: the finding names the
 command that fixes it); `unknown` (could not be read: a missing tool, an unrecorded
-snapshot output, an unreadable condition); `unsupported` (the device or kernel said it
-cannot do this: veth has no rings). Pure functions over what `hwmgr.compliance.read` and
+snapshot output, an unreadable condition); `uncatalogued` (read, but the catalog has no
+verdict on it: a driver version it does not list); `unsupported` (the device or kernel said
+it cannot do this: veth has no rings). Pure functions over what `hwmgr.compliance.read` and
 `hwmgr.compliance.sysctl` returned.
 """
 
@@ -17,7 +18,8 @@ from hwmgr.compliance.fixes import setting_fix, sysctl_fix
 from hwmgr.compliance.items import ItemValue, Status
 from hwmgr.compliance.rules import Want, same_value
 
-STATUSES = ("drift", "unknown", "unsupported", "ok")  # worst first
+STATUSES = ("drift", "unknown", "uncatalogued", "unsupported", "ok")  # worst first
+SUMMARY_KEYS = ("ok", "drift", "unknown", "uncatalogued", "unsupported")  # as JSON lists them
 LAYERS = ("driver", "firmware", "setting", "sysctl")
 ITEM_KEYS = ("layer", "device", "interface", "item")  # what names one item of one host
 ItemKey = Tuple[str, str, str, str]  # ITEM_KEYS' values, "" for null
@@ -225,7 +227,7 @@ def worst_per_item(findings: object) -> dict[ItemKey, Mapping[str, Any]]:
 
 def summary(findings: list[Finding]) -> dict[str, int]:
     """Counts by status (every status present, zeros included)."""
-    out = {s: 0 for s in ("ok", "drift", "unknown", "unsupported")}
+    out = dict.fromkeys(SUMMARY_KEYS, 0)
     for f in findings:
         out[f.status] += 1
     return out

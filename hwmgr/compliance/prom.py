@@ -11,8 +11,9 @@ The metrics (docs/check-report.md):
   hwmgr_catalog_info{catalog_version}                          1
   hwmgr_check_last_run_timestamp_seconds                       when this check ran
 
-An unknown or unsupported item has no `hwmgr_compliance_item` sample (it is neither ok nor
-drift: a 0 would page someone for a value nobody could read); its status series says which.
+An unknown, uncatalogued or unsupported item has no `hwmgr_compliance_item` sample (it is
+neither ok nor drift: a 0 would page someone for a value nobody could read or judge); its
+status series says which.
 The file is written by prometheus-client's `write_to_textfile` (temporary file in the same
 directory, then rename), so the collector never reads half a file.
 """
@@ -24,7 +25,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hwmgr.compliance.judge import ITEM_KEYS, ItemKey, worst_per_item
+from hwmgr.compliance.judge import ITEM_KEYS, SUMMARY_KEYS, ItemKey, worst_per_item
 from hwmgr.errors import HwmgrError, NotFoundError, NotPermittedError, UsageError
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
@@ -33,7 +34,7 @@ from hwmgr.output import printable
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-STATUSES = ("ok", "drift", "unknown", "unsupported")
+STATUSES = SUMMARY_KEYS  # every status gets its hwmgr_compliance_items series
 ITEM_LABELS = ITEM_KEYS
 
 
@@ -50,7 +51,7 @@ def registry_for(data: dict[str, Any], now: float | None = None) -> CollectorReg
 
     reg = CollectorRegistry()
     item = Gauge("hwmgr_compliance_item", "Catalog item compliance: 1 ok, 0 drift "
-                 "(unknown/unsupported items: see hwmgr_compliance_item_status)",
+                 "(unknown/uncatalogued/unsupported items: see hwmgr_compliance_item_status)",
                  ITEM_LABELS, registry=reg)
     status = Gauge("hwmgr_compliance_item_status", "1 for the status each catalog item has",
                    (*ITEM_LABELS, "status"), registry=reg)

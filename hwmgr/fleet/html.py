@@ -27,9 +27,9 @@ from hwmgr.fleet.report import (
 
 _SLOT = re.compile(r"\{\{([a-z_]+)\}\}")
 CARD_KEYS = ("hosts", "compliant", "drift", "unknown", "unreachable", "failed", "reboot-pending")
-WORST = ("drift", "unknown", "unsupported", "ok")  # order of items: worst first
+WORST = ("drift", "unknown", "uncatalogued", "unsupported", "ok")  # order of items: worst first
 # a grid cell takes the colour of its most telling item; unsupported only when nothing else
-CELL_COLOUR = ("drift", "unknown", "ok", "unsupported")
+CELL_COLOUR = ("drift", "unknown", "uncatalogued", "ok", "unsupported")
 
 
 def _asset(name: str) -> str:
@@ -128,7 +128,7 @@ def _grid_row(name: str, host: HostEntry) -> str:
     attrs = (f'data-host="{_e(name)}" data-status="{_e(status)}" data-text="{_e(text)}" '
              f'data-s-name="{_e(name.lower())}" data-s-status="{HOST_STATUSES.index(status)}" '
              f'data-s-drift="{counts["drift"]}" data-s-unknown="{counts["unknown"]}" '
-             f'data-s-ok="{counts["ok"]}"')
+             f'data-s-uncatalogued="{counts["uncatalogued"]}" data-s-ok="{counts["ok"]}"')
     if status in NO_CHECK:
         layers = (f'<td class="cell c-error" colspan="{len(LAYERS)}">{_e(status)}: '
                   f'{_e(host["error"])}</td>')
@@ -136,7 +136,8 @@ def _grid_row(name: str, host: HostEntry) -> str:
         layers = "".join(_layer_cell(findings, layer) for layer in LAYERS)
     return (f'      <tr {attrs}><td class="host">{_e(name)}</td><td>{_badge(status)}</td>'
             f'{layers}<td class="num">{counts["drift"]}</td><td class="num">'
-            f'{counts["unknown"]}</td><td class="num">{counts["ok"]}</td></tr>')
+            f'{counts["unknown"]}</td><td class="num">{counts["uncatalogued"]}</td>'
+            f'<td class="num">{counts["ok"]}</td></tr>')
 
 
 def _finding_row(name: str, host_status: str, f: Finding) -> str:

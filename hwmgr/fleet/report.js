@@ -9,7 +9,7 @@
   // 1. recount hosts per status from the data and show it on the cards
   var counts = { hosts: names.length, compliant: 0, drift: 0, unknown: 0, unreachable: 0,
                  failed: 0, "reboot-pending": 0 };
-  var items = { ok: 0, drift: 0, unknown: 0, unsupported: 0 };
+  var items = { ok: 0, drift: 0, unknown: 0, uncatalogued: 0, unsupported: 0 };
   names.forEach(function (n) {
     var h = hosts[n];
     counts[h.status] = (counts[h.status] || 0) + 1;

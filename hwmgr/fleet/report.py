@@ -24,15 +24,17 @@ from hwmgr.errors import (
 )
 from hwmgr.output import printable
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the finding status `uncatalogued` and its per-host count
+READS = (1, 2)  # formats read back as --history (their host counts are the same)
 HOST_STATUSES = ("compliant", "drift", "unknown", "unreachable", "failed", "reboot-pending")
 NO_CHECK = ("unreachable", "failed")  # no check result: the host has only an error
 LAYERS = ("driver", "firmware", "setting", "sysctl")
-FINDING_STATUSES = ("ok", "drift", "unknown", "unsupported")
+FINDING_STATUSES = ("ok", "drift", "unknown", "uncatalogued", "unsupported")
 # worst first: what a reader should look at first
 HOST_ORDER = {s: i for i, s in enumerate(
     ("drift", "failed", "unreachable", "unknown", "reboot-pending", "compliant"))}
-FINDING_ORDER = {s: i for i, s in enumerate(("drift", "unknown", "unsupported", "ok"))}
+FINDING_ORDER = {s: i for i, s in enumerate(
+    ("drift", "unknown", "uncatalogued", "unsupported", "ok"))}
 SUMMARY_KEYS = ("hosts", "compliant", "drift", "unknown", "unreachable", "failed",
                 "reboot_pending")
 MAX_INPUT_BYTES = 32 << 20
@@ -56,7 +58,7 @@ class LoadedHost(HostEntry):
 
 
 class Report(TypedDict):
-    """fleet-report.json, format 1."""
+    """fleet-report.json, format 2."""
 
     format_version: int
     generated: str  # UTC, "%Y-%m-%dT%H:%M:%SZ"
@@ -222,7 +224,7 @@ def read_json(path: Path) -> Any:
 def build_report(hosts: dict[str, LoadedHost], *, generated: str | None = None,
                  source_date_epoch: str | None = None,
                  catalog_version: str | None = None) -> Report:
-    """The fleet-report.json object (format 1) from loaded hosts; `generated` defaults to
+    """The fleet-report.json object (FORMAT_VERSION) from loaded hosts; `generated` defaults to
     now, or to SOURCE_DATE_EPOCH (the verb passes the run's config value) when set."""
     versions = sorted({v for h in hosts.values() if (v := h["catalog_version"])})
     counts = Counter(h["status"] for h in hosts.values())
@@ -270,9 +272,9 @@ def load_history(paths: Iterable[Path]) -> list[dict[str, Any]]:
         doc = read_json(path)
         if not isinstance(doc, dict):
             raise BadInputError(f"{path}: expected a fleet-report.json object")
-        if doc.get("format_version") != FORMAT_VERSION:
+        if doc.get("format_version") not in READS:
             raise BadInputError(f"{path}: format_version {doc.get('format_version')!r} is not "
-                                f"supported (this hwmgr reads {FORMAT_VERSION})")
+                                f"supported (this hwmgr reads {', '.join(map(str, READS))})")
         gen, summary = doc.get("generated"), doc.get("summary")
         if not isinstance(gen, str) or not isinstance(summary, dict):
             raise BadInputError(f"{path}: 'generated' and 'summary' are required")
@@ -307,7 +309,8 @@ def finding_name(f: Finding) -> str:
 
 def junit_xml(report: Report) -> bytes:
     """JUnit XML: a suite per host, a testcase per checked item (drift = failure,
-    unknown/unsupported = skipped), one erroring testcase for a host without a result."""
+    unknown/uncatalogued/unsupported = skipped), one erroring testcase for a host without a
+    result."""
     root = ET.Element("testsuites", name="hwmgr fleet compliance")
     totals: Counter[str] = Counter()
     for name, host in report["hosts"].items():
@@ -337,7 +340,7 @@ def junit_xml(report: Report) -> bytes:
                 body.append(f"fix: {f['fix']}" if f.get("fix") else "fix: none known")
                 fail.text = _x_lines("\n".join(body))
                 counts.update(failures=1)
-            elif f["status"] in ("unknown", "unsupported"):
+            elif f["status"] in ("unknown", "uncatalogued", "unsupported"):
                 ET.SubElement(case, "skipped",
                               message=_x(f"{f['status']}: {f.get('reason') or 'no reason given'}"))
                 counts.update(skipped=1)

@@ -14,14 +14,16 @@ from typing import Any
 from rich.cells import cell_len
 
 from hwmgr.compliance.fixes import merge
-from hwmgr.compliance.judge import bounds
+from hwmgr.compliance.judge import STATUSES, bounds
 from hwmgr.output import printable
 from hwmgr.ui.inventory_table import wrap
 
-RANK = {"drift": 0, "unknown": 1, "unsupported": 2, "ok": 3}
-STYLE = {"drift": "bold red", "unknown": "yellow", "unsupported": "dim", "ok": "green"}
+RANK = {s: i for i, s in enumerate(STATUSES)}  # worst first
+STYLE = {"drift": "bold red", "unknown": "yellow", "uncatalogued": "cyan", "unsupported": "dim",
+         "ok": "green"}
 HEAD = ("STATUS", "ITEM", "EXPECTED", "ACTUAL", "FIX / NOTE")
 LEGEND = ("drift = not what the catalog wants (run the fix); unknown = could not be read; "
+          "uncatalogued = the catalog has no verdict on this version; "
           "unsupported = the device cannot do it; ok = as the catalog wants.")
 
 
@@ -73,7 +75,8 @@ def render(console: Any, data: dict[str, Any], devices: dict[str, str] | None = 
     title = (f"{printable(host['hostname'] or 'unknown host')}  kernel "
              f"{printable(host['kernel'] or 'unknown')}  catalog "
              f"{printable(data['catalog_version'] or '-')}: {verdict} — {s['drift']} drift, "
-             f"{s['unknown']} unknown, {s['unsupported']} unsupported, {s['ok']} ok")
+             f"{s['unknown']} unknown, {s['uncatalogued']} uncatalogued, "
+             f"{s['unsupported']} unsupported, {s['ok']} ok")
     for line in wrap(title, width):
         console.out(line, style="bold")
     grouped = groups(data, devices or {})

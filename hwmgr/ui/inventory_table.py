@@ -29,10 +29,12 @@ DETAIL = {"id": "[{}]", "link": "{}", "firmware": "fw {}", "version": "version {
           "driver": "driver {}", "verdict": "verdict {}"}
 DEVICE_MIN = 12
 MAIN_CLASSES = ("01", "02")  # mass storage, network
-STATUS_STYLE = {"ok": "green", "outdated": "yellow", "known-bad": "bold red", "unknown": "dim"}
+STATUS_STYLE = {"ok": "green", "outdated": "yellow", "known-bad": "bold red",
+                "uncatalogued": "cyan", "unknown": "dim"}
 LEGEND = ("Verdict: ok = recommended or known-good; outdated = a newer version is "
-          "recommended; known-bad = the catalog warns against this version; unknown = the "
-          "catalog cannot judge it; - = no catalog entry; [n] = note n below.")
+          "recommended; known-bad = the catalog warns against this version; uncatalogued = "
+          "the catalog has no verdict on this version; unknown = the driver or its version "
+          "could not be read; - = no catalog entry; [n] = note n below.")
 _CORP = (", Inc. and subsidiaries", " Inc. and subsidiaries", " Corporation", " Corp.",
          " Co., Ltd.", " Co Ltd", " Co., Ltd", " Ltd.", " Ltd", ", Inc.", " Inc.", " Inc",
          " GmbH")

@@ -71,6 +71,7 @@ EXAMPLES = r"""
 RETURN = r"""
 rc:
   description: hwmgr's exit code (0 compliant, 5 drift, 7 reboot pending, 11 unknown).
+    Uncatalogued items (driver versions the catalog has no verdict on) alone give 0.
   returned: always
   type: int
 status:
@@ -78,11 +79,11 @@ status:
   returned: success
   type: str
 compliant:
-  description: True when nothing drifted and nothing was unknown.
+  description: True when nothing drifted and nothing was unknown (uncatalogued items allowed).
   returned: success
   type: bool
 summary:
-  description: Counts of findings by status (ok, drift, unknown, unsupported).
+  description: Counts of findings by status (ok, drift, unknown, uncatalogued, unsupported).
   returned: success
   type: dict
 findings:
