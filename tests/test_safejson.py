@@ -33,7 +33,7 @@ def test_ordinary_documents_and_the_hook_still_work() -> None:
 
 def test_load_names_the_file() -> None:
     with pytest.raises(BadInputError, match=r"^snap/x\.json: not valid JSON \(nested"):
-        safejson.load("[" * 1000, "snap/x.json")
+        safejson.load("[" * 1000 + "]" * 1000, "snap/x.json")
 
 
 def test_digit_limit_is_exact_and_only_for_integers() -> None:
