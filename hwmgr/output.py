@@ -70,6 +70,13 @@ def write_json(obj: Any, stream: TextIO) -> None:
     stream.write(text + "\n")
 
 
+def cell_len(text: str) -> int:
+    """How many terminal cells `text` takes (wide characters count two), by rich's rule."""
+    from rich.cells import cell_len as cells  # rich only where a table is laid out or drawn
+
+    return cells(text)
+
+
 def make_console(stream: TextIO, *, stderr: bool = False) -> Console:
     """A rich Console for a human rendering."""
     # Imported here on purpose: rich is the largest import hwmgr has (tens of ms, more than

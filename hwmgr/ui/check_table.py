@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.cells import cell_len
-
 from hwmgr.compliance.fixes import merge
 from hwmgr.compliance.judge import STATUSES, bounds
-from hwmgr.output import printable
+from hwmgr.output import cell_len, printable
 from hwmgr.ui.inventory_table import wrap
 
 RANK = {s: i for i, s in enumerate(STATUSES)}  # worst first

@@ -13,9 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from rich.cells import cell_len
-
-from hwmgr.output import printable
+from hwmgr.output import cell_len, printable
 
 # (key, header); DEVICE also carries the details of the columns that did not fit
 COLUMNS = [("address", "ADDRESS"), ("device", "DEVICE"), ("id", "ID"), ("driver", "DRIVER"),
