@@ -3,14 +3,35 @@
 from __future__ import annotations
 
 import fnmatch
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypedDict
+from typing import Any, Mapping, Protocol, Sequence, TypedDict
 
 from hwmgr.catalog import versions
 from hwmgr.catalog.refs import FIRMWARE_SCHEME, inbox_policies
 from hwmgr.errors import VersionError
 
-if TYPE_CHECKING:  # the loader imports this module; these names are for the checker only
-    from hwmgr.catalog.load import Catalog, Match
+
+class Match(Protocol):
+    """What a verdict needs of the loader's match (load.Match): the loader imports this
+    module, so the verdict names the shape, not the class."""
+
+    @property
+    def driver(self) -> str: ...
+    @property
+    def level(self) -> str: ...
+    @property
+    def entry(self) -> Mapping[str, Any]: ...
+    @property
+    def name(self) -> str: ...
+
+
+class Catalog(Protocol):
+    """What a verdict asks the loaded catalog (load.Catalog)."""
+
+    def recommended(self, dev: Mapping[str, Any],
+                    kernel: str | None = None) -> tuple[str, dict[str, Any]] | None: ...
+
+    def applicable(self, m: Any, dev: Mapping[str, Any],
+                   kernel: str | None) -> dict[str, dict[str, Any]]: ...
 
 
 class Firmware(TypedDict, total=False):
