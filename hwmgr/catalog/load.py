@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 
 from hwmgr.catalog import layers, versions
 from hwmgr.catalog.discover import ENV_DIR, PathLike, catalog_files, discover
-from hwmgr.catalog.refs import json_path, ref_hits
+from hwmgr.catalog.refs import driver_key, json_path, ref_hits
 from hwmgr.catalog.rules import RuleData
 from hwmgr.catalog.schema import VerdictCache, findings
 from hwmgr.catalog.validate import parse, read_catalog, semantic_errors, v3_errors
@@ -45,11 +45,6 @@ def _hex4(value: Any) -> str | None:
     v = value.strip().lower()
     v = v[2:] if v.startswith("0x") else v
     return v if _HEX4.match(v) else None
-
-
-def _driver_key(name: Any) -> str | None:
-    """A driver name as module names compare (ethtool says 'r8169', modules 'r8169')."""
-    return name.strip().replace("-", "_") if isinstance(name, str) and name.strip() else None
 
 
 def _class4(value: Any) -> str | None:
@@ -308,15 +303,15 @@ class Catalog(RuleData):
             ids.append(("device", v, d))
         classes: list[tuple[str | None, ...]] = [("class", v, cls), ("class", None, cls)] if (
             cls) else []
-        bound = [b for b in (_driver_key(dev.get(k)) for k in ("driver", "pci_driver")) if b]
-        own = next((n for b in bound for n in self.drivers if _driver_key(n) == b), None)
+        bound = [b for b in (driver_key(dev.get(k)) for k in ("driver", "pci_driver")) if b]
+        own = next((n for b in bound for n in self.drivers if driver_key(n) == b), None)
         for key in ids:
             hit = self._claim(key, cls, bound)
             if hit:
                 return hit
         if own is not None:
             for key in classes:
-                hit = self._claim(key, cls, [_driver_key(own) or own])
+                hit = self._claim(key, cls, [driver_key(own) or own])
                 if hit and hit.driver == own:
                     return hit
             return Match(own, "driver", {"name": f"a device {own} drives"}, self.drivers[own])
@@ -335,7 +330,7 @@ class Catalog(RuleData):
                 or self.drivers[n]["devices"][i]["class"] == cls]
         if not hits:
             return None
-        name, i = next((h for b in bound for h in hits if _driver_key(h[0]) == b), hits[0])
+        name, i = next((h for b in bound for h in hits if driver_key(h[0]) == b), hits[0])
         return Match(name, str(key[0]), self.drivers[name]["devices"][i], self.drivers[name])
 
     def applicable(self, m: Match, dev: Mapping[str, Any],

@@ -63,3 +63,9 @@ def evidence_text(evidence: Any) -> str | None:
         where = f" <{src['url']}>" if src.get("url") else ""
         parts.append(f"{src.get('title', '')}{where}: {src.get('observed', '')}")
     return "; ".join(parts) or None
+
+
+def driver_key(name: Any) -> str | None:
+    """A driver name as module names compare ('mlx4-en' and 'mlx4_en' are one module), or
+    None for no name."""
+    return name.strip().replace("-", "_") if isinstance(name, str) and name.strip() else None

@@ -6,7 +6,7 @@ import fnmatch
 from typing import Any, Mapping, Protocol, Sequence, TypedDict
 
 from hwmgr.catalog import versions
-from hwmgr.catalog.refs import FIRMWARE_SCHEME, inbox_policies
+from hwmgr.catalog.refs import FIRMWARE_SCHEME, driver_key, inbox_policies
 from hwmgr.errors import VersionError
 
 
@@ -60,10 +60,6 @@ class Verdict(_VerdictKeys, total=False):
     in_tree: bool  # judged by the entry's in-tree (inbox) policy
 
 
-def _norm_driver(name: Any) -> str | None:
-    return name.strip().replace("-", "_") if isinstance(name, str) and name.strip() else None
-
-
 def _kernel_ok(globs: Sequence[str] | None, kernel: str | None) -> bool:
     """No globs, or an unknown kernel, never excludes; otherwise one glob must match."""
     if not globs or not kernel:
@@ -99,9 +95,9 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -
     def uncatalogued(reason: str) -> Verdict:  # read, but the catalog has no verdict on it
         return settle("uncatalogued", reason)
 
-    norm = _norm_driver(name)
-    accepted = {norm} | {_norm_driver(p) for p in entry.get("pci_drivers", [])}
-    nic, pci = _norm_driver(dev.get("driver")), _norm_driver(dev.get("pci_driver"))
+    norm = driver_key(name)
+    accepted = {norm} | {driver_key(p) for p in entry.get("pci_drivers", [])}
+    nic, pci = driver_key(dev.get("driver")), driver_key(dev.get("pci_driver"))
     if not nic and not pci:
         return unknown("no driver is bound to this device")
     if not ({nic, pci} & accepted):
