@@ -126,6 +126,7 @@ def main(argv: list[str]) -> int:
                 time.sleep(float(argv[2]))
         elif mode == "try":
             start = time.monotonic()
+            print("trying", flush=True)  # the test releases only after reading this
             with state.lock(command="history", wait=float(argv[2])):
                 print(f"acquired after {time.monotonic() - start:.2f}s", flush=True)
         else:

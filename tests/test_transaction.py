@@ -377,10 +377,13 @@ def test_second_process_waits_for_release(tmp_path: Path) -> None:
             text=True,
             env=dict(os.environ, PYTHONPATH=str(REPO)),
         )
+        # the waiter's clock starts before it prints "trying"; release only after that line,
+        # so the wait it reports is causally at least the sleep, however slow its start-up
+        assert waiter.stdout is not None and waiter.stdout.readline().strip() == "trying"
         time.sleep(0.6)
     out, _ = waiter.communicate(timeout=15)
     assert waiter.returncode == 0
-    assert 0.3 <= float(out.split()[2].rstrip("s")) < 10
+    assert 0.6 <= float(out.split()[2].rstrip("s")) < 10
 
 
 # ---------------------------------------------------------------------------- history, backups
