@@ -165,6 +165,8 @@ def render_plan(c: Any, d: dict[str, Any]) -> None:
         if pe.get("key"):
             target = pe.get("file") or f"NetworkManager connection {pe.get('connection')}"
             c.print(p(f"      persist: {pe['backend']} {target} ({pe['key']})"), markup=False)
+            if pe.get("why") and pe["backend"] == "udev-rule":
+                c.print(p(f"               because {pe['why']}"), markup=False)
         else:
             c.print(p(f"      persist: NOT persisted ({pe.get('not_persisted', '?')})"),
                     markup=False)
