@@ -82,18 +82,17 @@ def _item_of(flag: str, key: str) -> str | None:
 
 
 def split_ethtool_opts(value: str) -> list[list[str]]:
-    """ETHTOOL_OPTS as initscripts' `ethtool_set` (network-functions) runs it: IFS=';' splits
-    the groups, each is then word-split on blanks; a group containing '-' is run as
-    `ethtool GROUP`, any other as `ethtool -s DEVICE GROUP`. Returns each group's argv
-    after `ethtool` (`-s` groups get ["-s", "$DEVICE", ...])."""
-    out = []
-    for group in value.split(";"):
-        words = group.split()
-        if not words:
-            continue  # bash drops empty fields only at the end; an empty ethtool call is a no-op
-        # `[[ "${opts}" =~ [[:space:]]*- ]]` is unanchored: any '-' in the group matches
-        out.append(words if "-" in group else ["-s", "$DEVICE", *words])
-    return out
+    """ETHTOOL_OPTS as initscripts' `ethtool_set` (network-scripts/network-functions, the same
+    in EL6's 9.03 and EL7's 9.49) runs it: with IFS=';' bash splits the groups (an empty
+    group between two ';' stays, a trailing empty one does not), each is then word-split on
+    blanks; a group containing '-' anywhere (`[[ "${opts}" =~ [[:space:]]*- ]]` is
+    unanchored) is run as `ethtool GROUP`, any other as `ethtool -s $REALDEVICE GROUP`.
+    Returns each call's argv after `ethtool`."""
+    groups = value.split(";")
+    if groups and groups[-1] == "":
+        groups.pop()
+    return [group.split() if "-" in group else ["-s", "$DEVICE", *group.split()]
+            for group in groups]
 
 
 def _merge_groups(ifname: str, groups: list[list[str]],
@@ -179,9 +178,9 @@ class NetworkScriptsBackend:
                 plan.unpersisted[item] = ("initscripts has no ifcfg key for it (ifup-eth reads "
                                           "MTU and ETHTOOL_OPTS only)")
         if opts:
-            groups = _merge_groups(ifname, [g for g in split_ethtool_opts(current)
-                                            if g[:2] != ["-s", "$DEVICE"]], opts)
-            plain = [g[2:] for g in split_ethtool_opts(current) if g[:2] == ["-s", "$DEVICE"]]
+            calls = [g for g in split_ethtool_opts(current) if g[2:] or g[:2] != ["-s", "$DEVICE"]]
+            groups = _merge_groups(ifname, [g for g in calls if g[:2] != ["-s", "$DEVICE"]], opts)
+            plain = [g[2:] for g in calls if g[:2] == ["-s", "$DEVICE"]]
             value = "; ".join([" ".join(g) for g in plain] + [" ".join(g) for g in groups])
             text = _replace_line(text, "ETHTOOL_OPTS", shlex.quote(value) if "'" in value
                                  else f'"{value}"')

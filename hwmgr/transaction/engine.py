@@ -244,6 +244,10 @@ class Transaction:
         """Run all steps; on failure undo in reverse. Refuses while another txn is open."""
         if self.id is not None:
             raise TransactionError(f"transaction {self.id} ({self.kind}) has already run")
+        with deferring_signals(self._note_signal):  # from the journal's first row on
+            return self._begin()
+
+    def _begin(self) -> TxnResult:
         journal = self.journal
         for t in journal.open_transactions():
             raise RefusedError(
@@ -261,8 +265,7 @@ class Transaction:
             kernel=host.read_attr("/proc/sys/kernel/osrelease") or host.meta.get("kernel"),
             hostname=host.read_attr("/proc/sys/kernel/hostname") or host.meta.get("hostname"),
         )
-        with deferring_signals(self._note_signal):
-            return self._forward()
+        return self._forward()
 
     # ------------------------------------------------------------------ engine
     def _set(self, seq: int, state: str, **kw: Any) -> None:
