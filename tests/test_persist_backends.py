@@ -143,10 +143,11 @@ def test_ifupdown_post_up_lines_are_what_ifquery_reads(tmp_path: Path) -> None:
     out = subprocess.run(["ifquery", "-i", str(path), "eth7"], capture_output=True,
                          text=True, check=True).stdout
     assert "address: 10.0.0.7" in out.splitlines()  # the site's lines still read
-    assert [ln for ln in out.splitlines() if ln.startswith("post-up")] == [
-        "post-up: /sbin/ethtool -G eth7 rx 4096 || true",
-        "post-up: /sbin/ethtool -A eth7 rx on || true",
-        "post-up: /sbin/ip link set dev eth7 txqueuelen 10000 || true"]
+    # ifupdown reads `post-up` as its alias `up`: run after the interface is configured
+    assert [ln for ln in out.splitlines() if ln.startswith("up:")] == [
+        "up: /sbin/ethtool -G eth7 rx 4096 || true",
+        "up: /sbin/ethtool -A eth7 rx on || true",
+        "up: /sbin/ip link set dev eth7 txqueuelen 10000 || true"]
     # applied again on top of itself: the same file (our block is replaced, not appended)
     (root / "etc/network/interfaces").write_bytes(new)
     assert plan_apply(Host(root, NoTools()), WANT[:2] + WANT[4:]).files[0]["content"] == \
