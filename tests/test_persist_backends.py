@@ -6,12 +6,14 @@ place with every other byte kept, and a backup that restores it byte for byte.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from apply_env import ApplyNs, tree_bytes
 
 from hwmgr.compliance.apply import Change, plan_apply
 from hwmgr.compliance.persist_os import split_ethtool_opts
@@ -179,7 +181,7 @@ def test_udev_reads_the_link_file_and_applies_it_on_device_add(tmp_path: Path) -
         Path(f["path"]).write_text(f["content"])
         res = subprocess.run(
             ["ip", "netns", "exec", ns, "unshare", "-m", "sh", "-c",
-             f"mount --bind {link_dir} /etc/systemd/network && "
+             f"mount -t tmpfs none /run && mount --bind {link_dir} /etc/systemd/network && "
              "udevadm test-builtin net_setup_link /sys/class/net/v0"],
             capture_output=True, text=True, timeout=60)
         assert res.returncode == 0, res.stderr
@@ -189,3 +191,80 @@ def test_udev_reads_the_link_file_and_applies_it_on_device_add(tmp_path: Path) -
         assert "qlen 4242" in show
     finally:
         subprocess.run(["ip", "netns", "del", ns], check=False)
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for a namespace")
+def test_the_udev_rule_is_applied_by_udev_on_device_add(tmp_path: Path) -> None:
+    """`udevadm test --action=add` (udev's rule engine, as on a driver reload) writes our
+    tx_queue_len and lists our ethtool RUN with $name expanded; /run is a private tmpfs so
+    udev's database of this machine is not touched."""
+    ns = f"h27rule-{os.getpid()}"
+    _netns(ns)
+    try:
+        # planned for an EL6 tree (no systemd) whose v0 has a random MAC, like the veth
+        (tmp_path / "etc").mkdir()
+        (tmp_path / "etc/redhat-release").write_text("CentOS release 6.10 (Final)\n")
+        (tmp_path / "sys/class/net/v0").mkdir(parents=True)
+        (tmp_path / "sys/class/net/v0/addr_assign_type").write_text("1\n")
+        plan = plan_apply(Host(tmp_path, NoTools()), [Change("v0", "txqueuelen", 1000, 4343),
+                                                      Change("v0", "features.gro", "off", "on")])
+        assert {c["persist"]["backend"] for c in plan.changes} == {"udev-rule"}
+        (f,) = plan.files
+        rules = tmp_path / f["path"].lstrip("/")
+        rules.parent.mkdir(parents=True)
+        rules.write_text(f["content"])
+        res = subprocess.run(
+            ["ip", "netns", "exec", ns, "unshare", "-m", "sh", "-c",
+             f"mount -t tmpfs none /run && mount --bind {rules.parent} /etc/udev/rules.d && "
+             "udevadm test --action=add /sys/class/net/v0"],
+            capture_output=True, text=True, timeout=60)
+        out = res.stdout + res.stderr
+        assert res.returncode == 0, out
+        assert "70-hwmgr-v0.rules:2 ATTR '/sys/devices/virtual/net/v0/tx_queue_len' writing " \
+            "'4343'" in out
+        assert "70-hwmgr-v0.rules:3 RUN '/sbin/ethtool -K $name generic-receive-offload on'" \
+            in out
+        show = subprocess.run(["ip", "-n", ns, "link", "show", "v0"], capture_output=True,
+                              text=True, check=True).stdout
+        assert "qlen 4343" in show
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+
+
+SITE_FILES = {
+    "network-scripts": ("etc/sysconfig/network-scripts/ifcfg-v0",
+                        IFCFG.replace(b"eth7", b"v0")),
+    "ifupdown": ("etc/network/interfaces", INTERFACES.replace(b"eth7", b"v0")),
+}
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for a namespace")
+@pytest.mark.parametrize("backend", sorted(SITE_FILES))
+def test_a_live_apply_edits_the_site_file_and_revert_restores_it_exactly(
+        tmp_path: Path, backend: str) -> None:
+    env = ApplyNs.create(tmp_path)
+    try:
+        env.x("ethtool", "-K", "v0", "gro", "off")
+        rel, body = SITE_FILES[backend]
+        (env.root / rel).parent.mkdir(parents=True)
+        (env.root / rel).write_bytes(body)
+        before = tree_bytes(env.root)
+        res = env.apply([{"interface": "v0", "item": "features.gro", "wanted": "on"},
+                         {"interface": "v0", "item": "txqueuelen", "wanted": 4242}],
+                        "--yes", "--json")
+        assert res.returncode == 0, res.stderr
+        rows = {c["item"]: c["persist"]["backend"]
+                for c in json.loads(res.stdout)["data"]["changes"]}
+        # initscripts has no TXQUEUELEN: that one is the udev rule's
+        assert rows == {"features.generic-receive-offload": backend, "txqueuelen":
+                        "udev-rule" if backend == "network-scripts" else backend}
+        assert (env.gro(), env.qlen()) == ("on", 4242)
+        assert b"generic-receive-offload on" in (env.root / rel).read_bytes()
+        rev = env.hwmgr("revert", "--state-dir", env.state, "--yes")
+        assert rev.returncode == 0, rev.stderr
+        assert (env.gro(), env.qlen()) == ("off", 1000)
+        assert tree_bytes(env.root) == before  # the site file byte for byte, ours gone
+    finally:
+        env.teardown()
