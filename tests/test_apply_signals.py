@@ -144,3 +144,31 @@ def test_sigint_at_random_moments_ends_old_or_new(ns: ApplyNs) -> None:
         assert _live(ns) == OLD and tree_bytes(ns.root) == before and _nothing_open(ns)
     print(f"\nSIGINT at random moments of apply: {counts}")
     assert sum(counts.values()) == 12
+
+
+@pytest.mark.slow  # check on this machine takes tens of seconds
+def test_an_open_transaction_is_named_by_dry_run_and_check_until_recovered(
+        ns: ApplyNs, tmp_path: Path) -> None:
+    """SIGKILL cannot be deferred: the transaction stays open; apply --dry-run and check say
+    so until `hwmgr recover`, whose line says what happened once."""
+    res = ns.apply(CHANGES, "--yes", env={"HWMGR_CRASH_AT": "1:done"})
+    assert res.returncode in (-9, 137)
+    note = "is still running: the host may be half-changed; run `hwmgr recover`"
+    plan = ns.apply(CHANGES, "--dry-run")
+    assert plan.returncode == 0 and "transaction #1 (apply sysctl,v0) " + note in plan.stdout
+    cat = tmp_path / "catalog.json"
+    cat.write_text(json.dumps({
+        "schema_version": 2, "catalog_version": "2026.11.0", "released": "2026-11-23",
+        "drivers": {"veth": {
+            "description": "veth", "version_scheme": "driver", "devices": [], "versions": {},
+            "netdev_drivers": ["veth"], "settings": {"txqueuelen": {"min": 1}, "evidence": "t"}}}}))
+    check = ns.hwmgr("check", "--catalog", str(cat), "--state-dir", ns.state,
+                     "--layer", "settings")
+    assert note in check.stdout, (check.returncode, check.stdout, check.stderr)
+    rec = ns.hwmgr("recover", "--state-dir", ns.state)
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout.strip().splitlines() == [
+        "transaction #1 apply sysctl,v0: rolled-back (interrupted after step "
+        "'set v0:txqueuelen', before the point of no return)"]
+    assert _live(ns) == OLD
+    assert "hwmgr recover" not in ns.apply(CHANGES, "--dry-run").stdout

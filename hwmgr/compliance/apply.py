@@ -300,7 +300,8 @@ def open_transactions(host: Host, config: Config) -> list[str]:
     if journal is None:
         return []
     return [f"transaction #{t['id']} ({t['kind']} {t['target']}) is still {t['state']}: "
-            "run `hwmgr recover` before applying" for t in journal.open_transactions()]
+            "the host may be half-changed; run `hwmgr recover`"
+            for t in journal.open_transactions()]
 
 
 def waiter_argv(config: Config, timeout: int) -> list[str]:
