@@ -390,7 +390,8 @@ def revert_params(state: StateDir, txn: int | None) -> dict[str, Any]:
             if rec:
                 files.append(rec)
         elif name.startswith("nm-connection ") and "before" in data:
-            nm.append({"connection": name[len("nm-connection "):], "properties": data["before"]})
+            nm.append({"connection": name[len("nm-connection "):], "properties": data["before"],
+                       "remove": data.get("absent", [])})
     return {"of": row["id"], "items": items, "files": files, "nm": nm,
             "persist_root": (row.get("params") or {}).get("persist_root", "/")}
 

@@ -262,6 +262,13 @@ def nm_property(host: Host, connection: str, prop: str) -> str | None:
     return res.stdout.strip() if res.ok else None
 
 
+def nm_setting_present(host: Host, connection: str, setting: str) -> bool:
+    """True when the connection has the setting (e.g. `ethtool`) at all: nmcli prints no
+    line for an absent one, and revert removes what apply created so the keyfile is as before."""
+    res = host.run(["nmcli", "-t", "-f", setting, "connection", "show", connection])
+    return not res.ok or bool(res.stdout.strip())
+
+
 class NetworkManagerBackend:
     """`nmcli connection modify CONN ethtool.ring-rx N …` on the device's active connection."""
 
