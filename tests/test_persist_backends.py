@@ -69,12 +69,25 @@ def test_el7_with_an_ifcfg_file_persists_in_ethtool_opts_and_mtu(tmp_path: Path)
                    b'ETHTOOL_OPTS="speed 1000 duplex full; -G eth7 tx 512 rx 4096; '
                    b'-A eth7 rx on; -K eth7 generic-receive-offload off"\n'
                    b"IPADDR=10.0.0.7\nMTU=9000\n")
+    # EL7's initscripts has no net.hotplug: the udev rule re-applies them on a driver reload
+    rule = next(f["content"] for f in plan.files if f["path"].endswith(".rules"))
+    assert 'RUN+="/sbin/ethtool -G $name rx 4096"' in rule
+    assert 'ATTR{tx_queue_len}="10000"' in rule
     # what initscripts' ethtool_set runs for it (network-functions: IFS=';', then words)
     value = new.split(b'ETHTOOL_OPTS="')[1].split(b'"')[0].decode()
     assert split_ethtool_opts(value) == [
         ["-s", "$DEVICE", "speed", "1000", "duplex", "full"],
         ["-G", "eth7", "tx", "512", "rx", "4096"], ["-A", "eth7", "rx", "on"],
         ["-K", "eth7", "generic-receive-offload", "off"]]
+
+
+def test_el6_needs_no_extra_rule_because_net_hotplug_runs_ifup_on_add(tmp_path: Path) -> None:
+    root = _tree(tmp_path, "CentOS release 6.10 (Final)\n")
+    ifcfg = root / "etc/sysconfig/network-scripts/ifcfg-eth7"
+    ifcfg.parent.mkdir(parents=True)
+    ifcfg.write_bytes(IFCFG)
+    plan = plan_apply(Host(root, NoTools()), WANT[:1])
+    assert [f["path"] for f in plan.files] == ["/etc/sysconfig/network-scripts/ifcfg-eth7"]
 
 
 def test_the_initscripts_splitting_rule_sends_any_group_with_a_dash_to_ethtool() -> None:

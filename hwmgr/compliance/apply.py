@@ -246,10 +246,15 @@ def _plan_persistence(host: Host, plan: ApplyPlan, by_iface: dict[str | None, di
             backend, reason = persist.choose_backend(host, root, iface, nm, systemd)
             pps = [backend.plan(iface, wanted, override)]
             pps[0].reason = reason
-            left = {i: v for i, v in wanted.items() if i in pps[0].unpersisted}
+            left = {i: v for i, v in wanted.items() if i in pps[0].unpersisted
+                    or pps[0].not_on_add and i in pps[0].keys}
             if left and backend.name != persist_os.UdevRuleBackend.name:
                 pps.append(persist_os.UdevRuleBackend(host, root).plan(iface, left, override))
-                pps[1].reason = f"{pps[0].backend} cannot carry them ({systemd.source})"
+                pps[1].reason = "; ".join(
+                    ([f"{pps[0].backend} cannot carry some ({systemd.source})"]
+                     if set(left) & set(pps[0].unpersisted) else [])
+                    + ([f"{pps[0].not_on_add}: the rule re-applies them on device add "
+                        "(driver reload)"] if pps[0].not_on_add else []))
             plan.conflicts += persist.other_owner_conflicts(host, root, iface, wanted)
             for pp in pps:
                 if pp.keys:

@@ -312,7 +312,7 @@ def choose_backend(host: Host, root: str, ifname: str, nm: dict[str, str],
                 f"NetworkManager manages {ifname} (connection {nm[ifname]})")
     ifcfg = under(root, f"{persist_os.IFCFG_DIR}/ifcfg-{ifname}")
     if host.read_bytes(ifcfg) is not None:
-        return (persist_os.NetworkScriptsBackend(host, root, ifcfg),
+        return (persist_os.NetworkScriptsBackend(host, root, ifcfg, systemd),
                 f"{ifcfg} exists: initscripts' ifup reads its ETHTOOL_OPTS and MTU")
     stanza = persist_os.find_stanza(host, root, ifname)
     if stanza is not None:

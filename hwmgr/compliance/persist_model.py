@@ -33,6 +33,9 @@ class PersistPlan:
     backend: str  # systemd-link, networkmanager, network-scripts, ifupdown, udev-rule, sysctl.d
     target: str  # the file written, or "nmcli connection CONN"
     reason: str = ""  # why this backend was chosen for the interface
+    # why the backend does not re-apply on device add (driver reload), if it does not: apply
+    # then adds the udev rule for these items too
+    not_on_add: str | None = None
     content: bytes | None = None  # the new file's bytes (file backends)
     properties: dict[str, str] = field(default_factory=dict)  # NM property -> value
     keys: dict[str, str] = field(default_factory=dict)  # item -> key written

@@ -154,11 +154,15 @@ class NetworkScriptsBackend:
 
     name = "network-scripts"
 
-    def __init__(self, host: Host, root: str, path: str) -> None:
-        self.host, self.root, self.target = host, root, path
+    def __init__(self, host: Host, root: str, path: str, systemd: Systemd) -> None:
+        self.host, self.root, self.target, self.systemd = host, root, path, systemd
 
     def plan(self, ifname: str, wanted: dict[str, Any], override: bool) -> PersistPlan:
         plan = PersistPlan(self.name, self.target)
+        if self.systemd.version is not None or not self.systemd.known:
+            # EL6's initscripts (9.03) ran ifup from net.hotplug on every add; EL7's (9.49)
+            # dropped net.hotplug, so only boot and `ifup IF` read the file there
+            plan.not_on_add = "initscripts without net.hotplug re-read ifcfg only on ifup"
         text = self.host.read_text(self.target) or ""
         try:
             current = _shell_value(text, "ETHTOOL_OPTS") or ""
@@ -185,9 +189,6 @@ class NetworkScriptsBackend:
             text = _replace_line(text, "ETHTOOL_OPTS", shlex.quote(value) if "'" in value
                                  else f'"{value}"')
         plan.content = text.encode()
-        plan.notes.append(f"{ifname}: ifup applies {self.target.rsplit('/', 1)[-1]} at boot; "
-                          "EL6's net.hotplug also on device add, EL7 only on `ifup "
-                          f"{ifname}` (the udev rule fallback is not written for it)")
         return plan
 
 
@@ -243,6 +244,10 @@ class IfupdownBackend:
     def plan(self, ifname: str, wanted: dict[str, Any], override: bool) -> PersistPlan:
         plan = PersistPlan(self.name, self.target)
         lines = (self.host.read_text(self.target) or "").splitlines(keepends=True)
+        hotplug = re.compile(rf"\s*allow-hotplug\s(.*\s)?{re.escape(ifname)}(\s|$)")
+        if not any(hotplug.match(ln) for f in interfaces_files(self.host, self.root)
+                   for ln in (self.host.read_text(f) or "").splitlines()):
+            plan.not_on_add = f"ifupdown runs ifup on device add only for allow-hotplug {ifname}"
         start = next(i for i, ln in enumerate(lines)
                      if re.match(rf"\s*iface\s+{re.escape(ifname)}\s", ln))
         end = next((i for i in range(start + 1, len(lines)) if _STANZA.match(lines[i])),
