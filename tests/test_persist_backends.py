@@ -281,3 +281,21 @@ def test_a_live_apply_edits_the_site_file_and_revert_restores_it_exactly(
         assert tree_bytes(env.root) == before  # the site file byte for byte, ours gone
     finally:
         env.teardown()
+
+
+def test_an_image_under_persist_root_is_judged_by_its_own_release(tmp_path: Path) -> None:
+    """`--persist-root /mnt/image`: the image's systemd reads the files, not the running one."""
+    root = _tree(tmp_path, "Debian\n")
+    (root / "etc/redhat-release").unlink()
+    (root / "etc/os-release").write_text('ID=debian\nVERSION_ID="12"\n')
+    image = root / "img/etc"
+    image.mkdir(parents=True)
+    (image / "redhat-release").write_text("CentOS Linux release 7.9.2009 (Core)\n")
+    plan = plan_apply(Host(root, NoTools()), [Change("eth7", "ring.rx", 256, 4096)],
+                      persist_root="/img")
+    (c,) = plan.changes
+    assert c["persist"]["backend"] == "udev-rule"
+    assert c["persist"]["why"] == ("systemd-link: systemd 219 has no RxBufferSize= "
+                                   "(added in systemd 244)")
+    plan = plan_apply(Host(root, NoTools()), [Change("eth7", "ring.rx", 256, 4096)])
+    assert plan.changes[0]["persist"]["backend"] == "systemd-link"  # the host's Debian 12

@@ -53,9 +53,19 @@ def _os_release(host: Host, root: str) -> tuple[str, str] | None:
     return fields["ID"], ver if fields["ID"] == "ubuntu" else ver.split(".")[0]
 
 
+def _from_release(rel: tuple[str, str]) -> Systemd:
+    ver = DISTRO_SYSTEMD[rel]
+    name = f"{'EL' if rel[0] == 'el' else rel[0]} {rel[1]}"
+    return Systemd(ver, True, f"{name} ships " + (f"systemd {ver}" if ver else "no systemd"))
+
+
 def systemd_version(host: Host, root: str) -> Systemd:
-    """`systemctl --version`'s first line, else the release's systemd (snapshots that did
-    not record it), else unknown."""
+    """The systemd that will read the files: an image's release under a persist root, else
+    `systemctl --version` (live, or recorded in the snapshot), else the release's systemd
+    (snapshots that did not record it), else unknown."""
+    image = _os_release(host, root) if root.rstrip("/") else None
+    if image in DISTRO_SYSTEMD:
+        return _from_release(image)
     if host.live or not capture.lacks(host, capture.SYSTEMD):
         res = host.run(list(capture.SYSTEMCTL_VERSION_ARGV), timeout=capture.TIMEOUT)
         m = re.match(r"systemd (\d+)", res.stdout) if res.ok else None
@@ -63,9 +73,7 @@ def systemd_version(host: Host, root: str) -> Systemd:
             return Systemd(int(m.group(1)), True, "systemctl --version")
     rel = _os_release(host, root)
     if rel in DISTRO_SYSTEMD:
-        ver = DISTRO_SYSTEMD[rel]
-        name = f"{'EL' if rel[0] == 'el' else rel[0]} {rel[1]}"
-        return Systemd(ver, True, f"{name} ships " + (f"systemd {ver}" if ver else "no systemd"))
+        return _from_release(rel)
     return Systemd(None, False, "systemd version unknown")
 
 
