@@ -253,6 +253,7 @@ SITE_FILES = {
 
 
 @pytest.mark.root
+@pytest.mark.slow  # an apply and a revert per backend: the fast lane keeps its 90 s
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for a namespace")
 @pytest.mark.parametrize("backend", sorted(SITE_FILES))
 def test_a_live_apply_edits_the_site_file_and_revert_restores_it_exactly(
