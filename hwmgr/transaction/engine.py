@@ -26,11 +26,9 @@ Step contract: `do` may be re-run after a crash, so it must overwrite partial re
 should `ctx.save()` what undo needs (e.g. `ctx.backup(path)`) BEFORE changing anything.
 `undo` must be idempotent and cope with data saved by a partially applied `do`.
 
-Signals: while a transaction runs or recovers, SIGINT, SIGTERM and SIGHUP (unless ignored)
-are deferred, not raised: the running step finishes (or fails and is undone), then the
-steps done are undone in reverse and the transaction ends `rolled-back` with an error that
-names the signal. A signal during the undo is noted and the undo goes on. Only what cannot be
-caught (SIGKILL, power loss) leaves it open for `hwmgr recover`.
+Signals (`interrupt`): SIGINT, SIGTERM, SIGHUP are deferred while a transaction runs or
+recovers; the running step finishes (or fails), the steps done are undone in reverse, and it
+ends `rolled-back` naming the signal. SIGKILL or power loss leave it for `hwmgr recover`.
 
 Test hook: env `HWMGR_CRASH_AT="<step-name|seq>:<phase>[:INT|TERM|HUP][,...]"` SIGKILLs the
 process at a boundary (or sends it the named signal); phases: before (journaled started),
