@@ -126,6 +126,10 @@ def check_recipe(host: Host, recipe: Recipe, srpm: str | os.PathLike[str], *,
                  version: str | None = None) -> CheckReport:
     """Build `srpm` with `recipe` for each target kernel in a scratch DKMS tree and report."""
     srpm = Path(srpm)
+    if version is not None:
+        check_version(version, "--version")
+    for kver in kernels or []:
+        check_kernel(kver)
     info = inspect_srpm(host, srpm)
     if info.name != recipe.srpm_name:
         raise RefusedError(f"{srpm.name}: package name is {info.name!r}, recipe "
