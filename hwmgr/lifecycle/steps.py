@@ -168,7 +168,7 @@ def _keep_build_log(ctx: Ctx, exc: BuildFailed) -> BuildFailed:
     kept = keep_log(ctx.host, exc, dest)
     ctx.save(make_log=kept, **exc.as_dict())
     show = getattr(ctx.ui, "build_log", None)
-    if show is not None:
+    if show is not None and exc.facts.tail:
         show(kept or exc.log, list(exc.facts.tail))
     return exc.kept_at(kept) if kept else exc
 
