@@ -34,6 +34,10 @@ def test_make_command_and_facts_from_dkms_output() -> None:
     assert make_command(out) == ("make -j2 KERNELRELEASE=6.1.0-56-amd64 -C "
                                  "/lib/modules/6.1.0-56-amd64/build M=/x/build modules")
     assert make_command("nothing like it\n") == ""
+    # a line not starting with `make` is run as written (DKMS rewrites only `make ...`)
+    assert make_command("Cleaning build area...(bad exit status: 2)\n/usr/bin/make "
+                        "BUILD_KERNEL=6.1.0-56-amd64.....(bad exit status: 2)\n") == (
+        "/usr/bin/make BUILD_KERNEL=6.1.0-56-amd64")
     log = "\n".join([f"line {i}" for i in range(30)] + [
         "src/kcompat.c:12:3: error: unknown type name 'foo'",
         "make[1]: *** [Makefile.build:255: kcompat.o] Error 1", ""])
@@ -41,6 +45,13 @@ def test_make_command_and_facts_from_dkms_output() -> None:
     assert facts.first_error == "src/kcompat.c:12:3: error: unknown type name 'foo'"
     assert len(facts.tail) == 20 and facts.tail[-1].startswith("make[1]: ***")
     assert read_facts("all good\n").first_error == ""
+    # a vendor Makefile's "***" banner is not the error; the compiler's is (Intel's common.mk)
+    banner = ("*** The target kernel has CONFIG_MODULE_SIG_ALL enabled, but\n"
+              "igb_main.c:1144:9: error: too many arguments to function 'netif_napi_add'\n"
+              "make: *** [Makefile:87: default] Error 2\n")
+    assert read_facts(banner).first_error.startswith("igb_main.c:1144:9: error:")
+    assert read_facts("Makefile:3: *** missing separator.  Stop.\n").first_error == (
+        "Makefile:3: *** missing separator.  Stop.")
 
 
 def _ours() -> list[str]:

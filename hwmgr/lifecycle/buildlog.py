@@ -16,12 +16,14 @@ from hwmgr.host.seam import Host
 
 TAIL_LINES = 20
 MAX_LOG_BYTES = 16 << 20  # a make.log larger than this is kept whole, but read only so far
-# the line DKMS prints for the build: "make -j2 KERNELRELEASE=6.1.0-56-amd64 ...(bad exit
-# status: 2)", its progress dots and exit status appended
-_MAKE_LINE_RE = re.compile(r"^\s*(make\b.*\bKERNELRELEASE=.*?)\.*(?:\(bad exit status: \d+\))?\s*$")
-# what make, the compiler and kbuild print when they stop
-_ERROR_RE = re.compile(r"(\*\*\*|\berror\b|\bError \d+|No rule to make target|No targets)",
-                       re.IGNORECASE)
+# DKMS prints each command it runs, dots while it runs, then "(bad exit status: N)" when it
+# fails: "make -j2 KERNELRELEASE=6.1.0-56-amd64 -C ... modules.....(bad exit status: 2)"
+_FAILED_CMD_RE = re.compile(r"^\s*(\S.*?)\.*\(bad exit status: \d+\)\s*$")
+# what make, the compiler and kbuild print when they stop, most telling first: a vendor
+# Makefile's own "*** note" banners (signing disabled, ...) come last
+_ERROR_RES = tuple(re.compile(p) for p in (
+    r"\berror:", r"No rule to make target|No targets|missing separator",
+    r"\*\*\*.*\bError \d+", r"(?i)\berror\b"))
 
 
 @dataclass(frozen=True)
@@ -33,18 +35,24 @@ class LogFacts:
 
 
 def make_command(dkms_output: str) -> str:
-    """The make command line DKMS ran (it rewrites `make` into `make -jN KERNELRELEASE=...`)."""
+    """The build command DKMS ran and saw fail (it rewrites a leading `make` into
+    `make -jN KERNELRELEASE=...`); '' when its output names none."""
     for line in dkms_output.splitlines():
-        mo = _MAKE_LINE_RE.match(line)
-        if mo:
+        mo = _FAILED_CMD_RE.match(line)
+        if mo and not mo.group(1).startswith("Cleaning build area"):
             return mo.group(1).strip()
     return ""
 
 
 def read_facts(text: str, tail_lines: int = TAIL_LINES) -> LogFacts:
-    """The first error line and the last `tail_lines` lines of a make.log's text."""
+    """The first error line (by how telling it is) and the last `tail_lines` lines of a
+    make.log's text."""
     lines = [ln.rstrip() for ln in text.splitlines()]
-    first = next((ln.strip() for ln in lines if _ERROR_RE.search(ln)), "")
+    first = ""
+    for pattern in _ERROR_RES:
+        first = next((ln.strip() for ln in lines if pattern.search(ln)), "")
+        if first:
+            break
     while lines and not lines[-1]:
         lines.pop()
     return LogFacts(first, tuple(lines[-tail_lines:]))
