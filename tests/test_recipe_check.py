@@ -9,7 +9,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import srpmfactory as factory
@@ -71,9 +75,15 @@ def _check(tmp: Path, *args: str, env: dict[str, str] | None = None):
     return res, json.loads(res.stdout)
 
 
-@pytest.fixture
-def srpm(tmp_path: Path) -> Path:
-    return factory.build_srpm("hwmgrtest", VERSION, tmp_path / "srpm")
+@pytest.fixture(scope="module")
+def srpm() -> Iterator[Path]:
+    """hwmgrtest-VERSION-1.src.rpm, built once, in a dir any user may read."""
+    public = Path(tempfile.mkdtemp(prefix="hwmgr-recipe-"))
+    try:
+        public.chmod(0o755)
+        yield factory.build_srpm("hwmgrtest", VERSION, public)
+    finally:
+        shutil.rmtree(public, ignore_errors=True)
 
 
 @pytest.mark.slow  # a real DKMS build (2-5 s)
@@ -158,14 +168,18 @@ def test_broken_source_names_the_compiler_error(tmp_path: Path) -> None:
 
 
 @BUILDS
-def test_refusals_name_the_problem_before_building(tmp_path: Path) -> None:
+def test_refusals_name_the_problem_before_building(srpm: Path, tmp_path: Path) -> None:
     """No headers, another package, no recipe: one line, its code, no scratch tree made."""
-    srpm = factory.build_srpm("be2net", "10.2.470.14", tmp_path / "srpm")
-    res, doc = _check(tmp_path, "hwmgrtest", "--file", str(srpm))
+    site = _broken_recipe(tmp_path, "make modules")  # a recipe for another package name
+    doc = json.loads((site / "hwmgrtest" / "recipe.json").read_text())
+    doc["source"]["srpm_name"] = "be2net"
+    (site / "hwmgrtest" / "recipe.json").write_text(json.dumps(doc))
+    res, doc = _check(tmp_path, "hwmgrtest", "--file", str(srpm),
+                      env={"HWMGR_DRIVERS_DIR": str(site)})
     assert res.returncode == 9
-    assert doc["errors"] == [f"{srpm.name}: package name is 'be2net', recipe 'hwmgrtest' "
-                             "expects 'hwmgrtest' (source.srpm_name)"]
-    own = factory.build_srpm("hwmgrtest", VERSION, tmp_path / "srpm")
+    assert doc["errors"] == [f"{srpm.name}: package name is 'hwmgrtest', recipe 'hwmgrtest' "
+                             "expects 'be2net' (source.srpm_name)"]
+    own = srpm
     res, doc = _check(tmp_path, "hwmgrtest", "--file", str(own), "--kernel", "9.9.9-nohdr")
     assert res.returncode == 3
     assert "kernel headers for 9.9.9-nohdr are not installed" in doc["errors"][0]
@@ -190,3 +204,18 @@ def test_recipe_list_names_each_dir_and_the_shadowed(tmp_path: Path) -> None:
     assert bad["error"].startswith(f"{site / 'mydrv' / 'recipe.json'}: not valid JSON")
     human = run_cli("recipe", "list", env={"HWMGR_DRIVERS_DIR": str(site)})
     assert "(shadowed by an earlier dir)" in human.stdout and "INVALID" in human.stdout
+
+
+@BUILDS
+@pytest.mark.skipif(not shutil.which("runuser"), reason="runuser is needed")
+def test_an_unwritable_state_dir_is_exit_13_in_one_line(srpm: Path) -> None:
+    """A user who cannot write the state dir gets one line naming it, not a traceback."""
+    res = subprocess.run(
+        ["runuser", "-u", "nobody", "--", sys.executable, "-m", "hwmgr", "recipe", "check",
+         "hwmgrtest", "--file", str(srpm), "--state-dir", "/var/lib/hwmgr-test-none"],
+        capture_output=True, text=True, check=False, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)}, cwd="/")
+    assert res.returncode == 13, res.stderr
+    assert res.stderr == ("hwmgr recipe: error: /var/lib/hwmgr-test-none/work: cannot make the "
+                          "scratch DKMS trees (Permission denied): run as root, or pass "
+                          "--state-dir DIR you can write\n")

@@ -135,6 +135,7 @@ NOT_DRIVEN: dict[tuple[str, int], str] = {
         EXIT_OK, EXIT_FAILED, EXIT_REFUSED)},
     **{("package", c): "rpmbuild (test_package.py)" for c in (EXIT_OK, EXIT_FAILED)},
     ("recipe", EXIT_FAILED): "a failing DKMS build (test_recipe_check.py)",
+    ("recipe", EXIT_PERMISSION): "a non-root user (test_recipe_check.py)",
 }
 
 

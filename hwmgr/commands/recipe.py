@@ -10,6 +10,7 @@ from hwmgr.errors import (
     EXIT_FAILED,
     EXIT_NOT_FOUND,
     EXIT_OK,
+    EXIT_PERMISSION,
     EXIT_REFUSED,
 )
 from hwmgr.lifecycle.recipe import list_recipes, load_recipe
@@ -42,6 +43,8 @@ EXIT_CODES = {
     EXIT_NOT_FOUND: "no recipe for the driver, no such SRPM file, or no kernel headers",
     EXIT_BAD_INPUT: "invalid recipe, unreadable SRPM, or bad --version/--kernel",
     EXIT_REFUSED: "the SRPM is not the recipe's package, or its tarball is unsafe",
+    EXIT_PERMISSION: "the state dir is not writable for the scratch trees (run as root or "
+                     "pass --state-dir)",
 }
 
 

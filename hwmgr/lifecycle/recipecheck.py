@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hwmgr.errors import HwmgrError, NotFoundError, RefusedError
+from hwmgr.errors import HwmgrError, NotFoundError, NotPermittedError, RefusedError
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.advice import RECIPE_DOC
 from hwmgr.lifecycle.buildlog import BuildFailed, keep_log
@@ -140,7 +140,12 @@ def check_recipe(host: Host, recipe: Recipe, srpm: str | os.PathLike[str], *,
     for kver in targets:  # all missing headers named before anything is built
         dkms.check_headers(kver)
     state = StateDir(host, state_dir)  # on this machine, the state dir becomes writable
-    work = host.make_temp_dir(f"{state.path}/work", f"recipe-check-{recipe.driver}-")
+    try:
+        work = host.make_temp_dir(f"{state.path}/work", f"recipe-check-{recipe.driver}-")
+    except PermissionError as exc:
+        raise NotPermittedError(f"{state.path}/work: cannot make the scratch DKMS trees "
+                                f"({exc.strerror}): run as root, or pass --state-dir DIR "
+                                "you can write") from None
     try:
         tree = unpack_srpm(host, srpm, f"{work}/unpack", recipe, version)
         dkms = Dkms(host, scratch=f"{work}/dkms")
