@@ -28,6 +28,7 @@ from hwmgr.commands import (
     mirror,
     package,
     plan,
+    recipe,
     recover,
     revert,
     rollback,
@@ -52,7 +53,7 @@ EPILOG = ("Run 'hwmgr VERB --help' for a verb's options, examples and exit codes
 # the verbs, in the order --help lists them; each module owns its name, help and exit codes
 VERBS: dict[str, ModuleType] = {mod.NAME: mod for mod in (
     inventory, check, snapshot, catalog, vercmp, plan, fetch, upgrade, rollback, apply,
-    revert, recover, history, verify, throughput, mirror, package, fleet_report,
+    revert, recover, history, verify, throughput, mirror, package, recipe, fleet_report,
     collect_script,
 )}
 

@@ -89,6 +89,10 @@ CASES: dict[tuple[str, int], list[str]] = {
     ("package", EXIT_NOT_FOUND): ["be2net", "--to", "9.9"],
     ("package", EXIT_BAD_INPUT): ["be2net", "--to", "9.9", "--catalog", "bad.json"],
     ("package", EXIT_REFUSED): ["be2net", "--to", "10.2.470.14"],
+    ("recipe", EXIT_OK): ["list"],
+    ("recipe", EXIT_NOT_FOUND): ["check", "nosuch", "--file", "x.src.rpm"],
+    ("recipe", EXIT_BAD_INPUT): ["check", "hwmgrtest", "--file", "bad.json", "--kernel", "../x"],
+    ("recipe", EXIT_REFUSED): ["check", "hwmgrtest", "--file", "bad.json"],
     ("fleet-report", EXIT_OK): ["--results", "fleet/ok", "--out", "report"],
     ("fleet-report", EXIT_DRIFT): ["--results", "fleet/drift", "--out", "report"],
     ("fleet-report", EXIT_PARTIAL): ["--results", "fleet/unreachable", "--out", "report"],
@@ -130,6 +134,8 @@ NOT_DRIVEN: dict[tuple[str, int], str] = {
     **{("mirror", c): "an HTTP server (test_mirror.py)" for c in (
         EXIT_OK, EXIT_FAILED, EXIT_REFUSED)},
     **{("package", c): "rpmbuild (test_package.py)" for c in (EXIT_OK, EXIT_FAILED)},
+    ("recipe", EXIT_FAILED): "a failing DKMS build (test_recipe_check.py)",
+    ("recipe", EXIT_PERMISSION): "a non-root user (test_recipe_check.py)",
 }
 
 
@@ -218,6 +224,9 @@ EXAMPLE_NOT_RUN: dict[str, str] = {
     "hwmgr verify be2net --json": "an armed expectation on the live host",
     "hwmgr fleet-report --results results/ --out report/ --history old/*/fleet-report.json":
         "earlier reports",
+    "hwmgr recipe check igb --file igb-5.9.3-1.src.rpm": "Intel's SRPM and a DKMS build",
+    "hwmgr recipe check igb --file igb-5.9.3-1.src.rpm --kernel 6.1.0-56-amd64 --json":
+        "Intel's SRPM and a DKMS build",
 }
 EXAMPLE_NEEDS = {  # verbs whose examples all change the live host or need the network
     "fetch": "the vendor's server", "upgrade": "a DKMS build on the live host",

@@ -17,6 +17,7 @@ from hwmgr.errors import (
     NotFoundError,
     RefusedError,
 )
+from hwmgr.lifecycle.advice import not_in_catalog
 from hwmgr.lifecycle.fetch import Source
 from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
 from hwmgr.lifecycle.signature import check_signature
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     entry = load_catalog(args.catalog, config=ctx.config).entry(args.driver)
     info = entry.get("versions", {}).get(args.to)
     if info is None:
-        raise NotFoundError(f"{args.driver} {args.to} is not in the catalog")
+        raise NotFoundError(not_in_catalog(args.driver, args.to, entry.get("versions", {})))
     why = source_refusal(info.get("source"))
     if why:
         raise RefusedError(f"{args.driver} {args.to}: {why}")

@@ -82,8 +82,10 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             if args.steps:
                 for s in r["steps"]:
                     origin = s["data"].get("origin")  # where a fetch step got the package
+                    log = s["data"].get("make_log")  # a failed build's log, kept after undo
                     t.add_row("", "", f"  {_cell(s['name'])}", "", "", _cell(s["state"]),
-                              _cell(f"from {origin}") if origin else "")
+                              _cell(f"from {origin}") if origin else
+                              _cell(f"log {log}") if log else "")
         c.print(t)
 
     return Outcome(NAME, data={"transactions": rows}, render=render)

@@ -26,6 +26,7 @@ from hwmgr.config import Config
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.seam import Host
+from hwmgr.lifecycle.advice import not_in_catalog
 from hwmgr.lifecycle.dkms import render_dkms_conf
 from hwmgr.lifecycle.fetch import Source
 from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
@@ -205,8 +206,7 @@ def _catalog_source(catalog: Any, driver: str, version: str) -> tuple[dict[str, 
     versions = catalog.entry(driver).get("versions", {})
     info = versions.get(version)
     if info is None:
-        listed = ", ".join(sorted(versions)) or "none"
-        raise NotFoundError(f"{driver} {version} is not in the catalog (listed: {listed})")
+        raise NotFoundError(not_in_catalog(driver, version, versions))
     if info.get("status") == "known-bad":
         reason = info.get("reason", "")
         raise RefusedError(f"{driver} {version} is known-bad: {reason}".strip())

@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional, TypedDict
 from hwmgr.errors import HwmgrError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.lifecycle import kmod
+from hwmgr.lifecycle.buildlog import BuildFailed, keep_log
 from hwmgr.lifecycle.dkms import Dkms, render_dkms_conf
 from hwmgr.lifecycle.expect import EXPECTATION_FORMAT
 from hwmgr.lifecycle.fetch import Source
@@ -149,10 +150,27 @@ def _build_do(ctx: Ctx) -> dict[str, Any]:
     built: dict[str, dict[str, str]] = {}
     for k in ctx.params["kernels"]:
         with ctx.ui.activity(f"dkms build {name}/{ver} for {k}") if ctx.ui else nullcontext():
-            kos = d.build(name, ver, k)
+            try:
+                kos = d.build(name, ver, k)
+            except BuildFailed as exc:
+                raise _keep_build_log(ctx, exc) from None
         built[k] = {m: str(p) for m, p in kos.items()}
         ctx.save(built=built)
     return {"built": built}
+
+
+def _keep_build_log(ctx: Ctx, exc: BuildFailed) -> BuildFailed:
+    """Copy the failed build's make.log into the state dir's logs/ before the undo deletes
+    the DKMS tree, journal where it is (`history --steps` shows it), show its last lines;
+    returns the failure to raise, naming the kept copy."""
+    p = ctx.params
+    dest = f"{ctx.state.path}/logs/{ctx.txn_id}-{p['driver']}-{p['version']}-{exc.kernel}.make.log"
+    kept = keep_log(ctx.host, exc, dest)
+    ctx.save(make_log=kept, **exc.as_dict())
+    show = getattr(ctx.ui, "build_log", None)
+    if show is not None and exc.facts.tail:
+        show(kept or exc.log, list(exc.facts.tail))
+    return exc.kept_at(kept) if kept else exc
 
 
 def _build_check(ctx: Ctx) -> bool:

@@ -149,6 +149,12 @@ class ProgressUI:
 
         return update
 
+    def build_log(self, log: str, tail: list[str]) -> None:
+        """A failed build's last make.log lines, before the undo starts (the log is kept)."""
+        self._line(f"dkms build failed; last {len(tail)} lines of {log}:")
+        for line in tail:
+            print(printable(f"  | {line}"), file=self.stream, flush=True)
+
     @contextmanager
     def activity(self, what: str) -> Iterator[None]:
         """A spinner with elapsed time on a terminal (builds give no byte counts)."""
