@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 from hwmgr.catalog.load import load_catalog
 from hwmgr.compliance.batch import batch_exit_code, check_roots, roots_named
-from hwmgr.compliance.check import check_host, exit_code, parse_layers
+from hwmgr.compliance.check import CheckResult, check_host, exit_code, parse_layers
 from hwmgr.compliance.history import record_check
-from hwmgr.compliance.prom import write_prom
+from hwmgr.compliance.prom import failure_registry, write_prom, write_registry
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_DRIFT,
@@ -80,28 +81,48 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         return _run_batch(args, ctx, layers, roots)
     # one snapshot (or none): the Context opens it as `--root`, like every other verb
     args.root = roots[0] if roots else None
-    cat = load_catalog(args.catalog, config=ctx.config)
-    result = check_host(ctx.host, cat, layers)
-    # a change installed but not yet live: from the journal and the boot id, never guessed
-    pending = reboot_pending(ctx.host, ctx.config.state_dir)
-    data = result.data(pending)
-    code = exit_code(result.findings, [p for p in pending if p.get("status") == "pending"])
-    if code == EXIT_OK and pending:  # only "unknown" entries: the boot id could not be read
-        code = EXIT_UNKNOWN
-    data["compliant"] = code == EXIT_OK
-    if ctx.host.live:
-        try:
-            record_check(ctx.host, ctx.config.state_dir, data)
-        except HwmgrError as exc:  # e.g. not root: the check itself still stands
-            data.setdefault("notes", []).append(f"check history not recorded: {exc.message}")
+    t0 = time.monotonic()
+    try:
+        data, code, result = _check_one(ctx, layers)
+    except HwmgrError as exc:
+        if args.prom:  # the textfile says the check failed, not the last good run's items
+            why, took = exc.message, time.monotonic() - t0
+            write_registry(args.prom, lambda: failure_registry(why, took))
+        raise
     if args.prom:
-        data["prom"] = str(write_prom(args.prom, data))
+        data["prom"] = str(write_prom(args.prom, data, duration=time.monotonic() - t0))
 
     def _render(console: Any) -> None:
         render(console, data, devices=result.devices)
 
     return Outcome(command=NAME, status=STATUS[code], data=data, render=_render,
                    exit_code=code)
+
+
+def _judge(host: Any, cat: Any, layers: set[str],
+           state_dir: str) -> tuple[dict[str, Any], int, CheckResult]:
+    """One host's check data and exit code (the batch's and the single check's one rule)."""
+    result = check_host(host, cat, layers)
+    # a change installed but not yet live: from the journal and the boot id, never guessed
+    pending = reboot_pending(host, state_dir)
+    data = result.data(pending)
+    code = exit_code(result.findings, [p for p in pending if p.get("status") == "pending"])
+    if code == EXIT_OK and pending:  # only "unknown" entries: the boot id could not be read
+        code = EXIT_UNKNOWN
+    data["compliant"] = code == EXIT_OK
+    return data, code, result
+
+
+def _check_one(ctx: Any, layers: set[str]) -> tuple[dict[str, Any], int, CheckResult]:
+    """This machine or the one `--root`; a live check is kept in the host's history."""
+    cat = load_catalog(ctx.args.catalog, config=ctx.config)
+    data, code, result = _judge(ctx.host, cat, layers, ctx.config.state_dir)
+    if ctx.host.live:
+        try:
+            record_check(ctx.host, ctx.config.state_dir, data)
+        except HwmgrError as exc:  # e.g. not root: the check itself still stands
+            data.setdefault("notes", []).append(f"check history not recorded: {exc.message}")
+    return data, code, result
 
 
 def _run_batch(args: argparse.Namespace, ctx: Any, layers: set[str],
@@ -114,13 +135,7 @@ def _run_batch(args: argparse.Namespace, ctx: Any, layers: set[str],
     cat = load_catalog(args.catalog, config=ctx.config)
 
     def check_one(host: Any) -> tuple[dict[str, Any], int]:
-        result = check_host(host, cat, layers)
-        pending = reboot_pending(host, ctx.config.state_dir)
-        code = exit_code(result.findings, [p for p in pending if p.get("status") == "pending"])
-        if code == EXIT_OK and pending:
-            code = EXIT_UNKNOWN
-        data = result.data(pending)
-        data["compliant"] = code == EXIT_OK
+        data, code, _ = _judge(host, cat, layers, ctx.config.state_dir)
         return data, code
 
     hosts = check_roots(named, check_one)
