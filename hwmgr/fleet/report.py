@@ -196,7 +196,7 @@ def load_host(raw: Any, where: str) -> LoadedHost:
             "catalog_version": catalog_version}
 
 
-def read_results(paths: Iterable[Path]) -> dict[str, LoadedHost]:
+def read_results(paths: list[Path]) -> dict[str, LoadedHost]:
     """Every host of every `--results` input: a directory of `<host>.json` files, or one file
     holding many hosts (`{"hosts": {name: entry}}`, or `hwmgr check --roots-from --json`'s
     envelope). A host named in two inputs is an error naming both."""
@@ -208,6 +208,8 @@ def read_results(paths: Iterable[Path]) -> dict[str, LoadedHost]:
             if name in hosts:
                 raise BadInputError(f"{path}: host {printable(name)} is also in {where[name]}")
             hosts[name], where[name] = host, str(path)
+    if not hosts:  # a file may hold no host (e.g. a run with only snapshots); the run may not
+        raise BadInputError(f"{', '.join(map(str, paths))}: no host results")
     return hosts
 
 
@@ -224,8 +226,6 @@ def read_results_file(path: Path) -> dict[str, LoadedHost]:
     entries = doc.get("hosts") if isinstance(doc, dict) else None
     if not isinstance(entries, dict):
         raise BadInputError(f"{path}: expected {{\"hosts\": {{name: result}}}}")
-    if not entries:
-        raise BadInputError(f"{path}: no host results")
     return {str(name): load_host(raw, f"{base}.hosts[{name!r}]")
             for name, raw in entries.items()}
 
