@@ -636,13 +636,30 @@ def screenshot(page: Path, png: Path) -> None:
     assert res.returncode == 0 and png.is_file(), res.stderr[-2000:]
 
 
-if __name__ == "__main__":  # regenerate docs/fleet-report.png
+def big_nights(tmp: Path, n: int) -> Path:
+    """Two nights of `n` generated hosts into tmp/out (the second has a trend and news)."""
+    for night, seed in ((1, 25), (0, 26)):
+        results = tmp / f"results-{seed}.json"
+        results.write_text(json.dumps({"hosts": fleet_data.big_fleet(n, seed=seed)}))
+        hwmgr("fleet-report", "--results", str(results), "--out", str(tmp / "out"),
+              env={"SOURCE_DATE_EPOCH": str(NOW - 86400 * night)})
+    return tmp / "out" / "fleet-report.html"
+
+
+if __name__ == "__main__":
+    # regenerate docs/fleet-report.png (the 31-host fleet) or, given a host count,
+    # docs/fleet-report-10000.png (two nights of generated hosts)
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        fleet_data.write_results(tmp / "results")
-        hist = history(tmp)
-        hwmgr("fleet-report", "--results", str(tmp / "results"), "--out", str(tmp / "out"),
-              "--history", *map(str, hist), env={"SOURCE_DATE_EPOCH": str(NOW)})
-        screenshot(tmp / "out" / "fleet-report.html", Path(sys.argv[1]).resolve())
+        if len(sys.argv) > 2:
+            page = big_nights(tmp, int(sys.argv[2]))
+        else:
+            fleet_data.write_results(tmp / "results")
+            hist = history(tmp)
+            hwmgr("fleet-report", "--results", str(tmp / "results"), "--out",
+                  str(tmp / "out"), "--history", *map(str, hist),
+                  env={"SOURCE_DATE_EPOCH": str(NOW)})
+            page = tmp / "out" / "fleet-report.html"
+        screenshot(page, Path(sys.argv[1]).resolve())

@@ -90,15 +90,16 @@ def _check_counts(raw: Any, where: str) -> dict[str, int]:
     return out
 
 
+FINDING_KEYS = frozenset(("layer", "device", "interface", "item", "expected", "actual",
+                          "status", "reason", "fix", "evidence"))
+
+
 def _finding(raw: Any, base: str, i: int) -> Finding:
-    """One finding checked; `base` and `i` name it in an error (built only then)."""
+    """One finding checked; `base` and `i` name it in an error (built only then). A finding
+    with exactly the contract's keys is kept as it is (no copy: 190,000 at 10,000 hosts)."""
     if not isinstance(raw, dict):
         raise BadInputError(f"{base}.findings[{i}]: expected an object")
-    get = raw.get
-    out = {"layer": get("layer"), "device": get("device"), "interface": get("interface"),
-           "item": get("item"), "expected": get("expected"), "actual": get("actual"),
-           "status": get("status"), "reason": get("reason"), "fix": get("fix"),
-           "evidence": get("evidence")}
+    out: Finding = raw if raw.keys() == FINDING_KEYS else {k: raw.get(k) for k in FINDING_KEYS}
     if out["layer"] not in LAYERS:
         raise BadInputError(f"{base}.findings[{i}].layer: {out['layer']!r} is not one of "
                             f"{', '.join(LAYERS)}")
