@@ -132,7 +132,7 @@ def test_uncatalogued_host_exits_0_and_format_1_history_is_read(tmp_path: Path) 
     assert 'data-points="2"' in page
     data = page_data(page)
     host = next(h for h in data["h"] if data["s"][h[0]] == "rtr-13.dc1")
-    statuses = [data["fs"][code] for code in host[5][::7]]
+    statuses = [data["fs"][code] for code in data["f"][host[5]][::7]]
     assert statuses.count("uncatalogued") == 1 and data["st"][host[1]] == "compliant"
 
 

@@ -14,7 +14,7 @@
 
   // 1. per host: its counts; the cards recounted from the data (a mismatch is marked)
   var hosts = D.h.map(function (h, i) {
-    var c = [0, 0, 0, 0, 0], f = h[5];
+    var c = [0, 0, 0, 0, 0], f = D.f[h[5]];
     for (var j = 0; j < f.length; j += W) { c[f[j]]++; }
     return { i: i, name: h[0], st: ST[h[1]], group: h[2], error: h[3], isNew: h[4] === 1,
              f: f, c: c };

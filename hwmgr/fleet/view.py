@@ -91,12 +91,14 @@ def host_order(report: Report) -> list[str]:
 
 def compact(report: Report, groups: dict[str, str], news: News,
             shown: Shown) -> dict[str, Any]:
-    """The page's data: {s: strings, h: [[name, status, group, error, new, findings]]}.
+    """The page's data: {s: strings, f: finding lists, h: [[name, status, group, error, new,
+    findings]]}.
 
-    A host's findings are one flat list, 7 integers each: finding status, layer, where, item,
-    expected, actual, fix-or-reason (string indexes; -1 for none), worst first as in the
-    report. `new` is 1 when the host drifts on something it did not drift on last time;
-    `n` lists the new drift keys per host index."""
+    A finding list is one flat list, 7 integers per finding: finding status, layer, where,
+    item, expected, actual, fix-or-reason (string indexes; -1 for none), worst first as in
+    the report; a host's `findings` is the index of its list in `f`, so hosts with the same
+    findings (most compliant ones) share one. `new` is 1 when the host drifts on something
+    it did not drift on last time; `n` lists the new drift keys per host index."""
     strings: dict[str, int] = {}
 
     def s(value: str | None) -> int:
@@ -108,6 +110,7 @@ def compact(report: Report, groups: dict[str, str], news: News,
         return idx
 
     hosts = []
+    lists: dict[tuple[int, ...], int] = {}
     new_keys: dict[str, list[int]] = {}
     for i, name in enumerate(host_order(report)):
         h = report["hosts"][name]
@@ -122,8 +125,10 @@ def compact(report: Report, groups: dict[str, str], news: News,
         new = news["items"].get(name)
         if new:
             new_keys[str(i)] = [s(k) for k in new]
+        shared = lists.setdefault(tuple(flat), len(lists))
         hosts.append([s(name), HOST_STATUSES.index(h["status"]), s(groups.get(name)),
-                      s(h["error"]), 1 if new else 0, flat])
+                      s(h["error"]), 1 if new else 0, shared])
     return {"v": 1, "st": list(HOST_STATUSES), "fs": list(FINDING_STATUSES),
-            "ly": list(LAYERS), "s": list(strings), "h": hosts, "n": new_keys,
+            "ly": list(LAYERS), "s": list(strings), "f": [list(f) for f in lists], "h": hosts,
+            "n": new_keys,
             "since": news["since"]}
