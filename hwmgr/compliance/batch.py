@@ -34,7 +34,7 @@ ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 HOST_STATUS = {EXIT_OK: "compliant", EXIT_DRIFT: "drift", EXIT_REBOOT_PENDING: "reboot-pending",
                EXIT_UNKNOWN: "unknown"}
 
-# (host, name) -> (check data, exit code): the verb's one-host check, handed in
+# a snapshot's Host -> (check data, exit code): the verb's one-host check, handed in
 CheckOne = Callable[[Host], "tuple[dict[str, Any], int]"]
 
 
@@ -79,7 +79,7 @@ def read_manifest(path: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, root in pairs:
         if not isinstance(root, str) or not root or not name:
-            raise BadInputError(f"{shown}: {printable(str(name))!s}: expected a snapshot path")
+            raise BadInputError(f"{shown}: {printable(str(name))}: expected a snapshot path")
         if name in out:
             raise BadInputError(f"{shown}: host {printable(name)} is listed twice")
         out[name] = os.path.join(base, root)
