@@ -145,8 +145,11 @@ def test_drift_fails_the_run_with_one_line(fleet_run) -> None:
     s = report["summary"]
     assert f"{s['drift']} of {s['hosts']} hosts drift" in line[0]
     assert f"{s['unreachable']} unreachable, {s['failed']} failed (exit 5)" in line[0]
-    for name in fleet.expected:
-        assert (fleet.report / "results" / f"{name}.json").is_file(), name
+    contacted = json.loads((fleet.report / "results.json").read_text())["hosts"]
+    batch = json.loads((fleet.report / "snapshots.json").read_text())["data"]["hosts"]
+    assert sorted([*contacted, *batch]) == sorted(fleet.expected)  # each host once
+    assert {n for n in batch if n.startswith("snap-")} == {
+        n for n in fleet.expected if n.startswith("snap-")}
     for ext in ("json", "xml", "html"):
         assert (fleet.report / f"fleet-report.{ext}").stat().st_size > 0
 
@@ -178,8 +181,7 @@ def test_hosts_without_a_check_keep_their_reason(fleet_run) -> None:
     assert "Connection refused" in hosts["down-01"]["error"]
     assert "Connection refused" in hosts["down-old"]["error"]
     assert hosts["no-hwmgr"]["error"].startswith("hwmgr not found")
-    assert "exit 3, not found" in hosts["snap-missing"]["error"]
-    assert "exit 8, bad input data" in hosts["snap-garbled"]["error"]
+    assert "no such snapshot" in hosts["snap-missing"]["error"]  # from the batch check
     assert "snapshot.json" in hosts["snap-garbled"]["error"]
     for name in ("down-01", "no-hwmgr", "snap-garbled"):
         assert "\n" not in hosts[name]["error"]
@@ -240,7 +242,9 @@ def test_check_module_results_facts_and_failures(small_fleet: af.Fleet,
     assert (r["rc"], r["status"], r["compliant"]) == (5, "drift", False)
     assert r["summary"]["drift"] == 1
     assert r["ansible_facts"]["hwmgr"]["status"] == "drift"
-    assert r["ansible_facts"]["hwmgr"]["findings"] == r["findings"]
+    # the findings once, in data (not again at the top and in the facts)
+    assert "findings" not in r and "findings" not in r["ansible_facts"]["hwmgr"]
+    assert [f["status"] for f in r["data"]["findings"]].count("drift") == 1
     bad = adhoc(f, collections, "drifty", "hwmgr.fleet.hwmgr_check",
                 {**args, "root": str(af.FIXTURE_HOSTS / "broken" / "garbled")})
     assert bad["ansible_exit"] != 0 and bad["rc"] == 8  # the tree callback drops "failed"
@@ -301,3 +305,31 @@ def test_apply_module_check_mode_diff_then_idempotent(small_fleet: af.Fleet,
     assert f"TransmitQueueLength={af.TXQ_WANTED}" in link.read_text()
     again = adhoc(f, collections, "tuned", "hwmgr.fleet.hwmgr_apply", args)
     assert (again["changed"], again["rc"], again.get("changes")) == (False, 4, []), again
+
+
+@needs_check
+def test_report_drift_without_failing_stats_and_trend(small_fleet: af.Fleet,
+                                                      collections: Path) -> None:
+    """AWX: hwmgr_fail_on_drift=false reports drift and passes; the summary is a set_stats
+    stat; a second run into the same directory has a trend and says what is new."""
+    f = small_fleet
+    f.live("web-01", "compliant")
+    f.live("db-01", "drift", window_scaling=0)
+    f.snapshot("snap-router", af.FIXTURE_HOSTS / "seed002-router",
+               direct_check(f, af.FIXTURE_HOSTS / "seed002-router"))
+    env_extra = ["-e", "hwmgr_fail_on_drift=false"]
+    inv = f.inventory({"hwmgr_report_prom": str(f.tmp / "fleet.prom")})
+    cols = collections / PLAYBOOK
+    for _night in (1, 2):
+        res = subprocess.run(
+            [str(af.BIN / "ansible-playbook"), "-i", str(inv), "-f", "8", *env_extra, str(cols)],
+            cwd=f.tmp, env={**f.env(collections), "ANSIBLE_SHOW_CUSTOM_STATS": "1"},
+            capture_output=True, text=True, timeout=280, check=False)
+        assert res.returncode == 0, res.stdout[-3000:]
+        assert "CUSTOM STATS" in res.stdout and '"hwmgr_fleet"' in res.stdout, res.stdout[-2000:]
+        assert "fatal" not in res.stdout
+    report = json.loads((f.report / "fleet-report.json").read_text())
+    assert report["hosts"]["db-01"]["status"] == "drift"
+    trend = json.loads((f.report / "fleet-trend.json").read_text())
+    assert len(trend["points"]) >= 1 and "db-01" in trend["drift"]
+    assert "hwmgr_fleet_report_success 1.0" in (f.tmp / "fleet.prom").read_text()

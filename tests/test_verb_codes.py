@@ -51,6 +51,7 @@ CASES: dict[tuple[str, int], list[str]] = {
     ("check", EXIT_DRIFT): ["--root", BEFORE],
     ("check", EXIT_BAD_INPUT): ["--root", BROKEN],
     ("check", EXIT_UNKNOWN): ["--root", BNX2],
+    ("check", EXIT_PARTIAL): ["--root", AFTER, "--root", "nosuch.tar.gz"],
     ("snapshot", EXIT_OK): ["out.tar.gz"],
     ("snapshot", EXIT_USAGE): ["bad.json"],
     ("snapshot", EXIT_NOT_FOUND): ["nosuch/out.tar.gz"],
@@ -147,6 +148,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
         tar.add(BEFORE, arcname="snap")
     (box / "web01").symlink_to(AFTER)
     (box / "bad.json").write_text("{")
+    (box / "snapshots.json").write_text(json.dumps({"web01": "web01", "web02": "snap.tar.gz"}))
     (box / "hwmgr.json").write_text("{}")
     write_shipped(box / "my.json")
     (box / "catalogs").symlink_to(REPO / "catalogs")

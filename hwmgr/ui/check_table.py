@@ -25,7 +25,7 @@ LEGEND = ("drift = not what the catalog wants (run the fix); unknown = could not
           "unsupported = the device cannot do it; ok = as the catalog wants.")
 
 
-def _value(v: Any) -> str:
+def value_text(v: Any) -> str:
     """A JSON value as a cell: bounds as ≥/≤, lists space-joined, null as -."""
     if v is None:
         return "-"
@@ -33,16 +33,16 @@ def _value(v: Any) -> str:
         words = bounds(v)
         if words is not None:
             return words
-        return ", ".join(f"{k} {_value(x)}" for k, x in v.items())
+        return ", ".join(f"{k} {value_text(x)}" for k, x in v.items())
     if isinstance(v, list):
-        return " ".join("*" if x is None else _value(x) for x in v)
+        return " ".join("*" if x is None else value_text(x) for x in v)
     return str(v)
 
 
 def _cells(f: dict[str, Any]) -> list[str]:
     note = f["fix"] if f["fix"] else ("" if f["status"] == "ok" else f["reason"])
-    return [printable(x) for x in (f["status"], f["item"], _value(f["expected"]),
-                                   _value(f["actual"]), note or "")]
+    return [printable(x) for x in (f["status"], f["item"], value_text(f["expected"]),
+                                   value_text(f["actual"]), note or "")]
 
 
 def groups(data: dict[str, Any], devices: dict[str, str]) -> list[tuple[str, list[dict]]]:

@@ -46,7 +46,7 @@ EXIT_NAMES = {
 # verb -> the exit codes its help documents
 VERB_EXIT_CODES = {
     'inventory': (0, 2, 3, 8, 70, 130),
-    'check': (0, 2, 3, 5, 7, 8, 11, 70, 130),
+    'check': (0, 2, 3, 5, 6, 7, 8, 11, 70, 130),
     'snapshot': (0, 2, 3, 70, 130),
     'catalog': (0, 1, 2, 3, 8, 9, 70, 130),
     'vercmp': (0, 2, 8, 70, 130),
