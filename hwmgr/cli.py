@@ -38,7 +38,14 @@ from hwmgr.commands import (
     verify,
 )
 from hwmgr.config import Config, config_from
-from hwmgr.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, HwmgrError, UsageError
+from hwmgr.errors import (
+    EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    HwmgrError,
+    UsageError,
+)
 from hwmgr.host.seam import Host
 from hwmgr.host.snapshot import open_host
 from hwmgr.output import Outcome, make_console, printable, write_json
@@ -138,6 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     want_json = "--json" in argv
     verb = next((a for a in argv if a in VERBS), "hwmgr")
     ctx: Context | None = None
+    outcome: Outcome | None = None
     try:
         parser = build_parser()
         args = parser.parse_args(_verb_first(argv))
@@ -145,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
         ctx = Context(args)
-        outcome: Outcome = VERBS[args.verb].run(args, ctx)
+        outcome = VERBS[args.verb].run(args, ctx)
         if getattr(args, "json", False):
             write_json(outcome.envelope(), sys.stdout)
         else:
@@ -153,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 outcome.render(make_console(sys.stdout))
             for err in outcome.errors:
                 print(f"hwmgr {verb}: {printable(err)}", file=sys.stderr)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return outcome.exit_code
     except SystemExit as exc:  # argparse's --help / --version
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
@@ -161,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _fail(verb, "interrupted", EXIT_INTERRUPTED, want_json)
     except BrokenPipeError:
-        return 0
+        return _closed_pipe(outcome)
     except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback
         if debug:
             traceback.print_exc()
@@ -170,6 +179,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if ctx is not None:
             ctx.close()
+
+
+def _closed_pipe(outcome: Outcome | None) -> int:
+    """The reader went away (`hwmgr check | head -1`): stop quietly with the verb's own exit
+    code, so `set -o pipefail` scripts still see the drift; stdout is pointed at /dev/null so
+    the interpreter's final flush cannot complain on stderr."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a real file (tests capture it)
+        pass
+    return outcome.exit_code if outcome is not None else EXIT_FAILED
 
 
 def _fail(verb: str, message: str, code: int, want_json: bool) -> int:

@@ -88,4 +88,12 @@ def make_console(stream: TextIO, *, stderr: bool = False) -> Console:
     if not (hasattr(stream, "isatty") and stream.isatty()):
         # pipes and logs: wide enough that tables do not fold every cell
         width = int(os.environ.get("COLUMNS", "0") or 0) or 150
-    return Console(file=stream, stderr=stderr, highlight=False, soft_wrap=False, width=width)
+    console = Console(file=stream, stderr=stderr, highlight=False, soft_wrap=False, width=width)
+    console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign]
+    return console
+
+
+def _broken_pipe() -> None:
+    """rich's default exits 1 on a closed pipe; re-raise so `cli` ends quietly with the
+    verb's own exit code (`hwmgr check | head -1` under `set -o pipefail` still gives 5)."""
+    raise BrokenPipeError

@@ -1,0 +1,112 @@
+"""Tables that never cut a value: `check` at 80, 100 and 200 columns in a real terminal
+(tmux) and piped, the layout rule on values that used to be cut, and a quiet closed pipe."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from support import HOSTS, HWMGR, REPO, run_json
+from terminal import HAVE_TMUX, in_tmux
+
+from hwmgr.ui.check_table import _value, fit_widths, table_lines
+
+SEED = str(HOSTS / "seed002-before")
+BOX = set("─━│┃┏┓┗┛╇╋┼┡┩┳┻╭╮╯╰")
+
+
+def _findings() -> list[dict]:
+    code, env = run_json("check", "--root", SEED)
+    assert code == 5
+    return env["data"]["findings"]
+
+
+def _assert_whole(text: str, findings: list[dict]) -> None:
+    """Every fix on one line, every value's words in order, every status word whole."""
+    lines = text.splitlines()
+    flat = " ".join(text.split())
+    for f in findings:
+        if f["fix"]:
+            assert any(f["fix"] in ln for ln in lines), f"fix split: {f['fix']!r}\n{text}"
+        for value in (f["status"], f["item"], _value(f["actual"]), _value(f["expected"])):
+            for word in value.split():
+                assert any(word in ln.split() for ln in lines), f"{word!r} cut:\n{text}"
+        if f["status"] == "uncatalogued":
+            assert " ".join(f["reason"].split()) in flat, f"reason lost: {f['reason']}"
+
+
+@pytest.mark.skipif(not HAVE_TMUX, reason="needs tmux")
+@pytest.mark.parametrize("columns", [80, 100, 200])
+def test_check_in_a_real_terminal_keeps_every_value_whole(columns: int) -> None:
+    code, screen = in_tmux([*HWMGR, "check", "--root", SEED], columns,
+                           env={"TERM": "xterm-256color"})
+    assert code == 5, screen
+    assert all(len(ln) <= columns for ln in screen.splitlines())
+    _assert_whole(screen, _findings())
+    assert "To fix:" in screen and "  ethtool -G enp1s0f1 rx 4096 tx 4096" in screen
+
+
+@pytest.mark.parametrize("columns", [80, 100, 200])
+def test_check_piped_is_plain_ascii_layout_and_keeps_values(columns: int) -> None:
+    env = {**os.environ, "COLUMNS": str(columns)}
+    res = subprocess.run([*HWMGR, "check", "--root", SEED], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 5 and res.stderr == ""
+    assert "\x1b" not in res.stdout and not BOX & set(res.stdout)
+    _assert_whole(res.stdout, _findings())
+    # only a whole command may be wider than the line
+    fixes = {f["fix"] for f in _findings() if f["fix"]}
+    for ln in res.stdout.splitlines():
+        assert len(ln) <= columns or ln.strip() in fixes, ln
+
+
+@pytest.mark.parametrize("width", [80, 100, 200])
+def test_values_that_used_to_be_cut_stay_whole(width: int) -> None:
+    """67108864 and `unsupported` lost characters at 80 columns; an unknown row's reason was
+    dropped with the FIX / NOTE column; long fixes wrapped mid-command."""
+    fix = "ip link set dev enp129s0f1np1 txqueuelen 10000"
+    rows = [
+        ["drift", "sysctl.net.core.rmem_max", "≥ 67108864", "212992",
+         "sysctl -w net.core.rmem_max=67108864", "fix"],
+        ["unsupported", "features.rx-udp-gro-forwarding", "on", "off [fixed]",
+         "the device cannot change it (fixed by the driver)", ""],
+        ["unknown", "ring.rx", "4096", "-", "ethtool -g enp129s0f1np1 failed: exit 76", ""],
+        ["drift", "txqueuelen", "≥ 10000", "1000", fix, "fix"],
+    ]
+    head = ["STATUS", "ITEM", "EXPECTED", "ACTUAL"]
+    widths = fit_widths([head] + [r[:4] for r in rows], width - 10)
+    text = "\n".join(line for line, _ in table_lines(rows, widths, width))
+    lines = text.splitlines()
+    for r in rows:
+        for cell in r[:4]:
+            assert all(any(w in ln.split() for ln in lines) for w in cell.split()), (cell, text)
+        if r[5]:
+            assert any(r[4] in ln for ln in lines), text
+        else:
+            assert r[4] in " ".join(text.split()), text
+    assert all(len(ln) <= width for ln in lines), text
+
+
+def test_closed_pipe_keeps_the_exit_code_and_says_nothing() -> None:
+    """`hwmgr check | head -1` under `set -o pipefail` gets check's own 5, no stderr."""
+    for extra in ([], ["--json"]):
+        proc = subprocess.Popen([*HWMGR, "check", "--root", SEED, *extra], cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # the reader is gone before hwmgr writes a byte
+        err = proc.stderr.read()
+        assert proc.wait(timeout=120) == 5 and err == b"", err
+    res = subprocess.run(["bash", "-o", "pipefail", "-c",
+                          f"{' '.join(HWMGR)} check --root {SEED} | head -1"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 5 and res.stderr == "" and "NOT compliant" in res.stdout
+
+
+def test_json_envelope_unchanged_by_the_layout() -> None:
+    res = subprocess.run([*HWMGR, "check", "--root", SEED, "--json"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 5 and json.loads(res.stdout)["status"] == "drift"
+    assert sys.executable in HWMGR
