@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn (make_console says why)
     from rich.console import Console
+    from rich.table import Table
 
 JSON_FORMAT_VERSION = 1
 
@@ -97,3 +98,13 @@ def _broken_pipe() -> None:
     """rich's default exits 1 on a closed pipe; re-raise so `cli` ends quietly with the
     verb's own exit code (`hwmgr check | head -1` under `set -o pipefail` still gives 5)."""
     raise BrokenPipeError
+
+
+def new_table(console: Console, **options: Any) -> Table:
+    """A rich Table for `console`: box-drawn on a terminal; piped, plain ASCII columns (no
+    box characters, as the README promises), so `grep` and `awk` read it like `ps`."""
+    from rich.table import Table  # rich: only drawing needs it
+
+    if not console.is_terminal:
+        options["box"] = None
+    return Table(**options)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from support import HOSTS, HWMGR, REPO, run_json
+from support import HOSTS, HWMGR, REPO, run_cli, run_json
 from terminal import HAVE_TMUX, in_tmux
 
 from hwmgr.ui.check_table import _value, fit_widths, table_lines
@@ -110,3 +110,29 @@ def test_json_envelope_unchanged_by_the_layout() -> None:
                          capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 5 and json.loads(res.stdout)["status"] == "drift"
     assert sys.executable in HWMGR
+
+
+def test_catalog_show_and_history_piped_have_no_box_drawing(tmp_path) -> None:
+    """The README says piped output is plain text: rich's box characters only on a tty."""
+    import sqlite3
+
+    from hwmgr.transaction.journal import Journal
+
+    res = run_cli("catalog", "show", "be2net")
+    assert res.returncode == 0 and "19a2:0710" in res.stdout
+    assert not BOX & set(res.stdout), res.stdout
+    state = tmp_path / "state"
+    state.mkdir()
+    db = state / "journal.sqlite"
+    j = Journal(db, lambda **kw: sqlite3.connect(str(db), **kw))
+    j.begin("upgrade", "be2net", {"version": "1.0"}, [("fetch", True, False)])
+    j.close()
+    res = run_cli("history", "--steps", "--state-dir", str(state))
+    assert res.returncode == 0 and "be2net" in res.stdout and "fetch" in res.stdout
+    assert not BOX & set(res.stdout), res.stdout
+
+
+@pytest.mark.skipif(not HAVE_TMUX, reason="needs tmux")
+def test_catalog_show_on_a_terminal_is_still_box_drawn() -> None:
+    code, screen = in_tmux([*HWMGR, "catalog", "show", "be2net"], 120)
+    assert code == 0 and BOX & set(screen), screen

@@ -20,7 +20,7 @@ from hwmgr.errors import (
 )
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.expect import parse_expectation
-from hwmgr.output import Outcome, printable
+from hwmgr.output import Outcome, new_table, printable
 from hwmgr.ui.options import common_options, lifecycle_options
 from hwmgr.ui.throughput import floor_catalog, options_from
 from hwmgr.ui.verbhelp import Example
@@ -153,7 +153,6 @@ def _cell(v: Any) -> str:
 def _render(console: Any, d: dict[str, Any]) -> None:
     """Values come from the host (and maybe a snapshot): escaped, never rich markup."""
     from rich.markup import escape  # rich: only drawing needs it
-    from rich.table import Table
     from rich.text import Text
 
     p = printable
@@ -167,7 +166,7 @@ def _render(console: Any, d: dict[str, Any]) -> None:
         console.print(f"[bold]{escape(p(e['driver']))} {escape(p(e['expected_version']))}[/] "
                       f"({escape(p(kind))}): [{colour}]{escape(p(e['status'].upper()))}[/]",
                       highlight=False)
-        t = Table(show_edge=False, pad_edge=False)
+        t = new_table(console, show_edge=False, pad_edge=False)
         for col in ("", "device", "field", "expected", "actual", "source / note"):
             t.add_column(col, overflow="fold")
         for c in e["checks"]:
