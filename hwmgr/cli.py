@@ -159,8 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             if outcome.render is not None:
                 outcome.render(make_console(sys.stdout))
-            for err in outcome.errors:
-                print(f"hwmgr {verb}: {printable(err)}", file=sys.stderr)
+            if not (outcome.render_shows_errors and _same_terminal()):
+                for err in outcome.errors:
+                    print(f"hwmgr {verb}: {printable(err)}", file=sys.stderr)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return outcome.exit_code
     except SystemExit as exc:  # argparse's --help / --version
@@ -179,6 +180,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if ctx is not None:
             ctx.close()
+
+
+def _same_terminal() -> bool:
+    """Whether stdout and stderr both reach a terminal (a person reads them interleaved)."""
+    return all(hasattr(s, "isatty") and s.isatty() for s in (sys.stdout, sys.stderr))
 
 
 def _closed_pipe(outcome: Outcome | None) -> int:

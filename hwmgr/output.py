@@ -24,6 +24,9 @@ class Outcome:
     errors: list[str] = field(default_factory=list)
     exit_code: int = 0
     render: Callable[[Console], object] | None = None  # its return value is ignored
+    # the rendering already states `errors` (a plan's refusals): on a terminal, where stdout
+    # and stderr meet, they are then not repeated on stderr
+    render_shows_errors: bool = False
 
     def envelope(self) -> dict[str, Any]:
         return {

@@ -136,3 +136,35 @@ def test_catalog_show_and_history_piped_have_no_box_drawing(tmp_path) -> None:
 def test_catalog_show_on_a_terminal_is_still_box_drawn() -> None:
     code, screen = in_tmux([*HWMGR, "catalog", "show", "be2net"], 120)
     assert code == 0 and BOX & set(screen), screen
+
+
+@pytest.mark.skipif(not HAVE_TMUX, reason="needs tmux")
+def test_refusals_are_printed_once_on_a_terminal() -> None:
+    """The plan lists its refusals; on a terminal stderr does not repeat them."""
+    seed = str(HOSTS / "seed000-ustor")
+    argv = [*HWMGR, "plan", "upgrade", "be2net", "--to", "10.2.470.14", "--root", seed]
+    code, screen = in_tmux(argv, 200, env={"HWMGR_STATE_DIR": "/var/lib/hwmgr-test-none",
+                                           "SSH_CONNECTION": ""})
+    assert code == 9, screen
+    flat = " ".join(screen.split())
+    assert flat.count("is not verified (no known sha256/size)") == 1, screen
+    assert flat.count("eth2 carries the default route, and be2net drives it") == 1, screen
+    # piped, stderr still carries every refusal for the log
+    res = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120,
+                         check=False, env={**os.environ, "SSH_CONNECTION": "",
+                                           "HWMGR_STATE_DIR": "/var/lib/hwmgr-test-none"})
+    assert res.returncode == 9 and res.stderr.count("hwmgr plan: ") == 2, res.stderr
+
+
+def test_the_uplink_guard_refuses_in_a_few_sentences() -> None:
+    from hwmgr.inventory.guard import cut_off_refusal
+
+    text = cut_off_refusal({
+        "eth0": ("carries the default route", ["channels.combined", "pause.rx", "ring.rx"]),
+        "eth1": ("carries an SSH session from 10.0.0.9", ["ring.tx"])})
+    assert text == (
+        "eth0 carries the default route: changing its channels.combined, pause.rx and ring.rx "
+        "may reset the link and cut this host off. eth1 carries an SSH session from 10.0.0.9: "
+        "changing its ring.tx may reset the link and cut this host off. Nothing was changed. "
+        "Arrange console access, then add --force: these changes are then applied last and "
+        "reverted unless confirmed from a new session.")

@@ -129,7 +129,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     if plan.refusals:
         return Outcome(NAME, status="refused", data=data,
                        errors=[r["reason"] for r in plan.refusals], exit_code=plan.exit_code,
-                       render=lambda c: render_plan(c, data))
+                       render=lambda c: render_plan(c, data), render_shows_errors=True)
     if args.dry_run:
         return Outcome(NAME, data=data, render=lambda c: render_plan(c, data))
     if not host.live:

@@ -44,7 +44,7 @@ def plan_outcome(command: str, plan: Plan) -> Outcome:
         return Outcome(command, status="refused", data=data,
                        errors=[r["reason"] for r in data["refusals"]],
                        exit_code=getattr(plan, "exit_code", EXIT_REFUSED),
-                       render=lambda c: render_plan(c, data))
+                       render=lambda c: render_plan(c, data), render_shows_errors=True)
     return Outcome(command, data=data, render=lambda c: render_plan(c, data))
 
 
