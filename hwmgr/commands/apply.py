@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from hwmgr.compliance import apply as ap
+from hwmgr.compliance.check import parse_layers
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -17,6 +18,7 @@ from hwmgr.errors import (
     EXIT_OK,
     EXIT_PERMISSION,
     EXIT_REFUSED,
+    NotFoundError,
     NothingToDo,
     UsageError,
 )
@@ -38,7 +40,7 @@ EXAMPLES = (
 EXIT_CODES = {
     EXIT_OK: "applied (or planned, with --dry-run)",
     EXIT_FAILED: "failed (undone)",
-    EXIT_NOT_FOUND: "no such --root snapshot or --catalog file",
+    EXIT_NOT_FOUND: "no such --root snapshot, --catalog file or --interface",
     EXIT_NOTHING_TO_DO: "nothing to do",
     EXIT_BAD_INPUT: "bad input (a --changes file, snapshot or catalog)",
     EXIT_REFUSED: "refused (uplink/SSH interface, .link shadowing, another owner)",
@@ -55,7 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interface", action="append", default=[], metavar="IF",
                    help="only this interface (repeatable)")
     p.add_argument("--layer", default="settings,sysctl", metavar="LAYERS",
-                   help="settings, sysctl or both (default settings,sysctl)")
+                   help="settings, sysctl or both, as check spells them (default settings,sysctl)")
     p.add_argument("--changes", metavar="FILE",
                    help="changes to make (JSON list of {interface,item,current,wanted} or a "
                    "`hwmgr check --json` result) instead of the host's own drift")
@@ -90,6 +92,25 @@ def _changes(args: argparse.Namespace, ctx: Any, layers: list[str]) -> list[Any]
     return ap.drift_changes(ctx.host, args, layers, ctx.config)
 
 
+def _layers(text: str) -> list[str]:
+    """check's --layer vocabulary (setting or settings, sysctl); drivers and firmware are
+    upgrade's business, so those words are refused here with the verb that does them."""
+    words = parse_layers(text)
+    if words - {"setting", "sysctl"}:
+        raise UsageError(f"--layer {printable(text)}: apply sets settings and sysctls; "
+                         "drivers and firmware change with hwmgr upgrade")
+    return [layer for layer in ap.LAYERS if layer.rstrip("s") in words]
+
+
+def _known_interfaces(host: Any, names: list[str]) -> None:
+    """An --interface the host does not have is a mistake to name, not "no drift"."""
+    have = set(host.listdir("/sys/class/net"))
+    missing = [n for n in names if n not in have]
+    if missing:
+        raise NotFoundError(f"--interface {printable(', '.join(missing))}: no such interface "
+                            f"(this host has {printable(', '.join(sorted(have)) or 'none')})")
+
+
 def _as_finding(c: Any) -> dict[str, Any]:
     layer = "sysctl" if c.item.startswith("sysctl.") else "setting"
     return {"layer": layer, "interface": c.interface, "item": c.item, "actual": c.current,
@@ -110,11 +131,10 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         return Outcome(NAME, data={"confirmed": args.confirm}, render=lambda c: c.print(
             f"transaction #{args.confirm} confirmed: the timed revert is cancelled",
             markup=False))
-    layers = [x.strip() for x in args.layer.split(",") if x.strip()]
-    if not layers or set(layers) - set(ap.LAYERS):
-        raise UsageError(f"--layer {printable(args.layer)}: choose from settings, sysctl")
+    layers = _layers(args.layer)
     if args.confirm_timeout is not None and args.confirm_timeout < 1:
         raise UsageError("--confirm-timeout must be at least 1 second")
+    _known_interfaces(host, args.interface)
     changes = _changes(args, ctx, layers)
     if not changes:
         raise NothingToDo("nothing to apply: no drift in " + ", ".join(layers))

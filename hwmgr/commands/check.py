@@ -75,13 +75,13 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     opened = open_transactions(ctx.host, ctx.config) if ctx.host.live else []
     if opened:  # an interrupted apply or upgrade: what check sees may be half of it
         data.setdefault("notes", []).extend(opened)
+    if args.prom:  # first: a check whose --prom output failed is an error, not history
+        data["prom"] = str(write_prom(args.prom, data))
     if ctx.host.live:
         try:
             record_check(ctx.host, ctx.config.state_dir, data)
         except HwmgrError as exc:  # e.g. not root: the check itself still stands
             data.setdefault("notes", []).append(f"check history not recorded: {exc.message}")
-    if args.prom:
-        data["prom"] = str(write_prom(args.prom, data))
 
     def _render(console: Any) -> None:
         render(console, data, devices=result.devices)
