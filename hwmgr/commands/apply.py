@@ -54,7 +54,7 @@ def option_parents() -> list[argparse.ArgumentParser]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--interface", action="append", default=[], metavar="IF",
+    p.add_argument("--interface", action="append", default=[], metavar="IFACE",
                    help="only this interface (repeatable)")
     p.add_argument("--layer", default="settings,sysctl", metavar="LAYERS",
                    help="settings, sysctl or both, as check spells them (default settings,sysctl)")

@@ -76,7 +76,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--throughput", action="store_true",
                    help="also run the quick iperf3 check over the driver's interface")
     p.add_argument("--peer", metavar="HOST", help="iperf3 peer (default: throughput_peer)")
-    p.add_argument("--bind-dev", metavar="IFACE", help="interface for the throughput check")
+    p.add_argument("--interface", dest="bind_dev", metavar="IFACE",
+                   help="interface for the throughput check")
+    p.add_argument("--bind-dev", dest="bind_dev", help=argparse.SUPPRESS)  # the old name
     p.add_argument("--floor", type=float, metavar="MBIT/S", help="absolute throughput floor")
     p.add_argument("--duration", type=float, metavar="SECONDS", help="per direction (3)")
     p.add_argument("--both", action="store_true", help="throughput in both directions")
