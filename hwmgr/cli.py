@@ -50,7 +50,7 @@ from hwmgr.host.seam import Host
 from hwmgr.host.snapshot import open_host
 from hwmgr.output import Outcome, make_console, printable, write_json
 from hwmgr.ui.options import common_options
-from hwmgr.ui.verbhelp import all_codes, epilog
+from hwmgr.ui.verbhelp import all_codes, epilog, sub_action_examples
 
 DESCRIPTION = "Vendor-aware hardware inventory and driver lifecycle manager."
 EPILOG = ("Run 'hwmgr VERB --help' for a verb's options, examples and exit codes "
@@ -118,13 +118,15 @@ def build_parser() -> argparse.ArgumentParser:
     for name, mod in VERBS.items():
         parents: list[argparse.ArgumentParser] = (
             mod.option_parents() if hasattr(mod, "option_parents") else [common_options()])
-        doc = (mod.__doc__ or mod.HELP).strip().splitlines()[0]
+        # the docstring's first paragraph, whole (a first line alone may stop mid-sentence)
+        doc = " ".join((mod.__doc__ or mod.HELP).strip().split("\n\n")[0].split())
         p = sub.add_parser(
             name, help=mod.HELP, description=doc, parents=parents,
             epilog=epilog(getattr(mod, "NOTES", ""), mod.EXAMPLES, all_codes(mod.EXIT_CODES)),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         mod.add_arguments(p)
+        sub_action_examples(p, name, mod.EXAMPLES)
     return parser
 
 

@@ -4,10 +4,14 @@ code and changes nothing (issue 28)."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
-from support import HOSTS, run_cli
+import pytest
+from support import HOSTS, REPO, python_runs_as_nobody, run_cli
 
 SEED = str(HOSTS / "seed002-before")
 
@@ -67,3 +71,34 @@ def test_a_check_whose_prom_file_fails_is_not_recorded(tmp_path: Path) -> None:
     assert res.returncode == 3 and "b.prom" in res.stderr, res.stderr
     after = sqlite3.connect(str(db)).execute("SELECT count(*) FROM checks").fetchone()[0]
     assert (count, after) == (1, 1)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not python_runs_as_nobody(),
+                    reason="needs root to drop privileges to nobody")
+@pytest.mark.parametrize("verb, says", [
+    ("apply", "it sets NIC settings and sysctls and writes their persistence files"),
+    ("revert", "it restores NIC settings, sysctls and their persistence files")])
+def test_non_root_apply_and_revert_say_what_they_need(verb: str, says: str,
+                                                      tmp_path: Path) -> None:
+    """Both said "this command changes drivers", which they do not."""
+    res = subprocess.run(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable,
+         "-m", "hwmgr", verb, "--yes", "--state-dir", str(tmp_path / "state")],
+        capture_output=True, text=True, cwd=REPO, check=False, timeout=120,
+        env={**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(REPO)})
+    assert res.returncode == 13, res.stderr
+    assert f"must run as root: {says}" in res.stderr and "drivers" not in res.stderr
+
+
+def test_mirror_sync_takes_json_after_dir_and_each_sub_action_has_examples(
+        tmp_path: Path) -> None:
+    res = run_cli("mirror", "sync", str(tmp_path / "m"), "--driver", "be2net", "--json")
+    assert res.returncode == 3 and json.loads(res.stdout)["status"] == "error"
+    for argv in (["mirror", "sync", "--help"], ["catalog", "show", "--help"],
+                 ["catalog", "trust", "--help"], ["catalog", "update", "--help"]):
+        res = run_cli(*argv)
+        assert res.returncode == 0 and "examples:" in res.stdout, argv
+        assert f"  hwmgr {argv[0]} {argv[1]} " in res.stdout, res.stdout
+    res = run_cli("mirror", "--help")
+    assert "--from FILE` places files the admin already has (no network)." in " ".join(
+        res.stdout.split())

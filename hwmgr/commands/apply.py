@@ -47,6 +47,7 @@ EXIT_CODES = {
     EXIT_LOCKED: "another hwmgr holds the lock",
     EXIT_PERMISSION: "not root",
 }
+NEEDS_ROOT = "sets NIC settings and sysctls and writes their persistence files"
 
 
 def option_parents() -> list[argparse.ArgumentParser]:
@@ -124,7 +125,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         return Outcome(NAME, data=res.as_dict() if res else None,
                        exit_code=0 if res is None or res.ok else EXIT_FAILED)
     if args.confirm is not None:
-        ui.require_root(host)
+        ui.require_root(host, NEEDS_ROOT)
         kept = ap.confirm(host, config, args.confirm)
         if not kept:
             raise NothingToDo(f"transaction {args.confirm} has no pending timed revert")
@@ -132,6 +133,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             f"transaction #{args.confirm} confirmed: the timed revert is cancelled",
             markup=False))
     layers = _layers(args.layer)
+    if not args.dry_run:  # say it before reading the catalog and the host, not after
+        ui.require_root(host, NEEDS_ROOT)
     if args.confirm_timeout is not None and args.confirm_timeout < 1:
         raise UsageError("--confirm-timeout must be at least 1 second")
     _known_interfaces(host, args.interface)
@@ -155,7 +158,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     if not host.live:
         raise UsageError("--root names a snapshot or another tree: apply can only plan it "
                          "(add --dry-run)")
-    ui.require_root(host)
+    ui.require_root(host, NEEDS_ROOT)
     if not args.json:
         render_plan(make_console(sys.stderr, stderr=True), data)
     ui.confirm(args, f"apply {len(plan.changes)} change(s)")

@@ -21,10 +21,12 @@ def parents(mutating: bool = True, root: bool = False) -> list[argparse.Argument
     return [common_options(root=root), lifecycle_options(mutating)]
 
 
-def require_root(host: Host) -> None:
-    """Mutating the live host needs root; say so before anything happens."""
+def require_root(host: Host, what: str = "changes drivers (DKMS, /lib/modules, the journal "
+                 "in the state dir)") -> None:
+    """Mutating the live host needs root; say so, with what the verb changes, before anything
+    happens."""
     if host.live and os.geteuid() != 0:
-        raise NotPermittedError("this command changes drivers and must run as root")
+        raise NotPermittedError(f"must run as root: it {what}")
 
 
 def confirm(args: argparse.Namespace, what: str) -> None:
