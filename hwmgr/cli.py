@@ -191,14 +191,14 @@ def _same_terminal() -> bool:
 
 def _closed_pipe(outcome: Outcome | None) -> int:
     """The reader went away (`hwmgr check | head -1`): stop quietly with the verb's own exit
-    code, so `set -o pipefail` scripts still see the drift; stdout is pointed at /dev/null so
-    the interpreter's final flush cannot complain on stderr."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):  # stdout is not a real file (tests capture it)
-        pass
+    code, so `set -o pipefail` scripts still see the drift. stdout is closed here (its
+    unwritable rest dropped), so the interpreter's final flush has nothing to complain of."""
+    for _ in range(2):  # a close whose flush fails still closes, then raises once
+        try:
+            sys.stdout.close()
+            break
+        except (BrokenPipeError, OSError, ValueError):
+            continue
     return outcome.exit_code if outcome is not None else EXIT_FAILED
 
 

@@ -92,7 +92,10 @@ def make_console(stream: TextIO, *, stderr: bool = False) -> Console:
     if not (hasattr(stream, "isatty") and stream.isatty()):
         # pipes and logs: wide enough that tables do not fold every cell
         width = int(os.environ.get("COLUMNS", "0") or 0) or 150
-    console = Console(file=stream, stderr=stderr, highlight=False, soft_wrap=False, width=width)
+    # piped, a printed line is never broken (a path or command stays whole for scripts);
+    # tables still lay out to `width`
+    console = Console(file=stream, stderr=stderr, highlight=False, soft_wrap=width is not None,
+                      width=width)
     console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign]
     return console
 

@@ -18,9 +18,10 @@ HAVE_TMUX = shutil.which("tmux") is not None
 
 
 def in_tmux(argv: Sequence[str], columns: int, *, env: dict[str, str] | None = None,
-            timeout: float = 120) -> tuple[int, str]:
+            timeout: float = 120, during: list[str] | None = None) -> tuple[int, str]:
     """`argv` run in a fresh tmux pane `columns` wide (and tall enough for the whole output);
-    returns its exit code and the screen's text (wrapped by the terminal, as seen)."""
+    returns its exit code and the screen's text (wrapped by the terminal, as seen). With
+    `during`, the screen is also captured every 0.1 s while it runs, into that list."""
     name = f"hwmgr-test-{uuid.uuid4().hex[:8]}"
     done = Path(f"/tmp/{name}.rc")
     extra = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
@@ -32,14 +33,19 @@ def in_tmux(argv: Sequence[str], columns: int, *, env: dict[str, str] | None = N
                     "-y", "400", "sh", "-c", script], check=True, env=clean, timeout=30)
     try:
         deadline = time.monotonic() + timeout
+
+        def capture() -> str:
+            return subprocess.run(["tmux", "-L", name, "capture-pane", "-p", "-t", name, "-S",
+                                   "-", "-E", "-"], capture_output=True, text=True,
+                                  check=True, timeout=30).stdout
+
         while not done.exists():
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{argv} did not finish in {timeout} s")
+            if during is not None:
+                during.append(capture())
             time.sleep(0.1)
-        screen = subprocess.run(["tmux", "-L", name, "capture-pane", "-p", "-t", name, "-S",
-                                 "-", "-E", "-"], capture_output=True, text=True, check=True,
-                                timeout=30).stdout
-        return int(done.read_text()), screen.rstrip("\n") + "\n"
+        return int(done.read_text()), capture().rstrip("\n") + "\n"
     finally:
         subprocess.run(["tmux", "-L", name, "kill-server"], check=False, timeout=30,
                        capture_output=True)

@@ -63,9 +63,15 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     if why:
         raise RefusedError(f"{args.driver} {args.to}: {why}")
     src = Source.from_catalog(info["source"])
-    res = fetch_mirrored(ctx.host, src, settings.cache_dir, offline=args.offline,
-                         mirror=args.mirror or load_config(ctx.host).mirror,
-                         per_source=source_mirrors(info["source"]))
+    progress = ui.ProgressUI()  # stderr: a bar on a terminal, a line per step otherwise
+    try:
+        res = fetch_mirrored(ctx.host, src, settings.cache_dir, offline=args.offline,
+                             mirror=args.mirror or load_config(ctx.host).mirror,
+                             per_source=source_mirrors(info["source"]),
+                             progress=progress.download(src.name(), src.size),
+                             on_retry=progress.retry)
+    finally:
+        progress.close()
     data = {"path": str(res.path), "sha256": res.sha256, "size": res.size,
             "origin": res.origin, "from_cache": res.from_cache, "seconds": res.seconds,
             "signed_by": None}

@@ -18,6 +18,7 @@ from hwmgr.errors import (
 )
 from hwmgr.lifecycle.mirror import sync, sync_from
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.lifecycle import ProgressUI
 from hwmgr.ui.verbhelp import Example
 
 NAME = "mirror"
@@ -69,7 +70,12 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         data = sync_from(catalog, dest.resolve(), args.from_files, driver=args.driver,
                          version=args.to)
     else:
-        data = sync(catalog, dest.resolve(), driver=args.driver, version=args.to)
+        progress = ProgressUI()  # stderr: a bar per file on a terminal, lines otherwise
+        try:
+            data = sync(catalog, dest.resolve(), driver=args.driver, version=args.to,
+                        ui=progress)
+        finally:
+            progress.close()
 
     def render(c: Any) -> None:
         for f in data["files"]:

@@ -157,6 +157,7 @@ class _Job:
     allow_http: bool
     timeout: float
     progress: Progress | None
+    on_retry: Callable[[str], None] | None = None  # told each retry before its back-off
 
     @property
     def part(self) -> CacheFile:
@@ -284,8 +285,11 @@ def _download(job: _Job, retries: int, backoff: float) -> tuple[str, int]:
                 raise HwmgrError(
                     f"download of {job.url} failed after {attempts} attempts: {exc.reason}"
                 ) from exc
-            delay = min(backoff * (2 ** (attempts - 1)), MAX_BACKOFF)
-            time.sleep(max(delay, exc.retry_after))
+            delay = max(min(backoff * (2 ** (attempts - 1)), MAX_BACKOFF), exc.retry_after)
+            if job.on_retry is not None:
+                job.on_retry(f"{job.final.name}: {exc.reason}; retry {attempts} of {retries} "
+                             f"in {delay:.1f} s")
+            time.sleep(delay)
 
 
 # ------------------------------------------------------------------ public entry point
@@ -301,6 +305,7 @@ def fetch(
     backoff: float = 0.5,
     progress: Progress | None = None,
     session: requests.Session | None = None,
+    on_retry: Callable[[str], None] | None = None,
 ) -> FetchResult:
     """Return a verified local copy of `source`: from the cache, a mirror, or the network.
 
@@ -357,6 +362,7 @@ def fetch(
         with contextlib.ExitStack() as stack:
             if session is None:  # our own, closed when done
                 session = stack.enter_context(new_session())
-            job = _Job(session, url, hexsum, size, final, source.allow_http, timeout, progress)
+            job = _Job(session, url, hexsum, size, final, source.allow_http, timeout, progress,
+                       on_retry)
             served, attempts = _download(job, retries, backoff)
     return result("network", served, attempts)

@@ -106,6 +106,7 @@ class ProgressUI:
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self._console: Any = None
         self._t0 = time.monotonic()
+        self._bars: list[dict[str, Any]] = []  # the terminal bars still running
 
     @property
     def console(self) -> Any:
@@ -126,10 +127,39 @@ class ProgressUI:
         self._line(f"step {name}: {phase}")
 
     def download(self, name: str, total: int) -> Callable[[int, int], None]:
-        """A fetch progress callback (done, total)."""
+        """A fetch progress callback (done, total): a rich bar on a terminal, a line when the
+        transfer starts and one when it ends otherwise. Nothing shows until bytes move (a
+        cache or mirror hit never calls it)."""
+        t0 = time.monotonic()
+        state: dict[str, Any] = {}
+
+        def piped(done: int, tot: int) -> None:
+            size = tot or total
+            if "started" not in state:
+                state["started"] = True
+                how = f"resuming at {done} of {size}" if done else f"{size}"
+                self._line(f"downloading {name} ({how} bytes)")
+            if done >= size and "ended" not in state:
+                state["ended"] = True
+                self._line(f"downloaded {name}: {size} bytes in "
+                           f"{time.monotonic() - t0:.1f} s")
+
         if not self.tty:
-            self._line(f"downloading {name} ({total} bytes)")
-            return lambda done, tot: None
+            return piped
+        self._bars.append(state)
+
+        def update(done: int, tot: int) -> None:
+            if "bar" not in state:
+                state["bar"], state["task"] = self._bar(name, tot or total)
+            bar = state["bar"]
+            bar.update(state["task"], completed=done, total=tot or total)
+            if done >= (tot or total):
+                bar.stop()
+                self._bars.remove(state)
+
+        return update
+
+    def _bar(self, name: str, total: int) -> tuple[Any, Any]:
         from rich.progress import (  # rich: only a progress bar on a terminal needs it
             BarColumn,
             DownloadColumn,
@@ -143,13 +173,18 @@ class ProgressUI:
                        console=self.console, transient=True)
         task = bar.add_task(name, total=total)
         bar.start()
+        return bar, task
 
-        def update(done: int, tot: int) -> None:
-            bar.update(task, completed=done, total=tot or total)
-            if done >= (tot or total):
-                bar.stop()
+    def retry(self, text: str) -> None:
+        """A download failed and will be retried: say why and when (above a running bar)."""
+        self._line(text)
 
-        return update
+    def close(self) -> None:
+        """Stop any bar a failed download left running (the error line then stands alone)."""
+        for state in self._bars:
+            if "bar" in state:
+                state["bar"].stop()
+        self._bars.clear()
 
     @contextmanager
     def activity(self, what: str) -> Iterator[None]:
