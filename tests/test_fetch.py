@@ -31,7 +31,8 @@ from hwmgr.errors import (
 )
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.fetch import CHUNK, FetchResult, Source, cache_path
+from hwmgr.lifecycle.cache import CHUNK
+from hwmgr.lifecycle.fetch import FetchResult, Source, cache_path
 from hwmgr.lifecycle.fetch import fetch as fetch_through
 
 pytestmark = pytest.mark.timeout(60)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -105,6 +106,8 @@ def test_terminal_fetch_shows_a_progress_bar(slow: tuple[Path, dict[str, str]]) 
     bars = [s for s in screens if f"{MODULE}-1.0-1.src.rpm ━" in s]
     assert bars, screens[-3:]
     assert all("/1.0 MB" in s for s in bars), bars[-1]
+    moving = [s for s in bars if re.search(r" 0\.[1-9]/1\.0 MB", s)]
+    assert moving, bars  # the bar moves while bytes arrive, not only at the end
     assert "sha256 ok, network" in final and "━" not in final  # the bar is gone at the end
 
 

@@ -79,4 +79,5 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         data["signed_by"] = check_signature(ctx.host, res.path, settings.state_dir,
                                             info["source"]["signing_key"])
     return Outcome(NAME, data=data, render=lambda c: c.print(
-        f"{res.path} ({res.size} bytes, sha256 ok, {res.origin})", markup=False))
+        f"{res.path} ({res.size} bytes, sha256 ok, {res.origin})", markup=False,
+        soft_wrap=True))  # a path stays one line to paste

@@ -75,7 +75,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     data = res.as_dict()
 
     def render(console: Any) -> None:
-        console.print(f"{res.path} ({res.size} bytes, sha256 {res.sha256})", markup=False)
+        console.print(f"{res.path} ({res.size} bytes, sha256 {res.sha256})", markup=False,
+                      soft_wrap=True)
         if res.spec_path:
             console.print(f"spec: {res.spec_path}", markup=False)
         for w in res.warnings:

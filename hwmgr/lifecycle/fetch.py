@@ -20,7 +20,6 @@ from urllib.parse import unquote, urlsplit
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.cache import (
-    CHUNK,
     CacheFile,
     Sink,
     finish,
@@ -48,6 +47,7 @@ _UNSAFE_NAME = re.compile(r"[/\\\0]|\A\.|\.part\Z")  # no paths, dot-files or .p
 _CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)\s*\Z", re.IGNORECASE)
 
 Progress = Callable[[int, int], None]
+STEP = 64 << 10  # bytes read (and reported to the progress callback) at a time
 
 
 @dataclass
@@ -214,7 +214,9 @@ def _stream(job: _Job, resp: requests.Response, served: str, sink: Sink, done: i
     if job.progress is not None:
         job.progress(done, size)
     while True:
-        want = min(CHUNK, size + 1 - done)  # never read past size+1: oversize shows, no more
+        # never read past size+1: oversize shows, no more; STEP-sized reads keep the
+        # progress bar moving on a slow link (a 1 MiB CHUNK there is a frozen bar)
+        want = min(STEP, size + 1 - done)
         data, error = read_body(resp, want)
         n = len(data)
         if done + n > size:
