@@ -111,6 +111,7 @@ def test_terminal_fetch_shows_a_progress_bar(slow: tuple[Path, dict[str, str]]) 
     assert "sha256 ok, network" in final and "━" not in final  # the bar is gone at the end
 
 
+@pytest.mark.slow  # the default back-off: 0.5 + 1 + 2 + 4 s of retries
 def test_refused_connection_is_said_in_words_with_each_retry(tmp_path: Path) -> None:
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
