@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn (make_console says why)
     from rich.console import Console
+    from rich.table import Table
 
 JSON_FORMAT_VERSION = 1
 
@@ -23,6 +24,9 @@ class Outcome:
     errors: list[str] = field(default_factory=list)
     exit_code: int = 0
     render: Callable[[Console], object] | None = None  # its return value is ignored
+    # the rendering already states `errors` (a plan's refusals): on a terminal, where stdout
+    # and stderr meet, they are then not repeated on stderr
+    render_shows_errors: bool = False
 
     def envelope(self) -> dict[str, Any]:
         return {
@@ -88,4 +92,25 @@ def make_console(stream: TextIO, *, stderr: bool = False) -> Console:
     if not (hasattr(stream, "isatty") and stream.isatty()):
         # pipes and logs: wide enough that tables do not fold every cell
         width = int(os.environ.get("COLUMNS", "0") or 0) or 150
-    return Console(file=stream, stderr=stderr, highlight=False, soft_wrap=False, width=width)
+    # piped, a printed line is never broken (a path or command stays whole for scripts);
+    # tables still lay out to `width`
+    console = Console(file=stream, stderr=stderr, highlight=False, soft_wrap=width is not None,
+                      width=width)
+    console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign]
+    return console
+
+
+def _broken_pipe() -> None:
+    """rich's default exits 1 on a closed pipe; re-raise so `cli` ends quietly with the
+    verb's own exit code (`hwmgr check | head -1` under `set -o pipefail` still gives 5)."""
+    raise BrokenPipeError
+
+
+def new_table(console: Console, **options: Any) -> Table:
+    """A rich Table for `console`: box-drawn on a terminal; piped, plain ASCII columns (no
+    box characters, as the README promises), so `grep` and `awk` read it like `ps`."""
+    from rich.table import Table  # rich: only drawing needs it
+
+    if not console.is_terminal:
+        options["box"] = None
+    return Table(**options)

@@ -84,7 +84,7 @@ CASES: dict[tuple[str, int], list[str]] = {
     ("verify", EXIT_NOT_FOUND): ["--root", BEFORE, "--expectation", "nosuch.json"],
     ("verify", EXIT_NOTHING_TO_DO): ["--root", BEFORE],
     ("verify", EXIT_BAD_INPUT): ["--root", BROKEN],
-    ("throughput", EXIT_NOT_FOUND): ["--peer", "127.0.0.1", "--bind-dev", "nosuch0"],
+    ("throughput", EXIT_NOT_FOUND): ["--peer", "127.0.0.1", "--interface", "nosuch0"],
     ("mirror", EXIT_NOT_FOUND): ["sync", "mirror", "--driver", "be2net"],
     ("mirror", EXIT_BAD_INPUT): ["sync", "bad.json"],
     ("package", EXIT_NOT_FOUND): ["be2net", "--to", "9.9"],

@@ -93,8 +93,13 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     opened = open_transactions(ctx.host, ctx.config) if ctx.host.live else []
     if opened:  # an interrupted apply or upgrade: what check sees may be half of it
         data.setdefault("notes", []).extend(opened)
-    if args.prom:
+    if args.prom:  # first: a check whose --prom output failed is an error, not history
         data["prom"] = str(write_prom(args.prom, data, duration=time.monotonic() - t0))
+    if ctx.host.live:
+        try:
+            record_check(ctx.host, ctx.config.state_dir, data)
+        except HwmgrError as exc:  # e.g. not root: the check itself still stands
+            data.setdefault("notes", []).append(f"check history not recorded: {exc.message}")
 
     def _render(console: Any) -> None:
         render(console, data, devices=result.devices)
@@ -120,15 +125,9 @@ def _judge(host: Any, cat: Any, layers: set[str],
 
 
 def _check_one(ctx: Any, layers: set[str]) -> tuple[dict[str, Any], int, CheckResult]:
-    """This machine or the one `--root`; a live check is kept in the host's history."""
+    """This machine or the one `--root` (run() keeps a live check in the host's history)."""
     cat = load_catalog(ctx.args.catalog, config=ctx.config)
-    data, code, result = _judge(ctx.host, cat, layers, ctx.config.state_dir)
-    if ctx.host.live:
-        try:
-            record_check(ctx.host, ctx.config.state_dir, data)
-        except HwmgrError as exc:  # e.g. not root: the check itself still stands
-            data.setdefault("notes", []).append(f"check history not recorded: {exc.message}")
-    return data, code, result
+    return _judge(ctx.host, cat, layers, ctx.config.state_dir)
 
 
 def _run_batch(args: argparse.Namespace, ctx: Any, layers: set[str],

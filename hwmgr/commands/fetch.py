@@ -64,9 +64,15 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     if why:
         raise RefusedError(f"{args.driver} {args.to}: {why}")
     src = Source.from_catalog(info["source"])
-    res = fetch_mirrored(ctx.host, src, settings.cache_dir, offline=args.offline,
-                         mirror=args.mirror or load_config(ctx.host).mirror,
-                         per_source=source_mirrors(info["source"]))
+    progress = ui.ProgressUI()  # stderr: a bar on a terminal, a line per step otherwise
+    try:
+        res = fetch_mirrored(ctx.host, src, settings.cache_dir, offline=args.offline,
+                             mirror=args.mirror or load_config(ctx.host).mirror,
+                             per_source=source_mirrors(info["source"]),
+                             progress=progress.download(src.name(), src.size),
+                             on_retry=progress.retry)
+    finally:
+        progress.close()
     data = {"path": str(res.path), "sha256": res.sha256, "size": res.size,
             "origin": res.origin, "from_cache": res.from_cache, "seconds": res.seconds,
             "signed_by": None}
@@ -74,4 +80,5 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         data["signed_by"] = check_signature(ctx.host, res.path, settings.state_dir,
                                             info["source"]["signing_key"])
     return Outcome(NAME, data=data, render=lambda c: c.print(
-        f"{res.path} ({res.size} bytes, sha256 ok, {res.origin})", markup=False))
+        f"{res.path} ({res.size} bytes, sha256 ok, {res.origin})", markup=False,
+        soft_wrap=True))  # a path stays one line to paste

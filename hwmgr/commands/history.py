@@ -13,7 +13,7 @@ from hwmgr.errors import (
     EXIT_OK,
     BadInputError,
 )
-from hwmgr.output import Outcome, printable
+from hwmgr.output import Outcome, new_table, printable
 from hwmgr.transaction.state import StateDir
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
@@ -64,12 +64,10 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     rows = [_row(t) for t in txns]
 
     def render(c: Any) -> None:
-        from rich.table import Table  # rich: only drawing needs it
-
         if not rows:
             c.print("no transactions recorded", markup=False)
             return
-        t = Table(show_edge=False)
+        t = new_table(c, show_edge=False)
         for col in ("#", "when", "action", "driver", "version", "state", "results"):
             t.add_column(col)
         for r in rows:
@@ -110,8 +108,6 @@ def _checks(args: argparse.Namespace, ctx: Any, state: Any) -> Outcome:
     found["episodes"] = eps[-args.limit:] if args.limit > 0 else eps
 
     def render(c: Any) -> None:
-        from rich.table import Table  # rich: only drawing needs it
-
         if not found["checks"]:
             c.print("no checks recorded", markup=False)
             return
@@ -120,7 +116,7 @@ def _checks(args: argparse.Namespace, ctx: Any, state: Any) -> Outcome:
                 markup=False)
         if not found["episodes"]:
             return
-        t = Table(show_edge=False)
+        t = new_table(c, show_edge=False)
         for col in ("layer", "device / interface", "item", "drifting since", "started by",
                     "until", "stopped by", "actual"):
             t.add_column(col, overflow="fold")

@@ -47,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     host, config = ctx.host, ctx.config
-    ui.require_root(host)
+    ui.require_root(host, "restores NIC settings, sysctls and their persistence files")
     state = StateDir(host, config.state_dir)
     try:
         params = ap.revert_params(state, args.txn)

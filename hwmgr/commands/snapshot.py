@@ -30,13 +30,20 @@ EXAMPLES = (
 )
 EXIT_CODES = {
     EXIT_OK: "written",
-    EXIT_USAGE: "OUT already exists or its parent is not a directory",
+    EXIT_USAGE: "OUT already exists, its parent is not a directory, or its name promises "
+                "another archive format (.zip, .tar.xz ...)",
     EXIT_NOT_FOUND: "OUT's parent directory does not exist (it is not created)",
 }
 
+# names that promise an archive hwmgr does not write (it would be a directory of that name)
+OTHER_ARCHIVES = (".zip", ".tar", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tar.zst", ".7z",
+                  ".gz", ".xz", ".bz2", ".zst", ".rar")
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("out", metavar="OUT", help="new directory, or a path ending in .tar.gz")
+    p.add_argument("out", metavar="OUT",
+                   help="new directory, or a path ending in .tar.gz or .tgz (other archive "
+                        "names are refused)")
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
@@ -76,6 +83,9 @@ def check_out(out: Path) -> None:
         raise NotFoundError(f"{printable(out)}: directory {printable(parent)} does not exist "
                             "(create it first)")
     is_tar = out.name.endswith((".tar.gz", ".tgz"))
+    if not is_tar and out.name.lower().endswith(OTHER_ARCHIVES):
+        raise UsageError(f"{printable(out)}: hwmgr writes a directory or a .tar.gz (.tgz) "
+                         "snapshot, not this archive format; name OUT accordingly")
     if out.is_symlink() or (out.exists() and (is_tar or not out.is_dir())):
         raise UsageError(f"{printable(out)}: already exists; choose a new path")
     try:

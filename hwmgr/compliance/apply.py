@@ -35,7 +35,7 @@ from hwmgr.errors import (
     RefusedError,
 )
 from hwmgr.host.seam import Host
-from hwmgr.inventory.guard import protected_interfaces
+from hwmgr.inventory.guard import cut_off_refusal, protected_interfaces
 from hwmgr.transaction.engine import Transaction, TxnResult
 from hwmgr.transaction.journal import Journal
 from hwmgr.transaction.state import StateDir
@@ -199,6 +199,7 @@ def plan_apply(host: Host, changes: list[Change], *, persist_root: str = "/",
     protected = protected_interfaces(host, env) if any(c.interface for c in changes) else {}
     by_iface: dict[str | None, dict[str, Any]] = {}
     seen: set[tuple[str | None, str]] = set()
+    cut_off: dict[str, tuple[str, list[str]]] = {}  # guarded interface → (why, items)
     for ch in changes:
         item = canonical_item(ch.item)
         if (ch.interface, item) in seen:
@@ -211,16 +212,16 @@ def plan_apply(host: Host, changes: list[Change], *, persist_root: str = "/",
         normalise(item, ch.wanted)  # BadInputError for a value no setter takes
         guarded = protected.get(ch.interface) if ch.interface else None
         risky = guarded is not None and item not in LINK_SAFE_ITEMS
-        if risky and not force:
-            plan.refusals.append({"code": EXIT_REFUSED, "reason": (
-                f"{ch.interface} {guarded}: changing {item} may reset the link "
-                "and cut this host off (use --force: applied last, reverted unless confirmed)")})
+        if risky and not force and ch.interface and guarded:
+            cut_off.setdefault(ch.interface, (guarded, []))[1].append(item)
         plan.changes.append({
             "interface": ch.interface, "item": item, "current": _value(item, ch.current),
             "wanted": _value(item, ch.wanted), "command": " ".join(
                 command(ch.interface, item, ch.wanted)), "persist": None, "risky": risky,
             "evidence": ch.evidence})
         by_iface.setdefault(ch.interface, {})[item] = ch.wanted
+    if cut_off:
+        plan.refusals.append({"code": EXIT_REFUSED, "reason": cut_off_refusal(cut_off)})
     _plan_persistence(host, plan, by_iface, override)
     if plan.conflicts and not override:
         for c in plan.conflicts:

@@ -180,3 +180,18 @@ def protected_interfaces(host: Host, env: Mapping[str, str] | None = None) -> di
         for member in sorted(interface_stack(host, ifname)):
             out.setdefault(member, reason if member == ifname else f"{reason} via {ifname}")
     return out
+
+
+def _and(words: list[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def cut_off_refusal(guarded: Mapping[str, tuple[str, list[str]]]) -> str:
+    """One refusal, in a few sentences, for every change apply would make on an interface
+    this host hangs by: interface → (why it is protected, the items that would change)."""
+    parts = [f"{ifname} {why}: changing its {_and(items)} may reset the link and cut this "
+             "host off." for ifname, (why, items) in guarded.items()]
+    return " ".join(parts + [
+        "Nothing was changed. Arrange console access, then add --force: these changes are "
+        "then applied last and reverted unless confirmed from a new session."])

@@ -137,7 +137,7 @@ def _safety(host: Host, plan: Plan, settings: Config, env: Mapping[str, str] | N
     if ssh_if and ssh_if in ifaces:
         critical.append(f"{ssh_if} carries the current SSH session")
     for c in critical:
-        msg = f"{plan.driver} drives {c}; a failed driver would cut this host off"
+        msg = f"{c}, and {plan.driver} drives it: a failed driver would cut this host off"
         if force:
             plan.warnings.append(msg + " (--force given)")
         else:

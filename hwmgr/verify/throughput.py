@@ -14,7 +14,7 @@ import math
 import re
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from hwmgr import safejson
 from hwmgr.errors import NotFoundError, RefusedError
@@ -28,6 +28,10 @@ IPERF3 = "iperf3"
 MAX_SANE_BPS = 10e12  # 10 Tbit/s: above that a counter overflowed
 MAX_SANE_COUNT = 1 << 31  # retransmits beyond this are a wrapped counter
 GRACE_SECONDS = 4.0  # end-of-test exchange and process start-up
+RESTART_GRACE = 3.0  # a serving peer starts its next one-off server within this
+# what iperf3 says to a client while the peer's one-off server is ending or not yet back
+RESTARTING = ("Connection refused", "server is busy", "Connection reset by peer")
+LISTEN_FAILS_WITHIN = 1.0  # a one-off server failing this fast could not listen at all
 _NAN = re.compile(r"(?<![\w\"])[-+]?(nan|inf(inity)?)(?![\w\"])", re.IGNORECASE)
 DIRECTIONS = {"send": False, "receive": True}  # direction -> iperf3 -R
 
@@ -265,11 +269,18 @@ def judge(run: Run, floor: float | None) -> Run:
     return run
 
 
-def run_once(host: Host, address: str, opts: Options, streams: int, direction: str) -> Run:
-    """One bounded iperf3 run; tool failures come back as an `unknown` Run, never raised."""
+def run_once(host: Host, address: str, opts: Options, streams: int, direction: str,
+             *, restart_grace: float = 0.0) -> Run:
+    """One bounded iperf3 run; tool failures come back as an `unknown` Run, never raised.
+    `restart_grace`: for a second direction, how long a refused connection is retried while
+    the peer's `hwmgr throughput --serve` starts its next one-off server."""
     argv = build_argv(address, opts, streams, DIRECTIONS[direction])
     t0 = time.monotonic()
     res = host.run(argv, timeout=hard_timeout(opts))
+    while (any(m in res.stdout + res.stderr for m in RESTARTING)
+           and time.monotonic() - t0 < restart_grace):
+        time.sleep(0.1)
+        res = host.run(argv, timeout=hard_timeout(opts))
     wall = round(time.monotonic() - t0, 3)
     run = Run(direction, "unknown", wall_seconds=wall, argv=argv)
     try:
@@ -360,7 +371,7 @@ def refuse_critical(host: Host, iface: str, force: bool) -> str | None:
         why = f"{iface} carries the current SSH session"
     if why and not force:
         raise RefusedError(f"{why}: a throughput test would load it; use a dedicated test "
-                           "link (--bind-dev) or --force")
+                           "link (--interface) or --force")
     return f"{why} (--force given)" if why else None
 
 
@@ -374,7 +385,7 @@ def check(host: Host, opts: Options, *, catalog: Any = None, driver: str | None 
     address = resolve_peer(host, opts.peer)
     iface = opts.bind_dev
     if iface and not host.exists(f"/sys/class/net/{iface}"):
-        raise NotFoundError(f"interface {iface} does not exist (--bind-dev)")
+        raise NotFoundError(f"interface {iface} does not exist (--interface)")
     if iface is None and address is not None:
         iface = route_interface(host, address)
     report = Report(opts.peer, address, iface, None, 1, opts.floor_mbps, opts.floor_source)
@@ -400,8 +411,9 @@ def check(host: Host, opts: Options, *, catalog: Any = None, driver: str | None 
         elif frac:
             report.notes.append(f"{iface} link speed unknown: cannot apply the catalog's "
                                 f"{frac[0]:g} x link floor")
-    for direction in opts.directions:
-        run = run_once(host, address, opts, report.streams, direction)
+    for n, direction in enumerate(opts.directions):
+        run = run_once(host, address, opts, report.streams, direction,
+                       restart_grace=RESTART_GRACE if n else 0.0)
         report.runs.append(judge(run, report.floor_mbps))
     return report
 
@@ -421,9 +433,34 @@ def serve(host: Host, port: int = 5201, timeout: float = 300.0,
         nums = parse_output(res)
     except IperfOutputError as exc:
         out["reason"] = str(exc)
+        if res.rc == RC_NOT_AVAILABLE:
+            out["status"] = "unavailable"
         return out
     out.update(status="served", **nums)
     return out
+
+
+def serve_many(host: Host, port: int = 5201, *, count: int | None = None,
+               idle: float = 300.0, bind: str | None = None,
+               each: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Serve tests one after another until `count` were served (None: until interrupted), so
+    a client's send-then-receive (`--both`) finds the server again. Each test is a one-off
+    iperf3 server (its own JSON summary); a wait longer than `idle` just starts a new one.
+    `each` sees every test as it ends (a failed one too). Stops, the failure last, when iperf3
+    cannot serve at all (not installed, port taken: it fails at once)."""
+    served: list[dict[str, Any]] = []
+    while count is None or len(served) < count:
+        t0 = time.monotonic()
+        out = serve(host, port, idle, bind)
+        if out["status"] == "unknown" and out["reason"].startswith("no client finished"):
+            continue  # nobody came: keep listening
+        if out["status"] == "unavailable" or (
+                out["status"] != "served" and time.monotonic() - t0 < LISTEN_FAILS_WITHIN):
+            return [*served, out]
+        served.append(out)
+        if each is not None:
+            each(out)
+    return served
 
 
 # ----------------------------------------------------------------------------- history
