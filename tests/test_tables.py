@@ -10,7 +10,7 @@ import pytest
 from support import HOSTS, HWMGR, REPO, run_cli, run_json
 from terminal import HAVE_TMUX, in_tmux
 
-from hwmgr.ui.check_table import _value, fit_widths, table_lines
+from hwmgr.ui.check_table import fit_widths, table_lines, value_text
 
 SEED = str(HOSTS / "seed002-before")
 BOX = set("─━│┃┏┓┗┛╇╋┼┡┩┳┻╭╮╯╰")
@@ -29,7 +29,7 @@ def _assert_whole(text: str, findings: list[dict]) -> None:
     for f in findings:
         if f["fix"]:
             assert any(f["fix"] in ln for ln in lines), f"fix split: {f['fix']!r}\n{text}"
-        for value in (f["status"], f["item"], _value(f["actual"]), _value(f["expected"])):
+        for value in (f["status"], f["item"], value_text(f["actual"]), value_text(f["expected"])):
             for word in value.split():
                 assert any(word in ln.split() for ln in lines), f"{word!r} cut:\n{text}"
         if f["status"] == "uncatalogued":
