@@ -120,6 +120,28 @@ def test_seed000_known_bad_driver() -> None:
     assert drv["fix"] == "hwmgr upgrade be2net --to 10.2.470.14" and drv["status"] == "drift"
 
 
+def test_site_catalog_layers_over_the_base_and_replaces_nothing(tmp_path: Path) -> None:
+    """A partial site file (one sysctl rule, no header) is a layer with --site-catalog: the
+    site rule is judged and the base's known-bad be2net 4.1.307r (seed 000) still is."""
+    site = tmp_path / "50-site.json"
+    site.write_text(json.dumps({"sysctl": [
+        {"name": "net.ipv4.tcp_sack", "value": 0, "evidence": "site policy (test)"}]}))
+    code, data = checked("--root", str(HOSTS / "seed000-ustor"), "--site-catalog", str(site))
+    assert code == 5
+    sack = by_item(data)["sysctl.net.ipv4.tcp_sack"]
+    assert (sack["status"], sack["expected"], sack["actual"]) == ("drift", 0, 1)
+    be2net = [f for f in data["findings"] if f["device"] == "0000:02:00.0"
+              and f["item"] == "driver_version"][0]
+    assert (be2net["status"], be2net["actual"]) == ("drift", "4.1.307r")
+    assert by_item(data)["sysctl.net.ipv4.tcp_window_scaling"]["status"] == "ok"  # base rule
+    # --catalog replaces the list: the same partial file alone is not a catalog
+    res = run_cli("check", "--root", str(HOSTS / "seed000-ustor"), "--catalog", str(site))
+    assert res.returncode == 8 and "catalog_version" in res.stderr
+    res = run_cli("check", "--root", str(HOSTS / "seed000-ustor"), "--site-catalog",
+                  str(tmp_path / "nosuch.json"))
+    assert res.returncode == 3 and "nosuch.json" in res.stderr
+
+
 def test_bad_layer_and_bad_catalog(tmp_path: Path) -> None:
     res = run_cli("check", "--layer", "rings", "--root", str(HOSTS / "seed002-after"))
     assert res.returncode == 2 and "'rings'" in res.stderr

@@ -104,17 +104,19 @@ COMMON_ARGUMENT_SPEC = dict(
 
 
 def base_argv(module, verb):
-    """`hwmgr VERB --json` plus one --catalog per layer (files, then inline content)."""
+    """`hwmgr VERB --json` plus one --site-catalog per layer (files, then inline content):
+    layers over the host's own catalog (shipped or installed, and its catalog.d), never
+    instead of it, so a partial site file is enough and the base's verdicts still apply."""
     p = module.params
     argv = [find_hwmgr(module, p["executable"]), verb, "--json"]
     for path in p["catalogs"] + write_catalogs(module, p["catalog_content"]):
-        argv += ["--catalog", path]
+        argv += ["--site-catalog", path]
     return argv
 
 
 def write_catalogs(module, contents):
     """Inline catalog layers ({name: JSON text}, in order) as private files under the
-    module's temporary directory; returns their paths for repeated --catalog."""
+    module's temporary directory; returns their paths for repeated --site-catalog."""
     if not contents:
         return []
     base = os.path.join(module.tmpdir, "hwmgr-catalogs")
