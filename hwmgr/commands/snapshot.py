@@ -6,13 +6,18 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from hwmgr.catalog.load import load_catalog
+from hwmgr.compliance.rules import needed_sysctls
 from hwmgr.errors import (
+    EXIT_BAD_INPUT,
     EXIT_NOT_FOUND,
     EXIT_OK,
     EXIT_USAGE,
+    HwmgrError,
     NotFoundError,
     UsageError,
 )
+from hwmgr.host.capture import sysctls_to_record
 from hwmgr.host.snapshot import recording_host, write_snapshot
 from hwmgr.inventory.scan import collect, host_identity
 from hwmgr.lifecycle.bundle import record_all
@@ -25,13 +30,16 @@ EXAMPLES = (
     Example("hwmgr snapshot /tmp/web01.tar.gz", "a support bundle to attach to a ticket"),
     Example("hwmgr snapshot /tmp/web01", "the same as a directory"),
     Example("hwmgr inventory --root /tmp/web01.tar.gz", "analyse it anywhere"),
+    Example("hwmgr snapshot --site-catalog site.json /tmp/web01.tar.gz",
+            "also record every sysctl the site layer judges"),
     Example("hwmgr snapshot nosuch/web01.tar.gz", "the parent directory is not created",
             EXIT_NOT_FOUND),
 )
 EXIT_CODES = {
     EXIT_OK: "written",
     EXIT_USAGE: "OUT already exists or its parent is not a directory",
-    EXIT_NOT_FOUND: "OUT's parent directory does not exist (it is not created)",
+    EXIT_NOT_FOUND: "OUT's parent directory, or a --catalog/--site-catalog file, does not exist",
+    EXIT_BAD_INPUT: "a bad --catalog/--site-catalog file (named)",
 }
 
 
@@ -41,12 +49,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     check_out(Path(args.out))
+    sysctls, notes = catalog_sysctls(args, ctx)
     host, rec, runner = recording_host()
     hostname, kernel = host_identity(host)
     scan = collect(host, args.catalog, use_catalog=False)
-    records = record_all(host, scan.devices)  # what plan/verify/check read beyond the inventory
+    # what plan/verify/check read beyond the inventory, with the catalog's sysctls
+    records = record_all(host, scan.devices, ctx.config.drivers_dir, sysctls)
     out = write_snapshot(Path(args.out), rec, runner, hostname=hostname, kernel=kernel,
-                         records=records)
+                         records=records, sysctls=sysctls)
     data = {
         "path": str(out),
         "hostname": hostname,
@@ -54,7 +64,10 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         "devices": len(scan.devices),
         "files": len(rec.files),
         "commands": len({c.argv for c in runner.calls if c.rc != 127}),
+        "sysctls": len(sysctls),
     }
+    if notes:
+        data["notes"] = notes
     return Outcome(
         command=NAME,
         data=data,
@@ -64,6 +77,21 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             markup=False,
         ),
     )
+
+
+def catalog_sysctls(args: argparse.Namespace, ctx: Any) -> tuple[list[str], list[str]]:
+    """The sysctls to copy: the fixed list and every one the catalog in force reads (rules
+    and conditions, site layers included), so `check --root` judges what `check` does. A
+    catalog named on the command line must load; the machine's own one may be missing or
+    broken without stopping a support snapshot (a note says so)."""
+    try:
+        cat = load_catalog(args.catalog, config=ctx.config)
+    except HwmgrError as exc:
+        if args.catalog or ctx.config.extra_layers:
+            raise
+        return sysctls_to_record(), [f"only the fixed sysctl list recorded: {exc.message}"]
+    return sysctls_to_record(needed_sysctls(cat.sysctl_rules(),
+                                            cat.conditional_settings())), []
 
 
 def check_out(out: Path) -> None:

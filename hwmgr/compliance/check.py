@@ -183,7 +183,7 @@ def governed(host: Host, cat: Catalog, scan: Scan) -> list[Governed]:
 def _missing(host: Host, record: str, what: str) -> str:
     """Why an item has no value: the snapshot lacks the record, or the read gave nothing."""
     if capture.lacks(host, record):
-        return capture.retake(what)
+        return capture.retake(what, host)
     if host.meta:
         return f"the snapshot's {what} says nothing usable"
     return f"{what} gave no usable answer"
@@ -221,7 +221,6 @@ def sysctl_findings(host: Host, sysctl_rules: list[dict[str, Any]],
                     sysctls: Mapping[str, ItemValue]) -> list[Finding]:
     """Every host sysctl rule whose condition holds, judged (unknown when it cannot be told)."""
     out: list[Finding] = []
-    why = _missing(host, capture.SYSCTL, "/proc/sys")
     for rule in sysctl_rules:
         ok, reason = rules.holds(rule.get("when"), None, sysctls)
         if ok is False:
@@ -229,6 +228,9 @@ def sysctl_findings(host: Host, sysctl_rules: list[dict[str, Any]],
         have = sysctls.get(f"sysctl.{rule['name']}", Status.UNKNOWN)
         if ok is None:
             have = Status.UNKNOWN
+        why = (capture.sysctl_missing(host, rule["name"])
+               if capture.lacks_sysctl(host, rule["name"]) and not capture.lacks(
+                   host, capture.SYSCTL) else _missing(host, capture.SYSCTL, "/proc/sys"))
         found = judge_sysctl(rule, have, why if ok else f"its condition: {reason}")
         out.append(found)
     return out

@@ -126,11 +126,11 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 def write_snapshot(
     out: Path, rec: Recorder, runner: RecordingRunner, *, hostname: str | None,
-    kernel: str | None, records: list[str] | None = None,
+    kernel: str | None, records: list[str] | None = None, sysctls: list[str] | None = None,
 ) -> Path:
     """Write what a recording Host saw as a snapshot directory or .tar.gz at `out`;
     `records` names what was captured in full (hwmgr.capture), so readers can tell "absent on
-    the host" from "not recorded"."""
+    the host" from "not recorded"; `sysctls` names every sysctl it copied (or tried to)."""
     is_tar = out.name.endswith((".tar.gz", ".tgz"))
     if out.exists() and (is_tar or any(out.iterdir())):
         raise UsageError(f"{out}: already exists; choose a new path")
@@ -185,6 +185,8 @@ def write_snapshot(
             "hwmgr": __version__,
             "records": sorted(records or []),
         }
+        if sysctls is not None:
+            meta["sysctls"] = list(sysctls)
         (root / "snapshot.json").write_text(json.dumps(meta, indent=1) + "\n")
         if is_tar:
             out.parent.mkdir(parents=True, exist_ok=True)
