@@ -54,6 +54,7 @@ CASES: dict[tuple[str, int], list[str]] = {
     ("snapshot", EXIT_OK): ["out.tar.gz"],
     ("snapshot", EXIT_USAGE): ["bad.json"],
     ("snapshot", EXIT_NOT_FOUND): ["nosuch/out.tar.gz"],
+    ("snapshot", EXIT_BAD_INPUT): ["--site-catalog", "bad.json", "out.tar.gz"],
     ("catalog", EXIT_OK): ["show", "be2net"],
     ("catalog", EXIT_NOT_FOUND): ["show", "nosuch"],
     ("catalog", EXIT_BAD_INPUT): ["validate", "bad.json"],
@@ -97,6 +98,8 @@ CASES: dict[tuple[str, int], list[str]] = {
     ("fleet-report", EXIT_BAD_INPUT): ["--results", "fleet/bad", "--out", "report"],
     ("fleet-report", EXIT_UNKNOWN): ["--results", "fleet/unknown", "--out", "report"],
     ("collect-script", EXIT_OK): [],
+    ("collect-script", EXIT_NOT_FOUND): ["--site-catalog", "nosuch.json"],
+    ("collect-script", EXIT_BAD_INPUT): ["--site-catalog", "bad.json"],
 }
 CASES.update({(verb, EXIT_USAGE): ["--no-such-option"] for verb in cli.VERBS
               if (verb, EXIT_USAGE) not in CASES})
@@ -205,6 +208,8 @@ EXAMPLE_NOT_RUN: dict[str, str] = {
     "hwmgr inventory --root /tmp/web01.tar.gz": "the snapshot the example before writes",
     "hwmgr collect-script > hwmgr-collect.sh": "a shell redirection",
     "hwmgr collect-script | ssh old-host sh -s > old-host.tar.gz": "ssh to an old host",
+    "hwmgr collect-script --site-catalog site.json > hwmgr-collect.sh": "a shell redirection",
+    "hwmgr snapshot --site-catalog site.json /tmp/web01.tar.gz": "writes outside the sandbox",
     "hwmgr inventory --root old-host.tar.gz": "the snapshot the collector writes",
     "hwmgr plan upgrade e1000e --to 3.8.7-lab --kernel 6.1.0-56-amd64 --json":
         "the lab's catalog (tests/lab)",

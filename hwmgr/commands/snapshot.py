@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     records = record_all(host, scan.devices, ctx.config.drivers_dir, sysctls)
     out = write_snapshot(Path(args.out), rec, runner, hostname=hostname, kernel=kernel,
                          records=records, sysctls=sysctls)
-    data = {
+    data: dict[str, Any] = {
         "path": str(out),
         "hostname": hostname,
         "kernel": kernel,

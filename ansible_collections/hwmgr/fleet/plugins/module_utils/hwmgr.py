@@ -47,7 +47,7 @@ EXIT_NAMES = {
 VERB_EXIT_CODES = {
     'inventory': (0, 2, 3, 8, 70, 130),
     'check': (0, 2, 3, 5, 7, 8, 11, 70, 130),
-    'snapshot': (0, 2, 3, 70, 130),
+    'snapshot': (0, 2, 3, 8, 70, 130),
     'catalog': (0, 1, 2, 3, 8, 9, 70, 130),
     'vercmp': (0, 2, 8, 70, 130),
     'plan': (0, 2, 3, 4, 8, 9, 11, 70, 130),
@@ -63,7 +63,7 @@ VERB_EXIT_CODES = {
     'mirror': (0, 1, 2, 3, 8, 9, 70, 130),
     'package': (0, 1, 2, 3, 8, 9, 70, 130),
     'fleet-report': (0, 2, 5, 6, 7, 8, 11, 70, 130),
-    'collect-script': (0, 2, 70, 130),
+    'collect-script': (0, 2, 3, 8, 70, 130),
 }
 # END exit codes
 # a check's exit code -> the host status of the fleet-report input format
