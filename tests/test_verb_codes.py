@@ -8,6 +8,7 @@ from __future__ import annotations
 import glob
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -78,11 +79,11 @@ CASES: dict[tuple[str, int], list[str]] = {
     ("apply", EXIT_BAD_INPUT): ["--root", BROKEN, "--dry-run"],
     ("revert", EXIT_NOTHING_TO_DO): ["--yes"],
     ("recover", EXIT_OK): [],
-    ("history", EXIT_OK): ["--root", BEFORE],
-    ("history", EXIT_NOT_FOUND): ["--root", "nosuch.tar.gz"],
+    ("history", EXIT_OK): ["--root", "snap.tar.gz"],
+    ("history", EXIT_NOT_FOUND): ["--root", BEFORE],  # it carries no state dir
     ("history", EXIT_BAD_INPUT): ["--root", BROKEN],
     ("verify", EXIT_NOT_FOUND): ["--root", BEFORE, "--expectation", "nosuch.json"],
-    ("verify", EXIT_NOTHING_TO_DO): ["--root", BEFORE],
+    ("verify", EXIT_NOTHING_TO_DO): ["--root", "snap.tar.gz"],
     ("verify", EXIT_BAD_INPUT): ["--root", BROKEN],
     ("throughput", EXIT_NOT_FOUND): ["--peer", "127.0.0.1", "--bind-dev", "nosuch0"],
     ("mirror", EXIT_NOT_FOUND): ["sync", "mirror", "--driver", "be2net"],
@@ -140,8 +141,14 @@ NOT_DRIVEN: dict[tuple[str, int], str] = {
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory holding the files the cases and examples name."""
     box = tmp_path_factory.mktemp("verbs")
+    snap = box / "snap"  # seed002-before, taken by a hwmgr that copies the state dir (empty)
+    shutil.copytree(BEFORE, snap, symlinks=True)
+    meta = json.loads((snap / "snapshot.json").read_text())
+    (snap / "snapshot.json").write_text(json.dumps({**meta, "records": [
+        *meta["records"], "state"]}))
     with tarfile.open(box / "snap.tar.gz", "w:gz") as tar:
-        tar.add(BEFORE, arcname="snap")
+        tar.add(snap, arcname="snap")
+    shutil.rmtree(snap)
     (box / "web01").symlink_to(AFTER)
     (box / "bad.json").write_text("{")
     (box / "hwmgr.json").write_text("{}")

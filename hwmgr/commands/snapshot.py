@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from hwmgr.catalog.load import load_catalog
+from hwmgr.compliance.history import CHECKS_FILE
 from hwmgr.compliance.rules import needed_sysctls
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
@@ -17,11 +18,13 @@ from hwmgr.errors import (
     NotFoundError,
     UsageError,
 )
-from hwmgr.host.capture import sysctls_to_record
+from hwmgr.host.capture import STATE, sysctls_to_record
+from hwmgr.host.seam import Host
 from hwmgr.host.snapshot import recording_host, write_snapshot
 from hwmgr.inventory.scan import collect, host_identity
 from hwmgr.lifecycle.bundle import record_all
 from hwmgr.output import Outcome, printable
+from hwmgr.transaction.state import StateDir
 from hwmgr.ui.verbhelp import Example
 
 NAME = "snapshot"
@@ -55,6 +58,11 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     scan = collect(host, args.catalog, use_catalog=False)
     # what plan/verify/check read beyond the inventory, with the catalog's sysctls
     records = record_all(host, scan.devices, ctx.config.drivers_dir, sysctls)
+    if record_state(host, ctx.config.state_dir):
+        records.append(STATE)
+    else:
+        notes.append(f"state dir {ctx.config.state_dir}: a file over {STATE_LIMIT >> 20} MiB "
+                     "not copied; history and verify --root will refuse this snapshot")
     out = write_snapshot(Path(args.out), rec, runner, hostname=hostname, kernel=kernel,
                          records=records, sysctls=sysctls)
     data: dict[str, Any] = {
@@ -77,6 +85,27 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             markup=False,
         ),
     )
+
+
+# a state file bigger than this is not copied (a truncated SQLite file would be garbage)
+STATE_LIMIT = 256 << 20
+
+
+def record_state(host: Host, state_dir: str) -> bool:
+    """Copy what `history --root` and `verify --root` read, through the recording `host`: the
+    journal, the check history and the armed expectations (none of them is an error: an
+    empty history). False when a file was too big to copy whole."""
+    state = StateDir(host, state_dir)
+    whole = True
+    for name in (state.journal_file.name, CHECKS_FILE):
+        logical = f"{state.path}/{name}"
+        data = host.read_bytes(logical, limit=STATE_LIMIT + 1)
+        if data is not None and len(data) > STATE_LIMIT and host.recorder is not None:
+            del host.recorder.files[logical]
+            whole = False
+    for name in host.listdir(state.expectations, lambda n: n.endswith(".json")):
+        host.read_bytes(f"{state.expectations}/{name}")
+    return whole
 
 
 def catalog_sysctls(args: argparse.Namespace, ctx: Any) -> tuple[list[str], list[str]]:

@@ -30,6 +30,7 @@ SYSCTL = "sysctl"  # NET_SYSCTLS as files under proc/sys/
 SECURE_BOOT = "secure-boot"  # `mokutil --sb-state`, the SecureBoot efivar, /sys/firmware/efi
 INITRAMFS = "initramfs"  # /boot initramfs image names + lsinitramfs/lsinitrd listings
 BOOT_ID = "boot-id"  # BOOT_ID_PATH: which boot the snapshot saw (reboot pending or not)
+STATE = "state"  # the state dir's journal, check history and armed expectations (copied whole)
 RECORDS = (MODINFO, ROUTES, HEADERS, ETHTOOL, IP_LINK, SYSCTL, SECURE_BOOT, INITRAMFS, BOOT_ID)
 # What the POSIX collector (hwmgr/fleet/collect.sh) records in full: everything `check`
 # reads, the routes and the boot id; not the kernel headers, Secure Boot or initramfs
@@ -144,6 +145,16 @@ def retake(what: str, host: Host | None = None) -> str:
                 f"script of `hwmgr collect-script` ≥ {CAPTURE_SINCE}, made with the catalog "
                 "you check against")
     return f"snapshot has no recorded {what}; retake it with hwmgr ≥ {CAPTURE_SINCE}"
+
+
+def no_state(host: Host, verb: str) -> str:
+    """The refusal of `history`/`verify --root` on a snapshot that carries no state dir."""
+    if from_collector(host):
+        return (f"{verb} --root: the collector's archive carries no hwmgr journal or armed "
+                f"expectations (the collector cannot read them); run `hwmgr {verb}` on the host")
+    return (f"{verb} --root: this snapshot carries no hwmgr journal or armed expectations; "
+            f"retake it with `hwmgr snapshot` ≥ {CAPTURE_SINCE} (it copies the state dir), or "
+            f"run `hwmgr {verb}` on the host")
 
 
 def sysctl_missing(host: Host, name: str) -> str:
