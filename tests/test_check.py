@@ -194,6 +194,24 @@ def apply(link: VethLink, data: dict) -> list[str]:
     return fixes
 
 
+def test_in_a_namespace_the_hosts_nic_is_named_truthfully(veth: VethLink) -> None:
+    """Inside a network namespace the host's NIC has no visible interface: the finding says
+    that, never that its driver "is not driving this device"."""
+    res = veth.run_a([*HWMGR, "check", "--json", "--layer", "driver"])
+    hidden = [f for f in json.loads(res.stdout)["data"]["findings"]
+              if "network namespace" in f["reason"]]
+    assert all("is not driving" not in f["reason"]
+               for f in json.loads(res.stdout)["data"]["findings"])
+    outside = run_json("check", "--layer", "driver")[1]["data"]["findings"]
+    nics = {d["address"] for d in run_json("inventory")[1]["data"]["devices"]
+            if d["interfaces"]}  # NICs whose interface is in this (the host's) namespace
+    governed = [f for f in outside if f["status"] != "unknown" and f["device"] in nics]
+    if not governed:
+        pytest.skip("no NIC of this machine is judged by the shipped catalog")
+    assert {f["device"] for f in hidden} == {f["device"] for f in governed}
+    assert all(f["status"] == "unknown" for f in hidden)
+
+
 @pytest.mark.slow  # real veth pairs and tools
 def test_live_veth_drift_fixed_with_real_tools(veth: VethLink) -> None:
     code, data = in_ns(veth)
