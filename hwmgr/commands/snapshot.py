@@ -21,6 +21,7 @@ from hwmgr.errors import (
 from hwmgr.host.capture import STATE, sysctls_to_record
 from hwmgr.host.seam import Host
 from hwmgr.host.snapshot import recording_host, write_snapshot
+from hwmgr.inventory.guard import other_netns
 from hwmgr.inventory.scan import collect, host_identity
 from hwmgr.lifecycle.bundle import record_all
 from hwmgr.output import Outcome, printable
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         notes.append(f"state dir {ctx.config.state_dir}: a file over {STATE_LIMIT >> 20} MiB "
                      "not copied; history and verify --root will refuse this snapshot")
     out = write_snapshot(Path(args.out), rec, runner, hostname=hostname, kernel=kernel,
-                         records=records, sysctls=sysctls)
+                         records=records, sysctls=sysctls, netns=other_netns(host))
     data: dict[str, Any] = {
         "path": str(out),
         "hostname": hostname,

@@ -35,6 +35,7 @@ from hwmgr.errors import (
     RefusedError,
 )
 from hwmgr.host.seam import Host
+from hwmgr.inventory import guard
 from hwmgr.inventory.guard import protected_interfaces
 from hwmgr.transaction.engine import Transaction, TxnResult
 from hwmgr.transaction.journal import Journal
@@ -232,6 +233,16 @@ def plan_apply(host: Host, changes: list[Change], *, persist_root: str = "/",
 
 def _plan_persistence(host: Host, plan: ApplyPlan, by_iface: dict[str | None, dict[str, Any]],
                       override: bool) -> None:
+    netns = guard.other_netns(host) if plan.persist_root == "/" else None
+    if netns is not None:  # /etc is the host's: its sysctl.d and .link files are not ours
+        why = (f"this is network namespace {netns}: /etc/sysctl.d, .link files and "
+               "NetworkManager configure the host's own namespace at boot, not this one")
+        for c in plan.changes:
+            c["persist"] = {"backend": "none", "file": None, "key": None,
+                            "not_persisted": why}
+        plan.notes.append(f"nothing persisted ({why}); the changes are live in this namespace "
+                          "only, until it is removed")
+        return
     nm = persist.nm_connections(host) if plan.persist_root == "/" and host.live else {}
     where: dict[tuple[str | None, str], Persisted] = {}
     for iface, wanted in by_iface.items():

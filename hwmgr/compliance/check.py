@@ -27,6 +27,7 @@ from hwmgr.errors import EXIT_DRIFT, EXIT_OK, EXIT_REBOOT_PENDING, EXIT_UNKNOWN,
 from hwmgr.host import capture
 from hwmgr.host.ifname import tool_safe
 from hwmgr.host.seam import Host
+from hwmgr.inventory import guard
 from hwmgr.inventory.scan import Inventory, Scan, host_identity, parse_ethtool_i
 
 LAYER_WORDS = {"driver": "driver", "drivers": "driver", "firmware": "firmware",
@@ -70,6 +71,7 @@ class CheckResult:
     kernel: str | None = None
     catalog_version: str | None = None
     devices: dict[str, str] = field(default_factory=dict)  # address -> display name
+    notes: list[str] = field(default_factory=list)
 
     def data(self, reboot_pending: list[dict[str, Any]]) -> dict[str, Any]:
         """The normative `check --json` data object."""
@@ -81,6 +83,7 @@ class CheckResult:
             "catalog_version": self.catalog_version,
             "host": {"hostname": self.hostname, "kernel": self.kernel},
             "findings": [f.to_json() for f in self.findings],
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
 
@@ -249,7 +252,14 @@ def check_host(host: Host, cat: Catalog, layers: set[str]) -> CheckResult:
         # would be a third of check's run time)
         scan = Inventory(host, names=None, verdict=cat.verdict).scan()
         result.hostname, result.kernel = scan.hostname, scan.kernel
+        netns = guard.other_netns(host)
         for dev in scan.devices:
+            if netns and str(dev.get("class", "")).startswith("02") and not dev.get(
+                    "interfaces") and dev.get("catalog"):
+                result.notes.append(  # a container's check is not the NIC's owner's
+                    f"{dev['address']}: no interface of this NIC is in network namespace "
+                    f"{netns}; its driver is judged from the namespace that holds it")
+                continue
             result.findings += driver_findings(cat, dev, layers)
             name = (dev.get("catalog") or {}).get("device_name")
             if name:

@@ -282,6 +282,20 @@ done
     printf '\n]\n'
 } > "$S/commands/index.json"
 
+# a network namespace that is not the host's (PID 1's; else one `ip netns` names): its
+# check judges only the NICs whose interfaces it holds
+NETNS=
+if [ -z "$ROOT" ]; then
+    _mine=$(readlink /proc/self/ns/net 2>/dev/null) || _mine=
+    _init=$(readlink /proc/1/ns/net 2>/dev/null) || _init=
+    if [ -n "$_mine" ] && [ -n "$_init" ]; then
+        [ "$_mine" = "$_init" ] || NETNS=$_mine
+    elif _ip=$(find_tool ip); then
+        _name=$("$_ip" netns identify 2>/dev/null) || _name=
+        [ -z "$_name" ] || NETNS="$_name (${_mine:-net:[?]})"
+    fi
+fi
+
 HN=$(printf '%s' "$HOSTNAME_" | tr -d '\200-\377')
 {
     printf '{"format": "hwmgr-snapshot", "version": 1,\n'
@@ -293,6 +307,7 @@ HN=$(printf '%s' "$HOSTNAME_" | tr -d '\200-\377')
     _l=
     for k in $SYSCTLS; do _l="$_l${_l:+, }\"$k\""; done
     printf ' "sysctls": [%s],\n' "$_l"
+    [ -z "$NETNS" ] || printf ' "netns": %s,\n' "$(json_str "$NETNS")"
     printf ' "collector": "hwmgr-collect.sh"}\n'
 } > "$S/snapshot.json"
 
