@@ -301,3 +301,55 @@ def test_apply_module_check_mode_diff_then_idempotent(small_fleet: af.Fleet,
     assert f"TransmitQueueLength={af.TXQ_WANTED}" in link.read_text()
     again = adhoc(f, collections, "tuned", "hwmgr.fleet.hwmgr_apply", args)
     assert (again["changed"], again["rc"], again.get("changes")) == (False, 4, []), again
+
+
+@needs_apply
+def test_apply_module_force_confirm_and_revert_on_a_guarded_interface(
+        small_fleet: af.Fleet, collections: Path, tmp_path: Path) -> None:
+    """v0 carries the namespace's default route: plain apply is refused (rc 9); force with
+    confirm_timeout applies it under a timed revert, state=confirmed keeps it, and
+    state=reverted undoes it. The partial gro layer rides on the site catalog (layers)."""
+    f = small_fleet
+    f.live("uplink", "compliant")
+    ns = f.namespaces[-1]
+    af.sh([af.IP, "-n", ns, "addr", "add", "10.254.0.1/24", "dev", "v0"])
+    af.sh([af.IP, "-n", ns, "route", "add", "default", "via", "10.254.0.2", "dev", "v0"])
+    af.sh([af.IP, "netns", "exec", ns, "ethtool", "-K", "v0", "gro", "off"])
+    image = tmp_path / "image"
+    image.mkdir()
+    gro = {"drivers": {"veth": {"settings": {"features": {"gro": "on"}}}}}
+    args: dict[str, Any] = {
+        "executable": str(f.hwmgr), "catalogs": [str(f.catalog)],
+        "catalog_content": {"gro.json": json.dumps(gro)}, "layers": ["settings"],
+        "interfaces": ["v0"], "persist_root": str(image), "state_dir": str(tmp_path / "state")}
+
+    def gro_state() -> str:
+        out = af.sh([af.IP, "netns", "exec", ns, "ethtool", "-k", "v0"]).stdout
+        return next(line.split()[1] for line in out.splitlines()
+                    if line.startswith("generic-receive-offload:"))
+
+    refused = adhoc(f, collections, "uplink", "hwmgr.fleet.hwmgr_apply", args)
+    assert refused["ansible_exit"] != 0 and refused["rc"] == 9, refused
+    assert "v0 carries the default route" in refused["msg"] and gro_state() == "off"
+    forced = adhoc(f, collections, "uplink", "hwmgr.fleet.hwmgr_apply",
+                   {**args, "force": True, "confirm_timeout": 60})
+    assert forced["changed"] is True and forced["rc"] == 0, forced
+    assert forced["confirm_pending"] is True and forced["confirm_timeout"] == 60
+    assert gro_state() == "on" and isinstance(forced["txn"], int)
+    kept = adhoc(f, collections, "uplink", "hwmgr.fleet.hwmgr_apply",
+                 {**args, "state": "confirmed", "txn": forced["txn"]})
+    assert (kept["changed"], kept["rc"]) == (True, 0), kept
+    again = adhoc(f, collections, "uplink", "hwmgr.fleet.hwmgr_apply",
+                  {**args, "state": "confirmed", "txn": forced["txn"]})
+    assert (again["changed"], again["rc"]) == (False, 4), again  # nothing pending any more
+    dry = adhoc(f, collections, "uplink", "hwmgr.fleet.hwmgr_apply",
+                {**args, "state": "reverted"}, "--check")
+    assert dry["changed"] is False and "no dry run" in dry["msg"] and gro_state() == "on"
+    undone = adhoc(f, collections, "uplink", "hwmgr.fleet.hwmgr_apply",
+                   {**args, "state": "reverted"})
+    assert (undone["changed"], undone["rc"], undone["reverted_txn"]) == (
+        True, 0, forced["txn"]), undone
+    assert gro_state() == "off"
+    bad = adhoc(f, collections, "uplink", "hwmgr.fleet.hwmgr_apply",
+                {**args, "confirm_timeout": 30})
+    assert bad["ansible_exit"] != 0 and "force" in bad["msg"]
