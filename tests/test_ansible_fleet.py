@@ -60,9 +60,10 @@ def run_playbook(fleet: af.Fleet, cols: Path, playbook: Path, inventory: Path,
 
 
 def direct_check(fleet: af.Fleet, root: Path) -> str:
-    """The status `hwmgr check --root` itself gives a snapshot (the oracle for snapshots)."""
+    """The status `hwmgr check --root` itself gives a snapshot (the oracle for snapshots),
+    with the fleet's site layer over the shipped catalog, as the playbook layers it."""
     res = subprocess.run([str(fleet.hwmgr), "check", "--json", "--root", str(root),
-                          "--catalog", str(fleet.catalog)], capture_output=True, text=True,
+                          "--site-catalog", str(fleet.catalog)], capture_output=True, text=True,
                          timeout=120, check=False)
     return CHECK_STATUS.get(res.returncode, "failed")
 
@@ -169,6 +170,36 @@ def test_drift_findings_name_the_item_and_the_values(fleet_run) -> None:
     ok = [f for f in report["hosts"]["web-01"]["findings"] if f["item"] == "txqueuelen"]
     assert {f["interface"] for f in ok} == {"v0", "v1"}
     assert {f["status"] for f in ok} == {"ok"}
+
+
+@needs_check
+def test_collector_hosts_judge_like_their_live_twins(fleet_run) -> None:
+    """Built the same way, a host checked through the collector's archive and one checked
+    live have the same findings (status, expected, actual per item), not just the status."""
+    _, _, report = fleet_run
+
+    def judged(host: str) -> set[tuple]:
+        return {(f["layer"], f["device"], f["interface"], f["item"], f["status"],
+                 json.dumps(f["expected"]), json.dumps(f["actual"]))
+                for f in report["hosts"][host]["findings"]}
+
+    for collected, live in (("old-01", "web-01"), ("old-drift", "lb-01"),
+                            ("ssh-old", "ssh-ok"), ("nopython", "web-02")):
+        assert judged(collected) == judged(live), (collected, live)
+        assert judged(live)
+
+
+@needs_check
+def test_partial_site_layer_keeps_the_base_verdicts(fleet_run) -> None:
+    """hwmgr_catalogs is a partial layer: the site's veth rules judge the namespace hosts
+    (above), and the shipped catalog's known-bad be2net 4.1.307r still makes seed 000 drift."""
+    _, _, report = fleet_run
+    assert "catalog_version" not in af.SITE_CATALOG  # a layer, not a catalog of its own
+    seed000 = report["hosts"]["snap-seed000-ustor"]
+    assert seed000["status"] == "drift"
+    bad = [f for f in seed000["findings"] if f["item"] == "driver_version"
+           and f["status"] == "drift"]
+    assert bad and {f["actual"] for f in bad} == {"4.1.307r"}
 
 
 @needs_check

@@ -36,7 +36,7 @@ options:
     default: []
   catalogs:
     description: Catalog files on the managed host layered over the shipped catalog
-      (repeated C(--site-catalog): layers, never a replacement).
+      (repeated C(--site-catalog), so layers and never a replacement).
     type: list
     elements: path
     default: []
