@@ -31,10 +31,13 @@ SECURE_BOOT = "secure-boot"  # `mokutil --sb-state`, the SecureBoot efivar, /sys
 INITRAMFS = "initramfs"  # /boot initramfs image names + lsinitramfs/lsinitrd listings
 BOOT_ID = "boot-id"  # BOOT_ID_PATH: which boot the snapshot saw (reboot pending or not)
 STATE = "state"  # the state dir's journal, check history and armed expectations (copied whole)
-RECORDS = (MODINFO, ROUTES, HEADERS, ETHTOOL, IP_LINK, SYSCTL, SECURE_BOOT, INITRAMFS, BOOT_ID)
+SYSTEMD = "systemd"  # SYSTEMCTL_VERSION_ARGV: which .link keys the host's udev reads
+RECORDS = (MODINFO, ROUTES, HEADERS, ETHTOOL, IP_LINK, SYSCTL, SECURE_BOOT, INITRAMFS, BOOT_ID,
+           SYSTEMD)
+SYSTEMCTL_VERSION_ARGV = ("systemctl", "--version")
 # What the POSIX collector (hwmgr/fleet/collect.sh) records in full: everything `check`
-# reads, the routes and the boot id; not the kernel headers, Secure Boot or initramfs
-# listings that only `plan` reads (they need tools an old host may not have).
+# reads, the routes and the boot id; not the kernel headers, Secure Boot, initramfs or
+# systemd listings that only `plan` and `apply` read.
 COLLECTOR_RECORDS = (MODINFO, ROUTES, ETHTOOL, IP_LINK, SYSCTL, BOOT_ID)
 COLLECTOR = "hwmgr-collect.sh"  # snapshot.json "collector" of the collector's archives
 
