@@ -302,6 +302,7 @@ def test_veth_namespace_check_snapshot_and_collector_agree(tmp_path: Path, shell
     assert findings(out, *catalogs) == live
 
 
+@pytest.mark.slow  # two collectors printed and run, two checks
 def test_collector_for_another_catalog_names_the_sysctl_it_lacks(tmp_path: Path) -> None:
     """A site rule on a sysctl outside the fixed list: the collector made for that catalog
     copies it (judged like live); one made without it says it lacks exactly that sysctl."""
