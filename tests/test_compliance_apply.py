@@ -68,6 +68,23 @@ def test_dry_run_json_plan_changes_nothing(ns: ApplyNs) -> None:
     assert not Path(ns.state).exists()
 
 
+def test_in_a_namespace_nothing_is_planned_into_the_hosts_etc(ns: ApplyNs) -> None:
+    """Without --persist-root, /etc is the host's: its sysctl.d would set the host's own
+    namespace at boot. The plan says so per change and writes no file."""
+    path = ns.tmp / "changes.json"
+    path.write_text(json.dumps(list(CHANGES)))
+    res = ns.hwmgr("apply", "--changes", str(path), "--state-dir", ns.state, "--dry-run",
+                   "--json")
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)["data"]
+    assert data["files"] == [] and data["changes"]
+    for c in data["changes"]:
+        assert c["persist"]["file"] is None
+        assert f"this is network namespace {ns.ns}" in c["persist"]["not_persisted"]
+    assert any(n.startswith("nothing persisted") for n in data["notes"])
+    assert _live(ns) == OLD
+
+
 def test_apply_then_revert_restores_values_and_files_exactly(ns: ApplyNs) -> None:
     before = tree_bytes(ns.root)
     res = ns.apply(CHANGES, "--yes")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import glob
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -55,6 +56,7 @@ CASES: dict[tuple[str, int], list[str]] = {
     ("snapshot", EXIT_OK): ["out.tar.gz"],
     ("snapshot", EXIT_USAGE): ["bad.json"],
     ("snapshot", EXIT_NOT_FOUND): ["nosuch/out.tar.gz"],
+    ("snapshot", EXIT_BAD_INPUT): ["--site-catalog", "bad.json", "out.tar.gz"],
     ("catalog", EXIT_OK): ["show", "be2net"],
     ("catalog", EXIT_NOT_FOUND): ["show", "nosuch"],
     ("catalog", EXIT_BAD_INPUT): ["validate", "bad.json"],
@@ -78,11 +80,11 @@ CASES: dict[tuple[str, int], list[str]] = {
     ("apply", EXIT_BAD_INPUT): ["--root", BROKEN, "--dry-run"],
     ("revert", EXIT_NOTHING_TO_DO): ["--yes"],
     ("recover", EXIT_OK): [],
-    ("history", EXIT_OK): ["--root", BEFORE],
-    ("history", EXIT_NOT_FOUND): ["--root", "nosuch.tar.gz"],
+    ("history", EXIT_OK): ["--root", "snap.tar.gz"],
+    ("history", EXIT_NOT_FOUND): ["--root", BEFORE],  # it carries no state dir
     ("history", EXIT_BAD_INPUT): ["--root", BROKEN],
     ("verify", EXIT_NOT_FOUND): ["--root", BEFORE, "--expectation", "nosuch.json"],
-    ("verify", EXIT_NOTHING_TO_DO): ["--root", BEFORE],
+    ("verify", EXIT_NOTHING_TO_DO): ["--root", "snap.tar.gz"],
     ("verify", EXIT_BAD_INPUT): ["--root", BROKEN],
     ("throughput", EXIT_NOT_FOUND): ["--peer", "127.0.0.1", "--interface", "nosuch0"],
     ("mirror", EXIT_NOT_FOUND): ["sync", "mirror", "--driver", "be2net"],
@@ -102,6 +104,8 @@ CASES: dict[tuple[str, int], list[str]] = {
     ("fleet-report", EXIT_BAD_INPUT): ["--results", "fleet/bad", "--out", "report"],
     ("fleet-report", EXIT_UNKNOWN): ["--results", "fleet/unknown", "--out", "report"],
     ("collect-script", EXIT_OK): [],
+    ("collect-script", EXIT_NOT_FOUND): ["--site-catalog", "nosuch.json"],
+    ("collect-script", EXIT_BAD_INPUT): ["--site-catalog", "bad.json"],
 }
 CASES.update({(verb, EXIT_USAGE): ["--no-such-option"] for verb in cli.VERBS
               if (verb, EXIT_USAGE) not in CASES})
@@ -144,8 +148,14 @@ NOT_DRIVEN: dict[tuple[str, int], str] = {
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory holding the files the cases and examples name."""
     box = tmp_path_factory.mktemp("verbs")
+    snap = box / "snap"  # seed002-before, taken by a hwmgr that copies the state dir (empty)
+    shutil.copytree(BEFORE, snap, symlinks=True)
+    meta = json.loads((snap / "snapshot.json").read_text())
+    (snap / "snapshot.json").write_text(json.dumps({**meta, "records": [
+        *meta["records"], "state"]}))
     with tarfile.open(box / "snap.tar.gz", "w:gz") as tar:
-        tar.add(BEFORE, arcname="snap")
+        tar.add(snap, arcname="snap")
+    shutil.rmtree(snap)
     (box / "web01").symlink_to(AFTER)
     (box / "bad.json").write_text("{")
     (box / "snapshots.json").write_text(json.dumps({"web01": "web01", "web02": "snap.tar.gz"}))
@@ -213,6 +223,8 @@ EXAMPLE_NOT_RUN: dict[str, str] = {
     "hwmgr inventory --root /tmp/web01.tar.gz": "the snapshot the example before writes",
     "hwmgr collect-script > hwmgr-collect.sh": "a shell redirection",
     "hwmgr collect-script | ssh old-host sh -s > old-host.tar.gz": "ssh to an old host",
+    "hwmgr collect-script --site-catalog site.json > hwmgr-collect.sh": "a shell redirection",
+    "hwmgr snapshot --site-catalog site.json /tmp/web01.tar.gz": "writes outside the sandbox",
     "hwmgr inventory --root old-host.tar.gz": "the snapshot the collector writes",
     "hwmgr plan upgrade e1000e --to 3.8.7-lab --kernel 6.1.0-56-amd64 --json":
         "the lab's catalog (tests/lab)",

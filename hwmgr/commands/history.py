@@ -12,7 +12,9 @@ from hwmgr.errors import (
     EXIT_NOT_FOUND,
     EXIT_OK,
     BadInputError,
+    NotFoundError,
 )
+from hwmgr.host import capture
 from hwmgr.output import Outcome, new_table, printable
 from hwmgr.transaction.state import StateDir
 from hwmgr.ui import lifecycle as ui
@@ -29,7 +31,8 @@ EXAMPLES = (
 )
 EXIT_CODES = {
     EXIT_OK: "shown (also when there is no history)",
-    EXIT_NOT_FOUND: "no such --root snapshot",
+    EXIT_NOT_FOUND: "no such --root snapshot, or it carries no state dir (older hwmgr, the "
+                    "collector)",
     EXIT_BAD_INPUT: "a bad snapshot or journal (named)",
 }
 
@@ -49,6 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    if not ctx.host.live and capture.lacks(ctx.host, capture.STATE):
+        raise NotFoundError(capture.no_state(ctx.host, NAME))  # not "no transactions"
     state = StateDir(ctx.host, ctx.config.state_dir)
     if args.checks:
         return _checks(args, ctx, state)

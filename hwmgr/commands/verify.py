@@ -18,6 +18,7 @@ from hwmgr.errors import (
     NotFoundError,
     UsageError,
 )
+from hwmgr.host import capture
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.expect import parse_expectation
 from hwmgr.output import Outcome, new_table, printable
@@ -47,7 +48,8 @@ EXAMPLES = (
 EXIT_CODES = {
     EXIT_OK: "verified",
     EXIT_FAILED: "failed (and maybe rolled back)",
-    EXIT_NOT_FOUND: "no such --expectation file or --root snapshot",
+    EXIT_NOT_FOUND: "no such --expectation file or --root snapshot, or one that carries no "
+                    "state dir (older hwmgr, the collector)",
     EXIT_NOTHING_TO_DO: "nothing armed",
     EXIT_REBOOT_PENDING: "reboot pending",
     EXIT_BAD_INPUT: "bad expectation/config file or snapshot",
@@ -105,6 +107,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         raise UsageError("--on-failure rollback needs the live host, not a --root snapshot")
     if snapshot and args.throughput:
         raise UsageError("--throughput needs the live host, not a --root snapshot")
+    if snapshot and not args.expectation and capture.lacks(host, capture.STATE):
+        raise NotFoundError(capture.no_state(host, NAME))  # not "nothing armed"
     settings = ctx.config
     notes = []
     readonly = snapshot or bool(args.expectation)

@@ -35,6 +35,7 @@ from hwmgr.errors import (
     RefusedError,
 )
 from hwmgr.host.seam import Host
+from hwmgr.inventory import guard
 from hwmgr.inventory.guard import cut_off_refusal, protected_interfaces
 from hwmgr.transaction.engine import Transaction, TxnResult
 from hwmgr.transaction.journal import Journal
@@ -235,6 +236,16 @@ def plan_apply(host: Host, changes: list[Change], *, persist_root: str = "/",
 
 def _plan_persistence(host: Host, plan: ApplyPlan, by_iface: dict[str | None, dict[str, Any]],
                       override: bool) -> None:
+    netns = guard.other_netns(host) if plan.persist_root == "/" else None
+    if netns is not None:  # /etc is the host's: its sysctl.d and .link files are not ours
+        why = (f"this is network namespace {netns}: /etc/sysctl.d, .link files and "
+               "NetworkManager configure the host's own namespace at boot, not this one")
+        for c in plan.changes:
+            c["persist"] = {"backend": "none", "file": None, "key": None,
+                            "not_persisted": why}
+        plan.notes.append(f"nothing persisted ({why}); the changes are live in this namespace "
+                          "only, until it is removed")
+        return
     root = plan.persist_root
     nm = persist.nm_connections(host) if root == "/" and host.live else {}
     systemd = persist_os.systemd_version(host, root) if any(by_iface) else None

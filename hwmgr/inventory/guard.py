@@ -164,6 +164,21 @@ def interface_stack(host: Host, ifname: str) -> set[str]:
     return seen
 
 
+def other_netns(host: Host) -> str | None:
+    """This process's network namespace when it is not the host's (PID 1's; when PID 1's
+    cannot be read, as in a container: a namespace `ip netns` names), else None; for a
+    snapshot, the "netns" it recorded."""
+    if not host.live:
+        netns = (host.meta or {}).get("netns")
+        return netns if isinstance(netns, str) and netns else None
+    mine, init = host.readlink("/proc/self/ns/net"), host.readlink("/proc/1/ns/net")
+    if mine and init:
+        return mine if mine != init else None
+    res = host.run(["ip", "netns", "identify"], timeout=10)
+    name = res.stdout.strip() if res.ok else ""
+    return f"{name} ({mine or 'net:[?]'})" if name else None
+
+
 def protected_interfaces(host: Host, env: Mapping[str, str] | None = None) -> dict[str, str]:
     """Every interface whose link reset would cut this host off → why (default route, SSH
     session or SSH peer socket), including the whole bond/bridge/VLAN stack around it."""

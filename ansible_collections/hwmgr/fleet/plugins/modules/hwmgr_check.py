@@ -31,7 +31,7 @@ options:
   catalogs:
     description:
       - Catalog files on the host running the module, layered over the shipped catalog in
-        this order (repeated C(--catalog)).
+        this order (repeated C(--site-catalog), so layers and never a replacement).
     type: list
     elements: path
     default: []
