@@ -31,7 +31,7 @@ from hwmgr.lifecycle.steps import rollback_steps, upgrade_steps
 from hwmgr.transaction.engine import Transaction
 from hwmgr.transaction.state import StateDir
 
-pytestmark = pytest.mark.slow  # two kbuild runs and four update-initramfs runs (~20 s)
+SLOW = pytest.mark.slow  # two kbuild runs and four update-initramfs runs (~10-25 s)
 
 MOD = "hwmgrstor"
 MODULES_CONF = Path("/etc/initramfs-tools/modules")
@@ -125,6 +125,20 @@ def run_step(bed: dict[str, Any], kind: str, **params: Any) -> tuple[Any, dict[s
     return res, state.journal().get(res.id)["steps"][0]["data"]
 
 
+def test_image_holds_reads_both_listings() -> None:
+    """lsinitramfs paths (merged /usr) and lsinitrd `ls -l` lines name the same module file."""
+    ko = "/lib/modules/6.1.0-56-amd64/updates/dkms/megaraid_sas.ko"
+    debian = ["usr/lib/modules/6.1.0-56-amd64/kernel/drivers/scsi/megaraid/megaraid_sas.ko",
+              "usr/lib/modules/6.1.0-56-amd64/updates/dkms/megaraid_sas.ko"]
+    assert kmod.image_holds(debian, ko)
+    assert not kmod.image_holds(debian[:1], ko)  # only the in-tree one: the old image
+    assert not kmod.image_holds(debian, ko + ".xz")
+    line = ("-rw-r--r--   1 root     root       123 Jan 13  2023 "
+            "usr/lib/modules/6.1.0-56-amd64/updates/dkms/megaraid_sas.ko")
+    assert kmod.image_holds([line.split()[-1]], ko)
+
+
+@SLOW
 def test_upgrade_rollback_and_a_refused_image(bed: dict[str, Any]) -> None:
     kver, image = bed["kver"], bed["image"]
     before = sha(image)
