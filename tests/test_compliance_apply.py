@@ -57,6 +57,8 @@ def test_dry_run_json_plan_changes_nothing(ns: ApplyNs) -> None:
     assert gro["command"] == "ethtool -K v0 generic-receive-offload on"
     assert (gro["current"], gro["wanted"]) == ("off", "on")
     link = str(ns.root / "etc/systemd/network/10-hwmgr-v0.link")
+    why = gro["persist"].pop("why")
+    assert why.startswith("udev reads .link files (systemctl --version: systemd ")
     assert gro["persist"] == {"backend": "systemd-link", "file": link,
                               "key": "GenericReceiveOffload", "connection": None}
     assert rows[("v0", "txqueuelen")]["command"] == "ip link set dev v0 txqueuelen 4242"

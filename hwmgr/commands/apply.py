@@ -10,6 +10,7 @@ from hwmgr.compliance import apply as ap
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_LOCKED,
     EXIT_NOT_FOUND,
     EXIT_NOTHING_TO_DO,
@@ -120,6 +121,9 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     plan = ap.plan_apply(host, changes, persist_root=args.persist_root, force=args.force,
                          override=args.override, confirm_timeout=args.confirm_timeout)
     data = plan.as_dict()
+    opened = ap.open_transactions(host, config) if host.live else []
+    plan.notes += opened
+    data["notes"] = plan.notes
     if not plan.changes:
         raise NothingToDo("nothing apply can set: " + "; ".join(plan.notes))
     if plan.refusals:
@@ -138,6 +142,10 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     res = ap.run_apply(host, plan, config, command="hwmgr apply", wait=args.wait)
     data["transaction"] = res.as_dict()
     pending = res.ok and "confirm" in plan.params([])
+    stopped = ap.interrupted_line(res, "apply")
+    if stopped is not None:
+        return Outcome(NAME, status="failed", data=data, errors=[stopped],
+                       exit_code=EXIT_INTERRUPTED)
 
     def render(c: Any) -> None:
         c.print(f"transaction #{res.id} apply: {res.state}"
@@ -165,6 +173,8 @@ def render_plan(c: Any, d: dict[str, Any]) -> None:
         if pe.get("key"):
             target = pe.get("file") or f"NetworkManager connection {pe.get('connection')}"
             c.print(p(f"      persist: {pe['backend']} {target} ({pe['key']})"), markup=False)
+            if pe.get("why") and pe["backend"] == "udev-rule":
+                c.print(p(f"               because {pe['why']}"), markup=False)
         else:
             c.print(p(f"      persist: NOT persisted ({pe.get('not_persisted', '?')})"),
                     markup=False)

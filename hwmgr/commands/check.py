@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from hwmgr.catalog.load import load_catalog
+from hwmgr.compliance.apply import open_transactions
 from hwmgr.compliance.check import check_host, exit_code, parse_layers
 from hwmgr.compliance.history import record_check
 from hwmgr.compliance.prom import write_prom
@@ -18,7 +19,7 @@ from hwmgr.errors import (
     EXIT_UNKNOWN,
     HwmgrError,
 )
-from hwmgr.output import Outcome
+from hwmgr.output import Outcome, printable
 from hwmgr.transaction.pending import reboot_pending
 from hwmgr.ui.check_table import render
 from hwmgr.ui.options import common_options, lifecycle_options
@@ -71,6 +72,9 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     if code == EXIT_OK and pending:  # only "unknown" entries: the boot id could not be read
         code = EXIT_UNKNOWN
     data["compliant"] = code == EXIT_OK
+    opened = open_transactions(ctx.host, ctx.config) if ctx.host.live else []
+    if opened:  # an interrupted apply or upgrade: what check sees may be half of it
+        data.setdefault("notes", []).extend(opened)
     if ctx.host.live:
         try:
             record_check(ctx.host, ctx.config.state_dir, data)
@@ -81,6 +85,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
 
     def _render(console: Any) -> None:
         render(console, data, devices=result.devices)
+        for line in opened:
+            console.print(printable(f"note: {line}"), markup=False)
 
     return Outcome(command=NAME, status=STATUS[code], data=data, render=_render,
                    exit_code=code)

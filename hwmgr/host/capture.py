@@ -27,7 +27,10 @@ SYSCTL = "sysctl"  # NET_SYSCTLS as files under proc/sys/
 SECURE_BOOT = "secure-boot"  # `mokutil --sb-state`, the SecureBoot efivar, /sys/firmware/efi
 INITRAMFS = "initramfs"  # /boot initramfs image names + lsinitramfs/lsinitrd listings
 BOOT_ID = "boot-id"  # BOOT_ID_PATH: which boot the snapshot saw (reboot pending or not)
-RECORDS = (MODINFO, ROUTES, HEADERS, ETHTOOL, IP_LINK, SYSCTL, SECURE_BOOT, INITRAMFS, BOOT_ID)
+SYSTEMD = "systemd"  # SYSTEMCTL_VERSION_ARGV: which .link keys the host's udev reads
+RECORDS = (MODINFO, ROUTES, HEADERS, ETHTOOL, IP_LINK, SYSCTL, SECURE_BOOT, INITRAMFS, BOOT_ID,
+           SYSTEMD)
+SYSTEMCTL_VERSION_ARGV = ("systemctl", "--version")
 
 # The kernel's random id of the running boot: a transaction committed under the same id as
 # now installed something the running kernel has not loaded yet.

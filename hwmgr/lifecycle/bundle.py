@@ -18,6 +18,7 @@ from hwmgr.host.capture import (
     KVER,
     NET_SYSCTLS,
     RECORDS,
+    SYSTEMCTL_VERSION_ARGV,
     TIMEOUT,
     sysctl_path,
 )
@@ -70,6 +71,7 @@ def record_all(host: Host, devices: Iterable[dict[str, Any]],
             for q in ETHTOOL_QUERIES:
                 host.run(["ethtool", *q, ifname], timeout=TIMEOUT)
     host.run(list(IP_LINK_ARGV), timeout=TIMEOUT)
+    host.run(list(SYSTEMCTL_VERSION_ARGV), timeout=TIMEOUT)
     for name in NET_SYSCTLS:
         host.read_bytes(sysctl_path(name))
     host.read_bytes(BOOT_ID_PATH)
