@@ -16,8 +16,11 @@ really has an initramfs.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -173,3 +176,50 @@ def test_upgrade_rollback_and_a_refused_image(bed: dict[str, Any]) -> None:
     assert res.state == "rolled-back"
     assert f"does not hold /lib/modules/{kver}/updates/{MOD}.ko" in (res.error or "")
     assert sha(image) == before
+
+
+CRASHER = """
+import json, sys
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.steps import upgrade_steps
+from hwmgr.transaction.engine import Transaction
+from hwmgr.transaction.state import StateDir
+state = StateDir(Host("/", SubprocessRunner()), sys.argv[1])
+registry = {"upgrade": lambda p: [s for s in upgrade_steps(p) if s.name == "initramfs"]}
+with state.lock(command="crash test"):
+    Transaction(state, registry, "upgrade", json.loads(sys.argv[2]), target="hwmgrstor").run()
+"""
+
+
+@SLOW
+@pytest.mark.parametrize(("at", "ends"), [("initramfs:saved", "rolled-back"),
+                                          ("initramfs:after", "committed")])
+def test_killed_in_the_initramfs_step_then_recovered(bed: dict[str, Any], tmp_path: Path,
+                                                      at: str, ends: str) -> None:
+    """SIGKILL once the image is kept (before the rebuild), or once it is rebuilt (before the
+    step is marked done): `recover` leaves exactly the old image or exactly the checked new
+    one."""
+    install(bed, "2.0")
+    MODULES_CONF.write_bytes(MODULES_CONF.read_bytes().replace(f"{MOD}\n".encode(), b"")
+                             + f"{MOD}\n".encode())
+    subprocess.run(["update-initramfs", "-u", "-k", bed["kver"]], check=True,
+                   capture_output=True)
+    before = sha(bed["image"])
+    params = {"driver": MOD, "version": "2.0", "modules": [MOD], "kernels": [bed["kver"]],
+              "initramfs": [bed["kver"]], "source": {}}
+    state_dir = tmp_path / "state"
+    res = subprocess.run([sys.executable, "-c", CRASHER, str(state_dir), json.dumps(params)],
+                         env={**os.environ, "HWMGR_CRASH_AT": at}, check=False)
+    assert res.returncode == -9
+    state = StateDir(Host("/", SubprocessRunner()), str(state_dir))
+    registry = {"upgrade": lambda p: [s for s in upgrade_steps(p) if s.name == "initramfs"]}
+    with state.lock(command="recover"):
+        (done,) = Transaction.recover(state, registry)
+    assert done.state == ends, done.error
+    data = state.journal().get(done.id)["steps"][0]["data"]
+    if ends == "rolled-back":
+        assert sha(bed["image"]) == before
+    else:
+        assert sha(bed["image"]) == data["rebuilt"][bed["kver"]]["sha256"] != before
+        assert data[f"backup:{bed['image']}"]["sha256"] == before
