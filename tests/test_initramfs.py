@@ -15,6 +15,7 @@ really has an initramfs.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -75,6 +76,8 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("initramfs")
     kos = {v: build_module(tmp, kver, v) for v in ("1.0", "2.0")}
     made_config = not config.exists()
+    made_dirs = [d for d in (Path(f"/lib/modules/{kver}/extra"),
+                             Path(f"/lib/modules/{kver}/updates")) if not d.exists()]
     conf_before = MODULES_CONF.read_bytes() if MODULES_CONF.exists() else None
     extra = Path(f"/lib/modules/{kver}/extra/{MOD}.ko")
     updates = Path(f"/lib/modules/{kver}/updates/{MOD}.ko")
@@ -91,6 +94,9 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     finally:
         for p in (image, extra, updates, *([config] if made_config else [])):
             p.unlink(missing_ok=True)
+        for d in made_dirs:  # only if empty: a concurrent DKMS install may use updates/
+            with contextlib.suppress(OSError):
+                d.rmdir()
         if conf_before is None:
             MODULES_CONF.unlink(missing_ok=True)
         else:
