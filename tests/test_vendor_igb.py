@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from lifecycle_env import headers_kernel
 from support import run_cli
-from vendor_env import listed, newest_first, srpms, vendor_dir
+from vendor_env import listed, newest_first, remove_versions, srpms, vendor_dir
 
 from hwmgr.errors import EXIT_FAILED
 from hwmgr.host.runner import SubprocessRunner
@@ -74,22 +74,6 @@ def state(kver: str) -> tuple[dict[str, str] | None, dict[str, str]]:
     return resolved(kver), modules_of(kver)
 
 
-def remove_story_versions(kver: str, versions: list[str]) -> None:
-    """Take the story's igb versions out of DKMS, /usr/src and KVER's module dir."""
-    host = Host("/", SubprocessRunner())
-    d = Dkms(host)
-    for e in d.status(DRIVER):
-        if e.version in versions:
-            d.remove(DRIVER, e.version, "all", delete_source=True, depmod=False)
-    for v in versions:
-        shutil.rmtree(f"/usr/src/{DRIVER}-{v}", ignore_errors=True)
-        shutil.rmtree(f"/var/lib/dkms/{DRIVER}/{v}", ignore_errors=True)
-    for p in Path(f"/lib/modules/{kver}/updates/dkms").glob(f"{DRIVER}.ko*"):
-        p.unlink()
-    if Path(f"/lib/modules/{kver}/modules.dep").exists():
-        host.run(["depmod", "-a", kver])
-
-
 @pytest.fixture
 def story(tmp_path: Path):
     releases = srpms(DRIVER)
@@ -101,7 +85,7 @@ def story(tmp_path: Path):
               if e.version not in (new, old)]
     if others:
         pytest.skip(f"DKMS already holds igb {', '.join(others)} on this host; not touching it")
-    remove_story_versions(kver, [new, old])
+    remove_versions(DRIVER, kver, [new, old])
     (tmp_path / "catalog.d").mkdir()
     shutil.copy(SITE_LAYER, tmp_path / "catalog.d" / "20-igb.json")
     (tmp_path / "hwmgr.json").write_text("{}\n")
@@ -111,7 +95,7 @@ def story(tmp_path: Path):
            "HWMGR_SIGN_CERT": str(tmp_path / "mok.pub"),
            "HWMGR_CONFIG": str(tmp_path / "hwmgr.json"), "SSH_CONNECTION": ""}
     yield {"env": env, "kver": kver, "new": new, "old": old, "srpms": releases}
-    remove_story_versions(kver, [new, old])
+    remove_versions(DRIVER, kver, [new, old])
 
 
 def hw(s: dict, *args: str):

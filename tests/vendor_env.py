@@ -8,10 +8,15 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+
+from hwmgr.host.runner import SubprocessRunner
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.dkms import Dkms
 
 VENDOR_ENV = "HWMGR_VENDOR_DIR"
 SUMS = "SUMS.txt"
@@ -76,3 +81,20 @@ def srpms(name: str) -> dict[str, Path]:
 def newest_first(versions: list[str]) -> list[str]:
     """Dotted numeric versions, newest first (5.18.7 before 5.9.3)."""
     return sorted(versions, key=lambda v: [int(p) for p in v.split(".")], reverse=True)
+
+
+def remove_versions(driver: str, kver: str, versions: list[str]) -> None:
+    """Take `versions` of `driver` out of DKMS, /usr/src and KVER's updates/dkms (machine-wide
+    state the vendor story and bench/upgrade share; other versions are left alone)."""
+    host = Host("/", SubprocessRunner())
+    d = Dkms(host)
+    for e in d.status(driver):
+        if e.version in versions:
+            d.remove(driver, e.version, "all", delete_source=True, depmod=False)
+    for v in versions:
+        shutil.rmtree(f"/usr/src/{driver}-{v}", ignore_errors=True)
+        shutil.rmtree(f"/var/lib/dkms/{driver}/{v}", ignore_errors=True)
+    for p in Path(f"/lib/modules/{kver}/updates/dkms").glob(f"{driver}.ko*"):
+        p.unlink()
+    if Path(f"/lib/modules/{kver}/modules.dep").exists():
+        host.run(["depmod", "-a", kver])
