@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from lifecycle_env import headers_kernel
 from support import run_cli
-from vendor_env import listed, newest_first, remove_versions, srpms, vendor_dir
+from vendor_env import checked, listed, newest_first, remove_versions, srpms, vendor_dir
 
 from hwmgr.errors import EXIT_FAILED
 from hwmgr.host.runner import SubprocessRunner
@@ -43,8 +43,6 @@ def predates(version: str, kver: str) -> bool:
 def test_vendor_files_are_the_ones_sums_names() -> None:
     """Every file SUMS.txt lists is there with its size and sha256 (fails, never skips, when
     HWMGR_VENDOR_DIR is set)."""
-    from vendor_env import checked
-
     for f in listed(vendor_dir()):
         assert checked(f) == f.path
 
@@ -139,18 +137,18 @@ def test_igb_vendor_story(story: dict) -> None:
     assert res.returncode == 0, res.stderr
     assert kver in res.stdout and new in res.stdout
     assert state(kver) == inbox  # a plan changes nothing
-    if predates(new, kver):
-        # 3'. Intel's code of this release cannot compile for kver: the build fails in DKMS,
-        # the transaction is undone, nothing is left behind. The full story needs releases
-        # from KCOMPAT_6_1 on in HWMGR_VENDOR_DIR (or older kernel headers).
-        res = hw(s, "upgrade", DRIVER, "--to", new, "--kernel", kver, "--yes", "--offline",
+    if predates(old, kver):
+        # 3'. Intel's code of the older release (at least) cannot compile for kver: the build
+        # fails in DKMS, the transaction is undone, nothing is left behind. The full story
+        # needs two releases from KCOMPAT_6_1 on in HWMGR_VENDOR_DIR (or older kernel headers).
+        res = hw(s, "upgrade", DRIVER, "--to", old, "--kernel", kver, "--yes", "--offline",
                  "--mirror", str(vendor_dir()))
         assert res.returncode == EXIT_FAILED, res.stderr
-        assert f"dkms build of {DRIVER}/{new} for kernel {kver} failed" in res.stderr
+        assert f"dkms build of {DRIVER}/{old} for kernel {kver} failed" in res.stderr
         assert state(kver) == inbox
-        assert not Path(f"/usr/src/{DRIVER}-{new}").exists()
-        assert new not in {e.version for e in Dkms(Host("/", SubprocessRunner())).status(DRIVER)}
-        pytest.xfail(f"igb {new} predates Linux 6.1 ({kver}): its kcompat has no 6.1 API "
+        assert not Path(f"/usr/src/{DRIVER}-{old}").exists()
+        assert old not in {e.version for e in Dkms(Host("/", SubprocessRunner())).status(DRIVER)}
+        pytest.xfail(f"igb {old} predates Linux 6.1 ({kver}): its kcompat has no 6.1 API "
                      f"(igb >= {KCOMPAT_6_1} has); the build failed and was undone cleanly")
     # 3. the newest release, then the one before it
     first = upgraded(s, new)
