@@ -145,6 +145,11 @@ def test_igb_vendor_story(story: dict) -> None:
                  "--mirror", str(vendor_dir()))
         assert res.returncode == EXIT_FAILED, res.stderr
         assert f"dkms build of {DRIVER}/{old} for kernel {kver} failed" in res.stderr
+        # the build's own words survive the undo: the whole make.log is kept in the state dir
+        logs = list((Path(s["env"]["HWMGR_STATE_DIR"]) / "logs").glob(
+            f"*-{DRIVER}-{old}-{kver}.make.log"))
+        assert len(logs) == 1 and str(logs[0]) in res.stderr, res.stderr
+        assert "netif_napi_add" in logs[0].read_text(errors="replace")
         assert state(kver) == inbox
         assert not Path(f"/usr/src/{DRIVER}-{old}").exists()
         assert old not in {e.version for e in Dkms(Host("/", SubprocessRunner())).status(DRIVER)}
