@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TextIO
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn (make_console says why)
     from rich.console import Console
@@ -77,6 +78,30 @@ def cell_len(text: str) -> int:
     return cells(text)
 
 
+MIN_COLUMNS, MAX_COLUMNS = 20, 1000  # a COLUMNS outside this is clamped into it
+PIPE_COLUMNS = 150  # pipes and logs: wide enough that tables do not fold every cell
+
+
+def env_columns(environ: Mapping[str, str] | None = None) -> int | None:
+    """`COLUMNS` as a width, or None when unset or not a plain ASCII number (`abc`, `1e3`, an
+    escape sequence, `²`); clamped to MIN_COLUMNS..MAX_COLUMNS. The one reader of COLUMNS:
+    rich is always handed a width from here, so it never parses the variable itself."""
+    raw = (os.environ if environ is None else environ).get("COLUMNS", "")
+    if not (0 < len(raw) <= 6 and raw.isascii() and raw.isdigit()):
+        return None
+    return min(max(int(raw), MIN_COLUMNS), MAX_COLUMNS)
+
+
+def make_safe(stream: TextIO) -> None:
+    """Let `stream` write any text whatever its encoding (PYTHONIOENCODING=ascii, a C locale):
+    a character it cannot encode is written as a backslash escape instead of raising. Called
+    once on stdout by cli; stderr already does this in Python."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
+        with contextlib.suppress(ValueError, OSError):  # a closed or detached stream
+            reconfigure(errors="backslashreplace")
+
+
 def make_console(stream: TextIO, *, stderr: bool = False) -> Console:
     """A rich Console for a human rendering."""
     # Imported here on purpose: rich is the largest import hwmgr has (tens of ms, more than
@@ -84,8 +109,7 @@ def make_console(stream: TextIO, *, stderr: bool = False) -> Console:
     # and hwmgr-verify at boot never render one.
     from rich.console import Console
 
-    width = None
-    if not (hasattr(stream, "isatty") and stream.isatty()):
-        # pipes and logs: wide enough that tables do not fold every cell
-        width = int(os.environ.get("COLUMNS", "0") or 0) or 150
+    width = env_columns()
+    if width is None and not (hasattr(stream, "isatty") and stream.isatty()):
+        width = PIPE_COLUMNS
     return Console(file=stream, stderr=stderr, highlight=False, soft_wrap=False, width=width)
