@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Dict, Iterable, TypedDict
 
+from hwmgr import safejson
 from hwmgr.errors import (
     EXIT_DRIFT,
     EXIT_OK,
@@ -199,25 +200,18 @@ def read_results_dir(directory: Path) -> dict[str, LoadedHost]:
         raise BadInputError(f"{directory}: not a directory of per-host results")
     hosts: dict[str, LoadedHost] = {}
     for path in sorted(directory.glob("*.json")):
-        hosts[path.stem] = load_host(read_json(path), str(path))
+        # a file name that is not UTF-8 names its host with the bytes escaped (\xff)
+        where = safejson.printable_path(path)
+        hosts[printable(path.stem)] = load_host(read_json(path), where)
     if not hosts:
         raise BadInputError(f"{directory}: no per-host result files (*.json)")
     return hosts
 
 
 def read_json(path: Path) -> Any:
-    """A JSON file, size-limited; any problem is a BadInputError naming the file."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_INPUT_BYTES + 1)
-    except OSError as exc:
-        raise BadInputError(f"{path}: cannot read ({exc.strerror})") from None
-    if len(raw) > MAX_INPUT_BYTES:
-        raise BadInputError(f"{path}: larger than {MAX_INPUT_BYTES >> 20} MiB; refusing to read")
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise BadInputError(f"{path}: not valid JSON ({exc})") from None
+    """A JSON file, size-limited; any problem is a BadInputError naming the file (a FIFO or
+    device refused before opening, nesting and integer length bounded: `safejson`)."""
+    return safejson.load_file(path, max_bytes=MAX_INPUT_BYTES)
 
 
 # ------------------------------------------------------------------------ the report
