@@ -89,9 +89,10 @@ def _split_note(s: str) -> tuple[str, Optional[str]]:
 
 def _normalise(raw: object, what: str) -> tuple[str, Optional[str]]:
     """Strip whitespace, a leading 'version:' label and one trailing '(note)'."""
-    s, note = _split_note(_LABEL.sub("", bounded(raw, what).strip()))
+    text = bounded(raw, what)
+    s, note = _split_note(_LABEL.sub("", text.strip()))
     if not s:
-        raise VersionError(f"{what} is empty" + (f" (got {shown(raw)})" if raw.strip() else ""))
+        raise VersionError(f"{what} is empty" + (f" (got {shown(raw)})" if text.strip() else ""))
     bad = re.search(r"[^\x20-\x7e]", s)
     if bad:
         raise VersionError(f"{what} {shown(raw)} contains a non-printable or non-ASCII character")
