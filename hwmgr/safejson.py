@@ -183,13 +183,20 @@ def type_name(value: Any) -> str:
     return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
-def typed(value: Any, types: Types, where: str) -> Any:
-    """`value` when it is one of `types` (a bool is never an int here); else a
-    `BadInputError` naming the field: `file: field: expected a string, got an integer`."""
+def typed(value: Any, types: Types, where: str,
+          fail: Callable[[str, str], Exception] | None = None) -> Any:
+    """`value` when it is one of `types` (a bool is never an int here); else the error
+    `fail(where, problem)` makes (default a `BadInputError`: `where: expected a string, got
+    an integer`), so each format names its file and field its own way."""
     wanted = types if isinstance(types, tuple) else (types,)
     ok = isinstance(value, wanted) and not (
         isinstance(value, bool) and bool not in wanted)
     if not ok:
         names = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in wanted)
-        raise BadInputError(f"{where}: expected {names}, got {type_name(value)}")
+        problem = f"expected {names}, got {type_name(value)}"
+        raise (fail or _bad_input)(where, problem)
     return value
+
+
+def _bad_input(where: str, problem: str) -> Exception:
+    return BadInputError(f"{where}: {problem}")
