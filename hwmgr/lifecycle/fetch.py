@@ -32,8 +32,11 @@ from hwmgr.lifecycle.cache import (
 )
 from hwmgr.lifecycle.http import (
     MAX_BACKOFF,
+    MIN_RATE,
+    DeadlineExceeded,
     Transient,
     content_length,
+    deadline_for,
     new_session,
     open_get,
     read_body,
@@ -157,6 +160,7 @@ class _Job:
     allow_http: bool
     timeout: float
     progress: Progress | None
+    deadline: float | None = None  # time.monotonic() after which no attempt reads on
 
     @property
     def part(self) -> CacheFile:
@@ -214,7 +218,7 @@ def _stream(job: _Job, resp: requests.Response, served: str, sink: Sink, done: i
         job.progress(done, size)
     while True:
         want = min(CHUNK, size + 1 - done)  # never read past size+1: oversize shows, no more
-        data, error = read_body(resp, want)
+        data, error = read_body(resp, want, job.deadline)
         n = len(data)
         if done + n > size:
             job.part.remove()
@@ -223,6 +227,10 @@ def _stream(job: _Job, resp: requests.Response, served: str, sink: Sink, done: i
         done += n
         if job.progress is not None and n:
             job.progress(done, size)
+        if isinstance(error, DeadlineExceeded):
+            raise HwmgrError(f"download of {served} too slow: {size} bytes not done within "
+                             f"the deadline (at least {MIN_RATE // 1024} KiB/s; partial "
+                             f"kept in {job.part.name} for a resume)")
         if error is not None:
             if stalled(error):
                 reason = f"stalled: no data for {job.timeout:g} s after {done} bytes"
@@ -357,6 +365,7 @@ def fetch(
         with contextlib.ExitStack() as stack:
             if session is None:  # our own, closed when done
                 session = stack.enter_context(new_session())
-            job = _Job(session, url, hexsum, size, final, source.allow_http, timeout, progress)
+            job = _Job(session, url, hexsum, size, final, source.allow_http, timeout, progress,
+                       deadline_for(size, timeout))
             served, attempts = _download(job, retries, backoff)
     return result("network", served, attempts)
