@@ -16,7 +16,7 @@ from hwmgr.errors import (
 )
 from hwmgr.output import Outcome
 from hwmgr.ui.options import common_options, lifecycle_options
-from hwmgr.ui.throughput import floor_catalog, options_from
+from hwmgr.ui.throughput import floor_catalog, hard_timeout, options_from
 from hwmgr.ui.verbhelp import Example
 from hwmgr.verify import throughput as tp
 
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     cfg = load_config(host)
     if args.serve:
         port = args.port if args.port is not None else cfg.throughput_port
-        out = tp.serve(host, port, args.timeout or 300.0)
+        out = tp.serve(host, port, hard_timeout(args.timeout) or 300.0)
         return Outcome(NAME, status=out["status"], data={"serve": out},
                        errors=[out["reason"]] if out["status"] != "served" else [],
                        exit_code=STATUS_EXIT[out["status"]],
