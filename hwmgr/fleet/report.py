@@ -68,13 +68,22 @@ class Report(TypedDict):
     hosts: dict[str, HostEntry]  # worst first, then by name
 
 
+MAX_EPOCH = 253402300799  # 9999-12-31T23:59:59Z
+
+
 def utc_now(source_date_epoch: str | None = None) -> str:
     """The `generated` stamp: UTC, seconds, Z suffix; SOURCE_DATE_EPOCH (when a valid
     integer) fixes it, for reproducible reports."""
     epoch = source_date_epoch or ""
-    now = (_dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc) if epoch.isdigit()
-           else _dt.datetime.now(_dt.timezone.utc))
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if not epoch:
+        return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # ASCII digits only ('²'.isdigit() is true) and a year datetime can write (<= 9999)
+    if not (epoch.isascii() and epoch.isdigit() and int(epoch[:12]) <= MAX_EPOCH
+            and len(epoch) <= 12):
+        raise BadInputError(f"SOURCE_DATE_EPOCH={printable(epoch[:40])}: expected seconds "
+                            f"since 1970 (0 to {MAX_EPOCH})")
+    return _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
 
 
 # ------------------------------------------------------------------------ reading one host
