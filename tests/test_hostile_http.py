@@ -4,16 +4,18 @@ stopped at the download's total deadline, and headers holding non-ASCII digits (
 
 from __future__ import annotations
 
+import os
 import time
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Iterator
 
 import pytest
-from test_fetch import PAYLOAD, Server, body, fetch, src
+from test_fetch import DIGEST, NAME, PAYLOAD, Server, body, fetch, src
 
 from hwmgr.errors import HwmgrError
 from hwmgr.lifecycle import http
+from hwmgr.lifecycle.fetch import cache_path
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -104,3 +106,31 @@ def test_header_numbers_are_ascii_only() -> None:
     assert http._ascii_int("12", 19) == 12
     for bad in ("\u0661\u0662", "\u00b2", "", "1" * 20, "+1", "1.0", None):
         assert http._ascii_int(bad, 19) is None
+
+
+@pytest.mark.parametrize("target", ["outside", "dir", "loop", "fifo"])
+def test_partial_download_that_is_not_a_file_is_replaced(
+        server: Server, tmp_path: Path, target: str) -> None:
+    """A `.part` that is a symlink (out of the cache, to a dir, a loop) or a FIFO is never
+    followed, read or appended to: the download starts afresh or is refused in one line."""
+    cache = tmp_path / "cache"
+    outside = tmp_path / "outside"
+    outside.write_bytes(PAYLOAD[:1000])
+    part = Path(str(cache_path(cache, DIGEST, NAME)) + ".part")
+    part.parent.mkdir(parents=True)
+    if target == "outside":
+        part.symlink_to(outside)
+    elif target == "dir":
+        part.symlink_to(tmp_path)
+    elif target == "loop":
+        part.symlink_to(part)
+    else:
+        os.mkfifo(part)
+    server.routes["/" + NAME] = body()
+    try:
+        res = fetch(src(server.url("/" + NAME)), cache, timeout=2.0, retries=0, backoff=0.01)
+    except HwmgrError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert res.path.read_bytes() == PAYLOAD and not res.path.is_symlink()
+    assert outside.read_bytes() == PAYLOAD[:1000]  # never appended to

@@ -170,7 +170,7 @@ class _Job:
 def _resume_point(job: _Job) -> tuple[int, Any]:
     """Bytes already in `.part` and a hasher primed with them; -1 if `.part` is complete."""
     part, hasher = job.part, hashlib.sha256()
-    offset = part.real.stat().st_size if part.real.exists() else 0
+    offset = part.regular_size()  # a symlink or FIFO in its place is removed, not followed
     if offset > job.size:
         part.remove()
         return 0, hasher
