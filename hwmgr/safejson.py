@@ -199,4 +199,4 @@ def typed(value: Any, types: Types, where: str,
 
 
 def _bad_input(where: str, problem: str) -> Exception:
-    return BadInputError(f"{where}: {problem}")
+    return BadInputError(printable(f"{where}: {problem}"))  # keys from the file: escaped

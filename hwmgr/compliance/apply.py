@@ -93,7 +93,7 @@ def concrete(expected: Any, actual: Any) -> Any:
     meets it (as check's fix does), per-field rules keep the fields they do not constrain."""
     if isinstance(expected, list) and isinstance(actual, list) and \
             any(e is None or isinstance(e, dict) for e in expected):
-        return [actual[i] if e is None else _bound(e, actual[i]) if i < len(actual) else e
+        return [e if i >= len(actual) else actual[i] if e is None else _bound(e, actual[i])
                 for i, e in enumerate(expected)] + list(actual[len(expected):])
     return _bound(expected, actual)
 

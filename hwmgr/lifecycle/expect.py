@@ -47,9 +47,10 @@ def validate(doc: Any, where: str) -> dict[str, Any]:
     for key, types in OPTIONAL.items():
         if doc.get(key) is not None:
             safejson.typed(doc[key], types, f"{where}: {key}")
-    if doc.get("boot_attempts", 0) < 0 or doc.get("boot_attempts", 0) > MAX_BOOT_ATTEMPTS:
+    attempts = doc.get("boot_attempts") or 0
+    if not 0 <= attempts <= MAX_BOOT_ATTEMPTS:
         raise BadInputError(f"{where}: boot_attempts: expected a count from 0 to "
-                            f"{MAX_BOOT_ATTEMPTS}, got {doc['boot_attempts']}")
+                            f"{MAX_BOOT_ATTEMPTS}, got {attempts}")
     devs = doc.get("devices", [])
     if not isinstance(devs, list) or not all(
             isinstance(d, dict) and isinstance(d.get("address"), str) for d in devs):

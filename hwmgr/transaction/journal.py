@@ -71,7 +71,7 @@ DAMAGED = ("this state-dir file is damaged (disk error, hand edit or another hwm
 def damaged(where: str, problem: str) -> BadInputError:
     """The one-line error for a state-dir file that is not as hwmgr wrote it (exit 8), with
     how to recover."""
-    return BadInputError(f"{where}: {problem}; {DAMAGED}")
+    return BadInputError(printable(f"{where}: {problem}; {DAMAGED}"))
 
 
 def checked_row(row: dict[str, Any], columns: dict[str, str], where: str) -> dict[str, Any]:

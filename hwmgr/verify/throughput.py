@@ -206,7 +206,7 @@ def parse_output(res: Result) -> dict[str, Any]:
         raise IperfOutputError("iperf3 is not installed (install the iperf3 package)")
     if res.rc == RC_TIMEOUT:
         raise IperfOutputError(
-            f"iperf3 did not finish in time ({res.stderr.strip()}): the peer accepted the "
+            f"iperf3 did not finish in time ({_outside(res.stderr)}): the peer accepted the "
             "connection but never answered, or the link stalled")
     text = res.stdout
     start = text.find("{")
