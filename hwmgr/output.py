@@ -112,4 +112,13 @@ def make_console(stream: TextIO, *, stderr: bool = False) -> Console:
     width = env_columns()
     if width is None and not (hasattr(stream, "isatty") and stream.isatty()):
         width = PIPE_COLUMNS
-    return Console(file=stream, stderr=stderr, highlight=False, soft_wrap=False, width=width)
+    # rich reads COLUMNS and LINES again for its size (int() on '²'): it sees them only as
+    # plain numbers, or not at all
+    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    if width is not None:
+        environ["COLUMNS"] = str(width)
+    lines = os.environ.get("LINES", "")
+    if 0 < len(lines) <= 6 and lines.isascii() and lines.isdigit():
+        environ["LINES"] = lines
+    return Console(file=stream, stderr=stderr, highlight=False, soft_wrap=False, width=width,
+                   _environ=environ)
