@@ -102,6 +102,21 @@ def make_safe(stream: TextIO) -> None:
             reconfigure(errors="backslashreplace")
 
 
+def fit(text: str, cells: int) -> int:
+    """How many leading characters of `text` fit in `cells` terminal cells (at least one, so
+    a cut always advances). Linear: one pass of per-character widths, where shortening the
+    string one character at a time and measuring it again took minutes on a 100,000-character
+    hostname."""
+    from rich.cells import get_character_cell_size  # rich only where a table is laid out
+
+    used = 0
+    for i, ch in enumerate(text):
+        used += get_character_cell_size(ch)
+        if used > cells:
+            return max(i, 1)
+    return len(text)
+
+
 def make_console(stream: TextIO, *, stderr: bool = False) -> Console:
     """A rich Console for a human rendering."""
     # Imported here on purpose: rich is the largest import hwmgr has (tens of ms, more than

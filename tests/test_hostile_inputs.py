@@ -192,3 +192,29 @@ def test_catalog_layer_with_null_schema_version(tmp_path: Path) -> None:
 
 def test_corpus_is_in_the_repository() -> None:
     assert (REPO / "tests" / "fixtures" / "hostile" / "README.md").is_file()
+
+
+def test_a_100000_character_hostname_is_laid_out_in_linear_time(tmp_path: Path) -> None:
+    """The table shows the whole value (never cut), wrapped by output.fit in one pass: the
+    old one-character-at-a-time cut ran for minutes."""
+    import shutil
+
+    root = tmp_path / "host"
+    shutil.copytree(HOST, root, symlinks=True)
+    meta = json.loads((root / "snapshot.json").read_text())
+    meta["hostname"] = "h" * 100_000
+    (root / "snapshot.json").write_text(json.dumps(meta))
+    (root / "proc/sys/kernel/hostname").write_text("h" * 100_000 + "\n")
+    for verb in ("inventory", "check"):
+        res = run_cli(verb, "--root", str(root), timeout=GUARD)
+        assert res.returncode in (0, 5), res.stderr
+        assert res.stdout.count("h") >= 100_000
+
+
+def test_fit_counts_cells() -> None:
+    from hwmgr.output import cell_len, fit
+
+    for text, cells in [("abc", 2), ("日本語", 4), ("日本語", 3), ("x" * 1000, 80), ("", 3)]:
+        n = fit(text, cells)
+        assert cell_len(text[:n]) <= cells or n == 1
+        assert n == len(text) or cell_len(text[:n + 1]) > cells
