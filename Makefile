@@ -8,7 +8,8 @@ STAMP     := $(VENV)/.installed
 APT_RUN   := python3 python3-venv python3-pip pciutils ethtool kmod iproute2
 APT_TEST  := $(APT_RUN) rpm rpmlint dkms linux-headers-amd64 iperf3 lshw curl openssl gnupg \
              build-essential libpci-dev chromium shellcheck busybox-static dash \
-             openssh-server openssh-client
+             openssh-server openssh-client \
+             ifupdown initramfs-tools
 PYTEST_ARGS ?=
 LINT_PATHS := hwmgr tests bench lab scripts ansible_collections
 # The other supported Pythons (RHEL 9's 3.9, the newest 3.13): make test runs the fast tests

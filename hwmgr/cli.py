@@ -29,6 +29,7 @@ from hwmgr.commands import (
     mirror,
     package,
     plan,
+    recipe,
     recover,
     revert,
     rollback,
@@ -41,6 +42,7 @@ from hwmgr.commands import (
 from hwmgr.config import Config, config_from
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
+    EXIT_FAILED,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -51,7 +53,7 @@ from hwmgr.host.seam import Host
 from hwmgr.host.snapshot import open_host
 from hwmgr.output import Outcome, make_console, make_safe, printable, write_json
 from hwmgr.ui.options import common_options
-from hwmgr.ui.verbhelp import all_codes, epilog
+from hwmgr.ui.verbhelp import all_codes, epilog, sub_action_examples
 
 DESCRIPTION = "Vendor-aware hardware inventory and driver lifecycle manager."
 EPILOG = ("Run 'hwmgr VERB --help' for a verb's options, examples and exit codes "
@@ -60,7 +62,7 @@ EPILOG = ("Run 'hwmgr VERB --help' for a verb's options, examples and exit codes
 # the verbs, in the order --help lists them; each module owns its name, help and exit codes
 VERBS: dict[str, ModuleType] = {mod.NAME: mod for mod in (
     inventory, check, snapshot, catalog, vercmp, plan, fetch, upgrade, rollback, apply,
-    revert, recover, history, verify, throughput, mirror, package, fleet_report,
+    revert, recover, history, verify, throughput, mirror, package, recipe, fleet_report,
     collect_script,
 )}
 
@@ -119,13 +121,15 @@ def build_parser() -> argparse.ArgumentParser:
     for name, mod in VERBS.items():
         parents: list[argparse.ArgumentParser] = (
             mod.option_parents() if hasattr(mod, "option_parents") else [common_options()])
-        doc = (mod.__doc__ or mod.HELP).strip().splitlines()[0]
+        # the docstring's first paragraph, whole (a first line alone may stop mid-sentence)
+        doc = " ".join((mod.__doc__ or mod.HELP).strip().split("\n\n")[0].split())
         p = sub.add_parser(
             name, help=mod.HELP, description=doc, parents=parents,
             epilog=epilog(getattr(mod, "NOTES", ""), mod.EXAMPLES, all_codes(mod.EXIT_CODES)),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         mod.add_arguments(p)
+        sub_action_examples(p, name, mod.EXAMPLES)
     return parser
 
 
@@ -147,6 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     verb = next((a for a in argv if a in VERBS), "hwmgr")
     ctx: Context | None = None
     make_safe(sys.stdout)  # PYTHONIOENCODING=ascii: escapes, never UnicodeEncodeError
+    outcome: Outcome | None = None
     try:
         parser = build_parser()
         args = parser.parse_args(_verb_first(argv))
@@ -154,14 +159,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
         ctx = Context(args)
-        outcome: Outcome = VERBS[args.verb].run(args, ctx)
+        outcome = VERBS[args.verb].run(args, ctx)
         if getattr(args, "json", False):
             write_json(outcome.envelope(), sys.stdout)
         else:
             if outcome.render is not None:
                 outcome.render(make_console(sys.stdout))
-            for err in outcome.errors:
-                print(f"hwmgr {verb}: {printable(err)}", file=sys.stderr)
+            if not (outcome.render_shows_errors and _same_terminal()):
+                for err in outcome.errors:
+                    print(f"hwmgr {verb}: {printable(err)}", file=sys.stderr)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return outcome.exit_code
     except SystemExit as exc:  # argparse's --help / --version
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
@@ -170,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _fail(verb, "interrupted", EXIT_INTERRUPTED, want_json)
     except BrokenPipeError:
-        return 0
+        return _closed_pipe(outcome)
     except OSError as exc:
         if exc.errno != errno.ENAMETOOLONG:  # --root, HWMGR_* dirs, a mirror path in the config
             return _internal(verb, exc, debug, want_json)
@@ -183,6 +190,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if ctx is not None:
             ctx.close()
+
+
+def _same_terminal() -> bool:
+    """Whether stdout and stderr both reach a terminal (a person reads them interleaved)."""
+    return all(hasattr(s, "isatty") and s.isatty() for s in (sys.stdout, sys.stderr))
+
+
+def _closed_pipe(outcome: Outcome | None) -> int:
+    """The reader went away (`hwmgr check | head -1`): stop quietly with the verb's own exit
+    code, so `set -o pipefail` scripts still see the drift. stdout is closed here (its
+    unwritable rest dropped), so the interpreter's final flush has nothing to complain of."""
+    for _ in range(2):  # a close whose flush fails still closes, then raises once
+        try:
+            sys.stdout.close()
+            break
+        except (BrokenPipeError, OSError, ValueError):
+            continue
+    return outcome.exit_code if outcome is not None else EXIT_FAILED
 
 
 def _internal(verb: str, exc: Exception, debug: bool, want_json: bool) -> int:

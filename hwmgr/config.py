@@ -46,6 +46,9 @@ class Config:
     specs_dir: str | None = None  # HWMGR_SPECS_DIR: the DKMS RPM spec template's dir
     user_cache_dir: str = ""  # $XDG_CACHE_HOME/hwmgr or ~/.cache/hwmgr (catalog caches)
     source_date_epoch: str | None = None  # SOURCE_DATE_EPOCH: reproducible report times
+    # --site-catalog FILE...: layers over the run's catalog (its --catalog list, or the base
+    # and catalog.d), never instead of it
+    extra_layers: tuple[str, ...] = ()
 
 
 def shipped_dirs(kind: str) -> list[Path]:
@@ -106,6 +109,7 @@ def config_from(args: Any, env: Mapping[str, str] | None = None) -> Config:
             env.get("HWMGR_SITE_CATALOG_DIR") or DEFAULT_SITE_CATALOG_DIR),
         trusted_keys_dir=os.path.abspath(
             env.get("HWMGR_TRUSTED_KEYS_DIR") or DEFAULT_TRUSTED_KEYS_DIR),
+        extra_layers=tuple(getattr(args, "site_catalog", None) or ()),
     )
 
 

@@ -5,6 +5,9 @@ Only `cli.py` prints errors or exits; everything else raises these.
 
 from __future__ import annotations
 
+import re
+from urllib.parse import urlsplit
+
 # Exit codes. Their meanings (EXIT_MEANINGS) and each verb's EXIT_CODES generate the README
 # table, docs/exit-codes.md and the Ansible modules' table (scripts/gen-exit-codes).
 EXIT_OK = 0
@@ -122,3 +125,41 @@ class VersionError(HwmgrError):
     """Versions that cannot be compared (unparseable, or different schemes)."""
 
     exit_code = EXIT_BAD_INPUT
+
+
+_ERRNO_TEXT = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
+# what the C library / urllib3 say → how a sysadmin says it ({where} = host:port, {host})
+_NET_WORDS = (
+    ("refused", "connection refused by {where}"),
+    ("reset by peer", "connection reset by {where}"),
+    ("name or service not known", "cannot resolve the host name {host}"),
+    ("temporary failure in name resolution", "cannot resolve the host name {host} (DNS)"),
+    ("nodename nor servname", "cannot resolve the host name {host}"),
+    ("no address associated", "cannot resolve the host name {host}"),
+    ("no route to host", "no route to {host}"),
+    ("network is unreachable", "network unreachable for {host}"),
+    ("certificate verify failed", "TLS certificate of {where} not trusted"),
+)
+
+
+def network_reason(exc: BaseException, url: str, timeout: float | None = None) -> str:
+    """A network failure in words naming the peer ("connection refused by 127.0.0.1:8080",
+    "timed out after 30 s waiting for mirror:443"), never a Python class name."""
+    parts = urlsplit(url)
+    host = parts.hostname or url
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        port = 443 if parts.scheme == "https" else 80
+    where = f"{host}:{port}"
+    text = str(exc)
+    found = _ERRNO_TEXT.search(text)
+    cause = found.group(1).strip() if found else ""
+    low = text.lower()
+    if "timed out" in low or "timeout" in low:
+        return (f"timed out after {timeout:g} s waiting for {where}" if timeout
+                else f"timed out waiting for {where}")
+    for needle, words in _NET_WORDS:
+        if needle in low:
+            return words.format(where=where, host=host)
+    return f"cannot connect to {where}" + (f": {cause}" if cause else "")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, TextIO
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn (make_console says why)
     from rich.console import Console
+    from rich.table import Table
 
 JSON_FORMAT_VERSION = 1
 
@@ -24,6 +25,9 @@ class Outcome:
     errors: list[str] = field(default_factory=list)
     exit_code: int = 0
     render: Callable[[Console], object] | None = None  # its return value is ignored
+    # the rendering already states `errors` (a plan's refusals): on a terminal, where stdout
+    # and stderr meet, they are then not repeated on stderr
+    render_shows_errors: bool = False
 
     def envelope(self) -> dict[str, Any]:
         return {
@@ -135,5 +139,26 @@ def make_console(stream: TextIO, *, stderr: bool = False) -> Console:
     lines = os.environ.get("LINES", "")
     if 0 < len(lines) <= 6 and lines.isascii() and lines.isdigit():
         environ["LINES"] = lines
-    return Console(file=stream, stderr=stderr, highlight=False, soft_wrap=False, width=width,
-                   _environ=environ)
+    # piped, a printed line is never broken (a path or command stays whole for scripts);
+    # tables still lay out to `width`
+    piped = not (hasattr(stream, "isatty") and stream.isatty())
+    console = Console(file=stream, stderr=stderr, highlight=False, soft_wrap=piped,
+                      width=width, _environ=environ)
+    console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign]
+    return console
+
+
+def _broken_pipe() -> None:
+    """rich's default exits 1 on a closed pipe; re-raise so `cli` ends quietly with the
+    verb's own exit code (`hwmgr check | head -1` under `set -o pipefail` still gives 5)."""
+    raise BrokenPipeError
+
+
+def new_table(console: Console, **options: Any) -> Table:
+    """A rich Table for `console`: box-drawn on a terminal; piped, plain ASCII columns (no
+    box characters, as the README promises), so `grep` and `awk` read it like `ps`."""
+    from rich.table import Table  # rich: only drawing needs it
+
+    if not console.is_terminal:
+        options["box"] = None
+    return Table(**options)

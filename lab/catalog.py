@@ -1,4 +1,4 @@
-"""The lab catalog: the bundled catalog plus the lab's e1000e releases, for one run.
+"""The lab catalog: the bundled catalog plus the lab's e1000e and megaraid_sas releases.
 
 3.8.7_lab comes without a checksum (scenario 1b trusts it in the guest), the others with the
 sha256/size of the SRPMs built for this run, all for the guest's 6.1 kernels.
@@ -13,7 +13,7 @@ from typing import Any
 
 from hwmgr.catalog.load import load_catalog
 from hwmgr.config import config_from
-from lab import srpms
+from lab import raidsrpm, srpms
 
 REPO = Path(__file__).resolve().parent.parent
 RECOMMENDED = "3.8.8_lab"  # the catalog's pick for 8086:10d3, so inventory has a verdict
@@ -58,5 +58,16 @@ def lab_catalog(built: dict[str, Path], mirror: str) -> dict[str, Any]:
             "source": source,
         }
     base["drivers"]["e1000e"]["versions"] = versions
+    raid = built.get(raidsrpm.VERSION)
+    if raid is not None:  # the storage scenario's "vendor" megaraid_sas (lab/raidsrpm.py)
+        data = raid.read_bytes()
+        base["drivers"]["megaraid_sas"]["versions"][raidsrpm.VERSION] = {
+            "status": "known-good", "reason": "lab release (storage scenario)",
+            "evidence": [{"title": "hwmgr's lab SRPMs (lab/raidsrpm.py)", "kind": "lab",
+                          "observed": "Debian linux-source megaraid_sas with a lab version"}],
+            "kernels": ["6.1.0-*-amd64"],
+            "source": {"type": "srpm", "url": f"{mirror}/{raid.name}", "allow_http": True,
+                       "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)},
+        }
     return base
 

@@ -1,5 +1,10 @@
 """Build and cache the lab guest: kernel, busybox initramfs, debootstrap rootfs packed as ext4.
 
+The rootfs also has Debian's initramfs-tools and its own `/boot/initrd.img-KVER`, made by
+`update-initramfs` in the chroot (MODULES=list: virtio + ext4 for the root disk and the SAS
+2108's megaraid_sas, as an admin lists a boot controller); the storage scenario boots with
+that image instead of the busybox one (a copy is cached as `initrd-distro.img`).
+
 Everything lands in `$HWMGR_LAB_CACHE` (default /var/cache/hwmgr-lab), outside the repo. The
 image is keyed on the kernel release, the package lists and the PID-1 stub, so a change to any
 of them rebuilds it; otherwise `ensure_image()` returns at once. No loop mounts: the rootfs is
@@ -24,7 +29,7 @@ from typing import Iterator, Sequence
 
 CACHE_ENV = "HWMGR_LAB_CACHE"
 DEFAULT_CACHE = "/var/cache/hwmgr-lab"
-BUILDER_VERSION = 5
+BUILDER_VERSION = 6
 GUEST_DIR = Path(__file__).resolve().parent / "guest"
 DISK_SIZE = "4G"
 # debootstrap --include (minbase) and then apt-get install in the chroot
@@ -33,12 +38,17 @@ DEBOOTSTRAP_PACKAGES = (
 )
 CHROOT_PACKAGES = (
     "dkms", "rpm", "gcc", "make", "python3-requests", "python3-jsonschema", "python3-rich",
-    "systemd", "udev",
+    "systemd", "udev", "initramfs-tools",
 )
 INITRD_MODULES = ("virtio_pci", "virtio_blk", "ext4")
 INITRD_APPLETS = ("sh", "mount", "umount", "insmod", "switch_root", "mkdir", "cat", "sleep",
                   "echo", "ls", "poweroff", "grep")
 E1000E_SUBDIR = "drivers/net/ethernet/intel/e1000e"
+MEGARAID_SUBDIR = "drivers/scsi/megaraid"  # megaraid_sas*: the lab's "vendor" RAID driver
+# initramfs-tools in the guest: only the listed modules (MODULES=list), so an image holds
+# what the root disk and the RAID controller need and a rebuild under TCG takes seconds
+DISTRO_INITRD_MODULES = ("virtio_pci", "virtio_blk", "ext4", "megaraid_sas")
+DISTRO_INITRD_CONF = "MODULES=list\nCOMPRESS=gzip\nRESUME=none\n"
 # Debian does not build netdevsim (CONFIG_NETDEVSIM is not set); the lab builds it from the
 # same linux-source against the matching headers, so the guest has a NIC whose rings, pause
 # and channels can all be set (e1000e has no channels) and that has no PCI device at all.
@@ -75,6 +85,8 @@ class Image:
     disk: Path
     e1000e_src: Path
     key: str
+    megaraid_src: Path
+    distro_initrd: Path  # what update-initramfs made in the image (the guest's /boot copy)
 
 
 def log(msg: str) -> None:
@@ -143,7 +155,8 @@ def apt_sources() -> tuple[Path, str, str]:
 def _key(kver: str) -> str:
     stub = (GUEST_DIR / "lab-init").read_bytes()
     doc = json.dumps([BUILDER_VERSION, kver, DEBOOTSTRAP_PACKAGES, CHROOT_PACKAGES,
-                      INITRD_MODULES, DISK_SIZE, PRUNED_MODULES, KEPT_ETHERNET, NETDEVSIM_SUBDIR,
+                      INITRD_MODULES, DISK_SIZE, DISTRO_INITRD_MODULES, DISTRO_INITRD_CONF,
+                      PRUNED_MODULES, KEPT_ETHERNET, NETDEVSIM_SUBDIR,
                       hashlib.sha256(stub).hexdigest()])
     return hashlib.sha256(doc.encode()).hexdigest()[:16]
 
@@ -167,7 +180,8 @@ class _Lock:
 def _image_from(cache: Path, meta: dict) -> Image:
     return Image(cache=cache, kver=meta["kver"], kernel_version=meta["kernel_version"],
                  vmlinuz=cache / "vmlinuz", initrd=cache / "initrd.img",
-                 disk=cache / "disk.img", e1000e_src=cache / "e1000e-src", key=meta["key"])
+                 disk=cache / "disk.img", e1000e_src=cache / "e1000e-src", key=meta["key"],
+                 megaraid_src=cache / "megaraid-src", distro_initrd=cache / "initrd-distro.img")
 
 
 def ensure_image(cache: Path | None = None, *, rebuild: bool = False) -> Image:
@@ -181,7 +195,8 @@ def ensure_image(cache: Path | None = None, *, rebuild: bool = False) -> Image:
             meta = json.loads(meta_path.read_text())
             if meta.get("key") == key and all(
                     (cache / f).exists() for f in ("vmlinuz", "initrd.img", "disk.img",
-                                                   "e1000e-src")):
+                                                   "e1000e-src", "megaraid-src",
+                                                   "initrd-distro.img")):
                 return _image_from(cache, meta)
         log(f"building the lab guest for {kver} in {cache} (cold cache: a few minutes)")
         meta = _build(cache, kver, kversion, key)
@@ -308,11 +323,12 @@ def _build(cache: Path, kver: str, kversion: str, key: str) -> dict:
         run(["dpkg-deb", "-x", str(_one(debs, f"linux-source-{series}_*.deb")), str(lsrc)])
         tarball = next((lsrc / "usr" / "src").glob(f"linux-source-{series}.tar.*"))
         run(["tar", "-xf", str(tarball), "-C", str(work),
-             f"linux-source-{series}/{E1000E_SUBDIR}",
-             f"linux-source-{series}/{NETDEVSIM_SUBDIR}"], what="extract e1000e, netdevsim")
-        src_new = cache / "e1000e-src.new"
-        shutil.rmtree(src_new, ignore_errors=True)
-        shutil.copytree(work / f"linux-source-{series}" / E1000E_SUBDIR, src_new)
+             f"linux-source-{series}/{E1000E_SUBDIR}", f"linux-source-{series}/{MEGARAID_SUBDIR}",
+             f"linux-source-{series}/{NETDEVSIM_SUBDIR}"],
+            what="extract e1000e, megaraid, netdevsim")
+        for name, sub in (("e1000e-src", E1000E_SUBDIR), ("megaraid-src", MEGARAID_SUBDIR)):
+            shutil.rmtree(cache / f"{name}.new", ignore_errors=True)
+            shutil.copytree(work / f"linux-source-{series}" / sub, cache / f"{name}.new")
         shutil.rmtree(lsrc)
     with _timed(timings, "netdevsim.ko against the kernel's headers"):
         nsim = work / f"linux-source-{series}" / NETDEVSIM_SUBDIR
@@ -348,6 +364,11 @@ def _build(cache: Path, kver: str, kversion: str, key: str) -> dict:
         run(["cp", "-a", str(kimg / "boot") + "/.", str(root / "boot/")])
         shutil.copy2(GUEST_DIR / "lab-init", root / "sbin/lab-init")
         (root / "sbin/lab-init").chmod(0o755)
+        conf = root / "etc/initramfs-tools"
+        (conf / "conf.d/hwmgr-lab.conf").write_text(DISTRO_INITRD_CONF)
+        (conf / "modules").write_text("\n".join(DISTRO_INITRD_MODULES) + "\n")
+        _chroot(root, f"update-initramfs -c -k {kver}", "update-initramfs in the chroot")
+        shutil.copy2(root / "boot" / f"initrd.img-{kver}", cache / "initrd-distro.img.new")
         (root / "etc/hostname").write_text("lab\n")
         (root / "etc/machine-id").write_text("")
         for junk in ("var/lib/apt/lists", "var/cache/apt/archives", "usr/share/doc",
@@ -364,10 +385,11 @@ def _build(cache: Path, kver: str, kversion: str, key: str) -> dict:
         run(["mkfs.ext4", "-q", "-F", "-L", "labroot", "-E",
              "root_owner=0:0,lazy_itable_init=0,lazy_journal_init=0", "-d", str(root),
              str(disk_new)], what="mkfs.ext4 -d")
-    for name in ("vmlinuz", "initrd.img", "disk.img"):
+    for name in ("vmlinuz", "initrd.img", "disk.img", "initrd-distro.img"):
         os.replace(cache / f"{name}.new", cache / name)
-    shutil.rmtree(cache / "e1000e-src", ignore_errors=True)
-    os.replace(cache / "e1000e-src.new", cache / "e1000e-src")
+    for name in ("e1000e-src", "megaraid-src"):
+        shutil.rmtree(cache / name, ignore_errors=True)
+        os.replace(cache / f"{name}.new", cache / name)
     shutil.rmtree(work, ignore_errors=True)
     timings["total"] = round(time.monotonic() - t0, 1)
     log(f"lab guest built in {timings['total']} s; cache {cache_size(cache) >> 20} MiB")

@@ -27,12 +27,12 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from lab import image as labimage
-from lab import srpms
+from lab import raidsrpm, srpms
+from lab.boot import RESTART, Boot, e1000e_versions  # noqa: F401 - re-exported
 from lab.catalog import TRUSTED_BY_SITE, lab_catalog
 from lab.image import Image, LabError, log, run
 
@@ -49,7 +49,6 @@ BOOT_TIMEOUT = 600.0
 JOBS_ENV, SMP_ENV, CPU_ENV = "HWMGR_LAB_JOBS", "HWMGR_LAB_SMP", "HWMGR_LAB_CPU"
 GUEST_FILES = ("init.sh", "lib.sh", "facts.py", "summary.py", "net.sh", "run-step.sh",
                "verify-done.sh")
-RESTART = "reboot: Restarting system"  # the kernel's last console line of a reboot
 
 
 # journald's console forwarding: "[   39.76] run-step.sh[270]: LAB: ..." → "LAB: ..."
@@ -102,73 +101,6 @@ def _dropin() -> str:
     return "\n".join(lines) + "\n"
 
 
-@dataclass
-class Boot:
-    """One guest boot: its console transcript and what the guest wrote to /lab/out."""
-
-    vm: str
-    n: int
-    log: Path
-    out: Path
-    wall: float
-    rc: int | None
-    lines: list[str] = field(default_factory=list)
-
-    def text(self, name: str) -> str | None:
-        p = self.out / name
-        return p.read_text(errors="replace") if p.is_file() else None
-
-    def json(self, name: str) -> Any:
-        t = self.text(name)
-        if t is None:
-            return None
-        try:
-            return json.loads(t)
-        except ValueError as exc:
-            raise AssertionError(f"{self.vm} boot {self.n}: {name} is not JSON: {t[:300]!r}") \
-                from exc
-
-    def rc_of(self, name: str) -> int | None:
-        t = self.text(f"{name}.rc")
-        return int(t.strip()) if t and t.strip().lstrip("-").isdigit() else None
-
-    @property
-    def facts(self) -> dict[str, Any]:
-        """The guest's own view of the drivers at the end of the boot (or its start)."""
-        return self.json("facts-end.json") or self.json("facts-boot.json") or {}
-
-    @property
-    def boot_facts(self) -> dict[str, Any]:
-        """The guest's view right after coldplug, before this boot's step ran."""
-        return self.json("facts-boot.json") or {}
-
-    @property
-    def verify(self) -> dict[str, Any] | None:
-        """The boot-time `hwmgr verify --json` result, if verification ran."""
-        return self.json("boot-verify.json")
-
-    @property
-    def reboot_requested(self) -> bool:
-        """The boot ended in a reboot (systemctl reboot), not a power-off or a power cut."""
-        return any(RESTART in ln for ln in self.lines)
-
-    def console(self, marker: str) -> list[str]:
-        return [ln for ln in self.lines if marker in ln]
-
-    def where(self) -> str:
-        tail = "\n".join(self.lines[-25:])
-        return f"{self.vm} boot {self.n} (transcript {self.log}):\n{tail}"
-
-
-def e1000e_versions(facts: dict[str, Any]) -> dict[str, Any]:
-    """What ethtool -i, /sys/module and modinfo say about e1000e, from a facts document."""
-    m = (facts.get("modules") or {}).get("e1000e") or {}
-    eth = (facts.get("ethtool") or {}).get("eth0") or {}
-    return {"ethtool": eth.get("version"), "ethtool_driver": eth.get("driver"),
-            "sys": m.get("sys_version"), "modinfo": (m.get("modinfo") or {}).get("version"),
-            "file": (m.get("modinfo") or {}).get("filename"), "loaded": m.get("loaded")}
-
-
 class Lab:
     """One lab run: image, run dir, SRPMs on an HTTP server, iperf3, and its VMs."""
 
@@ -198,6 +130,7 @@ class Lab:
         t0 = time.monotonic()
         served = self.run_dir / "served"
         self.srpms = srpms.build_all(self.img.e1000e_src, served)
+        self.srpms[raidsrpm.VERSION] = raidsrpm.build_srpm(self.img.megaraid_src, served)
         handler = functools.partial(_Quiet, directory=str(served))
         self._http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.http_port = int(self._http.server_address[1])
@@ -275,9 +208,10 @@ class VM:
 
     def __init__(self, lab: Lab, name: str, *, floor_mbps: float = FLOOR_MBPS,
                  on_failure: str = "rollback", fork_of: VM | None = None,
-                 power_cut: bool = False) -> None:
+                 power_cut: bool = False, storage: bool = False) -> None:
         """A fresh disk, a copy of powered-off `fork_of`'s disk, or with `power_cut` the disk
-        of running `fork_of` as it is this instant (what a power cut leaves behind)."""
+        of running `fork_of` as it is this instant (what a power cut leaves behind).
+        `storage`: boot the guest's own initramfs (see `_argv`), a data disk on the SAS 2108."""
         self.lab, self.name = lab, name
         self.dir = lab.run_dir / name
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -308,6 +242,9 @@ class VM:
         }
         self.boots: list[Boot] = []
         self._proc: subprocess.Popen | None = None
+        self.storage = storage
+        if storage:
+            run(["truncate", "-s", "64M", str(self.dir / "sas.img")])
 
     # ------------------------------------------------------------------ payload
     def _payload(self, n: int, step: str, shape: str | None) -> Path:
@@ -324,7 +261,8 @@ class VM:
         (d / "obtained").mkdir()
         shutil.copy2(self.lab.srpms[TRUSTED_BY_SITE], d / "obtained")
         (d / "drivers").mkdir()
-        shutil.copytree(REPO / "drivers" / "e1000e", d / "drivers" / "e1000e")
+        for drv in ("e1000e", "megaraid_sas"):
+            shutil.copytree(REPO / "drivers" / drv, d / "drivers" / drv)
         (d / "hwmgr.json").write_text(json.dumps(self.config, indent=1) + "\n")
         (d / "unit").mkdir()
         shutil.copy2(UNIT, d / "unit" / UNIT.name)
@@ -334,6 +272,8 @@ class VM:
             (d / "shape.sh").write_text(f"#!/bin/bash\n{shape}\n")
             (d / "shape.sh").chmod(0o755)
         (d / "boot-id").write_text(f"{self.name}#{n}\n")
+        if self.storage:  # run-step.sh leaves /boot's initramfs in out/ for the next boot
+            (d / "storage").write_text("1\n")
         (d / "step.sh").write_text("#!/bin/bash\nsource /lab/lib.sh\n" + step + "\n")
         img = self.dir / f"payload{n}.img"
         img.unlink(missing_ok=True)
@@ -345,19 +285,26 @@ class VM:
     def _argv(self, payload: Path, smp: int) -> list[str]:
         img = self.lab.img
         mac = "52:54:00:12:34:56"
+        initrd, sas = img.initrd, []
+        if self.storage:  # as a boot loader reads /boot: the image update-initramfs made
+            # in the chroot, then the copy of /boot/initrd.img-KVER the last boot left
+            left = [b.out / "initrd.img" for b in self.boots if (b.out / "initrd.img").is_file()]
+            initrd = left[-1] if left else img.distro_initrd
+            sas = ["-drive", f"file={self.dir / 'sas.img'},format=raw,if=none,id=sas0",
+                   "-device", "scsi-hd,drive=sas0,bus=raid0.0"]
         return [
             "qemu-system-x86_64", "-accel", "tcg,thread=multi", "-cpu", self.lab.cpu,
             "-smp", str(smp),
             "-m", "1536", "-display", "none", "-serial", "stdio", "-monitor", "none",
             "-qmp", f"unix:{self.qmp},server=on,wait=off",
-            "-no-reboot", "-kernel", str(img.vmlinuz), "-initrd", str(img.initrd),
+            "-no-reboot", "-kernel", str(img.vmlinuz), "-initrd", str(initrd),
             "-append", "console=ttyS0 root=/dev/vda rw init=/sbin/lab-init quiet loglevel=3 "
                        "panic=-1 net.ifnames=0",
             "-drive", f"file={self.overlay},format=qcow2,if=virtio,cache=writeback",
             "-drive", f"file={payload},format=raw,if=virtio,cache=writeback",
             "-netdev", "user,id=n0,ipv6=off",  # no SLAAC default route in the guest
             "-device", f"e1000e,netdev=n0,mac={mac},romfile=",
-            "-device", "megasas-gen2,id=raid0",
+            "-device", "megasas-gen2,id=raid0", *sas,
         ]
 
     # ------------------------------------------------------------------ boot

@@ -121,3 +121,43 @@ def write_results(directory: Path) -> dict[str, dict[str, Any]]:
     for name, result in hosts.items():
         (directory / f"{name}.json").write_text(json.dumps(result, indent=1))
     return hosts
+
+
+EXTRA_FEATURES = ("rx-checksumming", "tx-checksumming", "scatter-gather",
+                  "tcp-segmentation-offload", "generic-segmentation-offload", "rx-vlan-offload",
+                  "tx-vlan-offload", "receive-hashing")
+
+
+def big_fleet(n: int, seed: int = 26) -> dict[str, dict[str, Any]]:
+    """`n` hosts as a large site's night looks: ~45 % drifting on a few of the tuning items
+    (some items much more often than others), ~3 % unknown, ~1 % without a result, the rest
+    compliant; 40 sites in the names (`web0001.dc07.example.net`), values varied per host."""
+    import random
+
+    rnd = random.Random(seed)
+    # the items that can drift (their drifted value differs), some much more often
+    weights = [(t[1], w) for t, w in zip([t for t in TUNING if t[2] != t[3]], (9, 6, 4, 3, 2, 1))]
+    items = [name for name, _ in weights]
+    hosts: dict[str, dict[str, Any]] = {}
+    for i in range(n):
+        name = f"{('web', 'db', 'rtr', 'app')[i % 4]}{i:05d}.dc{i % 40:02d}.example.net"
+        iface = f"enp{1 + i % 3}s0f{i % 2}"
+        roll = rnd.random()
+        if roll < 0.01:
+            hosts[name] = {"status": ("unreachable", "failed")[i % 2], "check": None,
+                           "error": "ssh: connect to host port 22: No route to host"}
+            continue
+        drifted: set[str] = set()
+        unknown: set[str] = set()
+        if roll < 0.46:
+            k = 1 + int(rnd.random() ** 3 * 4)
+            drifted = set(rnd.choices(items, weights=[w for _, w in weights], k=k))
+        elif roll < 0.49:
+            unknown = {"ring.rx"}
+        found = host_findings(drifted, unknown, iface=iface,
+                              driver="5.1.0-k-rh7.6" if i % 50 else "5.1.0-k-rh7.9")
+        found += [finding("setting", f"features.{feat}", "on", "on", "ok", iface=iface)
+                  for feat in EXTRA_FEATURES]  # 19 items a host, as the issue's fleet had
+        status = "drift" if drifted else "unknown" if unknown else "compliant"
+        hosts[name] = {"status": status, "check": check_data(found), "error": None}
+    return hosts

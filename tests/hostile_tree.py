@@ -97,6 +97,9 @@ def base_tree() -> Tree:
                      "interfaces": ["eth2"], "driver_version": "10.2.470.14",
                      "firmware_version": "10.0.803.19", "links": {}}]}).encode()
     tree[JOURNAL] = _journal_bytes()
+    meta = json.loads(tree["snapshot.json"])  # a snapshot that carries its state dir
+    meta["records"] = sorted({*meta.get("records", []), "state"})
+    tree["snapshot.json"] = json.dumps(meta, indent=1).encode()
     tree[CONFIG] = json.dumps({"link_wait_seconds": 0}).encode()
     return tree
 

@@ -60,9 +60,10 @@ def run_playbook(fleet: af.Fleet, cols: Path, playbook: Path, inventory: Path,
 
 
 def direct_check(fleet: af.Fleet, root: Path) -> str:
-    """The status `hwmgr check --root` itself gives a snapshot (the oracle for snapshots)."""
+    """The status `hwmgr check --root` itself gives a snapshot (the oracle for snapshots),
+    with the fleet's site layer over the shipped catalog, as the playbook layers it."""
     res = subprocess.run([str(fleet.hwmgr), "check", "--json", "--root", str(root),
-                          "--catalog", str(fleet.catalog)], capture_output=True, text=True,
+                          "--site-catalog", str(fleet.catalog)], capture_output=True, text=True,
                          timeout=120, check=False)
     return CHECK_STATUS.get(res.returncode, "failed")
 
@@ -145,8 +146,11 @@ def test_drift_fails_the_run_with_one_line(fleet_run) -> None:
     s = report["summary"]
     assert f"{s['drift']} of {s['hosts']} hosts drift" in line[0]
     assert f"{s['unreachable']} unreachable, {s['failed']} failed (exit 5)" in line[0]
-    for name in fleet.expected:
-        assert (fleet.report / "results" / f"{name}.json").is_file(), name
+    contacted = json.loads((fleet.report / "results.json").read_text())["hosts"]
+    batch = json.loads((fleet.report / "snapshots.json").read_text())["data"]["hosts"]
+    assert sorted([*contacted, *batch]) == sorted(fleet.expected)  # each host once
+    assert {n for n in batch if n.startswith("snap-")} == {
+        n for n in fleet.expected if n.startswith("snap-")}
     for ext in ("json", "xml", "html"):
         assert (fleet.report / f"fleet-report.{ext}").stat().st_size > 0
 
@@ -172,14 +176,43 @@ def test_drift_findings_name_the_item_and_the_values(fleet_run) -> None:
 
 
 @needs_check
+def test_collector_hosts_judge_like_their_live_twins(fleet_run) -> None:
+    """Built the same way, a host checked through the collector's archive and one checked
+    live have the same findings (status, expected, actual per item), not just the status."""
+    _, _, report = fleet_run
+
+    def judged(host: str) -> set[tuple]:
+        return {(f["layer"], f["device"], f["interface"], f["item"], f["status"],
+                 json.dumps(f["expected"]), json.dumps(f["actual"]))
+                for f in report["hosts"][host]["findings"]}
+
+    for collected, live in (("old-01", "web-01"), ("old-drift", "lb-01"),
+                            ("ssh-old", "ssh-ok"), ("nopython", "web-02")):
+        assert judged(collected) == judged(live), (collected, live)
+        assert judged(live)
+
+
+@needs_check
+def test_partial_site_layer_keeps_the_base_verdicts(fleet_run) -> None:
+    """hwmgr_catalogs is a partial layer: the site's veth rules judge the namespace hosts
+    (above), and the shipped catalog's known-bad be2net 4.1.307r still makes seed 000 drift."""
+    _, _, report = fleet_run
+    assert "catalog_version" not in af.SITE_CATALOG  # a layer, not a catalog of its own
+    seed000 = report["hosts"]["snap-seed000-ustor"]
+    assert seed000["status"] == "drift"
+    bad = [f for f in seed000["findings"] if f["item"] == "driver_version"
+           and f["status"] == "drift"]
+    assert bad and {f["actual"] for f in bad} == {"4.1.307r"}
+
+
+@needs_check
 def test_hosts_without_a_check_keep_their_reason(fleet_run) -> None:
     fleet, _, report = fleet_run
     hosts = report["hosts"]
     assert "Connection refused" in hosts["down-01"]["error"]
     assert "Connection refused" in hosts["down-old"]["error"]
     assert hosts["no-hwmgr"]["error"].startswith("hwmgr not found")
-    assert "exit 3, not found" in hosts["snap-missing"]["error"]
-    assert "exit 8, bad input data" in hosts["snap-garbled"]["error"]
+    assert "no such snapshot" in hosts["snap-missing"]["error"]  # from the batch check
     assert "snapshot.json" in hosts["snap-garbled"]["error"]
     for name in ("down-01", "no-hwmgr", "snap-garbled"):
         assert "\n" not in hosts[name]["error"]
@@ -240,7 +273,9 @@ def test_check_module_results_facts_and_failures(small_fleet: af.Fleet,
     assert (r["rc"], r["status"], r["compliant"]) == (5, "drift", False)
     assert r["summary"]["drift"] == 1
     assert r["ansible_facts"]["hwmgr"]["status"] == "drift"
-    assert r["ansible_facts"]["hwmgr"]["findings"] == r["findings"]
+    # the findings once, in data (not again at the top and in the facts)
+    assert "findings" not in r and "findings" not in r["ansible_facts"]["hwmgr"]
+    assert [f["status"] for f in r["data"]["findings"]].count("drift") == 1
     bad = adhoc(f, collections, "drifty", "hwmgr.fleet.hwmgr_check",
                 {**args, "root": str(af.FIXTURE_HOSTS / "broken" / "garbled")})
     assert bad["ansible_exit"] != 0 and bad["rc"] == 8  # the tree callback drops "failed"
@@ -301,3 +336,81 @@ def test_apply_module_check_mode_diff_then_idempotent(small_fleet: af.Fleet,
     assert f"TransmitQueueLength={af.TXQ_WANTED}" in link.read_text()
     again = adhoc(f, collections, "tuned", "hwmgr.fleet.hwmgr_apply", args)
     assert (again["changed"], again["rc"], again.get("changes")) == (False, 4, []), again
+
+
+@needs_check
+def test_report_drift_without_failing_stats_and_trend(small_fleet: af.Fleet,
+                                                      collections: Path) -> None:
+    """AWX: hwmgr_fail_on_drift=false reports drift and passes; the summary is a set_stats
+    stat; a second run into the same directory has a trend and says what is new."""
+    f = small_fleet
+    f.live("web-01", "compliant")
+    f.live("db-01", "drift", window_scaling=0)
+    f.snapshot("snap-router", af.FIXTURE_HOSTS / "seed002-router",
+               direct_check(f, af.FIXTURE_HOSTS / "seed002-router"))
+    env_extra = ["-e", "hwmgr_fail_on_drift=false"]
+    inv = f.inventory({"hwmgr_report_prom": str(f.tmp / "fleet.prom")})
+    cols = collections / PLAYBOOK
+    for _night in (1, 2):
+        res = subprocess.run(
+            [str(af.BIN / "ansible-playbook"), "-i", str(inv), "-f", "8", *env_extra, str(cols)],
+            cwd=f.tmp, env={**f.env(collections), "ANSIBLE_SHOW_CUSTOM_STATS": "1"},
+            capture_output=True, text=True, timeout=280, check=False)
+        assert res.returncode == 0, res.stdout[-3000:]
+        assert "CUSTOM STATS" in res.stdout and '"hwmgr_fleet"' in res.stdout, res.stdout[-2000:]
+        assert "fatal" not in res.stdout
+    report = json.loads((f.report / "fleet-report.json").read_text())
+    assert report["hosts"]["db-01"]["status"] == "drift"
+    trend = json.loads((f.report / "fleet-trend.json").read_text())
+    assert len(trend["points"]) >= 1 and "db-01" in trend["drift"]
+    assert "hwmgr_fleet_report_success 1.0" in (f.tmp / "fleet.prom").read_text()
+@needs_apply
+def test_apply_module_force_confirm_and_revert_on_a_guarded_interface(
+        small_fleet: af.Fleet, collections: Path, tmp_path: Path) -> None:
+    """v0 carries the namespace's default route: plain apply is refused (rc 9); force with
+    confirm_timeout applies it under a timed revert, state=confirmed keeps it, and
+    state=reverted undoes it. The partial gro layer rides on the site catalog (layers)."""
+    f = small_fleet
+    f.live("uplink", "compliant")
+    ns = f.namespaces[-1]
+    af.sh([af.IP, "-n", ns, "addr", "add", "10.254.0.1/24", "dev", "v0"])
+    af.sh([af.IP, "-n", ns, "route", "add", "default", "via", "10.254.0.2", "dev", "v0"])
+    af.sh([af.IP, "netns", "exec", ns, "ethtool", "-K", "v0", "gro", "off"])
+    image = tmp_path / "image"
+    image.mkdir()
+    gro = {"drivers": {"veth": {"settings": {"features": {"gro": "on"}}}}}
+    args: dict[str, Any] = {
+        "executable": str(f.hwmgr), "catalogs": [str(f.catalog)],
+        "catalog_content": {"gro.json": json.dumps(gro)}, "layers": ["settings"],
+        "interfaces": ["v0"], "persist_root": str(image), "state_dir": str(tmp_path / "state")}
+
+    def gro_state() -> str:
+        out = af.sh([af.IP, "netns", "exec", ns, "ethtool", "-k", "v0"]).stdout
+        return next(line.split()[1] for line in out.splitlines()
+                    if line.startswith("generic-receive-offload:"))
+
+    refused = adhoc(f, collections, "uplink", "hwmgr.fleet.hwmgr_apply", args)
+    assert refused["ansible_exit"] != 0 and refused["rc"] == 9, refused
+    assert "v0 carries the default route" in refused["msg"] and gro_state() == "off"
+    forced = adhoc(f, collections, "uplink", "hwmgr.fleet.hwmgr_apply",
+                   {**args, "force": True, "confirm_timeout": 60})
+    assert forced["changed"] is True and forced["rc"] == 0, forced
+    assert forced["confirm_pending"] is True and forced["confirm_timeout"] == 60
+    assert gro_state() == "on" and isinstance(forced["txn"], int)
+    kept = adhoc(f, collections, "uplink", "hwmgr.fleet.hwmgr_apply",
+                 {**args, "state": "confirmed", "txn": forced["txn"]})
+    assert (kept["changed"], kept["rc"]) == (True, 0), kept
+    again = adhoc(f, collections, "uplink", "hwmgr.fleet.hwmgr_apply",
+                  {**args, "state": "confirmed", "txn": forced["txn"]})
+    assert (again["changed"], again["rc"]) == (False, 4), again  # nothing pending any more
+    dry = adhoc(f, collections, "uplink", "hwmgr.fleet.hwmgr_apply",
+                {**args, "state": "reverted"}, "--check")
+    assert dry["changed"] is False and "no dry run" in dry["msg"] and gro_state() == "on"
+    undone = adhoc(f, collections, "uplink", "hwmgr.fleet.hwmgr_apply",
+                   {**args, "state": "reverted"})
+    assert (undone["changed"], undone["rc"], undone["reverted_txn"]) == (
+        True, 0, forced["txn"]), undone
+    assert gro_state() == "off"
+    bad = adhoc(f, collections, "uplink", "hwmgr.fleet.hwmgr_apply",
+                {**args, "confirm_timeout": 30})
+    assert bad["ansible_exit"] != 0 and "force" in bad["msg"]

@@ -17,7 +17,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.mark.parametrize("argv", [["bench/fetch", "--size-mb", "2", "--runs", "1",
                                    "--cut-mb", "1", "--warmup", "0"],
-                                  ["bench/inventory", "--runs", "1"]], ids=["fetch", "inventory"])
+                                  ["bench/inventory", "--runs", "1"],
+                                  ["bench/fleet", "--report", "200"]],
+                         ids=["fetch", "inventory", "fleet-report"])
 def test_bench_script_runs(argv: list[str]) -> None:
     if os.geteuid() != 0:
         pytest.skip("the benches run as root (make bench)")
@@ -25,6 +27,10 @@ def test_bench_script_runs(argv: list[str]) -> None:
                          timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "Traceback" not in res.stderr
+    if argv[0] == "bench/fleet":  # each goal printed with its ratio
+        for what in ("fleet-report    ", "fleet-report peak RSS", "fleet-report CPU"):
+            line = next((ln for ln in res.stdout.splitlines() if what in ln), "")
+            assert "x the goal" in line, (what, res.stdout)
     if argv[0] == "bench/inventory":  # every row with a baseline, with a ratio
         for what in ("inventory --json, live ", "--root, 17 functions", "--root, 1,024 functions",
                      "--root, 4,096 functions", "hwmgr --help",

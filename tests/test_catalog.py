@@ -661,11 +661,18 @@ def test_fuzzed_catalog_loads_or_raises_bad_input(tmp_path: Path, raw: bytes) ->
 
 def test_docs_site_layer_example_validates(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    """The site layer docs/catalog.md shows is accepted layered over the shipped catalog and
-    makes its version the recommended one."""
+    """The site layers docs/catalog.md shows are accepted layered over the shipped catalog:
+    the first makes its version the recommended one, the second adds a kernel to a listed
+    version (repeating the ones it had)."""
     text = (REPO / "docs" / "catalog.md").read_text()
-    layer = tmp_path / "20-igb.json"
-    layer.write_text(re.findall(r"```json\n(.*?)```", text, re.S)[0])
-    assert main(["catalog", "validate", str(SHIPPED), str(layer)]) == 0
-    cat = load_catalog([SHIPPED, layer])
+    blocks = re.findall(r"```json\n(.*?)```", text, re.S)
+    assert len(blocks) == 2
+    layer, kernels = tmp_path / "20-igb.json", tmp_path / "60-kernels.json"
+    layer.write_text(blocks[0])
+    kernels.write_text(blocks[1])
+    assert main(["catalog", "validate", str(SHIPPED), str(layer), str(kernels)]) == 0
+    cat = load_catalog([SHIPPED, layer, kernels])
     assert cat.entry("igb")["versions"]["5.9.3"]["status"] == "recommended"
+    shipped = load_catalog([SHIPPED]).entry("be2net")["versions"]["10.2.470.14"]["kernels"]
+    assert cat.entry("be2net")["versions"]["10.2.470.14"]["kernels"] == [
+        *shipped, "6.1.0-56-amd64"]

@@ -120,6 +120,28 @@ def test_seed000_known_bad_driver() -> None:
     assert drv["fix"] == "hwmgr upgrade be2net --to 10.2.470.14" and drv["status"] == "drift"
 
 
+def test_site_catalog_layers_over_the_base_and_replaces_nothing(tmp_path: Path) -> None:
+    """A partial site file (one sysctl rule, no header) is a layer with --site-catalog: the
+    site rule is judged and the base's known-bad be2net 4.1.307r (seed 000) still is."""
+    site = tmp_path / "50-site.json"
+    site.write_text(json.dumps({"sysctl": [
+        {"name": "net.ipv4.tcp_sack", "value": 0, "evidence": "site policy (test)"}]}))
+    code, data = checked("--root", str(HOSTS / "seed000-ustor"), "--site-catalog", str(site))
+    assert code == 5
+    sack = by_item(data)["sysctl.net.ipv4.tcp_sack"]
+    assert (sack["status"], sack["expected"], sack["actual"]) == ("drift", 0, 1)
+    be2net = [f for f in data["findings"] if f["device"] == "0000:02:00.0"
+              and f["item"] == "driver_version"][0]
+    assert (be2net["status"], be2net["actual"]) == ("drift", "4.1.307r")
+    assert by_item(data)["sysctl.net.ipv4.tcp_window_scaling"]["status"] == "ok"  # base rule
+    # --catalog replaces the list: the same partial file alone is not a catalog
+    res = run_cli("check", "--root", str(HOSTS / "seed000-ustor"), "--catalog", str(site))
+    assert res.returncode == 8 and "catalog_version" in res.stderr
+    res = run_cli("check", "--root", str(HOSTS / "seed000-ustor"), "--site-catalog",
+                  str(tmp_path / "nosuch.json"))
+    assert res.returncode == 3 and "nosuch.json" in res.stderr
+
+
 def test_bad_layer_and_bad_catalog(tmp_path: Path) -> None:
     res = run_cli("check", "--layer", "rings", "--root", str(HOSTS / "seed002-after"))
     assert res.returncode == 2 and "'rings'" in res.stderr
@@ -170,6 +192,25 @@ def apply(link: VethLink, data: dict) -> list[str]:
     for fix in fixes:
         sh(link.argv(link.ns_a, ["sh", "-c", fix]))
     return fixes
+
+
+def test_in_a_namespace_the_hosts_nic_is_named_truthfully(veth: VethLink) -> None:
+    """Inside a network namespace the host's NIC has no visible interface: it is not this
+    namespace's to judge (a note says so), never "its driver is not driving this device"."""
+    res = veth.run_a([*HWMGR, "check", "--json", "--layer", "driver"])
+    inside = json.loads(res.stdout)["data"]
+    assert all("is not driving" not in f["reason"] for f in inside["findings"])
+    outside = run_json("check", "--layer", "driver")[1]["data"]["findings"]
+    nics = {d["address"] for d in run_json("inventory")[1]["data"]["devices"]
+            if d["interfaces"]}  # NICs whose interface is in this (the host's) namespace
+    governed = [f for f in outside if f["status"] != "unknown" and f["device"] in nics]
+    if not governed:
+        pytest.skip("no NIC of this machine is judged by the shipped catalog")
+    # not this namespace's NIC: no finding (it is not unknown here), a note naming it
+    assert not {f["device"] for f in governed} & {f["device"] for f in inside["findings"]}
+    for f in governed:
+        assert any(n.startswith(f"{f['device']}: no interface of this NIC is in network "
+                                "namespace") for n in inside["notes"]), inside.get("notes")
 
 
 @pytest.mark.slow  # real veth pairs and tools

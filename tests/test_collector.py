@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from hwmgr.host.capture import COLLECTOR, COLLECTOR_RECORDS, NET_SYSCTLS
+
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "hwmgr" / "fleet" / "collect.sh"
 FIXTURES = REPO / "tests" / "fixtures" / "hosts"
@@ -83,6 +85,38 @@ def collect(shell: list[str], out: Path, *, path: str, root: Path | None = None)
     return res.stderr.decode()
 
 
+def findings(root: Path | None, *catalog: str, runner: list[str] | None = None) -> tuple[int, set]:
+    """`hwmgr check --json` (of `root`, or this host; inside `runner`, e.g. a namespace): its
+    exit code and each finding as (layer, device, interface, item, status, expected, actual)."""
+    argv = [*(runner or []), sys.executable, "-m", "hwmgr", "check", "--json", *catalog]
+    if root is not None:
+        argv += ["--root", str(root)]
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO,
+                         check=False, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert res.returncode in (0, 5, 11), res.stderr
+    data = json.loads(res.stdout)["data"]
+    return res.returncode, {
+        (f["layer"], f["device"], f["interface"], f["item"], f["status"],
+         json.dumps(f["expected"]), json.dumps(f["actual"])) for f in data["findings"]}
+
+
+def fixture_tree(tmp: Path, root: Path) -> Path:
+    """The fixture as a tree the collector reads: its sys/ and proc/sys/net/, and a /proc
+    naming the kernel and hostname of its snapshot.json (where the fixture keeps them)."""
+    meta = json.loads((root / "snapshot.json").read_text())
+    tree = tmp / "root"
+    tree.mkdir()
+    for entry in root.iterdir():
+        if entry.name != "proc":
+            (tree / entry.name).symlink_to(entry)
+    (tree / "proc/sys/kernel").mkdir(parents=True)
+    (tree / "proc/sys/kernel/osrelease").write_text(meta["kernel"] + "\n")
+    (tree / "proc/sys/kernel/hostname").write_text(meta["hostname"] + "\n")
+    if (root / "proc/sys/net").is_dir():
+        (tree / "proc/sys/net").symlink_to(root / "proc/sys/net")
+    return tree
+
+
 def inventory(root: Path | None) -> dict:
     argv = [sys.executable, "-m", "hwmgr", "inventory", "--json"]
     if root is not None:
@@ -119,16 +153,7 @@ def test_fixture_snapshot_inventories_the_same(tmp_path: Path, shell, fixture: s
     name, argv = shell
     root = FIXTURES / fixture
     kernel = json.loads((root / "snapshot.json").read_text())["kernel"]
-    # the fixture's snapshot.json, not /proc, names the kernel: give the collector a /proc
-    tree = tmp_path / "root"
-    tree.mkdir()
-    for entry in root.iterdir():
-        if entry.name != "proc":
-            (tree / entry.name).symlink_to(entry)
-    (tree / "proc/sys/kernel").mkdir(parents=True)
-    (tree / "proc/sys/kernel/osrelease").write_text(kernel + "\n")
-    (tree / "proc/sys/kernel/hostname").write_text(
-        json.loads((root / "snapshot.json").read_text())["hostname"] + "\n")
+    tree = fixture_tree(tmp_path, root)
     path = f"{stub_dir(tmp_path, root, kernel)}:{tool_dir(tmp_path, name)}"
     out = tmp_path / "snap.tar.gz"
     collect(argv, out, path=path, root=tree)
@@ -148,6 +173,25 @@ def test_fixture_snapshot_inventories_the_same(tmp_path: Path, shell, fixture: s
     if "modinfo" in {e["argv"][0] for e in recorded}:
         assert {tuple(e["argv"]) for e in index if e["argv"][0] == "modinfo"} >= {
             ("modinfo", "-k", kernel, drv) for drv in drivers}
+
+
+@pytest.mark.slow  # the collector under each shell, then three checks
+@pytest.mark.parametrize("fixture", ["seed002-before", "seed002-after", "seed000-ustor"])
+def test_fixture_collector_checks_like_the_host(tmp_path: Path, shell, fixture: str) -> None:
+    """Parity, fixture host × collector: `check --root` of the collector's archive gives the
+    findings (status, expected, actual) and exit code of `check --root` on the host itself
+    (the fixture tree, its tools answering what they printed on the real host)."""
+    name, argv = shell
+    root = FIXTURES / fixture
+    kernel = json.loads((root / "snapshot.json").read_text())["kernel"]
+    path = f"{stub_dir(tmp_path, root, kernel)}:{tool_dir(tmp_path, name)}"
+    out = tmp_path / "snap.tar.gz"
+    collect(argv, out, path=path, root=fixture_tree(tmp_path, root))
+    want, got = findings(root), findings(out)
+    assert got == want and want[1]
+    meta = json.loads(read_member(out, "hwmgr-snapshot/snapshot.json"))
+    assert meta["records"] == sorted(COLLECTOR_RECORDS) and meta["collector"] == COLLECTOR
+    assert meta["sysctls"] == list(NET_SYSCTLS)
 
 
 def test_seed000_raid_firmware_comes_from_megacli(tmp_path: Path) -> None:
@@ -190,6 +234,112 @@ def test_live_snapshot_inventories_the_same(tmp_path: Path, shell) -> None:
     assert tcp == Path("/proc/sys/net/ipv4/tcp_rmem").read_bytes()
     for iface in want["interfaces"]:
         assert f"hwmgr-snapshot/sys/class/net/{iface['name']}/mtu" in names
+
+
+@pytest.mark.slow  # the collector under each shell, a snapshot and three checks
+def test_live_check_snapshot_and_collector_agree(tmp_path: Path, shell) -> None:
+    """Parity on this machine: check live, check --root of `hwmgr snapshot`, check --root of
+    the collector's archive (made by `hwmgr collect-script` for the catalog in force)."""
+    name, argv = shell
+    bins = tmp_path / "host-tools"
+    bins.mkdir()
+    for tool in ("ethtool", "modinfo", "ip", "lspci"):
+        found = shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin")
+        if found:
+            (bins / tool).symlink_to(found)
+    script = tmp_path / "collect.sh"
+    script.write_text(subprocess.run([sys.executable, "-m", "hwmgr", "collect-script"],
+                                     capture_output=True, text=True, cwd=REPO, check=True,
+                                     timeout=60).stdout)
+    out = tmp_path / "live.tar.gz"
+    env = {"PATH": f"{bins}:{tool_dir(tmp_path, name)}", "TMPDIR": str(tmp_path)}
+    with open(out, "wb") as fh:
+        subprocess.run([*argv, str(script)], stdout=fh, env=env, timeout=300, check=True)
+    snap = tmp_path / "snap"
+    subprocess.run([sys.executable, "-m", "hwmgr", "snapshot", str(snap)], cwd=REPO,
+                   capture_output=True, timeout=120, check=True)
+    live = findings(None)
+    assert findings(snap) == live
+    assert findings(out) == live
+    assert live[0] in (0, 5)  # this machine is fully readable
+
+
+@pytest.mark.slow  # a veth pair in namespaces, the collector under each shell
+def test_veth_namespace_check_snapshot_and_collector_agree(tmp_path: Path, shell) -> None:
+    """Parity on a live veth host (side a of a pair, in its own network namespace), with a
+    site catalog that governs veth: drift and unsupported items alike on all paths."""
+    name, argv = shell
+    if os.geteuid() != 0 or not shutil.which("ethtool") or not shutil.which("ip"):
+        pytest.skip("needs root, ip and ethtool")
+    from netns import VethLink
+
+    catalogs = ["--catalog", str(REPO / "catalogs"),
+                "--catalog", str(FIXTURES.parent / "catalogs/good/site-veth.json")]
+    bins = tmp_path / "host-tools"
+    bins.mkdir()
+    for tool in ("ethtool", "ip"):
+        (bins / tool).symlink_to(shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin"))
+    script = tmp_path / "collect.sh"
+    script.write_text(subprocess.run([sys.executable, "-m", "hwmgr", "collect-script",
+                                      *catalogs], capture_output=True, text=True, cwd=REPO,
+                                     check=True, timeout=60).stdout)
+    link = VethLink.create("co")
+    try:
+        ns = link.argv(link.ns_a, [])  # ip netns exec NS
+        out, snap = tmp_path / "veth.tar.gz", tmp_path / "snap"
+        with open(out, "wb") as fh:
+            subprocess.run([*ns, "env", "-i", f"PATH={bins}:{tool_dir(tmp_path, name)}",
+                            f"TMPDIR={tmp_path}", *argv, str(script)], stdout=fh, timeout=300,
+                           check=True)
+        subprocess.run([*ns, sys.executable, "-m", "hwmgr", "snapshot", *catalogs, str(snap)],
+                       cwd=REPO, capture_output=True, timeout=120, check=True)
+        live = findings(None, *catalogs, runner=ns)
+    finally:
+        link.teardown()
+    statuses = {f[4] for f in live[1] if f[2] == link.if_a}
+    assert live[0] == 5 and {"drift", "unsupported"} <= statuses
+    assert findings(snap, *catalogs) == live
+    assert findings(out, *catalogs) == live
+
+
+@pytest.mark.slow  # two collectors printed and run, two checks
+def test_collector_for_another_catalog_names_the_sysctl_it_lacks(tmp_path: Path) -> None:
+    """A site rule on a sysctl outside the fixed list: the collector made for that catalog
+    copies it (judged like live); one made without it says it lacks exactly that sysctl."""
+    sh = SHELLS["dash"] or SHELLS["busybox"]
+    if sh is None:
+        pytest.skip("dash or busybox needed")
+    site = tmp_path / "site.json"
+    site.write_text(json.dumps({"sysctl": [{"name": "net.ipv4.tcp_fastopen", "value": 1,
+                                            "evidence": "site policy (test)"}]}))
+    root = FIXTURES / "seed002-after"
+    tree = fixture_tree(tmp_path, root)
+    (tree / "proc/sys/net").unlink()
+    shutil.copytree(root / "proc/sys/net", tree / "proc/sys/net")
+    (tree / "proc/sys/net/ipv4/tcp_fastopen").write_text("3\n")
+    path = f"{stub_dir(tmp_path, root, 'x')}:{tool_dir(tmp_path, 'coreutils')}"
+    outs = {}
+    for made_for in ([], ["--site-catalog", str(site)]):
+        script = tmp_path / f"collect{len(made_for)}.sh"
+        script.write_text(subprocess.run(
+            [sys.executable, "-m", "hwmgr", "collect-script", *made_for], capture_output=True,
+            text=True, cwd=REPO, check=True, timeout=60).stdout)
+        out = outs[len(made_for)] = tmp_path / f"snap{len(made_for)}.tar.gz"
+        with open(out, "wb") as fh:
+            subprocess.run([*sh, str(script)], stdout=fh, timeout=300, check=True,
+                           env={"PATH": path, "HWMGR_COLLECT_ROOT": str(tree),
+                                "TMPDIR": str(tmp_path)})
+    argv = ["check", "--json", "--layer", "sysctl", "--site-catalog", str(site), "--root"]
+    for n, (status, actual) in ((2, ("drift", 3)), (0, ("unknown", None))):
+        res = subprocess.run([sys.executable, "-m", "hwmgr", *argv, str(outs[n])], cwd=REPO,
+                             capture_output=True, text=True, timeout=60, check=False)
+        fo = {f["item"]: f for f in json.loads(res.stdout)["data"]["findings"]}[
+            "sysctl.net.ipv4.tcp_fastopen"]
+        assert (fo["status"], fo["actual"]) == (status, actual)
+    assert res.returncode == 11
+    assert "did not record net.ipv4.tcp_fastopen" in fo["reason"]
+    assert "hwmgr collect-script --site-catalog" in fo["reason"]
+    assert "retake it with hwmgr" not in fo["reason"]
 
 
 # ------------------------------------------------------------------------ hostile input
@@ -265,6 +415,14 @@ def test_shellcheck_clean() -> None:
     res = subprocess.run(["shellcheck", "-s", "sh", str(SCRIPT)], capture_output=True,
                          text=True, timeout=60, check=False)
     assert res.returncode == 0, res.stdout
+
+
+def test_shipped_sysctl_list_is_the_snapshots() -> None:
+    """The shipped script copies capture.NET_SYSCTLS (the verb writes the same block)."""
+    from hwmgr.commands.collect_script import script_text
+
+    assert script_text([]) == SCRIPT.read_text()
+    assert "net.ipv4.tcp_fastopen" in script_text(["net.ipv4.tcp_fastopen"])
 
 
 def test_one_copy_shipped_and_printed_by_the_verb() -> None:

@@ -57,6 +57,8 @@ def test_dry_run_json_plan_changes_nothing(ns: ApplyNs) -> None:
     assert gro["command"] == "ethtool -K v0 generic-receive-offload on"
     assert (gro["current"], gro["wanted"]) == ("off", "on")
     link = str(ns.root / "etc/systemd/network/10-hwmgr-v0.link")
+    why = gro["persist"].pop("why")
+    assert why.startswith("udev reads .link files (systemctl --version: systemd ")
     assert gro["persist"] == {"backend": "systemd-link", "file": link,
                               "key": "GenericReceiveOffload", "connection": None}
     assert rows[("v0", "txqueuelen")]["command"] == "ip link set dev v0 txqueuelen 4242"
@@ -64,6 +66,23 @@ def test_dry_run_json_plan_changes_nothing(ns: ApplyNs) -> None:
         "/etc/sysctl.d/90-hwmgr.conf")
     assert _live(ns) == OLD and tree_bytes(ns.root) == before
     assert not Path(ns.state).exists()
+
+
+def test_in_a_namespace_nothing_is_planned_into_the_hosts_etc(ns: ApplyNs) -> None:
+    """Without --persist-root, /etc is the host's: its sysctl.d would set the host's own
+    namespace at boot. The plan says so per change and writes no file."""
+    path = ns.tmp / "changes.json"
+    path.write_text(json.dumps(list(CHANGES)))
+    res = ns.hwmgr("apply", "--changes", str(path), "--state-dir", ns.state, "--dry-run",
+                   "--json")
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)["data"]
+    assert data["files"] == [] and data["changes"]
+    for c in data["changes"]:
+        assert c["persist"]["file"] is None
+        assert f"this is network namespace {ns.ns}" in c["persist"]["not_persisted"]
+    assert any(n.startswith("nothing persisted") for n in data["notes"])
+    assert _live(ns) == OLD
 
 
 def test_apply_then_revert_restores_values_and_files_exactly(ns: ApplyNs) -> None:

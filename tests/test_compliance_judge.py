@@ -96,14 +96,14 @@ def test_a_fixed_feature_that_differs_is_unsupported_not_drift() -> None:
 def test_bounds_read_the_same_in_the_plan_and_the_table() -> None:
     """One wording of {min, max} (judge.bounds) for rule descriptions and check's table."""
     from hwmgr.compliance.judge import bounds, describe
-    from hwmgr.ui.check_table import _value
+    from hwmgr.ui.check_table import value_text
 
     cases = {(("min", 10),): "≥ 10", (("max", 9000),): "≤ 9000",
              (("min", 1), ("max", 2)): "1..2"}
     for pairs, words in cases.items():
         rule = dict(pairs)
-        assert bounds(rule) == describe(rule) == _value(rule) == words
+        assert bounds(rule) == describe(rule) == value_text(rule) == words
     assert bounds({"value": 4}) is None and describe({"value": 4}) == "4"
     assert describe([None, {"min": 4194304}]) == "[*, ≥ 4194304]"
-    assert _value([None, {"min": 4194304}]) == "* ≥ 4194304"
-    assert _value({"rx": True}) == "rx True" and _value(None) == "-"
+    assert value_text([None, {"min": 4194304}]) == "* ≥ 4194304"
+    assert value_text({"rx": True}) == "rx True" and value_text(None) == "-"

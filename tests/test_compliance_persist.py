@@ -109,12 +109,18 @@ def test_sysctl_owner_and_tuned_conflicts_name_the_files(tree: Path) -> None:
     assert "net.ipv4.tcp_syncookies = 0\n" in conf["content"]
 
 
-def test_items_no_backend_can_express_are_named(tree: Path) -> None:
+def test_an_item_the_link_file_cannot_express_falls_back_to_a_udev_rule(tree: Path) -> None:
+    """udev's .link has no key for rx-gro-list: a udev rule runs ethtool on every add."""
     plan = _plan(tree, [Change("eth7", "features.rx-gro-list", "off", "on")])
     (c,) = plan.changes
-    assert c["persist"]["not_persisted"] == "systemd .link has no key for it"
-    assert any("not persisted" in n and "lost at the next reboot" in n for n in plan.notes)
-    assert plan.files == []
+    assert c["persist"]["backend"] == "udev-rule"
+    assert c["persist"]["why"] == "systemd-link: systemd .link has no key for it"
+    assert any("udev-rule" in n and "systemd-link cannot carry some" in n for n in plan.notes)
+    (f,) = plan.files
+    assert f["path"] == "/etc/udev/rules.d/70-hwmgr-eth7.rules"
+    assert f["content"].endswith(
+        'ACTION=="add", SUBSYSTEM=="net", ATTR{address}=="00:1b:21:aa:bb:cc", '
+        'RUN+="/sbin/ethtool -K $name rx-gro-list on"\n')
 
 
 def test_persist_root_must_be_absolute(tree: Path) -> None:

@@ -120,8 +120,32 @@ def test_a_snapshots_state_dir_link_is_resolved_inside_it(tmp_path: Path) -> Non
     _journal(tmp_path / "outside")
     snap = tmp_path / "snap"
     (snap / "var/lib").mkdir(parents=True)
-    (snap / "snapshot.json").write_text('{"format": "hwmgr-snapshot", "version": 1}')
+    (snap / "snapshot.json").write_text(
+        '{"format": "hwmgr-snapshot", "version": 1, "records": ["state"]}')
     os.symlink(str(tmp_path / "outside"), snap / "var/lib/hwmgr")
     res = run_cli("history", "--root", str(snap))
     assert res.returncode == 0, res.stderr
     assert "no transactions recorded" in res.stdout and "be2net" not in res.stdout
+
+
+def test_a_snapshot_carries_the_journal_or_history_refuses(tmp_path: Path) -> None:
+    """`hwmgr snapshot` copies the state dir's journal (and check history and expectations),
+    so `history --root` shows the host's transactions; a snapshot without them (older
+    hwmgr, the collector) is refused in one line instead of "no transactions recorded"."""
+    state = tmp_path / "state"
+    _journal(state)
+    env = {"HWMGR_STATE_DIR": str(state)}
+    assert run_cli("snapshot", str(tmp_path / "snap"), env=env).returncode == 0
+    (state / "journal.sqlite").unlink()  # what is shown below comes from the snapshot
+    res = run_cli("history", "--json", "--root", str(tmp_path / "snap"), env=env)
+    assert res.returncode == 0, res.stderr
+    (txn,) = json.loads(res.stdout)["data"]["transactions"]
+    assert (txn["kind"], txn["driver"]) == ("upgrade", "be2net")
+    meta = json.loads((tmp_path / "snap/snapshot.json").read_text())
+    assert "state" in meta["records"]
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "snapshot.json").write_text(json.dumps({**meta, "records": ["sysctl"]}))
+    res = run_cli("history", "--root", str(old), env=env)
+    assert res.returncode == 3 and res.stderr.count("\n") == 1, res.stderr
+    assert "carries no hwmgr journal" in res.stderr and "no transactions" not in res.stdout

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -294,3 +295,46 @@ def test_package_fetches_through_the_site_mirror(bed, tmp_path: Path, monkeypatc
     monkeypatch.setitem(bed.env, "HWMGR_CACHE_DIR", str(tmp_path / "empty-cache-2"))
     rc, doc, _ = _package(bed, monkeypatch, capsys, "--to", "1.0", "--out", str(tmp_path / "o2"))
     assert rc != 0 and "127.0.0.1:9" in doc["errors"][0]
+
+
+CAN_UNSHARE = (shutil.which("unshare") is not None and shutil.which("dkms") is not None
+               and shutil.which("rpmspec") is not None and hasattr(os, "geteuid")
+               and os.geteuid() == 0)
+
+
+def _post_scriptlet(tmp_path: Path, driver: str, version: str) -> str:
+    """The %post of the rendered template, macros expanded by rpmspec as rpmbuild would."""
+    values = {
+        "@DRIVER@": driver, "@VERSION@": version, "@LICENSE@": "GPL-2.0-only",
+        "@URL@": "https://example.invalid/", "@DATE@": changelog_date(),
+        "@DESCRIPTION@": "A module whose build fails.", "@PACKAGER@": "hwmgr <root@localhost>",
+        "@CHANGELOG@": "Wrapped by hwmgr",
+    }
+    spec = tmp_path / f"{driver}-dkms.spec"
+    spec.write_text(render_spec(TEMPLATE.read_text(), values))
+    parsed = subprocess.run(["rpmspec", "-P", str(spec)], capture_output=True, text=True,
+                            check=True, timeout=60).stdout
+    return parsed.split("\n%post\n", 1)[1].split("\n%preun", 1)[0]
+
+
+@pytest.mark.skipif(not CAN_UNSHARE, reason="needs root, unshare, dkms and rpmspec")
+def test_post_fails_the_install_when_the_dkms_build_fails(tmp_path: Path) -> None:
+    """`hwmgr package`'s %post used to end every dkms command with `|| :`, so `yum install`
+    succeeded with no module. Run the real %post with the real dkms, in a private mount
+    namespace (tmpfs over /var/lib/dkms and /usr/src: this host's DKMS is never touched), on
+    a source tree whose build fails: the scriptlet must fail."""
+    post = _post_scriptlet(tmp_path, "h28fail", "1.0")
+    assert "|| :" not in post
+    tree = tmp_path / "h28fail-1.0"
+    tree.mkdir()
+    (tree / "dkms.conf").write_text(
+        'PACKAGE_NAME="h28fail"\nPACKAGE_VERSION="1.0"\nBUILT_MODULE_NAME[0]="h28fail"\n'
+        'DEST_MODULE_LOCATION[0]="/extra"\nMAKE[0]="false"\nAUTOINSTALL="no"\n')
+    (tmp_path / "post.sh").write_text(post)
+    script = (f"mount -t tmpfs none /var/lib/dkms && mount -t tmpfs none /usr/src && "
+              f"cp -r {tree} /usr/src/ && sh {tmp_path / 'post.sh'}; rc=$?; "
+              "dkms status h28fail; exit $rc")
+    res = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True,
+                         text=True, timeout=300, check=False)
+    assert res.returncode != 0, res.stdout + res.stderr
+    assert "h28fail/1.0: added" in res.stdout, res.stdout + res.stderr  # add did run

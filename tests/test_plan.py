@@ -193,3 +193,46 @@ def test_snapshot_without_records_is_unknown_not_safe(seed000: tuple[Path, Path]
     assert f"kernel headers listing (/lib/modules/{KVER}/build)" in got[0]
     assert "routing table" in got[1] and "Secure Boot state" in got[2]
     assert all("retake it with hwmgr" in r and "install" not in r for r in got)
+
+
+def _default_plan(snap: Path, catalog: Path):
+    """`plan upgrade` without --kernel: the default targets."""
+    res = run_cli("plan", "upgrade", "be2net", "--to", "10.2.470.14", "--force", "--root",
+                  str(snap), "--catalog", str(catalog), "--json", env=ENV)
+    return res, json.loads(res.stdout)
+
+
+def test_no_headers_at_all_names_the_running_kernel_and_its_package(
+        seed000: tuple[Path, Path]) -> None:
+    """Issue 23: a snapshot that records no headers at all used to plan 'target kernel:
+    none'; the running kernel (here only in snapshot.json) is the target, and the refusal
+    names the headers package to install (EL 6: kernel-devel)."""
+    snap, catalog = seed000
+    shutil.rmtree(snap / f"lib/modules/{KVER}/build")
+    (snap / "proc/sys/kernel/osrelease").unlink()  # the kernel is then snapshot.json's
+    res, doc = _default_plan(snap, catalog)
+    assert res.returncode == 9, res.stderr
+    assert doc["data"]["kernels"] == [KVER]
+    assert (f"kernel headers for {KVER} are not installed (no /lib/modules/{KVER}/build): "
+            f"install kernel-devel-{KVER}") in reasons(doc)
+    human = run_cli("plan", "upgrade", "be2net", "--to", "10.2.470.14", "--force", "--root",
+                    str(snap), "--catalog", str(catalog), env=ENV)
+    assert "target kernel: none" not in human.stdout
+    assert f"target kernel {KVER}: now 4.1.307r" in human.stdout
+
+
+def test_default_targets_are_the_kernels_with_headers_not_uname(
+        seed000: tuple[Path, Path]) -> None:
+    """A kernel installed (headers present) but not booted is the default target; the running
+    kernel without headers is left out, with a warning naming its headers package."""
+    snap, catalog = seed000
+    shutil.rmtree(snap / f"lib/modules/{KVER}/build")
+    new = "2.6.32-504.el6.x86_64"
+    (snap / f"lib/modules/{new}/build").mkdir(parents=True)
+    (snap / f"lib/modules/{new}/build/Makefile").write_text("# headers\n")
+    res, doc = _default_plan(snap, catalog)
+    assert doc["data"]["kernels"] == [new], res.stderr
+    assert any(w.startswith(f"the running kernel {KVER} is not a target") and
+               f"install kernel-devel-{KVER} to build for it too" in w
+               for w in doc["data"]["warnings"])
+    assert f"dkms-build: dkms build be2net/10.2.470.14 for {new}" in doc["data"]["steps"]

@@ -142,3 +142,51 @@ def test_only_where_the_user_said(tmp_path: Path) -> None:
                       host=Host(root, SubprocessRunner()), now=NOW)
     assert real == root / "var/lib/node_exporter/hwmgr.prom" and real.is_file()
 
+
+
+def test_numeric_expected_and_actual_limits_success_and_duration(tmp_path: Path) -> None:
+    data = sample()
+    data["findings"] = [
+        {"layer": "setting", "device": "0000:01:00.0", "interface": "eth0", "item": "ring.rx",
+         "expected": {"min": 4096, "max": 8192}, "actual": 512, "status": "drift",
+         "reason": None, "fix": "ethtool -G eth0 rx 4096", "evidence": None},
+        {"layer": "sysctl", "device": None, "interface": None, "item": "sysctl.net.core.rmem_max",
+         "expected": 16777216, "actual": 16777216, "status": "ok", "reason": None, "fix": None,
+         "evidence": None},
+        {"layer": "setting", "device": "0000:01:00.0", "interface": "eth0", "item": "features.gro",
+         "expected": "on", "actual": "off", "status": "drift", "reason": None, "fix": None,
+         "evidence": None},
+    ]
+    dest = tmp_path / "hwmgr.prom"
+    write_prom(dest, data, now=NOW, duration=0.25)
+    m = samples(dest)
+    by_item = {name: {lab["item"]: v for lab, v in m.get(name, [])}
+               for name in ("hwmgr_compliance_item_expected", "hwmgr_compliance_item_actual",
+                            "hwmgr_compliance_item_expected_min",
+                            "hwmgr_compliance_item_expected_max")}
+    assert by_item["hwmgr_compliance_item_expected"] == {"sysctl.net.core.rmem_max": 16777216}
+    assert by_item["hwmgr_compliance_item_expected_min"] == {"ring.rx": 4096}
+    assert by_item["hwmgr_compliance_item_expected_max"] == {"ring.rx": 8192}
+    # strings (on/off) have no numeric sample: only their status says anything
+    assert by_item["hwmgr_compliance_item_actual"] == {"ring.rx": 512,
+                                                       "sysctl.net.core.rmem_max": 16777216}
+    assert m["hwmgr_check_success"] == [({}, 1.0)]
+    assert m["hwmgr_check_duration_seconds"] == [({}, 0.25)]
+
+
+def test_a_failed_check_replaces_the_textfile_and_says_so(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    dest = tmp_path / "hwmgr.prom"
+    write_prom(dest, sample(), now=NOW)
+    assert "hwmgr_compliance_item{" in dest.read_text()
+    res = subprocess.run([sys.executable, "-m", "hwmgr", "check", "--root",
+                          str(tmp_path / "gone.tar.gz"), "--prom", str(dest)],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 3, res.stderr
+    m = samples(dest)
+    assert m["hwmgr_check_success"] == [({}, 0.0)]
+    assert "hwmgr_compliance_item" not in m  # the last good run's items are gone
+    [(labels, value)] = m["hwmgr_check_failure_info"]
+    assert "no such snapshot" in labels["reason"] and value == 1.0

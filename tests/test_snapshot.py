@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from support import run_cli, run_json
 
+from hwmgr.config import config_from
 from hwmgr.errors import BadInputError, NotFoundError, UsageError
 from hwmgr.host import capture
 from hwmgr.host.runner import SubprocessRunner
@@ -43,7 +44,13 @@ def test_snapshot_holds_only_what_was_read(tmp_path: Path) -> None:
     assert meta["format"] == "hwmgr-snapshot" and meta["version"] == 1
     assert set(meta) >= {"hostname", "kernel", "captured"}
     tops = {p.name for p in target.iterdir()}
-    assert tops <= {"snapshot.json", "sys", "proc", "commands", "lib", "boot"}, tops
+    assert tops <= {"snapshot.json", "sys", "proc", "commands", "lib", "boot", "var"}, tops
+    # var/: only the state dir's journal, check history and armed expectations
+    state = Path(config_from(None).state_dir)
+    for f in (p for p in target.joinpath("var").rglob("*") if p.is_file()):
+        rel = Path("/", f.relative_to(target)).relative_to(state)
+        assert str(rel) in ("journal.sqlite", "checks.sqlite") or (
+            rel.parent.name == "expectations" and rel.suffix == ".json"), rel
     # every recorded command output file exists and argv[0] is a bare name
     index = json.loads((target / "commands/index.json").read_text())
     for entry in index:
@@ -379,7 +386,8 @@ def test_capture_records_what_plan_verify_and_check_read(tmp_path: Path) -> None
     target = tmp_path / "snap"
     assert run_cli("snapshot", str(target)).returncode == 0
     meta = json.loads((target / "snapshot.json").read_text())
-    assert meta["records"] == sorted(capture.RECORDS)
+    assert meta["records"] == sorted([*capture.RECORDS, capture.STATE])
+    assert meta["sysctls"][:len(capture.NET_SYSCTLS)] == list(capture.NET_SYSCTLS)
     assert meta["hwmgr"] == capture.CAPTURE_SINCE
     index = {tuple(e["argv"]): e for e in json.loads((target / "commands/index.json").read_text())}
     live = Host("/", SubprocessRunner())

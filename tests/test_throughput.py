@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from netns import A_IP, B_IP, IP, UNUSED_IP, VethLink, free_port, leftover_namespaces
-from support import REPO
+from support import REPO, run_cli
 
 from hwmgr.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNKNOWN
 from hwmgr.host.runner import Result
@@ -185,7 +186,8 @@ def test_serve_one_off(link: VethLink) -> None:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO), "HWMGR_CONFIG": EMPTY_CONFIG}
     server = subprocess.Popen(link.argv(link.ns_b, [*HWMGR, "--serve", "--port", str(port),
-                                                    "--timeout", "20", "--json"]),
+                                                    "--count", "1", "--timeout", "20",
+                                                    "--json"]),
                               stdout=subprocess.PIPE, text=True, env=env)
     try:
         link.wait_port(port, server)
@@ -199,6 +201,43 @@ def test_serve_one_off(link: VethLink) -> None:
     served = json.loads(out)
     assert server.returncode == 0 and served["status"] == "served"
     assert served["data"]["serve"]["mbps"] > 100
+
+
+def test_serve_until_stopped_answers_a_clients_both(link: VethLink) -> None:
+    """One `--serve` (no --count) serves both directions of a client's `--both`, then stops
+    on Ctrl-C with exit 0 and what it served (it used to serve one test: the second
+    direction got "Connection refused")."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HWMGR_CONFIG": EMPTY_CONFIG}
+    server = subprocess.Popen(link.argv(link.ns_b, [*HWMGR, "--serve", "--port", str(port),
+                                                    "--json"]),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env, start_new_session=True)
+    try:
+        link.wait_port(port, server)
+        rc, doc, _ = hw(link, "--peer", B_IP, "--port", str(port), "--duration", "2",
+                        "--both", "--interface", link.if_a)
+        assert rc == EXIT_OK, (doc["errors"], doc["data"]["runs"])
+        assert [r["direction"] for r in doc["data"]["runs"]] == ["send", "receive"]
+        assert all(r["mbps"] > 100 for r in doc["data"]["runs"]), doc
+        link.wait_port(port, server)  # still serving after both tests
+        os.killpg(server.pid, signal.SIGINT)
+        out, err = server.communicate(timeout=20)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    served = json.loads(out)
+    assert server.returncode == 0 and served["status"] == "served", err
+    assert [t["status"] for t in served["data"]["tests"]] == ["served", "served"]
+
+
+def test_serve_refuses_client_options() -> None:
+    """`--serve --both` was accepted and ignored; --count without --serve means nothing."""
+    res = run_cli("throughput", "--serve", "--both")
+    assert res.returncode == 2 and "--both: client options, not --serve's" in res.stderr
+    res = run_cli("throughput", "--peer", "10.0.0.2", "--count", "2")
+    assert res.returncode == 2 and "add --serve" in res.stderr
 
 
 def test_records_measurement_for_verify(link: VethLink, tmp_path: Path) -> None:

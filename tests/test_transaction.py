@@ -199,15 +199,20 @@ def test_undo_failure_leaves_txn_open_until_recover(
     with st.lock(command="test"):
         res = Transaction(st, H.REGISTRY, "demo", dict(H.PARAMS, fail="arm:do")).run()
         assert res.state == "failed" and not res.closed
-        assert res.error.startswith("undo of step 'write-a' failed: RuntimeError:")
-        assert "step 'arm' failed" in res.error and "hwmgr recover" in res.error
+        cause = res.error.split("; then")[0]
+        assert cause.startswith("step 'arm' failed")
+        assert res.error.startswith(cause + "; then the undo of step 'write-a' failed: Runtime")
+        assert res.error.endswith(f"transaction {res.id} left open, run `hwmgr recover`")
         assert [t["id"] for t in st.journal().open_transactions()] == [res.id]
         with pytest.raises(RefusedError, match=rf"transaction {res.id} \(demo\) is still failed"):
             Transaction(st, H.REGISTRY, "demo", H.PARAMS).run()
         assert tree(root) != old  # a.conf still new: the failed undo did not restore it
+        [again] = Transaction.recover(st, H.REGISTRY)  # the undo fails again: said once
+        assert again.state == "failed" and again.error == res.error
         monkeypatch.delenv(H.FAIL_UNDO_ENV)
         [rec] = Transaction.recover(st, H.REGISTRY)
     assert rec.recovered and rec.state == "rolled-back" and rec.id == res.id
+    assert rec.error == cause  # what happened, without "left open" once it is closed
     assert tree(root) == old
     assert_closed_and_backups_intact(root, old)
 

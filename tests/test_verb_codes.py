@@ -8,6 +8,7 @@ from __future__ import annotations
 import glob
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -51,9 +52,11 @@ CASES: dict[tuple[str, int], list[str]] = {
     ("check", EXIT_DRIFT): ["--root", BEFORE],
     ("check", EXIT_BAD_INPUT): ["--root", BROKEN],
     ("check", EXIT_UNKNOWN): ["--root", BNX2],
+    ("check", EXIT_PARTIAL): ["--root", AFTER, "--root", "nosuch.tar.gz"],
     ("snapshot", EXIT_OK): ["out.tar.gz"],
     ("snapshot", EXIT_USAGE): ["bad.json"],
     ("snapshot", EXIT_NOT_FOUND): ["nosuch/out.tar.gz"],
+    ("snapshot", EXIT_BAD_INPUT): ["--site-catalog", "bad.json", "out.tar.gz"],
     ("catalog", EXIT_OK): ["show", "be2net"],
     ("catalog", EXIT_NOT_FOUND): ["show", "nosuch"],
     ("catalog", EXIT_BAD_INPUT): ["validate", "bad.json"],
@@ -77,18 +80,22 @@ CASES: dict[tuple[str, int], list[str]] = {
     ("apply", EXIT_BAD_INPUT): ["--root", BROKEN, "--dry-run"],
     ("revert", EXIT_NOTHING_TO_DO): ["--yes"],
     ("recover", EXIT_OK): [],
-    ("history", EXIT_OK): ["--root", BEFORE],
-    ("history", EXIT_NOT_FOUND): ["--root", "nosuch.tar.gz"],
+    ("history", EXIT_OK): ["--root", "snap.tar.gz"],
+    ("history", EXIT_NOT_FOUND): ["--root", BEFORE],  # it carries no state dir
     ("history", EXIT_BAD_INPUT): ["--root", BROKEN],
     ("verify", EXIT_NOT_FOUND): ["--root", BEFORE, "--expectation", "nosuch.json"],
-    ("verify", EXIT_NOTHING_TO_DO): ["--root", BEFORE],
+    ("verify", EXIT_NOTHING_TO_DO): ["--root", "snap.tar.gz"],
     ("verify", EXIT_BAD_INPUT): ["--root", BROKEN],
-    ("throughput", EXIT_NOT_FOUND): ["--peer", "127.0.0.1", "--bind-dev", "nosuch0"],
+    ("throughput", EXIT_NOT_FOUND): ["--peer", "127.0.0.1", "--interface", "nosuch0"],
     ("mirror", EXIT_NOT_FOUND): ["sync", "mirror", "--driver", "be2net"],
     ("mirror", EXIT_BAD_INPUT): ["sync", "bad.json"],
     ("package", EXIT_NOT_FOUND): ["be2net", "--to", "9.9"],
     ("package", EXIT_BAD_INPUT): ["be2net", "--to", "9.9", "--catalog", "bad.json"],
     ("package", EXIT_REFUSED): ["be2net", "--to", "10.2.470.14"],
+    ("recipe", EXIT_OK): ["list"],
+    ("recipe", EXIT_NOT_FOUND): ["check", "nosuch", "--file", "x.src.rpm"],
+    ("recipe", EXIT_BAD_INPUT): ["check", "hwmgrtest", "--file", "bad.json", "--kernel", "../x"],
+    ("recipe", EXIT_REFUSED): ["check", "hwmgrtest", "--file", "bad.json"],
     ("fleet-report", EXIT_OK): ["--results", "fleet/ok", "--out", "report"],
     ("fleet-report", EXIT_DRIFT): ["--results", "fleet/drift", "--out", "report"],
     ("fleet-report", EXIT_PARTIAL): ["--results", "fleet/unreachable", "--out", "report"],
@@ -97,6 +104,8 @@ CASES: dict[tuple[str, int], list[str]] = {
     ("fleet-report", EXIT_BAD_INPUT): ["--results", "fleet/bad", "--out", "report"],
     ("fleet-report", EXIT_UNKNOWN): ["--results", "fleet/unknown", "--out", "report"],
     ("collect-script", EXIT_OK): [],
+    ("collect-script", EXIT_NOT_FOUND): ["--site-catalog", "nosuch.json"],
+    ("collect-script", EXIT_BAD_INPUT): ["--site-catalog", "bad.json"],
 }
 CASES.update({(verb, EXIT_USAGE): ["--no-such-option"] for verb in cli.VERBS
               if (verb, EXIT_USAGE) not in CASES})
@@ -130,6 +139,8 @@ NOT_DRIVEN: dict[tuple[str, int], str] = {
     **{("mirror", c): "an HTTP server (test_mirror.py)" for c in (
         EXIT_OK, EXIT_FAILED, EXIT_REFUSED)},
     **{("package", c): "rpmbuild (test_package.py)" for c in (EXIT_OK, EXIT_FAILED)},
+    ("recipe", EXIT_FAILED): "a failing DKMS build (test_recipe_check.py)",
+    ("recipe", EXIT_PERMISSION): "a non-root user (test_recipe_check.py)",
 }
 
 
@@ -137,10 +148,17 @@ NOT_DRIVEN: dict[tuple[str, int], str] = {
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory holding the files the cases and examples name."""
     box = tmp_path_factory.mktemp("verbs")
+    snap = box / "snap"  # seed002-before, taken by a hwmgr that copies the state dir (empty)
+    shutil.copytree(BEFORE, snap, symlinks=True)
+    meta = json.loads((snap / "snapshot.json").read_text())
+    (snap / "snapshot.json").write_text(json.dumps({**meta, "records": [
+        *meta["records"], "state"]}))
     with tarfile.open(box / "snap.tar.gz", "w:gz") as tar:
-        tar.add(BEFORE, arcname="snap")
+        tar.add(snap, arcname="snap")
+    shutil.rmtree(snap)
     (box / "web01").symlink_to(AFTER)
     (box / "bad.json").write_text("{")
+    (box / "snapshots.json").write_text(json.dumps({"web01": "web01", "web02": "snap.tar.gz"}))
     (box / "hwmgr.json").write_text("{}")
     write_shipped(box / "my.json")
     (box / "catalogs").symlink_to(REPO / "catalogs")
@@ -205,6 +223,8 @@ EXAMPLE_NOT_RUN: dict[str, str] = {
     "hwmgr inventory --root /tmp/web01.tar.gz": "the snapshot the example before writes",
     "hwmgr collect-script > hwmgr-collect.sh": "a shell redirection",
     "hwmgr collect-script | ssh old-host sh -s > old-host.tar.gz": "ssh to an old host",
+    "hwmgr collect-script --site-catalog site.json > hwmgr-collect.sh": "a shell redirection",
+    "hwmgr snapshot --site-catalog site.json /tmp/web01.tar.gz": "writes outside the sandbox",
     "hwmgr inventory --root old-host.tar.gz": "the snapshot the collector writes",
     "hwmgr plan upgrade e1000e --to 3.8.7-lab --kernel 6.1.0-56-amd64 --json":
         "the lab's catalog (tests/lab)",
@@ -218,6 +238,9 @@ EXAMPLE_NOT_RUN: dict[str, str] = {
     "hwmgr verify be2net --json": "an armed expectation on the live host",
     "hwmgr fleet-report --results results/ --out report/ --history old/*/fleet-report.json":
         "earlier reports",
+    "hwmgr recipe check igb --file igb-5.9.3-1.src.rpm": "Intel's SRPM and a DKMS build",
+    "hwmgr recipe check igb --file igb-5.9.3-1.src.rpm --kernel 6.1.0-56-amd64 --json":
+        "Intel's SRPM and a DKMS build",
 }
 EXAMPLE_NEEDS = {  # verbs whose examples all change the live host or need the network
     "fetch": "the vendor's server", "upgrade": "a DKMS build on the live host",

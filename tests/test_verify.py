@@ -19,6 +19,7 @@ from support import REPO, run_cli
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
+    EXIT_NOT_FOUND,
     EXIT_NOTHING_TO_DO,
     EXIT_OK,
     EXIT_REBOOT_PENDING,
@@ -88,6 +89,9 @@ def _with_state(tmp_path: Path, snap: Path) -> Path:
     exp_dir = root / "var/lib/hwmgr/expectations"
     exp_dir.mkdir(parents=True)
     shutil.copy(EXPECT, exp_dir / "be2net.json")
+    meta = json.loads((root / "snapshot.json").read_text())  # it carries its state dir
+    meta["records"] = [*meta.get("records", []), "state"]
+    (root / "snapshot.json").write_text(json.dumps(meta))
     return root
 
 
@@ -100,8 +104,15 @@ def test_expectation_armed_inside_the_snapshot(tmp_path: Path) -> None:
     assert armed.read_bytes() == before  # a snapshot is never written
     rc, doc = verify("ixgbe", "--root", str(root), env={"HWMGR_STATE_DIR": ""})
     assert rc == EXIT_NOTHING_TO_DO and doc["status"] == "nothing-armed"
-    rc, doc = verify("--root", str(AFTER), env={"HWMGR_STATE_DIR": ""})
+    (root / "var/lib/hwmgr/expectations/be2net.json").unlink()
+    rc, doc = verify("--root", str(root), env={"HWMGR_STATE_DIR": ""})
     assert rc == EXIT_NOTHING_TO_DO and "no expectation is armed" in doc["data"]["notes"][0]
+    # a snapshot that does not carry its state dir cannot say "nothing armed": one line
+    rc, doc = verify("--root", str(AFTER), env={"HWMGR_STATE_DIR": ""})
+    assert rc == EXIT_NOT_FOUND and doc["errors"] == [
+        "verify --root: this snapshot carries no hwmgr journal or armed expectations; retake "
+        "it with `hwmgr snapshot` ≥ 0.2.0 (it copies the state dir), or run `hwmgr verify` on "
+        "the host"]
 
 
 def _damage(root: Path, case: str) -> None:

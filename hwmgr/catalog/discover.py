@@ -92,10 +92,11 @@ def site_files(config: Config) -> list[Path]:
 
 def catalog_files(paths: Sequence[PathLike] | None, config: Config) -> list[Path]:
     """The files a run loads: `paths` in order when given, else the base catalog then the site
-    layers. NotFoundError (exit 3) naming every place looked in when there is none at all."""
+    layers; then the run's `--site-catalog` layers (`config.extra_layers`). NotFoundError
+    (exit 3) naming every place looked in when there is no base at all."""
     files = discover(paths, config) if paths else base_files(config) + site_files(config)
     if files:
-        return files
+        return files + (discover(config.extra_layers, config) if config.extra_layers else [])
     if paths:
         looked = [str(p) for p in paths]
     elif config.catalog_dir:

@@ -19,7 +19,14 @@ from hwmgr.catalog.discover import discover
 from hwmgr.catalog.load import Catalog
 from hwmgr.catalog.validate import MAX_FILE_BYTES
 from hwmgr.config import CatalogLocations, Config
-from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, NothingToDo, RefusedError
+from hwmgr.errors import (
+    BadInputError,
+    HwmgrError,
+    NotFoundError,
+    NothingToDo,
+    RefusedError,
+    network_reason,
+)
 from hwmgr.host.seam import Host
 
 MAX_SIG_BYTES = 64 << 10
@@ -46,7 +53,8 @@ def download(url: str, limit: int, what: str) -> bytes:
                             headers={"User-Agent": f"hwmgr/{__version__}",
                                      "Accept-Encoding": "identity"})
     except requests.RequestException as exc:
-        raise HwmgrError(f"{what} {url}: download failed: {type(exc).__name__}") from None
+        raise HwmgrError(f"{what} {url}: download failed: "
+                         f"{network_reason(exc, url, TIMEOUT)}") from None
     with resp:
         if resp.status_code in (404, 410):
             raise NotFoundError(f"{what} {url}: HTTP {resp.status_code}")

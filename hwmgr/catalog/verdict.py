@@ -103,6 +103,10 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -
     if not ({nic, pci} & accepted):
         return unknown(f"bound to {dev.get('driver') or dev.get('pci_driver')}, "
                        f"not to {name} (the catalog entry)")
+    if nic != norm and not dev.get("interfaces"):  # e.g. its netdev is in another netns
+        return unknown(f"no network interface of this device is visible here (another "
+                       f"network namespace?), so whether {name} drives it cannot be read; "
+                       "check from the namespace that holds its interface")
     if nic != norm:
         return unknown(f"{name} is not driving this device (driver: {dev.get('driver')})")
     raw = dev.get("driver_version")

@@ -8,15 +8,18 @@ from typing import Any
 
 from hwmgr import safejson
 from hwmgr.compliance import apply as ap
+from hwmgr.compliance.check import parse_layers
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_LOCKED,
     EXIT_NOT_FOUND,
     EXIT_NOTHING_TO_DO,
     EXIT_OK,
     EXIT_PERMISSION,
     EXIT_REFUSED,
+    NotFoundError,
     NothingToDo,
     UsageError,
 )
@@ -38,13 +41,14 @@ EXAMPLES = (
 EXIT_CODES = {
     EXIT_OK: "applied (or planned, with --dry-run)",
     EXIT_FAILED: "failed (undone)",
-    EXIT_NOT_FOUND: "no such --root snapshot or --catalog file",
+    EXIT_NOT_FOUND: "no such --root snapshot, --catalog file or --interface",
     EXIT_NOTHING_TO_DO: "nothing to do",
     EXIT_BAD_INPUT: "bad input (a --changes file, snapshot or catalog)",
     EXIT_REFUSED: "refused (uplink/SSH interface, .link shadowing, another owner)",
     EXIT_LOCKED: "another hwmgr holds the lock",
     EXIT_PERMISSION: "not root",
 }
+NEEDS_ROOT = "sets NIC settings and sysctls and writes their persistence files"
 
 
 def option_parents() -> list[argparse.ArgumentParser]:
@@ -52,10 +56,10 @@ def option_parents() -> list[argparse.ArgumentParser]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--interface", action="append", default=[], metavar="IF",
+    p.add_argument("--interface", action="append", default=[], metavar="IFACE",
                    help="only this interface (repeatable)")
     p.add_argument("--layer", default="settings,sysctl", metavar="LAYERS",
-                   help="settings, sysctl or both (default settings,sysctl)")
+                   help="settings, sysctl or both, as check spells them (default settings,sysctl)")
     p.add_argument("--changes", metavar="FILE",
                    help="changes to make (JSON list of {interface,item,current,wanted} or a "
                    "`hwmgr check --json` result) instead of the host's own drift")
@@ -90,6 +94,25 @@ def _changes(args: argparse.Namespace, ctx: Any, layers: list[str]) -> list[Any]
     return ap.drift_changes(ctx.host, args, layers, ctx.config)
 
 
+def _layers(text: str) -> list[str]:
+    """check's --layer vocabulary (setting or settings, sysctl); drivers and firmware are
+    upgrade's business, so those words are refused here with the verb that does them."""
+    words = parse_layers(text)
+    if words - {"setting", "sysctl"}:
+        raise UsageError(f"--layer {printable(text)}: apply sets settings and sysctls; "
+                         "drivers and firmware change with hwmgr upgrade")
+    return [layer for layer in ap.LAYERS if layer.rstrip("s") in words]
+
+
+def _known_interfaces(host: Any, names: list[str]) -> None:
+    """An --interface the host does not have is a mistake to name, not "no drift"."""
+    have = set(host.listdir("/sys/class/net"))
+    missing = [n for n in names if n not in have]
+    if missing:
+        raise NotFoundError(f"--interface {printable(', '.join(missing))}: no such interface "
+                            f"(this host has {printable(', '.join(sorted(have)) or 'none')})")
+
+
 def _as_finding(c: Any) -> dict[str, Any]:
     layer = "sysctl" if c.item.startswith("sysctl.") else "setting"
     return {"layer": layer, "interface": c.interface, "item": c.item, "actual": c.current,
@@ -103,42 +126,50 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         return Outcome(NAME, data=res.as_dict() if res else None,
                        exit_code=0 if res is None or res.ok else EXIT_FAILED)
     if args.confirm is not None:
-        ui.require_root(host)
+        ui.require_root(host, NEEDS_ROOT)
         kept = ap.confirm(host, config, args.confirm)
         if not kept:
             raise NothingToDo(f"transaction {args.confirm} has no pending timed revert")
         return Outcome(NAME, data={"confirmed": args.confirm}, render=lambda c: c.print(
             f"transaction #{args.confirm} confirmed: the timed revert is cancelled",
             markup=False))
-    layers = [x.strip() for x in args.layer.split(",") if x.strip()]
-    if not layers or set(layers) - set(ap.LAYERS):
-        raise UsageError(f"--layer {printable(args.layer)}: choose from settings, sysctl")
+    layers = _layers(args.layer)
+    if not args.dry_run:  # say it before reading the catalog and the host, not after
+        ui.require_root(host, NEEDS_ROOT)
     if args.confirm_timeout is not None and args.confirm_timeout < 1:
         raise UsageError("--confirm-timeout must be at least 1 second")
+    _known_interfaces(host, args.interface)
     changes = _changes(args, ctx, layers)
     if not changes:
         raise NothingToDo("nothing to apply: no drift in " + ", ".join(layers))
     plan = ap.plan_apply(host, changes, persist_root=args.persist_root, force=args.force,
                          override=args.override, confirm_timeout=args.confirm_timeout)
     data = plan.as_dict()
+    opened = ap.open_transactions(host, config) if host.live else []
+    plan.notes += opened
+    data["notes"] = plan.notes
     if not plan.changes:
         raise NothingToDo("nothing apply can set: " + "; ".join(plan.notes))
     if plan.refusals:
         return Outcome(NAME, status="refused", data=data,
                        errors=[r["reason"] for r in plan.refusals], exit_code=plan.exit_code,
-                       render=lambda c: render_plan(c, data))
+                       render=lambda c: render_plan(c, data), render_shows_errors=True)
     if args.dry_run:
         return Outcome(NAME, data=data, render=lambda c: render_plan(c, data))
     if not host.live:
         raise UsageError("--root names a snapshot or another tree: apply can only plan it "
                          "(add --dry-run)")
-    ui.require_root(host)
+    ui.require_root(host, NEEDS_ROOT)
     if not args.json:
         render_plan(make_console(sys.stderr, stderr=True), data)
     ui.confirm(args, f"apply {len(plan.changes)} change(s)")
     res = ap.run_apply(host, plan, config, command="hwmgr apply", wait=args.wait)
     data["transaction"] = res.as_dict()
     pending = res.ok and "confirm" in plan.params([])
+    stopped = ap.interrupted_line(res, "apply")
+    if stopped is not None:
+        return Outcome(NAME, status="failed", data=data, errors=[stopped],
+                       exit_code=EXIT_INTERRUPTED)
 
     def render(c: Any) -> None:
         c.print(f"transaction #{res.id} apply: {res.state}"
@@ -166,6 +197,8 @@ def render_plan(c: Any, d: dict[str, Any]) -> None:
         if pe.get("key"):
             target = pe.get("file") or f"NetworkManager connection {pe.get('connection')}"
             c.print(p(f"      persist: {pe['backend']} {target} ({pe['key']})"), markup=False)
+            if pe.get("why") and pe["backend"] == "udev-rule":
+                c.print(p(f"               because {pe['why']}"), markup=False)
         else:
             c.print(p(f"      persist: NOT persisted ({pe.get('not_persisted', '?')})"),
                     markup=False)

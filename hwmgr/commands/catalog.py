@@ -22,7 +22,7 @@ from hwmgr.errors import (
     BadInputError,
     NotFoundError,
 )
-from hwmgr.output import Outcome, printable
+from hwmgr.output import Outcome, new_table, printable
 from hwmgr.ui import catalog_trust
 from hwmgr.ui.verbhelp import Example
 
@@ -253,7 +253,6 @@ def _render_effective(console: Any, data: dict[str, Any]) -> None:
 def _render(console: Any, data: dict[str, Any]) -> None:
     """Rich view of one entry: header, devices, versions, in-tree policy, settings, notes."""
     from rich.markup import escape as _escape  # rich: only drawing needs it
-    from rich.table import Table
 
     def escape(value: Any) -> str:  # catalog text is untrusted: no markup, no control chars
         return _escape(printable(value))
@@ -265,7 +264,8 @@ def _render(console: Any, data: dict[str, Any]) -> None:
                   f"{escape(data['catalog_file'])}[/]")
     if e.get("pci_drivers"):
         console.print(f"PCI function bound to: {escape(', '.join(e['pci_drivers']))}")
-    t = Table(title="devices", title_justify="left", show_edge=False, pad_edge=False)
+    t = new_table(console, title="devices", title_justify="left", show_edge=False,
+                  pad_edge=False)
     for col in ("id", "subsystem", "class", "name"):
         t.add_column(col, overflow="fold")
     for d in e["devices"]:

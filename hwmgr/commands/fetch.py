@@ -17,6 +17,7 @@ from hwmgr.errors import (
     NotFoundError,
     RefusedError,
 )
+from hwmgr.lifecycle.advice import not_in_catalog
 from hwmgr.lifecycle.fetch import Source
 from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
 from hwmgr.lifecycle.signature import check_signature
@@ -58,14 +59,20 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     entry = load_catalog(args.catalog, config=ctx.config).entry(args.driver)
     info = entry.get("versions", {}).get(args.to)
     if info is None:
-        raise NotFoundError(f"{args.driver} {args.to} is not in the catalog")
+        raise NotFoundError(not_in_catalog(args.driver, args.to, entry.get("versions", {})))
     why = source_refusal(info.get("source"))
     if why:
         raise RefusedError(f"{args.driver} {args.to}: {why}")
     src = Source.from_catalog(info["source"])
-    res = fetch_mirrored(ctx.host, src, settings.cache_dir, offline=args.offline,
-                         mirror=args.mirror or load_config(ctx.host).mirror,
-                         per_source=source_mirrors(info["source"]))
+    progress = ui.ProgressUI()  # stderr: a bar on a terminal, a line per step otherwise
+    try:
+        res = fetch_mirrored(ctx.host, src, settings.cache_dir, offline=args.offline,
+                             mirror=args.mirror or load_config(ctx.host).mirror,
+                             per_source=source_mirrors(info["source"]),
+                             progress=progress.download(src.name(), src.size),
+                             on_retry=progress.retry)
+    finally:
+        progress.close()
     data = {"path": str(res.path), "sha256": res.sha256, "size": res.size,
             "origin": res.origin, "from_cache": res.from_cache, "seconds": res.seconds,
             "signed_by": None}
@@ -73,4 +80,5 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         data["signed_by"] = check_signature(ctx.host, res.path, settings.state_dir,
                                             info["source"]["signing_key"])
     return Outcome(NAME, data=data, render=lambda c: c.print(
-        f"{res.path} ({res.size} bytes, sha256 ok, {res.origin})", markup=False))
+        f"{res.path} ({res.size} bytes, sha256 ok, {res.origin})", markup=False,
+        soft_wrap=True))  # a path stays one line to paste

@@ -12,8 +12,10 @@ from hwmgr.errors import (
     EXIT_NOT_FOUND,
     EXIT_OK,
     BadInputError,
+    NotFoundError,
 )
-from hwmgr.output import Outcome, printable
+from hwmgr.host import capture
+from hwmgr.output import Outcome, new_table, printable
 from hwmgr.transaction.state import StateDir
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
@@ -29,7 +31,8 @@ EXAMPLES = (
 )
 EXIT_CODES = {
     EXIT_OK: "shown (also when there is no history)",
-    EXIT_NOT_FOUND: "no such --root snapshot",
+    EXIT_NOT_FOUND: "no such --root snapshot, or it carries no state dir (older hwmgr, the "
+                    "collector)",
     EXIT_BAD_INPUT: "a bad snapshot or journal (named)",
 }
 
@@ -49,6 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    if not ctx.host.live and capture.lacks(ctx.host, capture.STATE):
+        raise NotFoundError(capture.no_state(ctx.host, NAME))  # not "no transactions"
     state = StateDir(ctx.host, ctx.config.state_dir)
     if args.checks:
         return _checks(args, ctx, state)
@@ -64,12 +69,10 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     rows = [_row(t) for t in txns]
 
     def render(c: Any) -> None:
-        from rich.table import Table  # rich: only drawing needs it
-
         if not rows:
             c.print("no transactions recorded", markup=False)
             return
-        t = Table(show_edge=False)
+        t = new_table(c, show_edge=False)
         for col in ("#", "when", "action", "driver", "version", "state", "results"):
             t.add_column(col)
         for r in rows:
@@ -82,8 +85,10 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             if args.steps:
                 for s in r["steps"]:
                     origin = s["data"].get("origin")  # where a fetch step got the package
+                    log = s["data"].get("make_log")  # a failed build's log, kept after undo
                     t.add_row("", "", f"  {_cell(s['name'])}", "", "", _cell(s["state"]),
-                              _cell(f"from {origin}") if origin else "")
+                              _cell(f"from {origin}") if origin else
+                              _cell(f"log {log}") if log else "")
         c.print(t)
 
     return Outcome(NAME, data={"transactions": rows}, render=render)
@@ -108,8 +113,6 @@ def _checks(args: argparse.Namespace, ctx: Any, state: Any) -> Outcome:
     found["episodes"] = eps[-args.limit:] if args.limit > 0 else eps
 
     def render(c: Any) -> None:
-        from rich.table import Table  # rich: only drawing needs it
-
         if not found["checks"]:
             c.print("no checks recorded", markup=False)
             return
@@ -118,7 +121,7 @@ def _checks(args: argparse.Namespace, ctx: Any, state: Any) -> Outcome:
                 markup=False)
         if not found["episodes"]:
             return
-        t = Table(show_edge=False)
+        t = new_table(c, show_edge=False)
         for col in ("layer", "device / interface", "item", "drifting since", "started by",
                     "until", "stopped by", "actual"):
             t.add_column(col, overflow="fold")

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_NOT_FOUND,
     EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
 )
 from hwmgr.inventory.scan import collect
-from hwmgr.output import Outcome
+from hwmgr.output import Outcome, printable
 from hwmgr.ui.inventory_table import render, wrap
 from hwmgr.ui.options import common_options
 from hwmgr.ui.verbhelp import Example
@@ -25,6 +28,7 @@ EXAMPLES = (
     Example("hwmgr inventory --root snap.tar.gz", "a snapshot taken with 'hwmgr snapshot'"),
     Example("hwmgr inventory --root snap.tar.gz --class 02 --json", "network controllers only"),
     Example("hwmgr inventory --root nosuch.tar.gz", "no such snapshot", EXIT_NOT_FOUND),
+    Example("hwmgr inventory --class zz", "not a class code: refused", EXIT_USAGE),
 )
 EXIT_CODES = {
     EXIT_OK: "listed",
@@ -32,6 +36,7 @@ EXIT_CODES = {
     EXIT_BAD_INPUT: "a bad snapshot or catalog file (named)",
 }
 
+CLASS_RE = re.compile(r"(0[xX])?[0-9a-fA-F]{1,6}")  # a prefix of class+subclass+prog-if
 CHECK_HINT = "NIC settings and sysctls against the catalog: hwmgr check"
 
 
@@ -56,6 +61,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    if args.no_catalog and args.catalog:
+        raise UsageError("--no-catalog and --catalog contradict each other: give one")
+    if args.klass is not None and not CLASS_RE.fullmatch(args.klass):
+        raise UsageError(f"--class {printable(args.klass)}: expected 1 to 6 hex digits of a "
+                         "PCI class code (e.g. 02 network, 0104 RAID)")
     scan = collect(ctx.host, args.catalog, use_catalog=not args.no_catalog, config=ctx.config)
     if args.klass:
         want = args.klass.lower().removeprefix("0x")

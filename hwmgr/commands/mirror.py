@@ -18,6 +18,7 @@ from hwmgr.errors import (
 )
 from hwmgr.lifecycle.mirror import sync, sync_from
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.lifecycle import ProgressUI
 from hwmgr.ui.verbhelp import Example
 
 NAME = "mirror"
@@ -49,12 +50,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        description="Download every verified source into DIR (mirror layout); "
                                    "with --from, copy the files given instead (no network).")
     s.add_argument("dir", metavar="DIR")
-    s.add_argument("--driver")
-    s.add_argument("--to", metavar="VERSION")
+    s.add_argument("--driver", help="only this driver's sources")
+    s.add_argument("--to", metavar="VERSION", help="only this version (with --driver)")
     s.add_argument("--from", dest="from_files", action="append", metavar="FILE", type=Path,
                    help="a vendor file you already have (repeatable): placed under the source "
                         "whose pinned sha256 it has; one that matches none is refused")
-    s.add_argument("--catalog", action="append", metavar="FILE", default=argparse.SUPPRESS)
+    s.add_argument("--catalog", action="append", metavar="FILE", default=argparse.SUPPRESS,
+                   help="catalog file(s) to use instead of the bundled/installed ones")
+    s.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                   help="print one JSON object (format 1)")  # also after DIR
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
@@ -66,7 +70,12 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         data = sync_from(catalog, dest.resolve(), args.from_files, driver=args.driver,
                          version=args.to)
     else:
-        data = sync(catalog, dest.resolve(), driver=args.driver, version=args.to)
+        progress = ProgressUI()  # stderr: a bar per file on a terminal, lines otherwise
+        try:
+            data = sync(catalog, dest.resolve(), driver=args.driver, version=args.to,
+                        ui=progress)
+        finally:
+            progress.close()
 
     def render(c: Any) -> None:
         for f in data["files"]:

@@ -63,15 +63,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     # --mirror, else the site config's mirror: the one place the two meet
     settings = replace(ctx.config, mirror=ctx.config.mirror or load_config(ctx.host).mirror)
-    res = build_dkms_rpm(
-        ctx.host, load_catalog(args.catalog, config=settings), args.driver, args.to,
-        settings=settings,
-        out_dir=args.out, keep_spec=args.keep_spec, packager=args.packager or DEFAULT_PACKAGER,
-    )
+    progress = ui.ProgressUI()  # stderr: bars and spinners on a terminal, lines otherwise
+    try:
+        res = build_dkms_rpm(
+            ctx.host, load_catalog(args.catalog, config=settings), args.driver, args.to,
+            settings=settings, out_dir=args.out, keep_spec=args.keep_spec,
+            packager=args.packager or DEFAULT_PACKAGER, ui=progress,
+        )
+    finally:
+        progress.close()
     data = res.as_dict()
 
     def render(console: Any) -> None:
-        console.print(f"{res.path} ({res.size} bytes, sha256 {res.sha256})", markup=False)
+        console.print(f"{res.path} ({res.size} bytes, sha256 {res.sha256})", markup=False,
+                      soft_wrap=True)
         if res.spec_path:
             console.print(f"spec: {res.spec_path}", markup=False)
         for w in res.warnings:

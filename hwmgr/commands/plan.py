@@ -51,7 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("driver")
     p.add_argument("--to", metavar="VERSION", help="target version (rollback: VERSION|inbox)")
     p.add_argument("--kernel", action="append", metavar="KVER",
-                   help="target kernel (repeatable; default: running + all with headers)")
+                   help="target kernel (repeatable; default: every kernel with headers, else the "
+                   "running one)")
     p.add_argument("--force", action="store_true", help="downgrade refusals to warnings "
                    "where that is safe (route/SSH interface, deprecated version)")
 

@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
-    ui.require_root(ctx.host)
+    ui.require_root(ctx.host, "completes or undoes an interrupted transaction on this host")
     results = recover(ctx.host, ctx.config.state_dir, wait=args.wait, extra=SETTINGS)
     data = [r.as_dict() for r in results]
     bad = [r for r in results if not r.closed]

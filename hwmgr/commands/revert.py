@@ -8,6 +8,7 @@ from typing import Any
 from hwmgr.compliance import apply as ap
 from hwmgr.errors import (
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_LOCKED,
     EXIT_NOT_FOUND,
     EXIT_NOTHING_TO_DO,
@@ -46,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     host, config = ctx.host, ctx.config
-    ui.require_root(host)
+    ui.require_root(host, "restores NIC settings, sysctls and their persistence files")
     state = StateDir(host, config.state_dir)
     try:
         params = ap.revert_params(state, args.txn)
@@ -58,6 +59,10 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
                         wait=args.wait)
     data = {"of": params["of"], "items": params["items"],
             "files": [f["path"] for f in params["files"]], "transaction": res.as_dict()}
+    stopped = ap.interrupted_line(res, f"revert of #{params['of']}")
+    if stopped is not None:
+        return Outcome(NAME, status="failed", data=data, errors=[stopped],
+                       exit_code=EXIT_INTERRUPTED)
 
     def render(c: Any) -> None:
         c.print(printable(f"transaction #{res.id} revert of #{params['of']}: {res.state}"

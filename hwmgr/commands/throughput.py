@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from hwmgr.config import load_config
@@ -26,21 +27,23 @@ NOTES = """\
 floor: --floor, else throughput_floor_mbps in the site config, else the catalog's
        throughput.min_fraction_of_link x the interface's negotiated speed.
 refuses the interface carrying the default route or the SSH session unless --force.
-On the peer, 'hwmgr throughput --serve' runs a one-off iperf3 server (exits after a test)."""
+On the peer, 'hwmgr throughput --serve' serves tests until stopped (Ctrl-C), or --count N
+tests; a client's --both (two tests) needs --count 2 or more."""
 EXAMPLES = (
-    Example("hwmgr throughput --serve", "on the peer: a one-off iperf3 server"),
-    Example("hwmgr throughput --peer 10.0.0.2 --bind-dev eth2",
+    Example("hwmgr throughput --serve", "on the peer: serve tests until Ctrl-C"),
+    Example("hwmgr throughput --serve --count 2", "on the peer: serve one client's --both"),
+    Example("hwmgr throughput --peer 10.0.0.2 --interface eth2",
             "3 s check over eth2, this host sending"),
     Example("hwmgr throughput --peer bench1 --both --floor 9000",
             "both directions against 9 Gbit/s"),
     Example("hwmgr throughput --peer 10.0.0.2 --json"),
 )
 EXIT_CODES = {
-    EXIT_OK: "at or above the floor (or measured, no floor)",
+    EXIT_OK: "at or above the floor (or measured, no floor); --serve: stopped after serving",
     EXIT_FAILED: "below the floor",
     EXIT_NOT_FOUND: "no such interface",
     EXIT_REFUSED: "refused (the uplink/SSH interface)",
-    EXIT_UNKNOWN: "unknown (no trustworthy measurement)",
+    EXIT_UNKNOWN: "unknown (no trustworthy measurement; --serve: iperf3 could not serve)",
 }
 
 STATUS_EXIT = {"ok": EXIT_OK, "measured": EXIT_OK, "failed": EXIT_FAILED,
@@ -55,9 +58,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--peer", metavar="HOST", help="iperf3 server (default: throughput_peer "
                    "from the site config)")
     p.add_argument("--serve", action="store_true",
-                   help="run a one-off iperf3 server here instead (iperf3 -s -1)")
-    p.add_argument("--bind-dev", metavar="IFACE",
+                   help="serve tests here instead, until Ctrl-C or --count N")
+    p.add_argument("--count", type=int, metavar="N",
+                   help="with --serve: stop after N tests (a client's --both is 2)")
+    p.add_argument("--interface", dest="bind_dev", metavar="IFACE",
                    help="send over this interface (default: bind_dev, else the route)")
+    p.add_argument("--bind-dev", dest="bind_dev", help=argparse.SUPPRESS)  # the old name
     p.add_argument("--duration", type=float, metavar="SECONDS",
                    help="seconds per direction including 1 s of skipped slow start "
                    "(default 3)")
@@ -83,12 +89,9 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     host = ctx.host
     cfg = load_config(host)
     if args.serve:
-        port = args.port if args.port is not None else cfg.throughput_port
-        out = tp.serve(host, port, hard_timeout(args.timeout) or 300.0)
-        return Outcome(NAME, status=out["status"], data={"serve": out},
-                       errors=[out["reason"]] if out["status"] != "served" else [],
-                       exit_code=STATUS_EXIT[out["status"]],
-                       render=lambda c: _render_serve(c, out))
+        return _serve(args, host, cfg)
+    if args.count is not None:
+        raise UsageError("--count counts the tests --serve serves: add --serve")
     peer = args.peer or cfg.throughput_peer
     if not peer:
         raise UsageError("no peer: pass --peer HOST or set throughput_peer in the site config")
@@ -131,9 +134,51 @@ def _render(console: Any, d: dict[str, Any]) -> None:
         console.print(f"  note: {n}", markup=False)
 
 
-def _render_serve(console: Any, out: dict[str, Any]) -> None:
+# options that only mean something to the client: with --serve they are refused, not ignored
+CLIENT_ONLY = ("peer", "bind_dev", "duration", "reverse", "both", "floor", "streams",
+               "connect_timeout", "force")
+
+
+def _serve(args: argparse.Namespace, host: Any, cfg: Any) -> Outcome:
+    """Serve until --count tests or Ctrl-C; one line per test on stderr as it ends."""
+    given = [f"--{k.replace('_', '-')}" for k in CLIENT_ONLY if getattr(args, k) not in
+             (None, False)]
+    if given:
+        raise UsageError(f"{', '.join(given)}: client options, not --serve's (the client "
+                         "chooses the direction and length of each test)")
+    if args.count is not None and args.count < 1:
+        raise UsageError(f"--count {args.count}: expected 1 or more tests")
+    idle = hard_timeout(args.timeout) or 300.0  # checked before anything is printed
+    port = args.port if args.port is not None else cfg.throughput_port
+    tests: list[dict[str, Any]] = []
+
+    def each(out: dict[str, Any]) -> None:
+        tests.append(out)
+        if not args.json:
+            print(_served_line(out), file=sys.stderr, flush=True)
+
+    if not args.json:
+        until = f"{args.count} test(s)" if args.count else "Ctrl-C"
+        print(f"serving iperf3 tests on port {port} until {until}", file=sys.stderr,
+              flush=True)
+    try:
+        result = tp.serve_many(host, port, count=args.count, idle=idle, each=each)
+    except KeyboardInterrupt:  # the way to stop an open-ended server: what was served stands
+        result = tests
+    done = [t for t in result if t["status"] == "served"]
+    # serve_many ends with a failure it did not report when iperf3 could not serve at all
+    failed = result[-1] if result and not any(result[-1] is t for t in tests) else None
+    data = {"serve": done[-1] if done else (failed or {"port": port, "status": "unknown"}),
+            "tests": result}
+    if failed is not None:
+        return Outcome(NAME, status="unknown", data=data, errors=[failed["reason"]],
+                       exit_code=EXIT_UNKNOWN)
+    return Outcome(NAME, status="served", data=data, exit_code=EXIT_OK,
+                   render=lambda c: c.print(f"served {len(done)} test(s) on port {port}",
+                                            markup=False))
+
+
+def _served_line(out: dict[str, Any]) -> str:
     if out["status"] == "served":
-        console.print(f"served one test on port {out['port']}: {out['mbps']:.0f} Mbit/s "
-                      "received", markup=False)
-    else:
-        console.print(f"iperf3 server on port {out['port']}: {out['reason']}", markup=False)
+        return f"served a test on port {out['port']}: {out['mbps']:.0f} Mbit/s received"
+    return f"a test on port {out['port']} ended without a result: {out['reason']}"

@@ -54,7 +54,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("driver")
     p.add_argument("--to", metavar="VERSION", required=True, help="catalog version to install")
     p.add_argument("--kernel", action="append", metavar="KVER",
-                   help="target kernel (repeatable; default: running + all with headers)")
+                   help="target kernel (repeatable; default: every kernel with headers, else the "
+                   "running one)")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     p.add_argument("--force", action="store_true",
                    help="proceed although the driver carries the default route/SSH session")

@@ -18,9 +18,10 @@ from hwmgr.errors import (
     NotFoundError,
     UsageError,
 )
+from hwmgr.host import capture
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.expect import parse_expectation
-from hwmgr.output import Outcome, printable
+from hwmgr.output import Outcome, new_table, printable
 from hwmgr.ui.options import common_options, lifecycle_options
 from hwmgr.ui.throughput import floor_catalog, options_from
 from hwmgr.ui.verbhelp import Example
@@ -47,7 +48,8 @@ EXAMPLES = (
 EXIT_CODES = {
     EXIT_OK: "verified",
     EXIT_FAILED: "failed (and maybe rolled back)",
-    EXIT_NOT_FOUND: "no such --expectation file or --root snapshot",
+    EXIT_NOT_FOUND: "no such --expectation file or --root snapshot, or one that carries no "
+                    "state dir (older hwmgr, the collector)",
     EXIT_NOTHING_TO_DO: "nothing armed",
     EXIT_REBOOT_PENDING: "reboot pending",
     EXIT_BAD_INPUT: "bad expectation/config file or snapshot",
@@ -76,7 +78,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--throughput", action="store_true",
                    help="also run the quick iperf3 check over the driver's interface")
     p.add_argument("--peer", metavar="HOST", help="iperf3 peer (default: throughput_peer)")
-    p.add_argument("--bind-dev", metavar="IFACE", help="interface for the throughput check")
+    p.add_argument("--interface", dest="bind_dev", metavar="IFACE",
+                   help="interface for the throughput check")
+    p.add_argument("--bind-dev", dest="bind_dev", help=argparse.SUPPRESS)  # the old name
     p.add_argument("--floor", type=float, metavar="MBIT/S", help="absolute throughput floor")
     p.add_argument("--duration", type=float, metavar="SECONDS", help="per direction (3)")
     p.add_argument("--both", action="store_true", help="throughput in both directions")
@@ -103,6 +107,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         raise UsageError("--on-failure rollback needs the live host, not a --root snapshot")
     if snapshot and args.throughput:
         raise UsageError("--throughput needs the live host, not a --root snapshot")
+    if snapshot and not args.expectation and capture.lacks(host, capture.STATE):
+        raise NotFoundError(capture.no_state(host, NAME))  # not "nothing armed"
     settings = ctx.config
     notes = []
     readonly = snapshot or bool(args.expectation)
@@ -153,7 +159,6 @@ def _cell(v: Any) -> str:
 def _render(console: Any, d: dict[str, Any]) -> None:
     """Values come from the host (and maybe a snapshot): escaped, never rich markup."""
     from rich.markup import escape  # rich: only drawing needs it
-    from rich.table import Table
     from rich.text import Text
 
     p = printable
@@ -167,7 +172,7 @@ def _render(console: Any, d: dict[str, Any]) -> None:
         console.print(f"[bold]{escape(p(e['driver']))} {escape(p(e['expected_version']))}[/] "
                       f"({escape(p(kind))}): [{colour}]{escape(p(e['status'].upper()))}[/]",
                       highlight=False)
-        t = Table(show_edge=False, pad_edge=False)
+        t = new_table(console, show_edge=False, pad_edge=False)
         for col in ("", "device", "field", "expected", "actual", "source / note"):
             t.add_column(col, overflow="fold")
         for c in e["checks"]:

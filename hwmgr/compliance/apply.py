@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping, TypedDict
 
 from hwmgr import safejson
 from hwmgr.catalog.load import load_catalog
-from hwmgr.compliance import persist
+from hwmgr.compliance import persist, persist_os
 from hwmgr.compliance.check import check_host, parse_layers
 from hwmgr.compliance.items import Status, jsonable
 from hwmgr.compliance.read import canonical_item
@@ -35,7 +35,8 @@ from hwmgr.errors import (
     RefusedError,
 )
 from hwmgr.host.seam import Host
-from hwmgr.inventory.guard import protected_interfaces
+from hwmgr.inventory import guard
+from hwmgr.inventory.guard import cut_off_refusal, protected_interfaces
 from hwmgr.transaction.engine import Transaction, TxnResult
 from hwmgr.transaction.journal import Journal
 from hwmgr.transaction.state import StateDir
@@ -99,15 +100,17 @@ def concrete(expected: Any, actual: Any) -> Any:
 
 
 class _Persisted(TypedDict):
-    backend: str  # "systemd-link" | "networkmanager" | "sysctl.d"
+    backend: str  # systemd-link, networkmanager, network-scripts, ifupdown, udev-rule, sysctl.d
     file: str | None
     key: str | None
 
 
 class Persisted(_Persisted, total=False):
-    """Where one change survives a reboot (or, `not_persisted`, why it does not)."""
+    """Where one change survives a reboot and why that backend (or, `not_persisted`, why it
+    does not)."""
 
     connection: str | None
+    why: str
     not_persisted: str
 
 
@@ -197,6 +200,7 @@ def plan_apply(host: Host, changes: list[Change], *, persist_root: str = "/",
     protected = protected_interfaces(host, env) if any(c.interface for c in changes) else {}
     by_iface: dict[str | None, dict[str, Any]] = {}
     seen: set[tuple[str | None, str]] = set()
+    cut_off: dict[str, tuple[str, list[str]]] = {}  # guarded interface → (why, items)
     for ch in changes:
         item = canonical_item(ch.item)
         if (ch.interface, item) in seen:
@@ -209,16 +213,16 @@ def plan_apply(host: Host, changes: list[Change], *, persist_root: str = "/",
         normalise(item, ch.wanted)  # BadInputError for a value no setter takes
         guarded = protected.get(ch.interface) if ch.interface else None
         risky = guarded is not None and item not in LINK_SAFE_ITEMS
-        if risky and not force:
-            plan.refusals.append({"code": EXIT_REFUSED, "reason": (
-                f"{ch.interface} {guarded}: changing {item} may reset the link "
-                "and cut this host off (use --force: applied last, reverted unless confirmed)")})
+        if risky and not force and ch.interface and guarded:
+            cut_off.setdefault(ch.interface, (guarded, []))[1].append(item)
         plan.changes.append({
             "interface": ch.interface, "item": item, "current": _value(item, ch.current),
             "wanted": _value(item, ch.wanted), "command": " ".join(
                 command(ch.interface, item, ch.wanted)), "persist": None, "risky": risky,
             "evidence": ch.evidence})
         by_iface.setdefault(ch.interface, {})[item] = ch.wanted
+    if cut_off:
+        plan.refusals.append({"code": EXIT_REFUSED, "reason": cut_off_refusal(cut_off)})
     _plan_persistence(host, plan, by_iface, override)
     if plan.conflicts and not override:
         for c in plan.conflicts:
@@ -232,37 +236,89 @@ def plan_apply(host: Host, changes: list[Change], *, persist_root: str = "/",
 
 def _plan_persistence(host: Host, plan: ApplyPlan, by_iface: dict[str | None, dict[str, Any]],
                       override: bool) -> None:
-    nm = persist.nm_connections(host) if plan.persist_root == "/" and host.live else {}
+    netns = guard.other_netns(host) if plan.persist_root == "/" else None
+    if netns is not None:  # /etc is the host's: its sysctl.d and .link files are not ours
+        why = (f"this is network namespace {netns}: /etc/sysctl.d, .link files and "
+               "NetworkManager configure the host's own namespace at boot, not this one")
+        for c in plan.changes:
+            c["persist"] = {"backend": "none", "file": None, "key": None,
+                            "not_persisted": why}
+        plan.notes.append(f"nothing persisted ({why}); the changes are live in this namespace "
+                          "only, until it is removed")
+        return
+    root = plan.persist_root
+    nm = persist.nm_connections(host) if root == "/" and host.live else {}
+    systemd = persist_os.systemd_version(host, root) if any(by_iface) else None
     where: dict[tuple[str | None, str], Persisted] = {}
     for iface, wanted in by_iface.items():
         if iface is None:
-            pp = persist.SysctlBackend(host, plan.persist_root).plan(wanted, override)
+            pps = [persist.SysctlBackend(host, root).plan(wanted, override)]
         else:
-            backend = persist.choose_backend(host, plan.persist_root, iface, nm)
-            pp = backend.plan(iface, wanted, override)
-            plan.conflicts += persist.other_owner_conflicts(host, plan.persist_root, iface,
-                                                            wanted)
-            plan.notes.append(f"{iface}: persisted with {pp.backend} ({pp.target})")
-        plan.conflicts += pp.conflicts
-        plan.notes += pp.notes
-        plan.refusals += [{"code": EXIT_REFUSED, "reason": r} for r in pp.refusals]
-        if pp.content is not None and pp.keys:
-            plan.files.append({"path": pp.target, "content": pp.content.decode()})
-        if pp.properties and pp.connection:
-            plan.nm.append({"connection": pp.connection, "properties": pp.properties})
+            assert systemd is not None
+            backend, reason = persist.choose_backend(host, root, iface, nm, systemd)
+            pps = [backend.plan(iface, wanted, override)]
+            pps[0].reason = reason
+            left = {i: v for i, v in wanted.items() if i in pps[0].unpersisted
+                    or pps[0].not_on_add and i in pps[0].keys}
+            if left and backend.name != persist_os.UdevRuleBackend.name:
+                pps.append(persist_os.UdevRuleBackend(host, root).plan(iface, left, override))
+                pps[1].reason = "; ".join(
+                    ([f"{pps[0].backend} cannot carry some ({systemd.source})"]
+                     if set(left) & set(pps[0].unpersisted) else [])
+                    + ([f"{pps[0].not_on_add}: the rule re-applies them on device add "
+                        "(driver reload)"] if pps[0].not_on_add else []))
+            plan.conflicts += persist.other_owner_conflicts(host, root, iface, wanted)
+            for pp in pps:
+                if pp.keys:
+                    plan.notes.append(f"{iface}: persisted with {pp.backend} ({pp.target}) "
+                                      f"because {pp.reason}")
+        for pp in pps:
+            plan.conflicts += pp.conflicts
+            plan.notes += pp.notes
+            plan.refusals += [{"code": EXIT_REFUSED, "reason": r} for r in pp.refusals]
+            if pp.content is not None and pp.keys:
+                plan.files.append({"path": pp.target, "content": pp.content.decode()})
+            if pp.properties and pp.connection:
+                plan.nm.append({"connection": pp.connection, "properties": pp.properties})
         for item in wanted:
+            pp = next((p for p in pps if item in p.keys), pps[-1])
             if item in pp.keys:
                 file = pp.target if pp.backend != "networkmanager" else None
+                why = pp.reason if pp is pps[0] else \
+                    f"{pps[0].backend}: {pps[0].unpersisted[item]}"
                 where[(iface, item)] = {"backend": pp.backend, "file": file,
-                                        "key": pp.keys[item], "connection": pp.connection}
+                                        "key": pp.keys[item], "connection": pp.connection,
+                                        "why": why}
             else:
-                why = pp.unpersisted.get(item, "conflicts with another owner")
+                why = "; ".join(p.unpersisted[item] for p in pps if item in p.unpersisted) \
+                    or "conflicts with another owner"
                 where[(iface, item)] = {"backend": pp.backend, "file": None, "key": None,
                                         "not_persisted": why}
                 plan.notes.append(f"{iface or 'host'} {item}: not persisted ({why}); "
                                   "it is lost at the next reboot")
     for c in plan.changes:
         c["persist"] = where.get((c["interface"], c["item"]))
+
+
+def interrupted_line(res: TxnResult, what: str) -> str | None:
+    """The one line for a transaction a signal stopped (None when none did): rolled back,
+    or left open for `hwmgr recover` when an undo failed."""
+    if res.signal is None or res.ok:
+        return None
+    if res.closed:
+        return (f"transaction #{res.id} {what}: rolled back: {res.error}; every step it had "
+                "done was undone in reverse, the host is as it was before")
+    return f"transaction #{res.id} {what}: interrupted by {res.signal}: {res.error}"
+
+
+def open_transactions(host: Host, config: Config) -> list[str]:
+    """One line per transaction a crash or a failed undo left open (read only, no lock)."""
+    journal = StateDir(host, config.state_dir).read_journal()
+    if journal is None:
+        return []
+    return [f"transaction #{t['id']} ({t['kind']} {t['target']}) is still {t['state']}: "
+            "the host may be half-changed; run `hwmgr recover`"
+            for t in journal.open_transactions()]
 
 
 def waiter_argv(config: Config, timeout: int) -> list[str]:
@@ -351,7 +407,8 @@ def revert_params(state: StateDir, txn: int | None) -> dict[str, Any]:
             if rec:
                 files.append(rec)
         elif name.startswith("nm-connection ") and "before" in data:
-            nm.append({"connection": name[len("nm-connection "):], "properties": data["before"]})
+            nm.append({"connection": name[len("nm-connection "):], "properties": data["before"],
+                       "remove": data.get("absent", [])})
     return {"of": row["id"], "items": items, "files": files, "nm": nm,
             "persist_root": (row.get("params") or {}).get("persist_root", "/")}
 
@@ -457,4 +514,5 @@ def _finding_shape(f: Any, where: str) -> None:
 
 
 __all__ = ["Change", "ApplyPlan", "plan_apply", "run_apply", "revert_params", "run_revert",
-           "confirm", "auto_revert", "changes_from_findings", "load_changes", "jsonable"]
+           "confirm", "auto_revert", "changes_from_findings", "load_changes", "jsonable",
+           "interrupted_line", "open_transactions"]

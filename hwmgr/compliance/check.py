@@ -27,6 +27,7 @@ from hwmgr.errors import EXIT_DRIFT, EXIT_OK, EXIT_REBOOT_PENDING, EXIT_UNKNOWN,
 from hwmgr.host import capture
 from hwmgr.host.ifname import tool_safe
 from hwmgr.host.seam import Host
+from hwmgr.inventory import guard
 from hwmgr.inventory.scan import Inventory, Scan, host_identity, parse_ethtool_i
 
 LAYER_WORDS = {"driver": "driver", "drivers": "driver", "firmware": "firmware",
@@ -70,6 +71,7 @@ class CheckResult:
     kernel: str | None = None
     catalog_version: str | None = None
     devices: dict[str, str] = field(default_factory=dict)  # address -> display name
+    notes: list[str] = field(default_factory=list)
 
     def data(self, reboot_pending: list[dict[str, Any]]) -> dict[str, Any]:
         """The normative `check --json` data object."""
@@ -81,6 +83,7 @@ class CheckResult:
             "catalog_version": self.catalog_version,
             "host": {"hostname": self.hostname, "kernel": self.kernel},
             "findings": [f.to_json() for f in self.findings],
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
 
@@ -183,7 +186,7 @@ def governed(host: Host, cat: Catalog, scan: Scan) -> list[Governed]:
 def _missing(host: Host, record: str, what: str) -> str:
     """Why an item has no value: the snapshot lacks the record, or the read gave nothing."""
     if capture.lacks(host, record):
-        return capture.retake(what)
+        return capture.retake(what, host)
     if host.meta:
         return f"the snapshot's {what} says nothing usable"
     return f"{what} gave no usable answer"
@@ -221,7 +224,6 @@ def sysctl_findings(host: Host, sysctl_rules: list[dict[str, Any]],
                     sysctls: Mapping[str, ItemValue]) -> list[Finding]:
     """Every host sysctl rule whose condition holds, judged (unknown when it cannot be told)."""
     out: list[Finding] = []
-    why = _missing(host, capture.SYSCTL, "/proc/sys")
     for rule in sysctl_rules:
         ok, reason = rules.holds(rule.get("when"), None, sysctls)
         if ok is False:
@@ -229,6 +231,9 @@ def sysctl_findings(host: Host, sysctl_rules: list[dict[str, Any]],
         have = sysctls.get(f"sysctl.{rule['name']}", Status.UNKNOWN)
         if ok is None:
             have = Status.UNKNOWN
+        why = (capture.sysctl_missing(host, rule["name"])
+               if capture.lacks_sysctl(host, rule["name"]) and not capture.lacks(
+                   host, capture.SYSCTL) else _missing(host, capture.SYSCTL, "/proc/sys"))
         found = judge_sysctl(rule, have, why if ok else f"its condition: {reason}")
         out.append(found)
     return out
@@ -247,7 +252,14 @@ def check_host(host: Host, cat: Catalog, layers: set[str]) -> CheckResult:
         # would be a third of check's run time)
         scan = Inventory(host, names=None, verdict=cat.verdict).scan()
         result.hostname, result.kernel = scan.hostname, scan.kernel
+        netns = guard.other_netns(host)
         for dev in scan.devices:
+            if netns and str(dev.get("class", "")).startswith("02") and not dev.get(
+                    "interfaces") and dev.get("catalog"):
+                result.notes.append(  # a container's check is not the NIC's owner's
+                    f"{dev['address']}: no interface of this NIC is in network namespace "
+                    f"{netns}; its driver is judged from the namespace that holds it")
+                continue
             result.findings += driver_findings(cat, dev, layers)
             name = (dev.get("catalog") or {}).get("device_name")
             if name:

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any
 
+from hwmgr.compliance import persist_os
+from hwmgr.compliance.persist_keys import LINK_KEY_SINCE
+from hwmgr.compliance.persist_model import HEADER, Conflict, PersistPlan, under
+from hwmgr.compliance.persist_os import Systemd
 from hwmgr.compliance.read import canonical_item
 from hwmgr.compliance.setters import normalise, same, shown
 from hwmgr.host.seam import Host
@@ -31,7 +34,6 @@ LINK_DIRS = ("/etc/systemd/network", "/run/systemd/network", "/usr/local/lib/sys
 SYSCTL_DIRS = ("/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d",
                "/lib/sysctl.d")
 SYSCTL_FILE = "/etc/sysctl.d/90-hwmgr.conf"
-HEADER = "# written by hwmgr apply; `hwmgr revert` restores the previous state\n"
 
 # canonical item -> (systemd .link [Link] key, NetworkManager property)
 ITEM_KEYS: dict[str, tuple[str | None, str | None]] = {
@@ -71,38 +73,6 @@ ITEM_KEYS: dict[str, tuple[str | None, str | None]] = {
 LINK_COMPANIONS: dict[str, tuple[str, ...]] = {
     "features.tcp-segmentation-offload": ("TCP6SegmentationOffload",),
 }
-
-
-def under(root: str, logical: str) -> str:
-    """`logical` inside the persist root (`/` → unchanged)."""
-    return logical if root.rstrip("/") == "" else root.rstrip("/") + logical
-
-
-class Conflict(TypedDict):
-    """Another owner that sets an item differently (shown in the plan; refused unless
-    `--override`)."""
-
-    item: str
-    interface: str | None  # None for a host sysctl
-    file: str  # the file, or "NetworkManager connection CONN"
-    key: str  # the key or property there
-    value: Any  # what it sets
-
-
-@dataclass
-class PersistPlan:
-    """What one backend will do for one interface (or for the sysctls)."""
-
-    backend: str  # "systemd-link" | "networkmanager" | "sysctl.d"
-    target: str  # the file written, or "nmcli connection CONN"
-    content: bytes | None = None  # the new file's bytes (file backends)
-    properties: dict[str, str] = field(default_factory=dict)  # NM property -> value
-    keys: dict[str, str] = field(default_factory=dict)  # item -> key written
-    unpersisted: dict[str, str] = field(default_factory=dict)  # item -> why not
-    conflicts: list[Conflict] = field(default_factory=list)
-    refusals: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    connection: str | None = None
 
 
 # ---------------------------------------------------------------- small ini reader
@@ -190,11 +160,19 @@ class LinkFileBackend:
 
     name = "systemd-link"
 
-    def __init__(self, host: Host, root: str) -> None:
+    def __init__(self, host: Host, root: str, systemd: Systemd | None = None) -> None:
         self.host, self.root = host, root
+        self.systemd = systemd or Systemd(None, False, "systemd version unknown")
 
     def path(self, ifname: str) -> str:
         return under(self.root, f"/etc/systemd/network/10-hwmgr-{ifname}.link")
+
+    def too_new(self, key: str) -> str | None:
+        """Why the host's udev ignores `key` (None: it reads it, or its version is unknown)."""
+        since, have = LINK_KEY_SINCE.get(key, 0), self.systemd.version
+        if self.systemd.known and have is not None and have < since:
+            return f"systemd {have} has no {key}= (added in systemd {since})"
+        return None
 
     def _udev_choice(self, ifname: str) -> str | None:
         if self.root.rstrip("/"):
@@ -242,6 +220,9 @@ class LinkFileBackend:
             if key is None:
                 plan.unpersisted[item] = "systemd .link has no key for it"
                 continue
+            if self.too_new(key):
+                plan.unpersisted[item] = self.too_new(key) or ""
+                continue
             theirs = merged.get(key)
             if theirs is not None and effective and dict(copied).get(key) == theirs and \
                     _link_value(item, value) != theirs:
@@ -251,7 +232,8 @@ class LinkFileBackend:
                     continue
             merged[key] = _link_value(item, value)
             for companion in LINK_COMPANIONS.get(item, ()):
-                merged[companion] = merged[key]
+                if not self.too_new(companion):
+                    merged[companion] = merged[key]
             plan.keys[item] = key
         match = (f"MACAddress={facts['mac']}" if facts["mac"] and
                  (self.host.read_attr(f"/sys/class/net/{ifname}/addr_assign_type") or "0") == "0"
@@ -278,6 +260,13 @@ def nm_property(host: Host, connection: str, prop: str) -> str | None:
     """One property of a NetworkManager connection as nmcli prints it (None: not readable)."""
     res = host.run(["nmcli", "-g", prop, "connection", "show", connection])
     return res.stdout.strip() if res.ok else None
+
+
+def nm_setting_present(host: Host, connection: str, setting: str) -> bool:
+    """True when the connection has the setting (e.g. `ethtool`) at all: nmcli prints no
+    line for an absent one, and revert removes what apply created so the keyfile is as before."""
+    res = host.run(["nmcli", "-t", "-f", setting, "connection", "show", connection])
+    return not res.ok or bool(res.stdout.strip())
 
 
 class NetworkManagerBackend:
@@ -310,12 +299,33 @@ class NetworkManagerBackend:
         return plan
 
 
-def choose_backend(host: Host, root: str, ifname: str,
-                   nm: dict[str, str]) -> LinkFileBackend | NetworkManagerBackend:
-    """NetworkManager when it manages the device (live host, persist root `/`), else .link."""
+Backend = Any  # LinkFileBackend | NetworkManagerBackend | persist_os backends: .plan(...)
+
+
+def choose_backend(host: Host, root: str, ifname: str, nm: dict[str, str],
+                   systemd: Systemd) -> tuple[Backend, str]:
+    """The backend the host itself reads for `ifname`, and why: NetworkManager when it
+    manages the device, else the interface's ifcfg file (network-scripts), else its ifupdown
+    stanza, else systemd .link (keys gated on the version), else a udev rule."""
     if not root.rstrip("/") and ifname in nm:
-        return NetworkManagerBackend(host, nm[ifname])
-    return LinkFileBackend(host, root)
+        return (NetworkManagerBackend(host, nm[ifname]),
+                f"NetworkManager manages {ifname} (connection {nm[ifname]})")
+    ifcfg = under(root, f"{persist_os.IFCFG_DIR}/ifcfg-{ifname}")
+    if host.read_bytes(ifcfg) is not None:
+        return (persist_os.NetworkScriptsBackend(host, root, ifcfg, systemd),
+                f"{ifcfg} exists: initscripts' ifup reads its ETHTOOL_OPTS and MTU")
+    stanza = persist_os.find_stanza(host, root, ifname)
+    if stanza is not None:
+        return (persist_os.IfupdownBackend(host, root, stanza),
+                f"{stanza} has an `iface {ifname}` stanza: ifupdown runs its post-up lines")
+    if systemd.version is not None or not systemd.known and any(
+            host.listdir(under(root, d)) for d in LINK_DIRS):
+        return (LinkFileBackend(host, root, systemd),
+                f"udev reads .link files ({systemd.source}"
+                + (f": systemd {systemd.version})" if systemd.version else ")"))
+    return (persist_os.UdevRuleBackend(host, root),
+            f"no NetworkManager, ifcfg-{ifname}, ifupdown stanza or systemd ({systemd.source}):"
+            " a udev rule applies it on every device add")
 
 
 # ---------------------------------------------------------------- sysctl

@@ -14,7 +14,7 @@ import json
 from typing import Any, Callable
 
 from hwmgr.compliance.items import Status, jsonable
-from hwmgr.compliance.persist import nm_property
+from hwmgr.compliance.persist import nm_property, nm_setting_present
 from hwmgr.compliance.setters import apply_item, read_item, same
 from hwmgr.errors import HwmgrError
 from hwmgr.host.hashing import sha256_file
@@ -94,13 +94,27 @@ def _nm_set(ctx: Ctx, conn: str, props: dict[str, str]) -> None:
         raise HwmgrError(f"`{' '.join(argv)}` failed: {' '.join(res.stderr.split())}")
 
 
+def _nm_remove(ctx: Ctx, conn: str, settings: list[str]) -> None:
+    for setting in settings:
+        res = ctx.host.run(["nmcli", "connection", "modify", conn, "remove", setting])
+        if not res.ok:
+            raise HwmgrError(f"`nmcli connection modify {conn} remove {setting}` failed: "
+                             + " ".join(res.stderr.split()))
+
+
 def _nm_step(rec: dict[str, Any], value_key: str) -> Step:
+    """Set NM properties; `before` keeps their values and `absent` the settings (ethtool,
+    link) the connection did not have, removed again on undo so its keyfile is as it was."""
     conn = rec["connection"]
 
     def do(ctx: Ctx) -> dict[str, Any]:
         if "before" not in ctx.data:
-            ctx.save(before={p: nm_property(ctx.host, conn, p) or "" for p in rec[value_key]})
+            props = rec[value_key]
+            settings = sorted({p.split(".", 1)[0] for p in props})
+            ctx.save(before={p: nm_property(ctx.host, conn, p) or "" for p in props},
+                     absent=[s for s in settings if not nm_setting_present(ctx.host, conn, s)])
         _nm_set(ctx, conn, rec[value_key])
+        _nm_remove(ctx, conn, rec.get("remove", []))
         return {}
 
     def check(ctx: Ctx) -> bool:
@@ -109,6 +123,7 @@ def _nm_step(rec: dict[str, Any], value_key: str) -> Step:
     def undo(ctx: Ctx) -> None:
         if "before" in ctx.data:
             _nm_set(ctx, conn, ctx.data["before"])
+            _nm_remove(ctx, conn, ctx.data.get("absent", []))
 
     return Step(f"nm-connection {conn}", do, undo, check,
                 description=f"nmcli connection modify {conn}")

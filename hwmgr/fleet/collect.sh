@@ -22,6 +22,16 @@
 # proc/sys/... (net.* sysctls); commands/index.json + outputs; snapshot.json.
 
 set -u
+# BEGIN sysctls: `hwmgr collect-script` writes the catalog's list here
+SYSCTLS="
+net.core.rmem_max net.core.wmem_max net.core.rmem_default net.core.wmem_default
+net.core.netdev_max_backlog net.core.netdev_budget net.core.somaxconn net.core.default_qdisc
+net.ipv4.tcp_rmem net.ipv4.tcp_wmem net.ipv4.tcp_mem net.ipv4.tcp_window_scaling
+net.ipv4.tcp_timestamps net.ipv4.tcp_sack net.ipv4.tcp_congestion_control
+net.ipv4.tcp_mtu_probing net.ipv4.tcp_no_metrics_save net.ipv4.tcp_low_latency
+net.ipv4.ip_forward net.ipv6.conf.all.forwarding
+"
+# END sysctls
 LC_ALL=C
 export LC_ALL
 ROOT=${HWMGR_COLLECT_ROOT:-}
@@ -144,8 +154,11 @@ if [ -z "$ROOT" ]; then
     [ -n "$HOSTNAME_" ] || HOSTNAME_=$(uname -n)
     [ -n "$KERNEL" ] || KERNEL=$(uname -r)
 fi
-for f in hostname osrelease; do
+for f in hostname osrelease random/boot_id; do
     copy_attr "$ROOT/proc/sys/kernel/$f" "$S/proc/sys/kernel/$f"
+done
+for f in route ipv6_route; do  # which interface carries the default route
+    copy_attr "$ROOT/proc/net/$f" "$S/proc/net/$f"
 done
 
 # ---------------------------------------------------------------------------- PCI
@@ -240,7 +253,8 @@ for drv in $DRIVERS; do
     fi
 done
 
-run ip -d link
+run ip -d link show  # the argv `hwmgr check` replays (qdisc, kind, master of every link)
+run ip -o addr show
 run ip route
 run lspci -D -nn -k
 if [ -n "$SCSI_HOSTS" ]; then  # RAID firmware when sysfs lacks it (as hwmgr inventory does)
@@ -249,11 +263,11 @@ if [ -n "$SCSI_HOSTS" ]; then  # RAID firmware when sysfs lacks it (as hwmgr inv
 fi
 
 # ---------------------------------------------------------------------------- sysctls
-for k in net/core/rmem_max net/core/wmem_max net/core/netdev_max_backlog \
-         net/ipv4/tcp_rmem net/ipv4/tcp_wmem net/ipv4/tcp_window_scaling \
-         net/ipv4/tcp_timestamps net/ipv4/tcp_sack net/ipv4/ip_forward \
-         net/ipv4/tcp_congestion_control; do
-    copy_attr "$ROOT/proc/sys/$k" "$S/proc/sys/$k"
+# the names `hwmgr snapshot` copies, then every one the catalog in force names (a dot inside
+# an interface name is written `/`, as sysctl(8) does); listed in snapshot.json "sysctls"
+for k in $SYSCTLS; do
+    p=$(printf '%s' "$k" | tr './' '/.')
+    copy_attr "$ROOT/proc/sys/$p" "$S/proc/sys/$p"
 done
 
 # ---------------------------------------------------------------------------- metadata
@@ -268,12 +282,32 @@ done
     printf '\n]\n'
 } > "$S/commands/index.json"
 
+# a network namespace that is not the host's (PID 1's; else one `ip netns` names): its
+# check judges only the NICs whose interfaces it holds
+NETNS=
+if [ -z "$ROOT" ]; then
+    _mine=$(readlink /proc/self/ns/net 2>/dev/null) || _mine=
+    _init=$(readlink /proc/1/ns/net 2>/dev/null) || _init=
+    if [ -n "$_mine" ] && [ -n "$_init" ]; then
+        [ "$_mine" = "$_init" ] || NETNS=$_mine
+    elif _ip=$(find_tool ip); then
+        _name=$("$_ip" netns identify 2>/dev/null) || _name=
+        [ -z "$_name" ] || NETNS="$_name (${_mine:-net:[?]})"
+    fi
+fi
+
 HN=$(printf '%s' "$HOSTNAME_" | tr -d '\200-\377')
 {
     printf '{"format": "hwmgr-snapshot", "version": 1,\n'
     printf ' "hostname": %s,\n' "$(if [ -n "$HN" ]; then json_str "$HN"; else printf null; fi)"
     printf ' "kernel": %s,\n' "$(if [ -n "$KERNEL" ]; then json_str "$KERNEL"; else printf null; fi)"
     printf ' "captured": "%s",\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    # what it recorded in full (hwmgr.host.capture.COLLECTOR_RECORDS), as a snapshot says
+    printf ' "records": ["boot-id", "ethtool", "ip-link", "modinfo", "routes", "sysctl"],\n'
+    _l=
+    for k in $SYSCTLS; do _l="$_l${_l:+, }\"$k\""; done
+    printf ' "sysctls": [%s],\n' "$_l"
+    [ -z "$NETNS" ] || printf ' "netns": %s,\n' "$(json_str "$NETNS")"
     printf ' "collector": "hwmgr-collect.sh"}\n'
 } > "$S/snapshot.json"
 

@@ -1,35 +1,31 @@
 """fleet-report.html: one self-contained page (inline CSS, JS and SVG; works offline).
 
-Rendered on the server side so it reads without JavaScript; the inline script recounts from
-the embedded JSON, sorts and filters. Every host-supplied string goes through `html.escape`,
-and the embedded JSON has `<`, `>` and `&` as \\u escapes, so a hostile hostname or interface
-name cannot close the script element or inject markup.
+What reads at any size comes first and is rendered here, so it reads without JavaScript: the
+counts, the trend and what is new since the last report, what drifts across the fleet (item ×
+hosts, with the values seen and the fix), and the groups. The host list and each host's detail
+are drawn by the inline script from compact embedded data (`view.compact`), a page of rows at a
+time, so 10,000 hosts make a page of a few MB. Every host-supplied string goes through
+`html.escape` or, in the script, `textContent`; the embedded JSON has `<`, `>` and `&` as \\u
+escapes, so a hostile hostname cannot close the script element or inject markup.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from html import escape
 from importlib import resources
 from typing import Any
+from urllib.parse import quote
 
-from hwmgr.fleet.report import (
-    HOST_STATUSES,
-    LAYERS,
-    NO_CHECK,
-    Finding,
-    HostEntry,
-    Report,
-    finding_name,
-)
+from hwmgr.fleet.report import HOST_STATUSES, LAYERS, Report
+from hwmgr.fleet.trend import News
+from hwmgr.fleet.view import NO_RESULT, FleetItem, Shown, compact, fleet_items, group_rows
 
 _SLOT = re.compile(r"\{\{([a-z_]+)\}\}")
 CARD_KEYS = ("hosts", "compliant", "drift", "unknown", "unreachable", "failed", "reboot-pending")
-WORST = ("drift", "unknown", "uncatalogued", "unsupported", "ok")  # order of items: worst first
-# a grid cell takes the colour of its most telling item; unsupported only when nothing else
-CELL_COLOUR = ("drift", "unknown", "uncatalogued", "ok", "unsupported")
+FLEET_STATUSES = ("drift", "unknown")  # the fleet table: what someone has to act on
+MAX_GROUPS = 200  # beyond that the groups table is a host list again; the rest are counted
 
 
 def _asset(name: str) -> str:
@@ -44,8 +40,8 @@ def _e(value: Any) -> str:
     return escape(text, quote=True)
 
 
-def _shown(value: Any) -> str:
-    """A finding's expected/actual value for a person: strings bare, null as 'unknown'."""
+def plain(value: Any) -> str:
+    """A value for a person when the caller has no better words: null as 'unknown'."""
     if value is None:
         return "unknown"
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -78,22 +74,23 @@ def _cards(summary: dict[str, int]) -> str:
 def sparkline(points: list[dict[str, Any]], width: int = 300, height: int = 64) -> str:
     """An inline SVG of compliant (green) and drifting (red) host counts over reports."""
     if len(points) < 2:
-        return ('<figcaption>Trend: give earlier fleet-report.json files with --history '
-                'to see compliant and drift counts over time.</figcaption>')
+        return ('<figcaption>Trend: from the next run on (fleet-report keeps '
+                'fleet-trend.json beside the report and reads it back).</figcaption>')
     top = max(max(p["compliant"], p["drift"]) for p in points) or 1
     step = (width - 16) / (len(points) - 1)
 
+    def y(p: dict[str, Any], key: str) -> float:
+        return float(height - 8 - p[key] * (height - 16) / top)
+
     def line(key: str) -> str:
-        return " ".join(f"{8 + i * step:.1f},{height - 8 - p[key] * (height - 16) / top:.1f}"
-                        for i, p in enumerate(points))
+        return " ".join(f"{8 + i * step:.1f},{y(p, key):.1f}" for i, p in enumerate(points))
 
     dots = []
     for key, colour in (("compliant", "#2e7d32"), ("drift", "#c62828")):
-        for i, p in enumerate(points):
-            x = 8 + i * step
-            y = height - 8 - p[key] * (height - 16) / top
-            dots.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{colour}">'
-                        f'<title>{_e(p["generated"])}: {p[key]} {key}</title></circle>')
+        for i, p in enumerate(points[-60:], start=max(0, len(points) - 60)):
+            dots.append(f'<circle cx="{8 + i * step:.1f}" cy="{y(p, key):.1f}" r="2.5" '
+                        f'fill="{colour}"><title>{_e(p["generated"])}: {p[key]} {key}</title>'
+                        '</circle>')
     first, last = points[0], points[-1]
     return (
         f'<svg id="sparkline" data-points="{len(points)}" width="{width}" height="{height}" '
@@ -109,86 +106,92 @@ def sparkline(points: list[dict[str, Any]], width: int = 300, height: int = 64) 
         f'{first["drift"]} → {last["drift"]}</span></figcaption>')
 
 
-def _layer_cell(findings: list[Finding], layer: str) -> str:
-    counts = Counter(f["status"] for f in findings if f["layer"] == layer)
-    if not counts:
-        return '<td class="cell c-none" title="no items checked">–</td>'
-    worst = next(s for s in CELL_COLOUR if counts.get(s))
-    text = " · ".join(f"{counts[s]} {s}" for s in WORST if counts.get(s))
-    return f'<td class="cell c-{worst}" data-layer="{layer}">{_e(text)}</td>'
+def _news(news: News) -> str:
+    if news["since"] is None:
+        return '<p class="news" id="news">New since the last report: no earlier report.</p>'
+    n_items = sum(len(v) for v in news["items"].values())
+    return (f'<p class="news" id="news" data-new-hosts="{len(news["hosts"])}" '
+            f'data-new-items="{n_items}" data-fixed="{news["fixed"]}">Since '
+            f'{_e(news["since"])}: <b>{len(news["hosts"])}</b> hosts newly drifting, '
+            f'<b>{n_items}</b> items newly drifting on {len(news["items"])} hosts, '
+            f'<b>{news["fixed"]}</b> fixed. <a href="#new=1" id="show-new">show them</a></p>')
 
 
-def _grid_row(name: str, host: HostEntry) -> str:
-    findings = host["findings"]
-    counts = Counter(f["status"] for f in findings)
-    status = host["status"]
-    text = " ".join([name, status, host["error"] or ""] +
-                    [f"{f.get('interface') or ''} {f.get('device') or ''} {f['item']}"
-                     for f in findings]).lower()
-    attrs = (f'data-host="{_e(name)}" data-status="{_e(status)}" data-text="{_e(text)}" '
-             f'data-s-name="{_e(name.lower())}" data-s-status="{HOST_STATUSES.index(status)}" '
-             f'data-s-drift="{counts["drift"]}" data-s-unknown="{counts["unknown"]}" '
-             f'data-s-uncatalogued="{counts["uncatalogued"]}" data-s-ok="{counts["ok"]}"')
-    if status in NO_CHECK:
-        layers = (f'<td class="cell c-error" colspan="{len(LAYERS)}">{_e(status)}: '
-                  f'{_e(host["error"])}</td>')
-    else:
-        layers = "".join(_layer_cell(findings, layer) for layer in LAYERS)
-    return (f'      <tr {attrs}><td class="host">{_e(name)}</td><td>{_badge(status)}</td>'
-            f'{layers}<td class="num">{counts["drift"]}</td><td class="num">'
-            f'{counts["unknown"]}</td><td class="num">{counts["uncatalogued"]}</td>'
-            f'<td class="num">{counts["ok"]}</td></tr>')
+def _values(pairs: list[tuple[str, int]], hosts: int) -> str:
+    if not pairs:
+        return ""
+    if len(pairs) == 1 and pairs[0][1] == hosts:
+        return _e(pairs[0][0])
+    return " · ".join(f"{_e(v)} <small>×{n}</small>" for v, n in pairs)
 
 
-def _finding_row(name: str, host_status: str, f: Finding) -> str:
-    where = " ".join(p for p in (f.get("interface"), f.get("device")) if p)
-    text = f"{name} {finding_name(f)} {f.get('device') or ''} {f['status']}".lower()
-    cls = ' class="ok-row"' if f["status"] == "ok" else ""
-    if f["status"] == "ok":
-        ea = f'<span class="ea">{_e(_shown(f["actual"]))}</span>'
-    else:
-        ea = (f'<span class="ea"><span class="exp">{_e(_shown(f["expected"]))}</span> → '
-              f'<span class="act">{_e(_shown(f["actual"]))}</span></span>')
-    fix = f'<code>{_e(f["fix"])}</code>' if f.get("fix") else ""
-    reason = f'<div class="reason">{_e(f["reason"])}</div>' if f.get("reason") else ""
-    return (
-        f'      <tr{cls} data-host="{_e(name)}" data-host-status="{_e(host_status)}" '
-        f'data-status="{f["status"]}" data-layer="{f["layer"]}" data-text="{_e(text)}" '
-        f'data-s-host="{_e(name.lower())}" data-s-status="{WORST.index(f["status"])}" '
-        f'data-s-layer="{LAYERS.index(f["layer"])}" data-s-where="{_e(where)}" '
-        f'data-s-item="{_e(f["item"])}">'
-        f'<td class="host">{_e(name)}</td><td>{_badge(f["status"])}</td><td>{f["layer"]}</td>'
-        f'<td>{_e(where)}</td><td><code class="item">{_e(f["item"])}</code></td><td>{ea}</td>'
-        f'<td>{fix}{reason}</td></tr>')
+def _fleet_row(row: FleetItem, total: int) -> str:
+    n = row["hosts"]
+    pct = 100.0 * n / total if total else 0.0
+    fix = f'<code>{_e(row["fix"])}</code> <small>(e.g.)</small>' if row["fix"] else (
+        _e(row["reason"] or ""))
+    return (f'      <tr data-item="{_e(row["item"])}" data-status="{row["status"]}" '
+            f'data-layer="{row["layer"]}" data-hosts="{n}">'
+            f'<td>{_badge(row["status"])}</td><td>{row["layer"]}</td>'
+            f'<td><a class="item-link" href="#q={quote(row["item"], safe="")}&amp;'
+            f'item={row["status"]}">'
+            f'<code>{_e(row["item"])}</code></a></td>'
+            f'<td class="num">{n}<span class="bar" style="width:{pct:.0f}%"></span></td>'
+            f'<td>{_values(row["expected"], n)}</td><td>{_values(row["actual"], n)}</td>'
+            f'<td>{fix}</td></tr>')
 
 
-def render_html(report: Report, history: list[dict[str, Any]]) -> str:
-    """The whole page as one string: inline CSS/JS, data embedded, no external references."""
-    hosts = report["hosts"]
+def _group_row(row: dict[str, Any]) -> str:
+    st = row["status"]
+    top = ", ".join(f"{_e(item)} ({n})" for item, n in row["items"].most_common(3))
+    return (f'      <tr data-group="{_e(row["group"])}"><td><a class="group-link" '
+            f'href="#group={quote(row["group"], safe="")}">{_e(row["group"])}</a></td>'
+            f'<td class="num">{row["hosts"]}</td><td class="num">{st["compliant"]}</td>'
+            f'<td class="num">{st["drift"]}</td><td class="num">{st["unknown"]}</td>'
+            f'<td class="num">{sum(st[s] for s in NO_RESULT)}</td>'
+            f'<td class="num">{st["reboot-pending"]}</td><td>{top}</td></tr>')
+
+
+def render_html(report: Report, history: list[dict[str, Any]], *, groups: dict[str, str],
+                news: News, shown: Shown = plain,
+                items: list[FleetItem] | None = None) -> str:
+    """The whole page as one string: inline CSS/JS, data embedded, no external references.
+    `history` is the earlier runs' counts, `groups` {host: group}, `news` what is new since
+    the previous run, `shown` how a value reads (`check`'s words for limits), `items` the
+    fleet's items when the caller has them already (`view.fleet_items` with `shown`)."""
     s = report["summary"]
-    all_findings = [(name, h["status"], f) for name, h in hosts.items() for f in h["findings"]]
-    all_findings.sort(key=lambda t: (WORST.index(t[2]["status"]), t[0]))
-    rows = [_finding_row(name, st, f) for name, st, f in all_findings]
-    point = {"generated": report["generated"], **{k: v for k, v in s.items()}}
+    total = s["hosts"]
+    items = [r for r in (fleet_items(report, shown) if items is None else items)
+             if r["status"] in FLEET_STATUSES]
+    grows = group_rows(report, groups)
+    point = {"generated": report["generated"], **s}
     meta = (f"Generated {_e(report['generated'])} · catalog "
-            f"{_e(report['catalog_version'] or 'unknown')} · {s['hosts']} hosts · "
+            f"{_e(report['catalog_version'] or 'unknown')} · {total} hosts · "
             f"{s['drift']} drifting, {s['unreachable'] + s['failed']} without a result")
+    more = len(grows) - MAX_GROUPS
     slots = {
         "title": _e(f"hwmgr fleet report {report['generated']}: {s['drift']} drift, "
-                    f"{s['compliant']}/{s['hosts']} compliant"),
+                    f"{s['compliant']}/{total} compliant"),
         "css": _asset("report.css"),
         "js": _asset("report.js"),
         "meta": meta,
         "cards": _cards(s),
         "trend": sparkline([*history, point]),
+        "news": _news(news),
+        "n_items": str(len(items)),
+        "n_item_hosts": str(sum(r["hosts"] for r in items if r["status"] == "drift")),
+        "fleet_rows": "\n".join(_fleet_row(r, total) for r in items) or (
+            '      <tr><td colspan="7">Nothing drifts and nothing is unknown.</td></tr>'),
+        "n_groups": str(len(grows)),
+        "group_rows": "\n".join(_group_row(r) for r in grows[:MAX_GROUPS]),
+        "groups_more": (f'<p class="more">{more} more groups: filter the hosts by group '
+                        'name.</p>' if more > 0 else ""),
         "status_options": "\n".join(f'      <option value="{st}">{st}</option>'
                                     for st in HOST_STATUSES),
-        "n_hosts": str(len(hosts)),
-        "n_findings": str(sum(1 for *_, f in all_findings if f["status"] != "ok")),
-        "layer_heads": "\n".join(f'      <th class="cell">{layer}</th>' for layer in LAYERS),
-        "grid_rows": "\n".join(_grid_row(n, h) for n, h in hosts.items()),
-        "finding_rows": "\n".join(rows),
+        "layer_options": "\n".join(f'      <option value="{ly}">{ly}</option>'
+                                   for ly in LAYERS),
+        "n_hosts": str(total),
         "format_version": str(report["format_version"]),
-        "data": embed_json(report),
+        "data": embed_json(compact(report, groups, news, shown)),
     }
     return _SLOT.sub(lambda m: slots[m.group(1)], _asset("report.html.in"))

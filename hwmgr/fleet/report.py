@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import xml.etree.ElementTree as ET
 from collections import Counter
 from importlib import resources
 from pathlib import Path
@@ -39,6 +38,8 @@ FINDING_ORDER = {s: i for i, s in enumerate(
 SUMMARY_KEYS = ("hosts", "compliant", "drift", "unknown", "unreachable", "failed",
                 "reboot_pending")
 MAX_INPUT_BYTES = 32 << 20
+# a file of many hosts (a batch check of 10,000 snapshots is ~100 MB of JSON)
+MAX_BATCH_BYTES = 1 << 30
 
 Finding = Dict[str, Any]  # one check finding, fields checked (hwmgr/schemas/check.schema.json)
 
@@ -99,23 +100,27 @@ def _check_counts(raw: Any, where: str) -> dict[str, int]:
     return out
 
 
-def _finding(raw: Any, where: str) -> Finding:
+FINDING_KEYS = frozenset(("layer", "device", "interface", "item", "expected", "actual",
+                          "status", "reason", "fix", "evidence"))
+
+
+def _finding(raw: Any, base: str, i: int) -> Finding:
+    """One finding checked; `base` and `i` name it in an error (built only then). A finding
+    with exactly the contract's keys is kept as it is (no copy: 190,000 at 10,000 hosts)."""
     if not isinstance(raw, dict):
-        raise BadInputError(f"{where}: expected an object")
-    if raw.get("layer") not in LAYERS:
-        raise BadInputError(
-            f"{where}.layer: {raw.get('layer')!r} is not one of {', '.join(LAYERS)}")
-    if raw.get("status") not in FINDING_STATUSES:
-        raise BadInputError(
-            f"{where}.status: {raw.get('status')!r} is not one of {', '.join(FINDING_STATUSES)}")
-    if not isinstance(raw.get("item"), str) or not raw["item"]:
-        raise BadInputError(f"{where}.item: expected a non-empty string")
+        raise BadInputError(f"{base}.findings[{i}]: expected an object")
+    out: Finding = raw if raw.keys() == FINDING_KEYS else {k: raw.get(k) for k in FINDING_KEYS}
+    if out["layer"] not in LAYERS:
+        raise BadInputError(f"{base}.findings[{i}].layer: {out['layer']!r} is not one of "
+                            f"{', '.join(LAYERS)}")
+    if out["status"] not in FINDING_STATUSES:
+        raise BadInputError(f"{base}.findings[{i}].status: {out['status']!r} is not one of "
+                            f"{', '.join(FINDING_STATUSES)}")
+    if not isinstance(out["item"], str) or not out["item"]:
+        raise BadInputError(f"{base}.findings[{i}].item: expected a non-empty string")
     for key in ("device", "interface", "reason", "fix"):
-        if raw.get(key) is not None and not isinstance(raw[key], str):
-            raise BadInputError(f"{where}.{key}: expected a string or null")
-    out = {k: raw.get(k) for k in ("layer", "device", "interface", "item", "expected", "actual",
-                                    "status", "reason", "fix")}
-    out["evidence"] = raw.get("evidence")
+        if out[key] is not None and not isinstance(out[key], str):
+            raise BadInputError(f"{base}.findings[{i}].{key}: expected a string or null")
     return out
 
 
@@ -184,8 +189,7 @@ def load_host(raw: Any, where: str) -> LoadedHost:
         raw_findings = data.get("findings", [])
         if not isinstance(raw_findings, list):
             raise BadInputError(f"{data_where}.findings: expected a list")
-        findings = [_finding(f, f"{data_where}.findings[{i}]")
-                    for i, f in enumerate(raw_findings)]
+        findings = [_finding(f, data_where, i) for i, f in enumerate(raw_findings)]
         if data.get("summary") is not None:
             summary = _check_counts(data["summary"], f"{data_where}.summary")
         else:
@@ -203,6 +207,40 @@ def load_host(raw: Any, where: str) -> LoadedHost:
             "catalog_version": catalog_version}
 
 
+def read_results(paths: list[Path]) -> dict[str, LoadedHost]:
+    """Every host of every `--results` input: a directory of `<host>.json` files, or one file
+    holding many hosts (`{"hosts": {name: entry}}`, or `hwmgr check --roots-from --json`'s
+    envelope). A host named in two inputs is an error naming both."""
+    hosts: dict[str, LoadedHost] = {}
+    where: dict[str, str] = {}
+    for path in paths:
+        found = read_results_dir(path) if path.is_dir() else read_results_file(path)
+        for name, host in found.items():
+            if name in hosts:
+                raise BadInputError(f"{path}: host {printable(name)} is also in {where[name]}")
+            hosts[name], where[name] = host, str(path)
+    if not hosts:  # a file may hold no host (e.g. a run with only snapshots); the run may not
+        raise BadInputError(f"{', '.join(map(str, paths))}: no host results")
+    return hosts
+
+
+def read_results_file(path: Path) -> dict[str, LoadedHost]:
+    """One file of many hosts' results, each entry checked like a per-host file."""
+    doc = read_json(path, limit=MAX_BATCH_BYTES)
+    base = str(path)
+    if isinstance(doc, dict) and doc.get("command") == "check" and "format_version" in doc:
+        data = doc.get("data")
+        if not (isinstance(data, dict) and data.get("batch") is True):
+            raise BadInputError(f"{path}: one host's check output; put it in a --results "
+                                "directory as <host>.json")
+        doc, base = data, f"{path}: data"
+    entries = doc.get("hosts") if isinstance(doc, dict) else None
+    if not isinstance(entries, dict):
+        raise BadInputError(f"{path}: expected {{\"hosts\": {{name: result}}}}")
+    return {str(name): load_host(raw, f"{base}.hosts[{name!r}]")
+            for name, raw in entries.items()}
+
+
 def read_results_dir(directory: Path) -> dict[str, LoadedHost]:
     """Every `*.json` in `directory` as one host (name = file stem), checked."""
     if not directory.is_dir():
@@ -217,10 +255,10 @@ def read_results_dir(directory: Path) -> dict[str, LoadedHost]:
     return hosts
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path, limit: int = MAX_INPUT_BYTES) -> Any:
     """A JSON file, size-limited; any problem is a BadInputError naming the file (a FIFO or
     device refused before opening, nesting and integer length bounded: `safejson`)."""
-    return safejson.load_file(path, max_bytes=MAX_INPUT_BYTES)
+    return safejson.load_file(path, max_bytes=limit)
 
 
 # ------------------------------------------------------------------------ the report
@@ -292,69 +330,7 @@ def load_history(paths: Iterable[Path]) -> list[dict[str, Any]]:
     return out
 
 
-# ------------------------------------------------------------------------ JUnit
-def _x(value: Any) -> str:
-    """Text safe for XML 1.0 (no control characters); ElementTree escapes the markup."""
-    if isinstance(value, str):
-        return printable(value)
-    return printable(json.dumps(value, ensure_ascii=False))
-
-
-def _x_lines(text: str) -> str:
-    return "\n".join(printable(line) for line in text.split("\n"))
-
-
 def finding_name(f: Finding) -> str:
     """'setting eth2 ring.rx' style name of one item: layer, where, what."""
     where = f.get("interface") or f.get("device")
     return " ".join(p for p in (f["layer"], where, f["item"]) if p)
-
-
-def junit_xml(report: Report) -> bytes:
-    """JUnit XML: a suite per host, a testcase per checked item (drift = failure,
-    unknown/uncatalogued/unsupported = skipped), one erroring testcase for a host without a
-    result."""
-    root = ET.Element("testsuites", name="hwmgr fleet compliance")
-    totals: Counter[str] = Counter()
-    for name, host in report["hosts"].items():
-        suite = ET.SubElement(root, "testsuite", name=_x(name), timestamp=report["generated"])
-        counts: Counter[str] = Counter()
-        cls = f"hwmgr.{_x(name)}"
-        if host["status"] in NO_CHECK:
-            case = ET.SubElement(suite, "testcase", classname=cls, name="hwmgr check")
-            err = ET.SubElement(case, "error", message=_x(f"{host['status']}: {host['error']}"),
-                                type=host["status"])
-            err.text = _x_lines(host["error"] or "")
-            counts.update(tests=1, errors=1)
-        if host["status"] == "reboot-pending":
-            case = ET.SubElement(suite, "testcase", classname=cls, name="reboot")
-            ET.SubElement(case, "skipped",
-                          message="reboot pending: the armed state is not live yet")
-            counts.update(tests=1, skipped=1)
-        for f in host["findings"]:
-            case = ET.SubElement(suite, "testcase", classname=cls, name=_x(finding_name(f)))
-            counts.update(tests=1)
-            if f["status"] == "drift":
-                msg = f"expected {_x(f['expected'])}, actual {_x(f['actual'])}"
-                fail = ET.SubElement(case, "failure", message=msg, type="drift")
-                body = [msg]
-                if f.get("reason"):
-                    body.append(f"reason: {f['reason']}")
-                body.append(f"fix: {f['fix']}" if f.get("fix") else "fix: none known")
-                fail.text = _x_lines("\n".join(body))
-                counts.update(failures=1)
-            elif f["status"] in ("unknown", "uncatalogued", "unsupported"):
-                ET.SubElement(case, "skipped",
-                              message=_x(f"{f['status']}: {f.get('reason') or 'no reason given'}"))
-                counts.update(skipped=1)
-        if not host["findings"] and host["status"] not in NO_CHECK:
-            ET.SubElement(suite, "testcase", classname=cls, name="hwmgr check")
-            counts.update(tests=1)
-        for key in ("tests", "failures", "errors", "skipped"):
-            suite.set(key, str(counts.get(key, 0)))
-        totals.update(counts)
-    for key in ("tests", "failures", "errors", "skipped"):
-        root.set(key, str(totals.get(key, 0)))
-    ET.indent(root)
-    xml: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
-    return xml + b"\n"

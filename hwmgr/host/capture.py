@@ -3,13 +3,16 @@
 One place lists every file and command output that `plan`, `verify` and `check` read, so a
 snapshot taken by this hwmgr answers them offline. The lists are data: the catalog's rules
 (and the next verbs) extend them here. A snapshot says what it recorded in
-`snapshot.json` ("hwmgr" version, "records" names); a reader that finds a record name
-missing reports "unknown" (exit 11) and asks for a retake instead of guessing.
+`snapshot.json` ("hwmgr" version, "records" names, and the "sysctls" it copied: the fixed
+list plus every one the catalog in force names); a reader that finds a record or a sysctl
+missing reports "unknown" (exit 11) and says how to take a snapshot that has it — with the
+collector's own words for a collector's archive (its host may have no Python).
 """
 
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 from hwmgr.errors import BadInputError
 from hwmgr.host.seam import Host
@@ -27,7 +30,16 @@ SYSCTL = "sysctl"  # NET_SYSCTLS as files under proc/sys/
 SECURE_BOOT = "secure-boot"  # `mokutil --sb-state`, the SecureBoot efivar, /sys/firmware/efi
 INITRAMFS = "initramfs"  # /boot initramfs image names + lsinitramfs/lsinitrd listings
 BOOT_ID = "boot-id"  # BOOT_ID_PATH: which boot the snapshot saw (reboot pending or not)
-RECORDS = (MODINFO, ROUTES, HEADERS, ETHTOOL, IP_LINK, SYSCTL, SECURE_BOOT, INITRAMFS, BOOT_ID)
+STATE = "state"  # the state dir's journal, check history and armed expectations (copied whole)
+SYSTEMD = "systemd"  # SYSTEMCTL_VERSION_ARGV: which .link keys the host's udev reads
+RECORDS = (MODINFO, ROUTES, HEADERS, ETHTOOL, IP_LINK, SYSCTL, SECURE_BOOT, INITRAMFS, BOOT_ID,
+           SYSTEMD)
+SYSTEMCTL_VERSION_ARGV = ("systemctl", "--version")
+# What the POSIX collector (hwmgr/fleet/collect.sh) records in full: everything `check`
+# reads, the routes and the boot id; not the kernel headers, Secure Boot, initramfs or
+# systemd listings that only `plan` and `apply` read.
+COLLECTOR_RECORDS = (MODINFO, ROUTES, ETHTOOL, IP_LINK, SYSCTL, BOOT_ID)
+COLLECTOR = "hwmgr-collect.sh"  # snapshot.json "collector" of the collector's archives
 
 # The kernel's random id of the running boot: a transaction committed under the same id as
 # now installed something the running kernel has not loaded yet.
@@ -42,7 +54,8 @@ ETHTOOL_QUERIES: tuple[tuple[str, ...], ...] = (
 IP_LINK_ARGV = ("ip", "-d", "link", "show")
 
 # The network sysctls that decide 10G throughput and routing, recorded as files under
-# /proc/sys/. The catalog names none yet; its rules will add theirs to this tuple.
+# /proc/sys/ by `snapshot` and the collector alike; both add every sysctl the catalog in
+# force names (`sysctls_to_record`) and list what they copied in snapshot.json "sysctls".
 NET_SYSCTLS: tuple[str, ...] = (
     "net.core.rmem_max",
     "net.core.wmem_max",
@@ -84,6 +97,16 @@ def sysctl_path(name: str) -> str:
     return "/proc/sys/" + "/".join(parts)
 
 
+def sysctls_to_record(catalog_names: Iterable[str] = ()) -> list[str]:
+    """NET_SYSCTLS, then the catalog's own names (checked: BadInputError for a bad one)."""
+    names = list(NET_SYSCTLS)
+    for name in catalog_names:
+        sysctl_path(name)
+        if name not in names:
+            names.append(name)
+    return names
+
+
 def boot_id(host: Host) -> str | None:
     """The host's current boot id (a snapshot's recorded one), or None when unknown."""
     if lacks(host, BOOT_ID):
@@ -100,6 +123,48 @@ def lacks(host: Host, record: str) -> bool:
     return not (isinstance(records, list) and record in records)
 
 
-def retake(what: str) -> str:
-    """The one wording for a snapshot that lacks something a verb needs."""
+def lacks_sysctl(host: Host, name: str) -> bool:
+    """True when `host` is a snapshot that did not copy sysctl `name` (absent from its
+    "sysctls" list; before that list, anything outside NET_SYSCTLS was never copied)."""
+    if not host.meta:
+        return False
+    if lacks(host, SYSCTL):
+        return True
+    listed = host.meta.get("sysctls")
+    return name not in (listed if isinstance(listed, list) else NET_SYSCTLS)
+
+
+def from_collector(host: Host) -> bool:
+    """True for an archive written by the POSIX collector (its host may have no Python)."""
+    return bool(host.meta) and host.meta.get("collector") == COLLECTOR
+
+
+def retake(what: str, host: Host | None = None) -> str:
+    """The one wording for a snapshot that lacks something a verb needs: how to take one that
+    has it, on the snapshot's own kind of host (a collector's archive comes from a host
+    that may have no Python, so the advice is a newer collector, or what it cannot record)."""
+    if host is not None and from_collector(host):
+        return (f"the collector's archive has no recorded {what}; collect again with the "
+                f"script of `hwmgr collect-script` ≥ {CAPTURE_SINCE}, made with the catalog "
+                "you check against")
     return f"snapshot has no recorded {what}; retake it with hwmgr ≥ {CAPTURE_SINCE}"
+
+
+def no_state(host: Host, verb: str) -> str:
+    """The refusal of `history`/`verify --root` on a snapshot that carries no state dir."""
+    if from_collector(host):
+        return (f"{verb} --root: the collector's archive carries no hwmgr journal or armed "
+                f"expectations (the collector cannot read them); run `hwmgr {verb}` on the host")
+    return (f"{verb} --root: this snapshot carries no hwmgr journal or armed expectations; "
+            f"retake it with `hwmgr snapshot` ≥ {CAPTURE_SINCE} (it copies the state dir), or "
+            f"run `hwmgr {verb}` on the host")
+
+
+def sysctl_missing(host: Host, name: str) -> str:
+    """Why a snapshot has no value for sysctl `name`: made for a catalog that did not name
+    it (a collector or snapshot taken for another catalog), with how to get one that has it."""
+    how = ("collect again with `hwmgr collect-script --site-catalog ...` for this catalog"
+           if from_collector(host) else
+           "retake it with `hwmgr snapshot --site-catalog ...` for this catalog")
+    return (f"the snapshot did not record {name} (it was made for a catalog that does not "
+            f"name it); {how}")

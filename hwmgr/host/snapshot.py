@@ -126,11 +126,13 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 def write_snapshot(
     out: Path, rec: Recorder, runner: RecordingRunner, *, hostname: str | None,
-    kernel: str | None, records: list[str] | None = None,
+    kernel: str | None, records: list[str] | None = None, sysctls: list[str] | None = None,
+    netns: str | None = None,
 ) -> Path:
     """Write what a recording Host saw as a snapshot directory or .tar.gz at `out`;
     `records` names what was captured in full (hwmgr.capture), so readers can tell "absent on
-    the host" from "not recorded"."""
+    the host" from "not recorded"; `sysctls` names every sysctl it copied (or tried to);
+    `netns` the network namespace it was taken in, when not the host's."""
     is_tar = out.name.endswith((".tar.gz", ".tgz"))
     if out.exists() and (is_tar or any(out.iterdir())):
         raise UsageError(f"{out}: already exists; choose a new path")
@@ -185,6 +187,10 @@ def write_snapshot(
             "hwmgr": __version__,
             "records": sorted(records or []),
         }
+        if sysctls is not None:
+            meta["sysctls"] = list(sysctls)
+        if netns:  # taken inside a network namespace that is not the host's
+            meta["netns"] = netns
         (root / "snapshot.json").write_text(json.dumps(meta, indent=1) + "\n")
         if is_tar:
             out.parent.mkdir(parents=True, exist_ok=True)

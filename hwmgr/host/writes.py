@@ -37,6 +37,7 @@ TMP_SUFFIX = ".hwmgr-tmp"
 LIVE_WRITABLE = (
     "/usr/src",  # DKMS source trees: `dkms add` copies the prepared tree to /usr/src/NAME-VER
     "/lib/modules",  # undo: restore a backed-up .ko, remove one that did not exist before
+    "/boot",  # undo/rollback: put a kept initramfs image back byte for byte
     # settings persistence (compliance apply/revert): one drop-in per backend
     "/etc/hwmgr",
     "/etc/modprobe.d",

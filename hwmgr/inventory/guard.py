@@ -164,6 +164,21 @@ def interface_stack(host: Host, ifname: str) -> set[str]:
     return seen
 
 
+def other_netns(host: Host) -> str | None:
+    """This process's network namespace when it is not the host's (PID 1's; when PID 1's
+    cannot be read, as in a container: a namespace `ip netns` names), else None; for a
+    snapshot, the "netns" it recorded."""
+    if not host.live:
+        netns = (host.meta or {}).get("netns")
+        return netns if isinstance(netns, str) and netns else None
+    mine, init = host.readlink("/proc/self/ns/net"), host.readlink("/proc/1/ns/net")
+    if mine and init:
+        return mine if mine != init else None
+    res = host.run(["ip", "netns", "identify"], timeout=10)
+    name = res.stdout.strip() if res.ok else ""
+    return f"{name} ({mine or 'net:[?]'})" if name else None
+
+
 def protected_interfaces(host: Host, env: Mapping[str, str] | None = None) -> dict[str, str]:
     """Every interface whose link reset would cut this host off → why (default route, SSH
     session or SSH peer socket), including the whole bond/bridge/VLAN stack around it."""
@@ -180,3 +195,18 @@ def protected_interfaces(host: Host, env: Mapping[str, str] | None = None) -> di
         for member in sorted(interface_stack(host, ifname)):
             out.setdefault(member, reason if member == ifname else f"{reason} via {ifname}")
     return out
+
+
+def _and(words: list[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def cut_off_refusal(guarded: Mapping[str, tuple[str, list[str]]]) -> str:
+    """One refusal, in a few sentences, for every change apply would make on an interface
+    this host hangs by: interface → (why it is protected, the items that would change)."""
+    parts = [f"{ifname} {why}: changing its {_and(items)} may reset the link and cut this "
+             "host off." for ifname, (why, items) in guarded.items()]
+    return " ".join(parts + [
+        "Nothing was changed. Arrange console access, then add --force: these changes are "
+        "then applied last and reverted unless confirmed from a new session."])

@@ -18,6 +18,7 @@ from hwmgr.host.capture import (
     KVER,
     NET_SYSCTLS,
     RECORDS,
+    SYSTEMCTL_VERSION_ARGV,
     TIMEOUT,
     sysctl_path,
 )
@@ -52,9 +53,11 @@ def bound_modules(devices: Iterable[dict[str, Any]], drivers_dir: str | None = N
 
 
 def record_all(host: Host, devices: Iterable[dict[str, Any]],
-               drivers_dir: str | None = None) -> list[str]:
+               drivers_dir: str | None = None,
+               sysctls: Iterable[str] = NET_SYSCTLS) -> list[str]:
     """Read and run everything in this module through a recording `host`; the record names.
-    `drivers_dir` (the config's) is searched for recipes before the shipped ones."""
+    `drivers_dir` (the config's) is searched for recipes before the shipped ones; `sysctls`
+    (`capture.sysctls_to_record`: the fixed list and the catalog's) are copied."""
     kernels = target_kernels(host)  # lists /lib/modules: HEADERS
     for k in kernels:
         if host.exists(f"/lib/modules/{k}/build/Makefile"):
@@ -70,7 +73,8 @@ def record_all(host: Host, devices: Iterable[dict[str, Any]],
             for q in ETHTOOL_QUERIES:
                 host.run(["ethtool", *q, ifname], timeout=TIMEOUT)
     host.run(list(IP_LINK_ARGV), timeout=TIMEOUT)
-    for name in NET_SYSCTLS:
+    host.run(list(SYSTEMCTL_VERSION_ARGV), timeout=TIMEOUT)
+    for name in sysctls:
         host.read_bytes(sysctl_path(name))
     host.read_bytes(BOOT_ID_PATH)
     host.listdir("/sys/firmware", re.compile("efi"))  # EFI or legacy boot, as a name

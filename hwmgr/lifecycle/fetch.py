@@ -20,7 +20,6 @@ from urllib.parse import unquote, urlsplit
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.cache import (
-    CHUNK,
     CacheFile,
     Sink,
     finish,
@@ -51,6 +50,7 @@ _UNSAFE_NAME = re.compile(r"[/\\\0]|\A\.|\.part\Z")  # no paths, dot-files or .p
 _CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)\s*\Z", re.IGNORECASE)
 
 Progress = Callable[[int, int], None]
+STEP = 64 << 10  # bytes read (and reported to the progress callback) at a time
 
 
 @dataclass
@@ -160,6 +160,7 @@ class _Job:
     allow_http: bool
     timeout: float
     progress: Progress | None
+    on_retry: Callable[[str], None] | None = None  # told each retry before its back-off
     deadline: float | None = None  # time.monotonic() after which no attempt reads on
 
     @property
@@ -217,7 +218,9 @@ def _stream(job: _Job, resp: requests.Response, served: str, sink: Sink, done: i
     if job.progress is not None:
         job.progress(done, size)
     while True:
-        want = min(CHUNK, size + 1 - done)  # never read past size+1: oversize shows, no more
+        # never read past size+1: oversize shows, no more; STEP-sized reads keep the
+        # progress bar moving on a slow link (a 1 MiB CHUNK there is a frozen bar)
+        want = min(STEP, size + 1 - done)
         data, error = read_body(resp, want, job.deadline)
         n = len(data)
         if done + n > size:
@@ -292,8 +295,11 @@ def _download(job: _Job, retries: int, backoff: float) -> tuple[str, int]:
                 raise HwmgrError(
                     f"download of {job.url} failed after {attempts} attempts: {exc.reason}"
                 ) from exc
-            delay = min(backoff * (2 ** (attempts - 1)), MAX_BACKOFF)
-            time.sleep(max(delay, exc.retry_after))
+            delay = max(min(backoff * (2 ** (attempts - 1)), MAX_BACKOFF), exc.retry_after)
+            if job.on_retry is not None:
+                job.on_retry(f"{job.final.name}: {exc.reason}; retry {attempts} of {retries} "
+                             f"in {delay:.1f} s")
+            time.sleep(delay)
 
 
 # ------------------------------------------------------------------ public entry point
@@ -309,6 +315,7 @@ def fetch(
     backoff: float = 0.5,
     progress: Progress | None = None,
     session: requests.Session | None = None,
+    on_retry: Callable[[str], None] | None = None,
 ) -> FetchResult:
     """Return a verified local copy of `source`: from the cache, a mirror, or the network.
 
@@ -366,6 +373,6 @@ def fetch(
             if session is None:  # our own, closed when done
                 session = stack.enter_context(new_session())
             job = _Job(session, url, hexsum, size, final, source.allow_http, timeout, progress,
-                       deadline_for(size, timeout))
+                       on_retry, deadline_for(size, timeout))
             served, attempts = _download(job, retries, backoff)
     return result("network", served, attempts)

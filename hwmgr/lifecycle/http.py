@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from hwmgr import __version__
-from hwmgr.errors import HwmgrError, NotFoundError, RefusedError
+from hwmgr.errors import HwmgrError, NotFoundError, RefusedError, network_reason
 
 # requests (and urllib3 under it) costs tens of milliseconds to import: it is imported when
 # a download starts, so the verbs that only plan or inspect never pay for it
@@ -54,7 +54,7 @@ def _short(exc: BaseException) -> str:
     if found:
         return found.group(1).strip()
     line = text.splitlines()[0].strip() if text else ""
-    return line[:160] or type(exc).__name__
+    return line[:160] or "no reason given"
 
 
 def _check_redirect(current: str, target: str, allow_http: bool) -> None:
@@ -116,11 +116,11 @@ def open_get(
                 verify=getattr(session, "verify", True),
             )
         except requests.Timeout as exc:
-            raise Transient(f"no answer within {timeout:g} s") from exc
+            raise Transient(network_reason(exc, url, timeout)) from exc
         except requests.exceptions.SSLError as exc:
             raise HwmgrError(f"{url}: TLS error: {_short(exc)}") from exc
         except requests.ConnectionError as exc:
-            raise Transient(f"connection failed: {_short(exc)}") from exc
+            raise Transient(network_reason(exc, url)) from exc
         except requests.RequestException as exc:
             raise HwmgrError(f"{url}: {_short(exc)}") from exc
         code = resp.status_code

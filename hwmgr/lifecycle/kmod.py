@@ -99,11 +99,12 @@ def initramfs_image(host: Host, kver: str) -> tuple[str, str] | None:
     return None
 
 
-def in_initramfs(host: Host, modules: list[str], kver: str) -> bool | None:
-    """True when any of `modules` is inside the kernel's initramfs; None when unknown."""
+def initramfs_files(host: Host, kver: str) -> list[str] | None:
+    """The paths inside the kernel's initramfs (lsinitramfs / lsinitrd); None when unknown,
+    [] when the kernel has no initramfs."""
     image = initramfs_image(host, kver)
     if image is None:
-        return False
+        return []
     path, family = image
     image_arg = path if host.meta else str(host.path(path))  # a snapshot replays by logical path
     argv = ["lsinitramfs", image_arg] if family == "debian" else [
@@ -111,9 +112,34 @@ def in_initramfs(host: Host, modules: list[str], kver: str) -> bool | None:
     res = host.run(argv, timeout=QUICK)
     if not res.ok:
         return None
-    names = {f"{m}.ko" for m in modules}
+    files = []
     for line in res.stdout.splitlines():
-        leaf = line.rsplit("/", 1)[-1].split()[-1] if line.strip() else ""
+        fields = line.split(" -> ", 1)[0].split()  # lsinitrd prints `ls -l` lines
+        if fields:
+            files.append(fields[-1])
+    return files
+
+
+def _in_image(path: str) -> str:
+    """A module path as an initramfs lists it: relative, without merged-/usr's `usr/`."""
+    rel = path.lstrip("/")
+    return rel[len("usr/"):] if rel.startswith("usr/lib/") else rel
+
+
+def image_holds(listing: list[str], module_path: str) -> bool:
+    """True when an initramfs listing holds the module file `module_path` (/lib/modules/...)."""
+    want = _in_image(module_path)
+    return any(_in_image(f) == want for f in listing)
+
+
+def in_initramfs(host: Host, modules: list[str], kver: str) -> bool | None:
+    """True when any of `modules` is inside the kernel's initramfs; None when unknown."""
+    listing = initramfs_files(host, kver)
+    if listing is None:
+        return None
+    names = {f"{m}.ko" for m in modules}
+    for line in listing:
+        leaf = line.rsplit("/", 1)[-1]
         for suffix in ("", ".xz", ".gz", ".zst"):
             if leaf.endswith(suffix) and leaf[: len(leaf) - len(suffix)] in names:
                 return True

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import unquote, urlsplit
 
 from hwmgr import safejson
@@ -49,7 +49,8 @@ def mirror_urls(src: Source, base: str | None, per_source: Sequence[str] = ()) -
 
 def fetch_mirrored(host: Host, src: Source, cache_dir: str, *, mirror: str | None = None,
                    per_source: Sequence[str] = (), offline: bool = False,
-                   progress: Progress | None = None) -> FetchResult:
+                   progress: Progress | None = None,
+                   on_retry: Callable[[str], None] | None = None) -> FetchResult:
     """`fetch`, trying the mirror URLs first. A mirror that fails (missing, wrong checksum,
     unreachable) is skipped; the vendor URL is the last resort (unless offline)."""
     local, base = split_mirror(mirror)
@@ -61,7 +62,8 @@ def fetch_mirrored(host: Host, src: Source, cache_dir: str, *, mirror: str | Non
     for url in urls:
         try:
             res = fetch(host, replace(src, url=url, allow_http=True, filename=src.name()),
-                        cache_dir, mirror=local, retries=1, backoff=0.2, progress=progress)
+                        cache_dir, mirror=local, retries=1, backoff=0.2, progress=progress,
+                        on_retry=on_retry)
         except HwmgrError as exc:  # not there, bad copy, unreachable: the next one decides
             tried.append(f"{url}: {exc}")
             continue
@@ -69,7 +71,8 @@ def fetch_mirrored(host: Host, src: Source, cache_dir: str, *, mirror: str | Non
             res.origin = "mirror"
         return res
     try:
-        return fetch(host, src, cache_dir, offline=offline, mirror=local, progress=progress)
+        return fetch(host, src, cache_dir, offline=offline, mirror=local, progress=progress,
+                     on_retry=on_retry)
     except HwmgrError as exc:
         if tried:
             exc.message = f"{exc.message} (mirrors tried first: {'; '.join(tried)})"
@@ -77,9 +80,10 @@ def fetch_mirrored(host: Host, src: Source, cache_dir: str, *, mirror: str | Non
 
 
 def sync(catalog: Any, dest: Path, *, driver: str | None = None, version: str | None = None,
-         mirror: str | None = None) -> dict[str, Any]:
+         mirror: str | None = None, ui: Any = None) -> dict[str, Any]:
     """Download every verified catalog source (or one driver/version) into `dest` in the
-    mirror layout, and write `dest/index.json` (what is there and where it came from)."""
+    mirror layout, and write `dest/index.json` (what is there and where it came from).
+    `ui` (a ProgressUI: `download(name, size)`, `retry(text)`) shows each file's progress."""
     dest = dest.absolute()
     local_host = Host("/", SubprocessRunner(), writable=[str(dest)])  # only the dir named
     done, skipped = [], []
@@ -98,7 +102,9 @@ def sync(catalog: Any, dest: Path, *, driver: str | None = None, version: str | 
             src = Source.from_catalog(raw, where=f"{name} {ver} source")
             local_host.makedirs(str(dest))  # only once there is something to put there
             res = fetch_mirrored(local_host, src, str(dest), mirror=mirror,
-                                 per_source=raw.get("mirrors", ()))
+                                 per_source=raw.get("mirrors", ()),
+                                 progress=ui.download(src.name(), src.size) if ui else None,
+                                 on_retry=ui.retry if ui else None)
             done.append({"driver": name, "version": ver, "sha256": res.sha256, "size": res.size,
                          "path": str(res.path.relative_to(dest)), "url": src.url,
                          "origin": res.origin})

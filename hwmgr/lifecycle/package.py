@@ -26,6 +26,7 @@ from hwmgr.config import Config
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.seam import Host
+from hwmgr.lifecycle.advice import not_in_catalog
 from hwmgr.lifecycle.dkms import render_dkms_conf
 from hwmgr.lifecycle.fetch import Source
 from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
@@ -205,8 +206,7 @@ def _catalog_source(catalog: Any, driver: str, version: str) -> tuple[dict[str, 
     versions = catalog.entry(driver).get("versions", {})
     info = versions.get(version)
     if info is None:
-        listed = ", ".join(sorted(versions)) or "none"
-        raise NotFoundError(f"{driver} {version} is not in the catalog (listed: {listed})")
+        raise NotFoundError(not_in_catalog(driver, version, versions))
     if info.get("status") == "known-bad":
         reason = info.get("reason", "")
         raise RefusedError(f"{driver} {version} is known-bad: {reason}".strip())
@@ -219,6 +219,12 @@ def _catalog_source(catalog: Any, driver: str, version: str) -> tuple[dict[str, 
     return info["source"], warnings
 
 
+def _activity(ui: Any, what: str) -> Any:
+    """`ui.activity(what)` (a spinner on a terminal, start and end lines otherwise), or
+    nothing without a ui."""
+    return ui.activity(what) if ui is not None else contextlib.nullcontext()
+
+
 def build_dkms_rpm(
     host: Host,
     catalog: Any,
@@ -229,12 +235,14 @@ def build_dkms_rpm(
     out_dir: str | os.PathLike[str],
     keep_spec: bool = False,
     packager: str = DEFAULT_PACKAGER,
+    ui: Any = None,
 ) -> PackageResult:
     """Fetch, unpack and wrap `driver` `version` as `<driver>-dkms-<version>-1.noarch.rpm`.
 
     The RPM is written to `out_dir` (created if needed) on this machine, through a local Host
     that may write only there; with `keep_spec` the generated spec goes beside it. Work files
-    live in a temp dir under the cache dir and are removed.
+    live in a temp dir under the cache dir and are removed. `ui` (a ProgressUI) shows the
+    download, its retries, the unpack and the rpmbuild as they run.
     """
     started = time.monotonic()
     version = check_version(version)
@@ -255,15 +263,19 @@ def build_dkms_rpm(
 
     # the same fetch as an upgrade's: settings.mirror (--mirror, else the site config's: a
     # directory or an HTTP base), then the source's own mirrors, the vendor URL last
-    got = fetch_mirrored(host, Source.from_catalog(source), settings.cache_dir,
+    src = Source.from_catalog(source)
+    got = fetch_mirrored(host, src, settings.cache_dir,
                          offline=settings.offline, mirror=settings.mirror,
-                         per_source=source_mirrors(source))
+                         per_source=source_mirrors(source),
+                         progress=ui.download(src.name(), src.size) if ui else None,
+                         on_retry=ui.retry if ui else None)
     if source.get("signing_key"):
         check_signature(host, got.path, settings.state_dir, source["signing_key"])
     name = f"{driver}-dkms"
     work = host.make_temp_dir(f"{settings.cache_dir}/package", prefix=f"{name}-{version}.")
     try:
-        tree = unpack_srpm(host, got.path, f"{work}/unpack", recipe, version)
+        with _activity(ui, f"unpacking {got.path.name}"):
+            tree = unpack_srpm(host, got.path, f"{work}/unpack", recipe, version)
         conf = render_dkms_conf(recipe, version)
         top = host.makedirs(f"{work}/rpmbuild")
         for sub in ("SOURCES", "SPECS"):
@@ -285,9 +297,10 @@ def build_dkms_rpm(
         })
         spec = top / "SPECS" / f"{name}.spec"
         host.write_bytes(f"{work}/rpmbuild/SPECS/{name}.spec", spec_text.encode("utf-8"))
-        res = host.run(["rpmbuild", "-bb", "--define", f"_topdir {top}",
-                        "--define", f"packager {spec_value(packager)}", str(spec)],
-                       timeout=RPMBUILD_TIMEOUT, cwd=str(top))
+        with _activity(ui, f"rpmbuild {name}-{version}"):
+            res = host.run(["rpmbuild", "-bb", "--define", f"_topdir {top}",
+                            "--define", f"packager {spec_value(packager)}", str(spec)],
+                           timeout=RPMBUILD_TIMEOUT, cwd=str(top))
         rpm_name = f"{name}-{version}-{RELEASE}.noarch.rpm"
         built = top / "RPMS" / "noarch" / rpm_name
         if not res.ok or not built.is_file():

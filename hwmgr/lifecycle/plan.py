@@ -35,7 +35,8 @@ from hwmgr.host.seam import Host
 from hwmgr.inventory import guard as safety
 from hwmgr.inventory.scan import Inventory
 from hwmgr.lifecycle import kmod, record
-from hwmgr.lifecycle.dkms import Dkms, kernels_with_headers
+from hwmgr.lifecycle.advice import not_in_catalog
+from hwmgr.lifecycle.dkms import Dkms, headers_package, kernels_with_headers
 from hwmgr.lifecycle.recipe import load_recipe
 from hwmgr.lifecycle.steps import REGISTRY, RollbackParams, UpgradeParams, describe
 from hwmgr.output import printable
@@ -137,7 +138,7 @@ def _safety(host: Host, plan: Plan, settings: Config, env: Mapping[str, str] | N
     if ssh_if and ssh_if in ifaces:
         critical.append(f"{ssh_if} carries the current SSH session")
     for c in critical:
-        msg = f"{plan.driver} drives {c}; a failed driver would cut this host off"
+        msg = f"{c}, and {plan.driver} drives it: a failed driver would cut this host off"
         if force:
             plan.warnings.append(msg + " (--force given)")
         else:
@@ -159,12 +160,31 @@ def _safety(host: Host, plan: Plan, settings: Config, env: Mapping[str, str] | N
             plan.refuse(f"not enough space in the {what} dir {path}: {free >> 20} MiB free")
 
 
+def running_kernel(host: Host) -> str | None:
+    """The release the host runs (its /proc, else what the snapshot recorded)."""
+    return host.read_attr("/proc/sys/kernel/osrelease") or host.meta.get("kernel") or None
+
+
 def _kernels(host: Host, requested: list[str] | None) -> list[str]:
+    """`--kernel` values, else every kernel with headers (a kernel installed but not booted
+    included), else the running kernel: the plan then names the headers package it needs."""
     if requested:
         return list(dict.fromkeys(requested))
-    running = host.read_attr("/proc/sys/kernel/osrelease")
-    ks = [running] if running else []
-    return list(dict.fromkeys(ks + kernels_with_headers(host)))
+    found = kernels_with_headers(host)
+    if found:
+        return found
+    running = running_kernel(host)
+    return [running] if running else []
+
+
+def _running_left_out(host: Host, kernels: list[str], plan: Plan) -> None:
+    """Warn when the running kernel is not a target: it keeps its driver until a reboot."""
+    running = running_kernel(host)
+    if running and kernels and running not in kernels:
+        plan.warnings.append(
+            f"the running kernel {running} is not a target (it has no headers or --kernel left "
+            f"it out): it keeps the current driver; install {headers_package(host, running)} "
+            f"to build for it too")
 
 
 def _check_headers(host: Host, kernels: list[str], plan: Plan) -> None:
@@ -245,9 +265,7 @@ def plan_upgrade(
     if bad_version:
         plan.refuse(bad_version, EXIT_BAD_INPUT, INPUT)
     elif info is None:
-        listed = ", ".join(sorted(versions)) or "none"
-        plan.refuse(f"{driver} {version} is not in the catalog (listed: {listed})",
-                    EXIT_NOT_FOUND, CATALOG)
+        plan.refuse(not_in_catalog(driver, version, versions), EXIT_NOT_FOUND, CATALOG)
     info = info or {}
     if info.get("status") == "known-bad":
         plan.refuse(f"{driver} {version} is known-bad: {info.get('reason', '')}".strip(),
@@ -270,6 +288,7 @@ def plan_upgrade(
         plan.refuse("no target kernel: pass --kernel or install kernel headers",
                     EXIT_REFUSED, KERNEL)
     _check_headers(host, ks, plan)
+    _running_left_out(host, ks, plan)
     fix_first = any(getattr(r, "rank", HOST) <= CATALOG for r in plan.refusals)
     if (ks and not fix_first and not plan.unread
             and all(current[k][m]["version"] == version for k in ks for m in modules)):

@@ -17,6 +17,7 @@ from typing import Any, Iterable
 from hwmgr import safejson
 from hwmgr.config import shipped_dirs
 from hwmgr.errors import BadInputError, NotFoundError
+from hwmgr.lifecycle.advice import no_recipe
 from hwmgr.output import printable
 
 RECIPE_FORMAT = "hwmgr-recipe"
@@ -141,8 +142,29 @@ def load_recipe(driver: str, drivers_dir: str | os.PathLike[str] | None = None) 
         path = d / driver / RECIPE_FILE
         if path.is_file():
             return parse_recipe(path, driver)
-    where = ", ".join(str(d) for d in searched)
-    raise NotFoundError(f"no build recipe for driver '{driver}' (looked in {where})")
+    raise NotFoundError(no_recipe(driver, [str(d) for d in searched]))
+
+
+def list_recipes(drivers_dir: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+    """Every recipe found, in search order; a driver shadowed by an earlier dir is marked."""
+    seen: set[str] = set()
+    out = []
+    for d in drivers_dirs(drivers_dir):
+        if not d.is_dir():
+            continue
+        for sub in sorted(d.iterdir()):
+            path = sub / RECIPE_FILE
+            if not path.is_file():
+                continue
+            row: dict[str, Any] = {"driver": sub.name, "dir": str(d), "used": sub.name not in seen,
+                                   "description": "", "error": None}
+            try:
+                row["description"] = parse_recipe(path).description
+            except BadInputError as exc:
+                row["error"] = str(exc)
+            seen.add(sub.name)
+            out.append(row)
+    return out
 
 
 def parse_recipe(path: Path, driver: str | None = None) -> Recipe:

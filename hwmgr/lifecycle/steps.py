@@ -16,7 +16,8 @@ from typing import Any, Callable, Optional, TypedDict
 
 from hwmgr.errors import HwmgrError
 from hwmgr.host.hashing import sha256_file
-from hwmgr.lifecycle import kmod
+from hwmgr.lifecycle import initramfs, kmod
+from hwmgr.lifecycle.buildlog import BuildFailed, keep_log
 from hwmgr.lifecycle.dkms import Dkms, render_dkms_conf
 from hwmgr.lifecycle.expect import EXPECTATION_FORMAT
 from hwmgr.lifecycle.fetch import Source
@@ -149,10 +150,27 @@ def _build_do(ctx: Ctx) -> dict[str, Any]:
     built: dict[str, dict[str, str]] = {}
     for k in ctx.params["kernels"]:
         with ctx.ui.activity(f"dkms build {name}/{ver} for {k}") if ctx.ui else nullcontext():
-            kos = d.build(name, ver, k)
+            try:
+                kos = d.build(name, ver, k)
+            except BuildFailed as exc:
+                raise _keep_build_log(ctx, exc) from None
         built[k] = {m: str(p) for m, p in kos.items()}
         ctx.save(built=built)
     return {"built": built}
+
+
+def _keep_build_log(ctx: Ctx, exc: BuildFailed) -> BuildFailed:
+    """Copy the failed build's make.log into the state dir's logs/ before the undo deletes
+    the DKMS tree, journal where it is (`history --steps` shows it), show its last lines;
+    returns the failure to raise, naming the kept copy."""
+    p = ctx.params
+    dest = f"{ctx.state.path}/logs/{ctx.txn_id}-{p['driver']}-{p['version']}-{exc.kernel}.make.log"
+    kept = keep_log(ctx.host, exc, dest)
+    ctx.save(make_log=kept, **exc.as_dict())
+    show = getattr(ctx.ui, "build_log", None)
+    if show is not None and exc.facts.tail:
+        show(kept or exc.log, list(exc.facts.tail))
+    return exc.kept_at(kept) if kept else exc
 
 
 def _build_check(ctx: Ctx) -> bool:
@@ -233,9 +251,7 @@ def _restore(ctx: Ctx, wanted: dict[str, dict[str, Any]], versions: list[str],
                     ctx.state.restore_file(backup)
             elif not rec.get("path") and now.path and not now.builtin:
                 ctx.host.remove(now.path)  # there was no such module before
-        kmod.depmod(ctx.host, k)
-        if k in ctx.params.get("initramfs", []):
-            kmod.rebuild_initramfs(ctx.host, k)
+        kmod.depmod(ctx.host, k)  # the initramfs is the "initramfs" step's (lifecycle.initramfs)
     for v in versions:  # drop DKMS registrations no kernel uses any more
         if not any(e.version == v and e.kernel for e in d.status(name)):
             d.remove(name, v, "all", delete_source=True)
@@ -253,11 +269,6 @@ def _matches(ctx: Ctx, wanted: dict[str, dict[str, Any]]) -> bool:
 def _install_undo(ctx: Ctx) -> None:
     saved = ctx.output("backup").get("saved", {})
     _restore(ctx, saved, [ctx.params["version"]], ctx.data.get("uninstalled", {}))
-
-
-def _initramfs_do(ctx: Ctx) -> dict[str, Any]:
-    done = {k: kmod.rebuild_initramfs(ctx.host, k) for k in ctx.params.get("initramfs", [])}
-    return {"rebuilt": done}
 
 
 def _expectation(ctx: Ctx, version: str, files: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -318,8 +329,9 @@ def upgrade_steps(params: dict[str, Any]) -> list[Step]:
     dv = f"{params['driver']}/{params['version']}"
     url = params["source"].get("url", "?")
     ks = _kernels(params)
-    initramfs = (f"rebuild the initramfs for {_kernels(params, 'initramfs')}"
-                 if params.get("initramfs") else "none to rebuild (no initramfs holds it)")
+    image = (f"keep the initramfs of {_kernels(params, 'initramfs')} in the state dir, "
+             "rebuild it and check it holds the new module"
+             if params.get("initramfs") else "none to rebuild (no initramfs holds it)")
     return [
         Step("fetch", _fetch_do, None, _fetch_check,
              description=f"download {url} (sha256 checked; kept on rollback)"),
@@ -334,8 +346,8 @@ def upgrade_steps(params: dict[str, Any]) -> list[Step]:
              "(kept for rollback)"),
         Step("install", _install_do, _install_undo, _install_check, commit_point=True,
              description=f"dkms install {dv} for {ks} + depmod"),
-        Step("initramfs", _initramfs_do, _noop, lambda c: "rebuilt" in c.data,
-             description=initramfs),
+        Step("initramfs", initramfs.rebuild_do, initramfs.restore_undo,
+             initramfs.rebuilt_check, description=image),
         Step("arm", _arm_do_with(_resolved), _arm_undo, _arm_check,
              description=f"arm post-reboot verification of {params['driver']} "
              f"{params['version']}"),
@@ -367,14 +379,20 @@ def rollback_steps(params: dict[str, Any]) -> list[Step]:
                  for k, files in params["restore"].items() for m in mods)]
     if restore:
         restore[-1] += " (sha256 checked) + depmod"
-    if params.get("initramfs"):
-        restore.append(f"rebuild the initramfs for {_kernels(params, 'initramfs')}")
+    # a storage driver's initramfs: its own step, so undo puts the image back byte for byte
+    images = [Step("initramfs", initramfs.rollback_do, initramfs.restore_undo,
+                   initramfs.rebuilt_check, description=(
+                       f"keep the initramfs of {_kernels(params, 'initramfs')}, put back the "
+                       f"one transaction #{params['undo_upgrade']} kept (sha256 checked; "
+                       "rebuilt instead if something else changed it since)"))
+              ] if params.get("initramfs") else []
     return [
         Step("backup", _backup_do, _noop, lambda c: "saved" in c.data,
              description="back up the current module files into the state dir"),
         Step("restore", _rb_restore_do, _rb_restore_undo,
              lambda c: _matches(c, c.params["restore"]), commit_point=True,
              description="; ".join(restore)),
+        *images,
         Step("arm", _arm_do_with(lambda c: c.params["restore"]), _arm_undo, _arm_check,
              description=f"arm post-reboot verification of {d} {params['version']}"),
     ]

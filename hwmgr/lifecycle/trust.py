@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from hwmgr.errors import BadInputError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.seam import Host
+from hwmgr.lifecycle.advice import not_in_catalog
 from hwmgr.lifecycle.signature import header_key_id, same_key, verify_in_keyring
 from hwmgr.lifecycle.srpm import RPM_TIMEOUT, inspect_srpm
 
@@ -163,9 +164,7 @@ def version_entry(catalog: Any, driver: str, version: str) -> Mapping[str, Any]:
     entry = catalog.entry(driver)
     info: Mapping[str, Any] | None = entry.get("versions", {}).get(version)
     if info is None:
-        known = ", ".join(entry.get("versions", {})) or "none"
-        raise NotFoundError(f"{driver} {version} is not in the catalog (known: {known}); add "
-                            f"the version in a site catalog file first")
+        raise NotFoundError(not_in_catalog(driver, version, entry.get("versions", {})))
     if not info.get("source"):
         raise NotFoundError(f"{driver} {version} has no source (url) in the catalog; add one in "
                             f"a site catalog file first")

@@ -26,9 +26,14 @@ Step contract: `do` may be re-run after a crash, so it must overwrite partial re
 should `ctx.save()` what undo needs (e.g. `ctx.backup(path)`) BEFORE changing anything.
 `undo` must be idempotent and cope with data saved by a partially applied `do`.
 
-Test hook: env `HWMGR_CRASH_AT="<step-name|seq>:<phase>[,...]"` SIGKILLs the process at a
-boundary; phases: before (journaled started), saved (after ctx.save), after (do returned, not
-yet journaled done), done (journaled done), undo (before an undo runs).
+Signals (`interrupt`): SIGINT, SIGTERM, SIGHUP are deferred while a transaction runs or
+recovers; the running step finishes (or fails), the steps done are undone in reverse, and it
+ends `rolled-back` naming the signal. SIGKILL or power loss leave it for `hwmgr recover`.
+
+Test hook: env `HWMGR_CRASH_AT="<step-name|seq>:<phase>[:INT|TERM|HUP][,...]"` SIGKILLs the
+process at a boundary (or sends it the named signal); phases: before (journaled started),
+saved (after ctx.save), after (do returned, not yet journaled done), done (journaled done),
+undo (before an undo runs).
 """
 
 from __future__ import annotations
@@ -42,12 +47,14 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from hwmgr.errors import EXIT_INTERNAL, HwmgrError, RefusedError
 from hwmgr.host.capture import boot_id
+from hwmgr.transaction.interrupt import deferring_signals
 from hwmgr.transaction.journal import Journal
 from hwmgr.transaction.pending import NOTE
 from hwmgr.transaction.state import StateDir
 
 CRASH_ENV = "HWMGR_CRASH_AT"
 CRASH_PHASES = ("before", "saved", "after", "done", "undo")
+UNDO_FAILED = "; then the undo of step "  # joins the cause and a failed undo in journaled errors
 STEP_STATES = ("pending", "started", "done", "failed", "undone", "kept")
 TXN_STATES = ("running", "interrupted", "failed", "committed", "rolled-back")
 
@@ -160,6 +167,7 @@ class TxnResult:
     error: Optional[str] = None
     recovered: bool = False
     steps: list[dict[str, str]] = field(default_factory=list)
+    signal: Optional[str] = None  # the signal (SIGINT, SIGTERM, SIGHUP) that stopped it
 
     @property
     def ok(self) -> bool:
@@ -181,6 +189,7 @@ class TxnResult:
             "error": self.error,
             "recovered": self.recovered,
             "steps": self.steps,
+            "signal": self.signal,
         }
 
 
@@ -213,6 +222,11 @@ class Transaction:
         self._states = ["pending"] * len(self.steps)
         self._data: list[dict[str, Any]] = [{} for _ in self.steps]
         self._recovered = False
+        self.signal: str | None = None  # the first deferred signal that arrived (e.g. SIGINT)
+
+    def _note_signal(self, name: str) -> None:
+        if self.signal is None:
+            self.signal = name
 
     @property
     def journal(self) -> Journal:
@@ -228,6 +242,10 @@ class Transaction:
         """Run all steps; on failure undo in reverse. Refuses while another txn is open."""
         if self.id is not None:
             raise TransactionError(f"transaction {self.id} ({self.kind}) has already run")
+        with deferring_signals(self._note_signal):  # from the journal's first row on
+            return self._begin()
+
+    def _begin(self) -> TxnResult:
         journal = self.journal
         for t in journal.open_transactions():
             raise RefusedError(
@@ -252,10 +270,22 @@ class Transaction:
         self.journal.set_step(self.id or 0, seq, state, **kw)
         self._states[seq] = state
 
+    def _interrupted(self, seq: int) -> TxnResult | None:
+        """Roll back when a deferred signal arrived (checked before step `seq` runs, and with
+        `seq == len(steps)` before the commit)."""
+        if self.signal is None:
+            return None
+        done = [s.name for s, st in zip(self.steps, self._states) if st == "done"]
+        where = f"after step '{done[-1]}'" if done else "before its first step"
+        return self._backward(f"interrupted by {self.signal} {where}")
+
     def _forward(self) -> TxnResult:
         for seq, step in enumerate(self.steps):
             if self._states[seq] == "done":
                 continue
+            stopped = self._interrupted(seq)
+            if stopped is not None:
+                return stopped
             self._set(seq, "started")
             _crash_point(step, seq, "before")
             if self.ui is not None:
@@ -270,10 +300,14 @@ class Transaction:
                     raise TransactionError("do() finished but check() says the effect is absent")
             except Exception as exc:  # noqa: BLE001 - any step failure triggers a rollback
                 self._set(seq, "failed", error=_one_line(exc))
-                return self._backward(f"step '{step.name}' failed: {_one_line(exc)}")
+                why = f" (interrupted by {self.signal})" if self.signal else ""
+                return self._backward(f"step '{step.name}' failed: {_one_line(exc)}{why}")
             _crash_point(step, seq, "after")
             self._set(seq, "done", data=data)
             _crash_point(step, seq, "done")
+        stopped = self._interrupted(len(self.steps))
+        if stopped is not None:
+            return stopped
         # the boot this commit happens in: until the host reboots, what needs one is pending
         # (hwmgr.transaction.pending); a re-run after a crash overwrites it with the new boot
         booted = boot_id(self.state.host)
@@ -283,6 +317,7 @@ class Transaction:
         return self._result("committed")
 
     def _backward(self, error: str) -> TxnResult:
+        error = error.split(UNDO_FAILED, 1)[0]  # the cause, not an earlier attempt's undo error
         self.direction = "back"
         self.journal.set_txn(self.id or 0, direction="back", error=error)
         for seq in reversed(range(len(self.steps))):
@@ -298,7 +333,7 @@ class Transaction:
                 step.undo(Ctx(self, seq, "undo"))
             except Exception as exc:  # noqa: BLE001 - report which undo failed, keep txn open
                 msg = (
-                    f"undo of step '{step.name}' failed: {_one_line(exc)} ({error});"
+                    f"{error}{UNDO_FAILED}'{step.name}' failed: {_one_line(exc)};"
                     f" transaction {self.id} left open, run `hwmgr recover`"
                 )
                 self.journal.set_step(
@@ -320,6 +355,7 @@ class Transaction:
             error=error,
             recovered=self._recovered,
             steps=[{"name": s.name, "state": st} for s, st in zip(self.steps, self._states)],
+            signal=self.signal,
         )
 
     # ------------------------------------------------------------------ recovery
@@ -365,7 +401,8 @@ class Transaction:
         txn._recovered = True
         txn._states = [s["state"] for s in row["steps"]]
         txn._data = [s["data"] for s in row["steps"]]
-        return txn._finish(row["error"])
+        with deferring_signals(txn._note_signal):
+            return txn._finish(row["error"])
 
     def _finish(self, prior_error: str | None) -> TxnResult:
         for seq, step in enumerate(self.steps):
@@ -459,5 +496,9 @@ def _crash_point(step: Step, seq: int, phase: str) -> None:
         return
     for item in spec.split(","):
         where, _, when = item.strip().rpartition(":")
+        sig = signal.SIGKILL
+        if when in ("INT", "TERM", "HUP"):
+            sig = getattr(signal, f"SIG{when}")
+            where, _, when = where.rpartition(":")
         if when == phase and where in (step.name, str(seq)):
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), sig)

@@ -1,10 +1,12 @@
 """The human `hwmgr check` table: findings grouped by device (or interface, or the host),
 drifted items first, each with expected → actual and the command that fixes it.
 
-On a terminal each group is a rich table of `Text` cells (no markup is ever parsed from a
-value); piped, it is plain aligned text. Host- and catalog-supplied strings pass through
-`printable()` first. After the groups, the fixes are repeated merged per tool and
-interface, ready to paste.
+No value is ever cut: a cell wraps at word boundaries, a fix command stays whole on one line
+(below its row when the FIX / NOTE column is too narrow for it), and a word wider than its
+column widens the line rather than losing characters. The same lines are printed on a
+terminal (status coloured) and piped (plain ASCII layout, no box drawing). Host- and
+catalog-supplied strings pass through `printable()` first. After the groups, the fixes are
+repeated merged per tool and interface, ready to paste.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ HEAD = ("STATUS", "ITEM", "EXPECTED", "ACTUAL", "FIX / NOTE")
 LEGEND = ("drift = not what the catalog wants (run the fix); unknown = could not be read; "
           "uncatalogued = the catalog has no verdict on this version; "
           "unsupported = the device cannot do it; ok = as the catalog wants.")
+NOTE_MIN = 20  # a FIX / NOTE column narrower than this puts every note below its row
 
 
-def _value(v: Any) -> str:
+def value_text(v: Any) -> str:
     """A JSON value as a cell: bounds as ≥/≤, lists space-joined, null as -."""
     if v is None:
         return "-"
@@ -33,16 +36,17 @@ def _value(v: Any) -> str:
         words = bounds(v)
         if words is not None:
             return words
-        return ", ".join(f"{k} {_value(x)}" for k, x in v.items())
+        return ", ".join(f"{k} {value_text(x)}" for k, x in v.items())
     if isinstance(v, list):
-        return " ".join("*" if x is None else _value(x) for x in v)
+        return " ".join("*" if x is None else value_text(x) for x in v)
     return str(v)
 
 
 def _cells(f: dict[str, Any]) -> list[str]:
+    """STATUS, ITEM, EXPECTED, ACTUAL, FIX / NOTE, and "fix" when the note is a command."""
     note = f["fix"] if f["fix"] else ("" if f["status"] == "ok" else f["reason"])
-    return [printable(x) for x in (f["status"], f["item"], _value(f["expected"]),
-                                   _value(f["actual"]), note or "")]
+    return [printable(x) for x in (f["status"], f["item"], value_text(f["expected"]),
+                                   value_text(f["actual"]), note or "")] + ["fix" * bool(f["fix"])]
 
 
 def groups(data: dict[str, Any], devices: dict[str, str]) -> list[tuple[str, list[dict]]]:
@@ -66,7 +70,6 @@ def groups(data: dict[str, Any], devices: dict[str, str]) -> list[tuple[str, lis
 def render(console: Any, data: dict[str, Any], devices: dict[str, str] | None = None) -> None:
     """Title, one table per group, the merged fixes, the legend."""
     width = max(int(console.width or 80), 40)
-    tty = bool(console.is_terminal)
     host = data["host"]
     s = data["summary"]
     verdict = "compliant" if data["compliant"] else "NOT compliant"
@@ -79,22 +82,18 @@ def render(console: Any, data: dict[str, Any], devices: dict[str, str] | None = 
         console.out(line, style="bold")
     grouped = groups(data, devices or {})
     rows = [_cells(f) for _, items in grouped for f in items]
-    widths = [max([cell_len(h)] + [cell_len(r[i]) for r in rows]) for i, h in
-              enumerate(HEAD[:4])]
+    widths = fit_widths([list(HEAD[:4])] + [r[:4] for r in rows], width - 2 - 2 * 4)
     for head, items in grouped:
         console.out("")
         console.out(head, style="bold")
-        if tty:
-            _rich(console, [_cells(f) for f in items], widths, width)
-        else:
-            for line in _plain([_cells(f) for f in items], widths, width):
-                console.out(line)
+        for line, status in table_lines([_cells(f) for f in items], widths, width):
+            _line(console, line, status)
     fixes = merge(f["fix"] for f in data["findings"] if f["status"] == "drift")
     if fixes:
         console.out("")
         console.out("To fix:", style="bold")
         for cmd in fixes:
-            console.out(f"  {printable(cmd)}")
+            _line(console, f"  {printable(cmd)}", None)
     for p in data.get("reboot_pending", []):
         console.out(printable(f"reboot pending: {p.get('driver')}: {p.get('reason', '')}"),
                     style="yellow")
@@ -103,31 +102,68 @@ def render(console: Any, data: dict[str, Any], devices: dict[str, str] | None = 
         console.out(line, style="dim")
 
 
-def _plain(rows: list[list[str]], widths: list[int], width: int) -> list[str]:
-    """Two-space aligned columns under a 2-space indent; the last column wraps."""
+def _line(console: Any, line: str, status: str | None) -> None:
+    """One laid-out line, never cropped or re-wrapped by rich (a whole command may be wider
+    than the terminal: it soft-wraps there and still pastes as one line)."""
+    from rich.text import Text  # rich: only drawing needs it
+
+    text = Text(line, no_wrap=True, overflow="ignore")
+    if status and console.is_terminal:
+        text.stylize(STYLE.get(status, ""), 2, 2 + len(status))
+    elif line.startswith("  STATUS") and console.is_terminal:
+        text.stylize("bold")
+    console.print(text, crop=False, soft_wrap=True, highlight=False)
+
+
+def _longest_word(text: str) -> int:
+    return max((cell_len(w) for w in text.split()), default=0)
+
+
+def fit_widths(rows: list[list[str]], room: int) -> list[int]:
+    """Column widths for `rows` within `room` cells: each column starts at its longest value
+    and, while the total is too wide, the column with the most slack above its longest word
+    gives one cell (so a value wraps between words, never inside one)."""
+    widths = [max(cell_len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    floors = [max(_longest_word(r[i]) for r in rows) or 1 for i in range(len(rows[0]))]
+    while sum(widths) > room:
+        slack = [w - f for w, f in zip(widths, floors)]
+        i = max(range(len(widths)), key=lambda k: slack[k])
+        if slack[i] <= 0:
+            break  # every column is down to its longest word: the line is wider than room
+        widths[i] -= 1
+    return widths
+
+
+def table_lines(rows: list[list[str]], widths: list[int],
+                width: int) -> list[tuple[str, str | None]]:
+    """(line, status) for the header and each row: STATUS ITEM EXPECTED ACTUAL wrapped by
+    cell at word boundaries; a fix inline when it fits whole in the FIX / NOTE column, else
+    alone on the next line under ITEM; a reason wrapped inline, or below when the column is
+    narrower than NOTE_MIN."""
     indent = 2 + sum(w + 2 for w in widths)
-    room = max(width - indent, 20)
-
-    def line(cells: list[str]) -> list[str]:
-        first = "  " + "  ".join(c + " " * (w - cell_len(c)) for c, w in zip(cells, widths))
-        note = wrap(cells[4], room) if cells[4] else [""]
-        return [(first + "  " + note[0]).rstrip()] + [" " * indent + n for n in note[1:]]
-
-    out = line(list(HEAD))
-    for r in rows:
-        out += line(r)
+    room = width - indent
+    under = 2 + widths[0] + 2  # a note that does not fit inline starts under ITEM
+    out: list[tuple[str, str | None]] = []
+    head = list(HEAD[:4]) + [HEAD[4] if any(r[4] for r in rows) else ""]
+    for n, cells in enumerate([head, *rows]):
+        wrapped = [wrap(c, w) if cell_len(c) > w else [c] for c, w in zip(cells[:4], widths)]
+        note, is_fix = cells[4], len(cells) > 5 and cells[5] == "fix"
+        inline: list[str] = []
+        below: list[str] = []
+        if note and is_fix:
+            (inline if cell_len(note) <= room else below).append(note)
+        elif note and room >= NOTE_MIN:
+            inline = wrap(note, room)
+        elif note:
+            below = wrap(note, max(width - under, NOTE_MIN))
+        if n == 0 and room < NOTE_MIN:
+            inline = []  # no FIX / NOTE column: every note goes below its row
+        height = max(len(inline), *(len(c) for c in wrapped))
+        for k in range(height):
+            parts = [(c[k] if k < len(c) else "") for c in wrapped]
+            line = "  " + "  ".join(p + " " * (w - cell_len(p)) for p, w in zip(parts, widths))
+            if k < len(inline):
+                line += "  " + inline[k]
+            out.append((line.rstrip(), cells[0] if n and k == 0 else None))
+        out += [(" " * under + b, None) for b in below]
     return out
-
-
-def _rich(console: Any, rows: list[list[str]], widths: list[int], width: int) -> None:
-    """The same columns as a rich table; every cell is Text, so nothing is read as markup."""
-    from rich.table import Table  # rich: only drawing needs it
-    from rich.text import Text
-
-    t = Table(show_edge=False, pad_edge=False, header_style="bold", box=None)
-    for i, h in enumerate(HEAD):
-        t.add_column(h, width=widths[i] if i < 4 else None, no_wrap=i < 4,
-                     overflow="fold")
-    for r in rows:
-        t.add_row(Text(r[0], style=STYLE.get(r[0], "")), *(Text(c) for c in r[1:]))
-    console.print(t, crop=False, width=width)

@@ -21,10 +21,12 @@ def parents(mutating: bool = True, root: bool = False) -> list[argparse.Argument
     return [common_options(root=root), lifecycle_options(mutating)]
 
 
-def require_root(host: Host) -> None:
-    """Mutating the live host needs root; say so before anything happens."""
+def require_root(host: Host, what: str = "changes drivers (DKMS, /lib/modules, the journal "
+                 "in the state dir)") -> None:
+    """Mutating the live host needs root; say so, with what the verb changes, before anything
+    happens."""
     if host.live and os.geteuid() != 0:
-        raise NotPermittedError("this command changes drivers and must run as root")
+        raise NotPermittedError(f"must run as root: it {what}")
 
 
 def confirm(args: argparse.Namespace, what: str) -> None:
@@ -44,7 +46,7 @@ def plan_outcome(command: str, plan: Plan) -> Outcome:
         return Outcome(command, status="refused", data=data,
                        errors=[r["reason"] for r in data["refusals"]],
                        exit_code=getattr(plan, "exit_code", EXIT_REFUSED),
-                       render=lambda c: render_plan(c, data))
+                       render=lambda c: render_plan(c, data), render_shows_errors=True)
     return Outcome(command, data=data, render=lambda c: render_plan(c, data))
 
 
@@ -104,6 +106,7 @@ class ProgressUI:
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self._console: Any = None
         self._t0 = time.monotonic()
+        self._bars: list[dict[str, Any]] = []  # the terminal bars still running
 
     @property
     def console(self) -> Any:
@@ -124,10 +127,39 @@ class ProgressUI:
         self._line(f"step {name}: {phase}")
 
     def download(self, name: str, total: int) -> Callable[[int, int], None]:
-        """A fetch progress callback (done, total)."""
+        """A fetch progress callback (done, total): a rich bar on a terminal, a line when the
+        transfer starts and one when it ends otherwise. Nothing shows until bytes move (a
+        cache or mirror hit never calls it)."""
+        t0 = time.monotonic()
+        state: dict[str, Any] = {}
+
+        def piped(done: int, tot: int) -> None:
+            size = tot or total
+            if "started" not in state:
+                state["started"] = True
+                how = f"resuming at {done} of {size}" if done else f"{size}"
+                self._line(f"downloading {name} ({how} bytes)")
+            if done >= size and "ended" not in state:
+                state["ended"] = True
+                self._line(f"downloaded {name}: {size} bytes in "
+                           f"{time.monotonic() - t0:.1f} s")
+
         if not self.tty:
-            self._line(f"downloading {name} ({total} bytes)")
-            return lambda done, tot: None
+            return piped
+        self._bars.append(state)
+
+        def update(done: int, tot: int) -> None:
+            if "bar" not in state:
+                state["bar"], state["task"] = self._bar(name, tot or total)
+            bar = state["bar"]
+            bar.update(state["task"], completed=done, total=tot or total)
+            if done >= (tot or total):
+                bar.stop()
+                self._bars.remove(state)
+
+        return update
+
+    def _bar(self, name: str, total: int) -> tuple[Any, Any]:
         from rich.progress import (  # rich: only a progress bar on a terminal needs it
             BarColumn,
             DownloadColumn,
@@ -141,13 +173,24 @@ class ProgressUI:
                        console=self.console, transient=True)
         task = bar.add_task(name, total=total)
         bar.start()
+        return bar, task
 
-        def update(done: int, tot: int) -> None:
-            bar.update(task, completed=done, total=tot or total)
-            if done >= (tot or total):
-                bar.stop()
+    def retry(self, text: str) -> None:
+        """A download failed and will be retried: say why and when (above a running bar)."""
+        self._line(text)
 
-        return update
+    def close(self) -> None:
+        """Stop any bar a failed download left running (the error line then stands alone)."""
+        for state in self._bars:
+            if "bar" in state:
+                state["bar"].stop()
+        self._bars.clear()
+
+    def build_log(self, log: str, tail: list[str]) -> None:
+        """A failed build's last make.log lines, before the undo starts (the log is kept)."""
+        self._line(f"dkms build failed; last {len(tail)} lines of {log}:")
+        for line in tail:
+            print(printable(f"  | {line}"), file=self.stream, flush=True)
 
     @contextmanager
     def activity(self, what: str) -> Iterator[None]:

@@ -28,6 +28,13 @@ def common_options(json_flag: bool = True, root: bool = False) -> argparse.Argum
         metavar="FILE",
         help="catalog file(s) to use instead of the bundled/installed ones",
     )
+    p.add_argument(
+        "--site-catalog",
+        action="append",
+        metavar="FILE",
+        help="a site layer over the catalog in force (repeatable; unlike --catalog it replaces "
+             "nothing)",
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks on internal errors")
     return p
 

@@ -4,6 +4,7 @@ docs/exit-codes.md, the README and the Ansible modules' table."""
 
 from __future__ import annotations
 
+import argparse
 import textwrap
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -66,3 +67,17 @@ def epilog(notes: str, examples: Sequence[Example], exit_codes: Mapping[int, str
 def short_name(code: int) -> str:
     """The one-word name of a code (for messages and tables)."""
     return EXIT_NAMES.get(code, "undocumented")
+
+
+def sub_action_examples(parser: argparse.ArgumentParser, verb: str,
+                        examples: Sequence[Example]) -> None:
+    """Give each sub-action's `--help` (`hwmgr catalog show --help`, `hwmgr mirror sync
+    --help`) the verb's examples that use it, laid out as in the verb's own help."""
+    for action in parser._actions:  # argparse keeps its sub-parsers only here
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for name, sub in action.choices.items():
+            mine = [ex for ex in examples if ex.command.split()[:3] == ["hwmgr", verb, name]]
+            if mine and not sub.epilog:
+                sub.epilog = "\n".join(["examples:", *example_lines(mine)]) + "\n"
+                sub.formatter_class = argparse.RawDescriptionHelpFormatter

@@ -169,7 +169,7 @@ class Verifier:
         if iface not in ifaces:
             return [Check("throughput", "interface", ifaces, iface, "unknown", "",
                           f"traffic to {opts.peer} would not cross a {exp['driver']} "
-                          "interface: set bind_dev / --bind-dev")]
+                          "interface: set bind_dev / --interface")]
         opts = tp.Options(**{**opts.__dict__, "bind_dev": iface})
         try:
             catalog = self.opts.catalog() if self.opts.catalog and opts.floor_mbps is None \

@@ -14,7 +14,7 @@ import math
 import re
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from hwmgr import safejson
 from hwmgr.errors import NotFoundError, RefusedError
@@ -30,6 +30,10 @@ MAX_SANE_BPS = 10e12  # 10 Tbit/s: above that a counter overflowed
 MAX_SANE_COUNT = 1 << 31  # retransmits beyond this are a wrapped counter
 MAX_IPERF_DIGITS = 20  # iperf3's counters are 64-bit: 20 digits at most
 GRACE_SECONDS = 4.0  # end-of-test exchange and process start-up
+RESTART_GRACE = 3.0  # a serving peer starts its next one-off server within this
+# what iperf3 says to a client while the peer's one-off server is ending or not yet back
+RESTARTING = ("Connection refused", "server is busy", "Connection reset by peer")
+LISTEN_FAILS_WITHIN = 1.0  # a one-off server failing this fast could not listen at all
 _NAN = re.compile(r"(?<![\w\"])[-+]?(nan|inf(inity)?)(?![\w\"])", re.IGNORECASE)
 DIRECTIONS = {"send": False, "receive": True}  # direction -> iperf3 -R
 
@@ -185,8 +189,7 @@ def _reject_constant(name: str) -> float:
 
 
 def _iperf_int(text: str) -> int:
-    """json's integer hook for iperf3 output: a counter of more than MAX_IPERF_DIGITS digits
-    is an overflow (and float() of a 400-digit int would raise OverflowError)."""
+    """json's integer hook: over MAX_IPERF_DIGITS digits is an overflow (float() raises)."""
     if len(text.lstrip("-")) > MAX_IPERF_DIGITS:
         raise IperfOutputError(f"iperf3 printed a {len(text.lstrip('-'))}-digit number: "
                                "overflowed")
@@ -194,8 +197,7 @@ def _iperf_int(text: str) -> int:
 
 
 def _outside(text: str) -> str:
-    """iperf3's own words for a reason line: one line, at most 160 characters, its control
-    bytes (an escape sequence in an error message) escaped."""
+    """iperf3's own words for a reason: one line of 160 characters, control bytes escaped."""
     line = printable(" ".join(text.split()))
     return line if len(line) <= 160 else line[:157] + "..."
 
@@ -282,11 +284,18 @@ def judge(run: Run, floor: float | None) -> Run:
     return run
 
 
-def run_once(host: Host, address: str, opts: Options, streams: int, direction: str) -> Run:
-    """One bounded iperf3 run; tool failures come back as an `unknown` Run, never raised."""
+def run_once(host: Host, address: str, opts: Options, streams: int, direction: str,
+             *, restart_grace: float = 0.0) -> Run:
+    """One bounded iperf3 run; tool failures come back as an `unknown` Run, never raised.
+    `restart_grace`: for a second direction, how long a refused connection is retried while
+    the peer's `hwmgr throughput --serve` starts its next one-off server."""
     argv = build_argv(address, opts, streams, DIRECTIONS[direction])
     t0 = time.monotonic()
     res = host.run(argv, timeout=hard_timeout(opts))
+    while (any(m in res.stdout + res.stderr for m in RESTARTING)
+           and time.monotonic() - t0 < restart_grace):
+        time.sleep(0.1)
+        res = host.run(argv, timeout=hard_timeout(opts))
     wall = round(time.monotonic() - t0, 3)
     run = Run(direction, "unknown", wall_seconds=wall, argv=argv)
     try:
@@ -377,7 +386,7 @@ def refuse_critical(host: Host, iface: str, force: bool) -> str | None:
         why = f"{iface} carries the current SSH session"
     if why and not force:
         raise RefusedError(f"{why}: a throughput test would load it; use a dedicated test "
-                           "link (--bind-dev) or --force")
+                           "link (--interface) or --force")
     return f"{why} (--force given)" if why else None
 
 
@@ -391,7 +400,7 @@ def check(host: Host, opts: Options, *, catalog: Any = None, driver: str | None 
     address = resolve_peer(host, opts.peer)
     iface = opts.bind_dev
     if iface and not host.exists(f"/sys/class/net/{iface}"):
-        raise NotFoundError(f"interface {iface} does not exist (--bind-dev)")
+        raise NotFoundError(f"interface {iface} does not exist (--interface)")
     if iface is None and address is not None:
         iface = route_interface(host, address)
     report = Report(opts.peer, address, iface, None, 1, opts.floor_mbps, opts.floor_source)
@@ -417,8 +426,9 @@ def check(host: Host, opts: Options, *, catalog: Any = None, driver: str | None 
         elif frac:
             report.notes.append(f"{iface} link speed unknown: cannot apply the catalog's "
                                 f"{frac[0]:g} x link floor")
-    for direction in opts.directions:
-        run = run_once(host, address, opts, report.streams, direction)
+    for n, direction in enumerate(opts.directions):
+        run = run_once(host, address, opts, report.streams, direction,
+                       restart_grace=RESTART_GRACE if n else 0.0)
         report.runs.append(judge(run, report.floor_mbps))
     return report
 
@@ -438,9 +448,34 @@ def serve(host: Host, port: int = 5201, timeout: float = 300.0,
         nums = parse_output(res)
     except IperfOutputError as exc:
         out["reason"] = str(exc)
+        if res.rc == RC_NOT_AVAILABLE:
+            out["status"] = "unavailable"
         return out
     out.update(status="served", **nums)
     return out
+
+
+def serve_many(host: Host, port: int = 5201, *, count: int | None = None,
+               idle: float = 300.0, bind: str | None = None,
+               each: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Serve tests one after another until `count` were served (None: until interrupted), so
+    a client's send-then-receive (`--both`) finds the server again. Each test is a one-off
+    iperf3 server (its own JSON summary); a wait longer than `idle` just starts a new one.
+    `each` sees every test as it ends (a failed one too). Stops, the failure last, when iperf3
+    cannot serve at all (not installed, port taken: it fails at once)."""
+    served: list[dict[str, Any]] = []
+    while count is None or len(served) < count:
+        t0 = time.monotonic()
+        out = serve(host, port, idle, bind)
+        if out["status"] == "unknown" and out["reason"].startswith("no client finished"):
+            continue  # nobody came: keep listening
+        if out["status"] == "unavailable" or (
+                out["status"] != "served" and time.monotonic() - t0 < LISTEN_FAILS_WITHIN):
+            return [*served, out]
+        served.append(out)
+        if each is not None:
+            each(out)
+    return served
 
 
 # ----------------------------------------------------------------------------- history

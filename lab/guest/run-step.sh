@@ -10,6 +10,8 @@ say "step start"
 (cd /lab && bash /lab/step.sh) 2>&1 | tee $OUT/step.log
 echo "${PIPESTATUS[0]}" > $OUT/step.rc
 say "step done, exit $(cat $OUT/step.rc)"
+# the storage scenario boots the initramfs /boot holds now: hand it to the harness
+[ -f /lab/storage ] && cp /boot/initrd.img-"$(uname -r)" $OUT/initrd.img
 sync
 if [ -f /run/lab-reboot-requested ]; then
   say "END reboot"; systemctl reboot

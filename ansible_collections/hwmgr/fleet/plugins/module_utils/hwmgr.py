@@ -46,8 +46,8 @@ EXIT_NAMES = {
 # verb -> the exit codes its help documents
 VERB_EXIT_CODES = {
     'inventory': (0, 2, 3, 8, 70, 130),
-    'check': (0, 2, 3, 5, 7, 8, 11, 70, 130),
-    'snapshot': (0, 2, 3, 70, 130),
+    'check': (0, 2, 3, 5, 6, 7, 8, 11, 70, 130),
+    'snapshot': (0, 2, 3, 8, 70, 130),
     'catalog': (0, 1, 2, 3, 8, 9, 70, 130),
     'vercmp': (0, 2, 8, 70, 130),
     'plan': (0, 2, 3, 4, 8, 9, 11, 70, 130),
@@ -62,8 +62,9 @@ VERB_EXIT_CODES = {
     'throughput': (0, 1, 2, 3, 9, 11, 70, 130),
     'mirror': (0, 1, 2, 3, 8, 9, 70, 130),
     'package': (0, 1, 2, 3, 8, 9, 70, 130),
+    'recipe': (0, 1, 2, 3, 8, 9, 13, 70, 130),
     'fleet-report': (0, 2, 5, 6, 7, 8, 11, 70, 130),
-    'collect-script': (0, 2, 70, 130),
+    'collect-script': (0, 2, 3, 8, 70, 130),
 }
 # END exit codes
 # a check's exit code -> the host status of the fleet-report input format
@@ -104,17 +105,19 @@ COMMON_ARGUMENT_SPEC = dict(
 
 
 def base_argv(module, verb):
-    """`hwmgr VERB --json` plus one --catalog per layer (files, then inline content)."""
+    """`hwmgr VERB --json` plus one --site-catalog per layer (files, then inline content):
+    layers over the host's own catalog (shipped or installed, and its catalog.d), never
+    instead of it, so a partial site file is enough and the base's verdicts still apply."""
     p = module.params
     argv = [find_hwmgr(module, p["executable"]), verb, "--json"]
     for path in p["catalogs"] + write_catalogs(module, p["catalog_content"]):
-        argv += ["--catalog", path]
+        argv += ["--site-catalog", path]
     return argv
 
 
 def write_catalogs(module, contents):
     """Inline catalog layers ({name: JSON text}, in order) as private files under the
-    module's temporary directory; returns their paths for repeated --catalog."""
+    module's temporary directory; returns their paths for repeated --site-catalog."""
     if not contents:
         return []
     base = os.path.join(module.tmpdir, "hwmgr-catalogs")

@@ -13,7 +13,8 @@ module: hwmgr_check
 short_description: Check drivers, firmware, NIC settings and sysctls against the hwmgr catalog
 description:
   - Runs C(hwmgr check --json) on the managed host, or on a snapshot given by O(root), and
-    returns the check's data; also sets C(ansible_facts.hwmgr).
+    returns the check's data once (RV(data)); also sets a small C(ansible_facts.hwmgr)
+    (status and counts, not the findings again).
   - Read-only, so never C(changed) and the same in check mode.
   - Drift (hwmgr exit 5), reboot pending (7) and unknown (11) are results, not failures.
     The module fails only when hwmgr itself fails (usage, bad input, not found, internal
@@ -30,7 +31,7 @@ options:
   catalogs:
     description:
       - Catalog files on the host running the module, layered over the shipped catalog in
-        this order (repeated C(--catalog)).
+        this order (repeated C(--site-catalog), so layers and never a replacement).
     type: list
     elements: path
     default: []
@@ -86,14 +87,11 @@ summary:
   description: Counts of findings by status (ok, drift, unknown, uncatalogued, unsupported).
   returned: success
   type: dict
-findings:
-  description: One entry per checked item (layer, device, interface, item, expected, actual,
-    status, reason, fix, evidence).
-  returned: success
-  type: list
-  elements: dict
 data:
-  description: The whole data object of C(hwmgr check --json).
+  description: The whole data object of C(hwmgr check --json); its C(findings) has one entry
+    per checked item (layer, device, interface, item, expected, actual, status, reason, fix,
+    evidence). The findings are returned only here, once (a fleet keeps every host's result
+    in memory on the control node).
   returned: success
   type: dict
 errors:
@@ -102,7 +100,8 @@ errors:
   type: list
   elements: str
 ansible_facts:
-  description: C(hwmgr) holds the check's data plus C(rc) and C(status).
+  description: C(hwmgr) holds C(rc), C(status), C(compliant), C(summary) and
+    C(catalog_version) (the findings are in RV(data)).
   returned: success
   type: dict
 """
@@ -133,12 +132,13 @@ def main():
     rc, envelope = run_hwmgr(module, argv, ok_codes=tuple(CHECK_STATUS))
     data = envelope["data"]
     status = CHECK_STATUS[rc]
-    facts = dict(data, rc=rc, status=status)
+    facts = dict(rc=rc, status=status, compliant=data.get("compliant"),
+                 summary=data.get("summary"), catalog_version=data.get("catalog_version"))
     # failed=False: Ansible treats a result whose rc is not 0 as failed unless told otherwise
     module.exit_json(
         changed=False, failed=False, rc=rc, status=status, compliant=data.get("compliant"),
-        summary=data.get("summary"), findings=data.get("findings", []), data=data,
-        errors=envelope.get("errors") or [], ansible_facts={"hwmgr": facts})
+        summary=data.get("summary"), data=data, errors=envelope.get("errors") or [],
+        ansible_facts={"hwmgr": facts})
 
 
 if __name__ == "__main__":

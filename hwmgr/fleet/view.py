@@ -1,0 +1,134 @@
+"""What a person reads first in a fleet report, computed once for the page and the metrics.
+
+`fleet_items`: each drifting (or unknown) item across the fleet, with how many hosts have it,
+the values seen and the fix; `group_rows`: hosts per group and status; `compact`: every host's
+findings as small integer rows over one string table, for the page's on-demand detail (a
+finding costs ~20 bytes instead of ~450 as JSON objects).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any, Callable, TypedDict
+
+from hwmgr.fleet.report import FINDING_STATUSES, HOST_ORDER, HOST_STATUSES, LAYERS, Report
+from hwmgr.fleet.trend import News
+
+Shown = Callable[[Any], str]  # a finding value for a person (check's own words for limits)
+ITEM_ORDER = ("drift", "unknown", "uncatalogued", "unsupported", "ok")  # worst first
+NO_RESULT = ("unreachable", "failed")
+
+
+class FleetItem(TypedDict):
+    """One (layer, item, status) across the fleet."""
+
+    layer: str
+    item: str
+    status: str
+    hosts: int
+    expected: list[tuple[str, int]]  # shown value, hosts; most common first
+    actual: list[tuple[str, int]]
+    fix: str | None  # the most common fix (it names each host's interface)
+    reason: str | None
+
+
+def fleet_items(report: Report, shown: Shown, statuses: tuple[str, ...] = ITEM_ORDER,
+                top: int = 3) -> list[FleetItem]:
+    """Items by status, worst first, then by the number of hosts that have them."""
+    hosts: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    exp: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
+    act: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
+    fixes: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
+    reasons: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
+    for name, host in report["hosts"].items():
+        for f in host["findings"]:
+            if f["status"] not in statuses:
+                continue
+            key = (f["layer"], f["item"], f["status"])
+            hosts[key].add(name)
+            if f["status"] == "ok":
+                continue  # counted only: values of what complies are what the catalog says
+            exp[key][shown(f["expected"])] += 1
+            act[key][shown(f["actual"])] += 1
+            if f.get("fix"):
+                fixes[key][f["fix"]] += 1
+            if f.get("reason"):
+                reasons[key][f["reason"]] += 1
+    out: list[FleetItem] = []
+    for key, names in hosts.items():
+        layer, item, status = key
+        out.append({"layer": layer, "item": item, "status": status, "hosts": len(names),
+                    "expected": exp[key].most_common(top), "actual": act[key].most_common(top),
+                    "fix": fixes[key].most_common(1)[0][0] if fixes[key] else None,
+                    "reason": reasons[key].most_common(1)[0][0] if reasons[key] else None})
+    out.sort(key=lambda r: (ITEM_ORDER.index(r["status"]), -r["hosts"],
+                            LAYERS.index(r["layer"]), r["item"]))
+    return out
+
+
+def group_rows(report: Report, groups: dict[str, str]) -> list[dict[str, Any]]:
+    """Per group: hosts per status and its most common drifting items; worst groups first."""
+    rows: dict[str, dict[str, Any]] = {}
+    for name, host in report["hosts"].items():
+        g = groups.get(name, "ungrouped")
+        row = rows.setdefault(g, {"group": g, "hosts": 0, "status": Counter(),
+                                  "items": Counter()})
+        row["hosts"] += 1
+        row["status"][host["status"]] += 1
+        row["items"].update({f["item"] for f in host["findings"] if f["status"] == "drift"})
+    return sorted(rows.values(), key=lambda r: (-r["status"]["drift"],
+                                                -sum(r["status"][s] for s in NO_RESULT),
+                                                -r["status"]["unknown"], r["group"]))
+
+
+def host_order(report: Report) -> list[str]:
+    """Hosts by severity: status (worst first), then most drifting items, then name."""
+    def drift(name: str) -> int:
+        return sum(1 for f in report["hosts"][name]["findings"] if f["status"] == "drift")
+    return sorted(report["hosts"], key=lambda n: (HOST_ORDER[report["hosts"][n]["status"]],
+                                                   -drift(n), n))
+
+
+def compact(report: Report, groups: dict[str, str], news: News,
+            shown: Shown) -> dict[str, Any]:
+    """The page's data: {s: strings, f: finding lists, h: [[name, status, group, error, new,
+    findings]]}.
+
+    A finding list is one flat list, 7 integers per finding: finding status, layer, where,
+    item, expected, actual, fix-or-reason (string indexes; -1 for none), worst first as in
+    the report; a host's `findings` is the index of its list in `f`, so hosts with the same
+    findings (most compliant ones) share one. `new` is 1 when the host drifts on something
+    it did not drift on last time; `n` lists the new drift keys per host index."""
+    strings: dict[str, int] = {}
+
+    def s(value: str | None) -> int:
+        if value is None or value == "":
+            return -1
+        idx = strings.get(value)
+        if idx is None:
+            idx = strings[value] = len(strings)
+        return idx
+
+    hosts = []
+    lists: dict[tuple[int, ...], int] = {}
+    new_keys: dict[str, list[int]] = {}
+    for i, name in enumerate(host_order(report)):
+        h = report["hosts"][name]
+        flat: list[int] = []
+        for f in h["findings"]:
+            where = f.get("interface") or f.get("device")
+            ok = f["status"] == "ok"
+            note = None if ok else (f.get("fix") or f.get("reason"))
+            flat += [FINDING_STATUSES.index(f["status"]), LAYERS.index(f["layer"]), s(where),
+                     s(f["item"]), -1 if ok else s(shown(f["expected"])),
+                     s(shown(f["actual"])), s(note)]
+        new = news["items"].get(name)
+        if new:
+            new_keys[str(i)] = [s(k) for k in new]
+        shared = lists.setdefault(tuple(flat), len(lists))
+        hosts.append([s(name), HOST_STATUSES.index(h["status"]), s(groups.get(name)),
+                      s(h["error"]), 1 if new else 0, shared])
+    return {"v": 1, "st": list(HOST_STATUSES), "fs": list(FINDING_STATUSES),
+            "ly": list(LAYERS), "s": list(strings), "f": [list(f) for f in lists], "h": hosts,
+            "n": new_keys,
+            "since": news["since"]}

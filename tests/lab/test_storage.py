@@ -1,0 +1,119 @@
+"""A storage driver's upgrade → reboot → verify → rollback → reboot on the SAS 2108, with the
+initramfs (issue 23, part 4), proven with three real boots of the QEMU lab guest.
+
+The guest boots with the initramfs Debian's own `update-initramfs` made (not the lab's
+busybox one): the harness hands QEMU the image the guest's /boot holds, as a boot loader
+would. The root disk stays on virtio (the busybox boots of the other scenarios need it
+there); a 64 MiB data disk sits behind the emulated SAS 2108 (`megasas-gen2`), and
+megaraid_sas is in the initramfs because it is listed in /etc/initramfs-tools/modules, as an
+admin lists a controller that must come up early. That it was loaded from the initramfs is
+read from the kernel log: the driver's `megasas: VERSION` line comes before the root
+filesystem is mounted, which only the initramfs can do.
+
+  s#1 inbox (07.719.03.00-rc1) from the initramfs; upgrade to the lab's vendor release:
+      DKMS build, the initramfs kept, rebuilt, checked → reboot
+  s#2 hwmgr-verify: the loaded module is the new one (version, srcversion = modinfo's),
+      loaded from the new initramfs; rollback: the kept initramfs back byte for byte → reboot
+  s#3 hwmgr-verify: inbox again, from the restored initramfs
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from lab import raidsrpm
+from lab.vm import Boot, Lab
+
+pytestmark = pytest.mark.lab
+
+V = raidsrpm.VERSION
+INBOX = "07.719.03.00-rc1"  # Debian 12's in-tree megaraid_sas (kernel 6.1)
+BUILD_BOOT = 1800  # seconds: fetch, a DKMS build of megaraid_sas (4 files) under TCG, initramfs
+IMAGE = "/boot/initrd.img-$(uname -r)"
+RECORD = (f"sha256sum {IMAGE} | cut -d' ' -f1 > /lab/out/initrd.sha\n"
+          f"lsinitramfs {IMAGE} | grep megaraid_sas > /lab/out/initrd.list\n"
+          "dmesg > /lab/out/dmesg.txt\nfacts_end\n")
+STEPS = [
+    (RECORD + f"rec plan hwmgr plan upgrade megaraid_sas --to {V} --json\n"
+     f"rec upgrade hwmgr upgrade megaraid_sas --to {V} --yes --json\n"
+     f"sha256sum {IMAGE} | cut -d' ' -f1 > /lab/out/initrd-after.sha\n"
+     f"lsinitramfs {IMAGE} | grep megaraid_sas > /lab/out/initrd-after.list\n"
+     "reboot_after", BUILD_BOOT),
+    (RECORD + "rec rollback hwmgr rollback megaraid_sas --yes --json\n"
+     f"sha256sum {IMAGE} | cut -d' ' -f1 > /lab/out/initrd-after.sha\nreboot_after", 900),
+    (RECORD + "rec history hwmgr history megaraid_sas --json", 600),
+]
+
+
+def ok(b: Boot, name: str) -> dict[str, Any]:
+    rc, doc = b.rc_of(name), b.json(f"{name}.out")
+    assert rc == 0, f"{name} exited {rc}: {doc and doc.get('errors')} {b.text(name + '.err')}" \
+        f"\n{b.where()}"
+    return doc
+
+
+def loaded(b: Boot) -> dict[str, Any]:
+    """megaraid_sas as the guest's own tools saw it: /sys/module, modinfo, its SCSI host."""
+    m = b.facts["modules"]["megaraid_sas"]
+    return {"sys": m["sys_version"], "srcversion": m["sys_srcversion"],
+            "modinfo": m["modinfo"].get("version"), "file": m["modinfo"].get("filename"),
+            "modinfo_srcversion": m["modinfo"].get("srcversion"),
+            "hosts": sorted(set(b.facts["scsi_hosts"].values()))}
+
+
+def from_initramfs(b: Boot, version: str) -> bool:
+    """The kernel log says `megasas: VERSION` before the root filesystem was mounted."""
+    log = b.text("dmesg.txt") or ""
+    drv = re.search(rf"megasas: {re.escape(version)}\b", log)
+    root = re.search(r"EXT4-fs \(vda\): mounted filesystem", log)
+    assert drv and root, f"no megasas {version} / root mount line in the kernel log\n{b.where()}"
+    return drv.start() < root.start()
+
+
+def verified(b: Boot, version: str) -> None:
+    doc = b.verify
+    assert doc is not None, f"hwmgr-verify.service did not run\n{b.where()}"
+    exps = doc["data"]["expectations"]
+    assert [(e["driver"], e["expected_version"]) for e in exps] == [("megaraid_sas", version)]
+    assert exps[0]["status"] == "verified", (exps[0], b.where())
+
+
+def test_storage_driver_upgrade_with_initramfs(lab: Lab) -> None:
+    vm = lab.vm("s", storage=True)
+    b1 = vm.boot(STEPS[0][0], timeout=STEPS[0][1])
+    now = loaded(b1)
+    assert (now["sys"], now["modinfo"]) == (INBOX, INBOX), now
+    assert from_initramfs(b1, INBOX), "the inbox megaraid_sas must come from the initramfs"
+    assert "megaraid_sas" in now["hosts"], now  # the SAS 2108 with its data disk is served
+    before = (b1.text("initrd.sha") or "").strip()
+    plan = ok(b1, "plan")["data"]
+    assert plan["initramfs"] == {plan["kernels"][0]: True}, plan
+    assert any(s.startswith("initramfs: keep the initramfs of") for s in plan["steps"]), plan
+    doc = ok(b1, "upgrade")["data"]["transaction"]
+    assert doc["state"] == "committed", doc
+    assert "/updates/dkms/megaraid_sas.ko" in (b1.text("initrd-after.list") or ""), \
+        "the rebuilt initramfs must hold the DKMS module"
+    assert (b1.text("initrd-after.sha") or "").strip() not in ("", before)
+
+    b2 = vm.boot(STEPS[1][0], timeout=STEPS[1][1])
+    verified(b2, V)
+    now = loaded(b2)
+    assert (now["sys"], now["modinfo"]) == (V, V), now
+    assert now["srcversion"] == now["modinfo_srcversion"], now  # the file it loaded
+    assert now["file"].endswith("/updates/dkms/megaraid_sas.ko"), now
+    assert from_initramfs(b2, V), "the new megaraid_sas must come from the new initramfs"
+    assert ok(b2, "rollback")["data"]["transaction"]["state"] == "committed"
+    assert (b2.text("initrd-after.sha") or "").strip() == before, \
+        "the rollback must put the initramfs back byte for byte"
+
+    b3 = vm.boot(STEPS[2][0], timeout=STEPS[2][1])
+    verified(b3, INBOX)  # the rollback restores the in-tree version
+    now = loaded(b3)
+    assert (now["sys"], now["modinfo"]) == (INBOX, INBOX), now
+    assert now["srcversion"] == now["modinfo_srcversion"], now
+    assert from_initramfs(b3, INBOX) and (b3.text("initrd.sha") or "").strip() == before
+    kinds = [(t["kind"], t["state"]) for t in ok(b3, "history")["data"]["transactions"]]
+    assert kinds[:2] == [("rollback", "committed"), ("upgrade", "committed")], kinds
