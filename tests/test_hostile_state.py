@@ -74,3 +74,29 @@ def test_damaged_upgrade_record_names_field(sandbox: Sandbox) -> None:
     assert res.rc == 8, res
     assert "transaction 1 step backup saved.6.1.0-56-amd64.hwmgrtest.version: expected a " \
         "string or null, got an integer" in res.stderr
+
+
+def test_recover_refuses_a_damaged_journal(sandbox: Sandbox) -> None:
+    """recover reads the open transactions first: a damaged one is exit 8 with the remedy,
+    and nothing is settled (the journal is unchanged)."""
+    import shutil
+    import sqlite3
+
+    from hostile import run_inproc, sandboxed_env
+    from hostile_state import JOURNAL_FIXTURE
+
+    state = sandbox.scratch / "recover-state"
+    shutil.rmtree(state, ignore_errors=True)
+    state.mkdir()
+    shutil.copy(JOURNAL_FIXTURE, state / "journal.sqlite")
+    con = sqlite3.connect(state / "journal.sqlite")
+    con.execute("UPDATE transactions SET params=5")
+    con.commit()
+    con.close()
+    before = (state / "journal.sqlite").read_bytes()
+    with sandboxed_env(sandbox):
+        res = run_inproc(["recover", "--state-dir", str(state)])
+    assert res.rc == 8, res
+    line, = res.stderr.splitlines()
+    assert "transaction 1 params: expected a JSON object" in line and "restore it" in line
+    assert (state / "journal.sqlite").read_bytes() == before
