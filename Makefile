@@ -19,6 +19,9 @@ export HWMGR_VENDOR_DIR ?= $(abspath $(CURDIR)/../shared/vendor)
 # under each, in its own venv .venv-X.Y; scripts/find-python finds them (PATH, then pyenv)
 # and fails the run, naming where it looked, when one is missing. Debian 12's 3.11 is $(PY).
 PY_LEGS   ?= 3.9 3.13
+# examples per fuzz target (tests/fuzz, issue 25): make test's budget, and make check's smaller
+FUZZ_TEST  ?= 200
+FUZZ_CHECK ?= 25
 LEG_VENVS := $(foreach v,$(PY_LEGS),.venv-$(v)/.installed)
 
 # the QEMU lab (issue 5): adds its packages to APT_TEST and the lab targets
@@ -83,6 +86,7 @@ lint: venv
 # The CI command: lint, every test (slow ones and the QEMU lab included) under $(PY), and the
 # fast tests under each of $(PY_LEGS) (scripts/run-tests runs those beside the lab).
 test: apt-test venv legs lint
+	HWMGR_FUZZ_EXAMPLES=$(FUZZ_TEST) \
 	HWMGR_LEGS="$(foreach v,$(PY_LEGS),.venv-$(v)/bin/python)" \
 	  scripts/run-tests $(BIN)/python $(PYTEST_ARGS)
 
@@ -93,7 +97,7 @@ test: apt-test venv legs lint
 # under a test's state dir past the 107-byte limit of a socket path, and gpg fails.
 check: apt-test venv lint
 	@tmp=$$(mktemp -d /tmp/hwmgr.XXXXXX) && \
-	  $(BIN)/python -m pytest -q -m "not slow" -n 2 --ignore=tests/lab -p no:cacheprovider \
+	  HWMGR_FUZZ_EXAMPLES=$(FUZZ_CHECK) $(BIN)/python -m pytest -q -m "not slow" -n 2 --ignore=tests/lab -p no:cacheprovider \
 	    --basetemp=$$tmp $(PYTEST_ARGS); rc=$$?; rm -rf $$tmp; exit $$rc
 
 # every bench script present (bench/*, not the synth.py helper), one after the other

@@ -9,6 +9,7 @@ argparse: `--help` is whatever the running Python's argparse prints.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 import traceback
@@ -40,6 +41,7 @@ from hwmgr.commands import (
 )
 from hwmgr.config import Config, config_from
 from hwmgr.errors import (
+    EXIT_BAD_INPUT,
     EXIT_FAILED,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -49,7 +51,7 @@ from hwmgr.errors import (
 )
 from hwmgr.host.seam import Host
 from hwmgr.host.snapshot import open_host
-from hwmgr.output import Outcome, make_console, printable, write_json
+from hwmgr.output import Outcome, make_console, make_safe, printable, write_json
 from hwmgr.ui.options import common_options
 from hwmgr.ui.verbhelp import all_codes, epilog, sub_action_examples
 
@@ -148,6 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     want_json = "--json" in argv
     verb = next((a for a in argv if a in VERBS), "hwmgr")
     ctx: Context | None = None
+    make_safe(sys.stdout)  # PYTHONIOENCODING=ascii: escapes, never UnicodeEncodeError
     outcome: Outcome | None = None
     try:
         parser = build_parser()
@@ -175,11 +178,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(verb, "interrupted", EXIT_INTERRUPTED, want_json)
     except BrokenPipeError:
         return _closed_pipe(outcome)
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:  # --root, HWMGR_* dirs, a mirror path in the config
+            return _internal(verb, exc, debug, want_json)
+        name = str(exc.filename)
+        name = name if len(name) <= 80 else f"{name[:40]}...{name[-20:]}"
+        return _fail(verb, f"{name}: path too long for this system ({len(str(exc.filename))} "
+                     "characters)", EXIT_BAD_INPUT, want_json)
     except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback
-        if debug:
-            traceback.print_exc()
-        msg = f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)"
-        return _fail(verb, msg, EXIT_INTERNAL, want_json)
+        return _internal(verb, exc, debug, want_json)
     finally:
         if ctx is not None:
             ctx.close()
@@ -201,6 +208,14 @@ def _closed_pipe(outcome: Outcome | None) -> int:
         except (BrokenPipeError, OSError, ValueError):
             continue
     return outcome.exit_code if outcome is not None else EXIT_FAILED
+
+
+def _internal(verb: str, exc: Exception, debug: bool, want_json: bool) -> int:
+    """A bug: the traceback with --debug, else one line; returns EXIT_INTERNAL."""
+    if debug:
+        traceback.print_exc()
+    msg = f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)"
+    return _fail(verb, msg, EXIT_INTERNAL, want_json)
 
 
 def _fail(verb: str, message: str, code: int, want_json: bool) -> int:

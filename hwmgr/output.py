@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TextIO
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn (make_console says why)
     from rich.console import Console
@@ -81,6 +82,45 @@ def cell_len(text: str) -> int:
     return cells(text)
 
 
+MIN_COLUMNS, MAX_COLUMNS = 20, 1000  # a COLUMNS outside this is clamped into it
+PIPE_COLUMNS = 150  # pipes and logs: wide enough that tables do not fold every cell
+
+
+def env_columns(environ: Mapping[str, str] | None = None) -> int | None:
+    """`COLUMNS` as a width, or None when unset or not a plain ASCII number (`abc`, `1e3`, an
+    escape sequence, `²`); clamped to MIN_COLUMNS..MAX_COLUMNS. The one reader of COLUMNS:
+    rich is always handed a width from here, so it never parses the variable itself."""
+    raw = (os.environ if environ is None else environ).get("COLUMNS", "")
+    if not (0 < len(raw) <= 6 and raw.isascii() and raw.isdigit()):
+        return None
+    return min(max(int(raw), MIN_COLUMNS), MAX_COLUMNS)
+
+
+def make_safe(stream: TextIO) -> None:
+    """Let `stream` write any text whatever its encoding (PYTHONIOENCODING=ascii, a C locale):
+    a character it cannot encode is written as a backslash escape instead of raising. Called
+    once on stdout by cli; stderr already does this in Python."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
+        with contextlib.suppress(ValueError, OSError):  # a closed or detached stream
+            reconfigure(errors="backslashreplace")
+
+
+def fit(text: str, cells: int) -> int:
+    """How many leading characters of `text` fit in `cells` terminal cells (at least one, so
+    a cut always advances). Linear: one pass of per-character widths, where shortening the
+    string one character at a time and measuring it again took minutes on a 100,000-character
+    hostname."""
+    from rich.cells import get_character_cell_size  # rich only where a table is laid out
+
+    used = 0
+    for i, ch in enumerate(text):
+        used += get_character_cell_size(ch)
+        if used > cells:
+            return max(i, 1)
+    return len(text)
+
+
 def make_console(stream: TextIO, *, stderr: bool = False) -> Console:
     """A rich Console for a human rendering."""
     # Imported here on purpose: rich is the largest import hwmgr has (tens of ms, more than
@@ -88,14 +128,22 @@ def make_console(stream: TextIO, *, stderr: bool = False) -> Console:
     # and hwmgr-verify at boot never render one.
     from rich.console import Console
 
-    width = None
-    if not (hasattr(stream, "isatty") and stream.isatty()):
-        # pipes and logs: wide enough that tables do not fold every cell
-        width = int(os.environ.get("COLUMNS", "0") or 0) or 150
+    width = env_columns()
+    if width is None and not (hasattr(stream, "isatty") and stream.isatty()):
+        width = PIPE_COLUMNS
+    # rich reads COLUMNS and LINES again for its size (int() on '²'): it sees them only as
+    # plain numbers, or not at all
+    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    if width is not None:
+        environ["COLUMNS"] = str(width)
+    lines = os.environ.get("LINES", "")
+    if 0 < len(lines) <= 6 and lines.isascii() and lines.isdigit():
+        environ["LINES"] = lines
     # piped, a printed line is never broken (a path or command stays whole for scripts);
     # tables still lay out to `width`
-    console = Console(file=stream, stderr=stderr, highlight=False, soft_wrap=width is not None,
-                      width=width)
+    piped = not (hasattr(stream, "isatty") and stream.isatty())
+    console = Console(file=stream, stderr=stderr, highlight=False, soft_wrap=piped,
+                      width=width, _environ=environ)
     console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign]
     return console
 

@@ -3,17 +3,30 @@
 `json.loads` on hostile text can raise RecursionError (deep nesting) or a bare ValueError
 (an integer past Python's digit limit); both would surface as internal errors. Here every
 such failure is one `JSONError` with a short reason, or a `BadInputError` naming the file.
+`read_file` is the door for a JSON file the user names (regular files only, bounded size),
+and `typed` the one shape check the small per-format loaders share.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any, Callable, Tuple, Type, Union
 
 from hwmgr.errors import BadInputError
+from hwmgr.output import printable
 
 MAX_DEPTH = 64  # hwmgr's own formats nest at most ~8 levels
 MAX_INT_DIGITS = 40  # every integer hwmgr reads fits in 128 bits
+MAX_FILE_BYTES = 64 << 20  # a named JSON file larger than this is refused unread
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"))
+_TYPE_NAMES = {dict: "an object", list: "a list", str: "a string", int: "an integer",
+               float: "a number", bool: "true or false", type(None): "null"}
 
 
 class JSONError(ValueError):
@@ -65,6 +78,42 @@ def parse(
         raise JSONError(f"unusable value ({type(exc).__name__})") from None
     if not _depth_ok(data, max_depth):
         raise JSONError(f"nested more than {max_depth} levels deep")
+    if _SURROGATE_ESCAPE.search(text):
+        data = _escape_surrogates(data)
+    return data
+
+
+# a \uD800-\uDFFF escape in the text: the only way JSON can hold a lone surrogate
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATES = {c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)}
+
+
+def _escape_surrogates(data: Any) -> Any:
+    """`data` with every lone surrogate (`"\\ud800"` in the file) written as the six
+    characters `\\ud800`: such a string can be neither encoded as UTF-8 nor printed, so it is
+    made safe here, once, for every later report, table and file. Containers are fixed in
+    place (their types kept), iteratively like _depth_ok."""
+    if isinstance(data, str):
+        return data.translate(_SURROGATES)
+    stack: list[Any] = [data]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            pairs = [(k.translate(_SURROGATES) if isinstance(k, str) else k, v)
+                     for k, v in node.items()]
+            node.clear()
+            node.update(pairs)
+            keys: Any = list(node)
+        elif isinstance(node, list):
+            keys = range(len(node))
+        else:
+            continue
+        for key in keys:
+            child = node[key]
+            if isinstance(child, str):
+                node[key] = child.translate(_SURROGATES)
+            elif isinstance(child, (dict, list)):
+                stack.append(child)
     return data
 
 
@@ -74,3 +123,80 @@ def load(raw: bytes | str, where: str, **kwargs: Any) -> Any:
         return parse(raw, **kwargs)
     except JSONError as exc:
         raise BadInputError(f"{where}: not valid JSON ({exc})") from None
+
+
+def _not_regular(mode: int) -> str | None:
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def read_file(path: str | os.PathLike[str], where: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a file the user named: a FIFO, device, socket or directory is refused
+    before it is opened (a FIFO would block), and a file over `max_bytes` unread; each
+    refusal a `BadInputError` naming `where`."""
+    try:
+        kind = _not_regular(os.stat(path).st_mode)
+        if kind:
+            raise BadInputError(f"{where}: is {kind}, not a file")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise BadInputError(f"{where}: cannot read ({exc.strerror or exc})") from None
+    try:
+        kind = _not_regular(os.fstat(fd).st_mode)  # replaced between the stat and the open
+        if kind:
+            raise BadInputError(f"{where}: is {kind}, not a file")
+        chunks, size = [], 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise BadInputError(f"{where}: cannot read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    if size > max_bytes:
+        raise BadInputError(f"{where}: larger than {max_bytes} bytes; refusing to read it")
+    return b"".join(chunks)
+
+
+def load_file(path: str | os.PathLike[str], where: str | None = None,
+              max_bytes: int = MAX_FILE_BYTES, **kwargs: Any) -> Any:
+    """`read_file` then `load`: a named JSON file, every failure one line naming it."""
+    where = where or printable_path(path)
+    return load(read_file(path, where, max_bytes), where, **kwargs)
+
+
+def printable_path(path: str | os.PathLike[str]) -> str:
+    """A path for an error line: escaped, and shortened when it is very long."""
+    text = printable(os.fspath(path) if not isinstance(path, Path) else str(path))
+    return text if len(text) <= 200 else f"{text[:120]}...{text[-60:]}"
+
+
+Types = Union[Type[Any], Tuple[Type[Any], ...]]
+
+
+def type_name(value: Any) -> str:
+    """How an error names a JSON value's type (`an integer`, `a list`)."""
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def typed(value: Any, types: Types, where: str,
+          fail: Callable[[str, str], Exception] | None = None) -> Any:
+    """`value` when it is one of `types` (a bool is never an int here); else the error
+    `fail(where, problem)` makes (default a `BadInputError`: `where: expected a string, got
+    an integer`), so each format names its file and field its own way."""
+    wanted = types if isinstance(types, tuple) else (types,)
+    ok = isinstance(value, wanted) and not (
+        isinstance(value, bool) and bool not in wanted)
+    if not ok:
+        names = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in wanted)
+        problem = f"expected {names}, got {type_name(value)}"
+        raise (fail or _bad_input)(where, problem)
+    return value
+
+
+def _bad_input(where: str, problem: str) -> Exception:
+    return BadInputError(printable(f"{where}: {problem}"))  # keys from the file: escaped

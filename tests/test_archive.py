@@ -75,8 +75,22 @@ def test_too_many_members(tmp_path: Path, monkeypatch) -> None:
                    compress=False)
     dest = tmp_path / "out"
     dest.mkdir()
-    with pytest.raises(BadInputError, match="member 'snap/5' is past the limit of 5 members"):
+    # the directory snap/ counts too: snap, snap/0..3 are five entries
+    with pytest.raises(BadInputError, match="member 'snap/4' is past the limit of 5 entries"):
         archive.extract(arc, dest)
+
+
+def test_members_each_in_their_own_directory_count_their_directories(
+        tmp_path: Path, monkeypatch) -> None:
+    """200,001 members each in its own directory were 400,002 inodes: the bound is on what
+    gets created, so such an archive stops at MAX_MEMBERS entries."""
+    monkeypatch.setattr(archive, "MAX_MEMBERS", 100)
+    arc = _tarball(tmp_path / "dirs.tar", {f"d{i}/f": b"" for i in range(80)}, compress=False)
+    dest = tmp_path / "out"
+    dest.mkdir()
+    with pytest.raises(BadInputError, match="member 'd50/f' is past the limit of 100 entries"):
+        archive.extract(arc, dest)
+    assert sum(1 for _ in dest.rglob("*")) == 100
 
 
 def test_corrupt_compressed_data_is_damage(tmp_path: Path) -> None:

@@ -172,3 +172,22 @@ def test_sync_from_bad_arguments(site: dict) -> None:
     res = hw(s, "mirror", "sync", str(s["mirror"]), "--from", str(s["have"]), "--driver", "nope")
     assert res.returncode == 3 and "nothing to sync for nope" in res.stderr
     assert not s["mirror"].exists()
+
+
+@pytest.mark.slow  # seven mirror syncs through the CLI
+@pytest.mark.parametrize("index", [
+    "[" * 100_000 + "]" * 100_000, '{"files": [{"path": "x", "driver": [1], "version": "1"}]}',
+    '{"files": 5}', '{"files": [{"a": ' + "9" * 5000 + "}]}", "\xff\xfe{", "[1, 2]",
+    '{"files": [{"path": "/etc/passwd", "driver": "d", "version": "1"}]}',
+])
+def test_damaged_index_is_rebuilt_not_a_crash(site: dict, pkgs: dict[str, Path],
+                                              index: str) -> None:
+    """index.json is a listing sync rewrites: a garbled, deeply nested or wrongly typed one
+    is replaced by this run's files (never exit 70, never an entry outside the mirror)."""
+    s, mirror = site, site["mirror"]
+    mirror.mkdir()
+    (mirror / "index.json").write_bytes(index.encode("utf-8", "surrogateescape"))
+    res = hw(s, "mirror", "sync", str(mirror), "--from", str(s["have"] / pkgs["1.0"].name))
+    assert res.returncode == 0, res.stderr
+    files = json.loads((mirror / "index.json").read_text())["files"]
+    assert [(f["driver"], f["version"]) for f in files] == [(MODULE, "1.0")]

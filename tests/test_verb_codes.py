@@ -132,6 +132,7 @@ NOT_DRIVEN: dict[tuple[str, int], str] = {
         EXIT_OK, EXIT_FAILED, EXIT_NOT_FOUND, EXIT_LOCKED)},
     ("recover", EXIT_FAILED): "an interrupted transaction (test_transaction.py)",
     ("recover", EXIT_LOCKED): "a held lock (test_transaction.py)",
+    ("recover", EXIT_BAD_INPUT): "a damaged journal (test_hostile_state.py)",
     **{("verify", c): "an armed expectation (test_verify.py)" for c in (
         EXIT_OK, EXIT_FAILED, EXIT_REBOOT_PENDING, EXIT_UNKNOWN)},
     **{("throughput", c): "iperf3 between namespaces (test_throughput.py)" for c in (

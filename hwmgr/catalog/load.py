@@ -25,6 +25,7 @@ from hwmgr.catalog.validate import parse, read_catalog, semantic_errors, v3_erro
 from hwmgr.catalog.verdict import Verdict, _kernel_ok, decide
 from hwmgr.config import Config
 from hwmgr.errors import BadInputError, NotFoundError, VersionError
+from hwmgr.output import printable
 
 __all__ = ["ENV_DIR", "Catalog", "CatalogFile", "Match", "discover", "json_path",
            "load_catalog"]
@@ -237,6 +238,11 @@ class Catalog(RuleData):
         for chk in chks:
             chk.partial = bool(cat.files)  # a layer over a base that loaded
             _check_file(chk, schema=not known)
+            version = chk.data.get("schema_version", 1) if isinstance(chk.data, dict) else 1
+            if not chk.errors and (version not in (1, 2, 3) or isinstance(version, bool)):
+                # a partial layer's schema check leaves it open; the merge compares it
+                chk.errors.append(f"{printable(chk.path)}: $.schema_version: "
+                                  f"{printable(json.dumps(version))[:40]} is not one of [1, 2, 3]")
             errors += chk.errors
             if not errors:
                 cat._layer(chk)

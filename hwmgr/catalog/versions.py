@@ -61,21 +61,38 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 # common normalisation for what the kernel/ethtool report
 
-_NOTE = re.compile(r"^(?P<head>.*?)\s*\((?P<note>[^()]*)\)$")
 _LABEL = re.compile(r"^(?:version|firmware-version|firmware version)\s*:\s*", re.IGNORECASE)
+
+
+MAX_VERSION_LEN = 256  # ethtool and modinfo report at most 32; a catalog's are shorter still
+
+
+def bounded(raw: object, what: str) -> str:
+    """`raw` when it is a string of at most MAX_VERSION_LEN characters; checked before any
+    parsing, so no pattern ever runs over a hostile 100,000-character string."""
+    if raw is None or not isinstance(raw, str):
+        raise VersionError(f"{what} is missing or not a string: {shown(raw)}")
+    if len(raw) > MAX_VERSION_LEN:
+        raise VersionError(f"{what} {shown(raw)} is {len(raw)} characters long "
+                           f"(at most {MAX_VERSION_LEN})")
+    return raw
+
+
+def _split_note(s: str) -> tuple[str, Optional[str]]:
+    """`head (note)` → (head, note) when the string ends in one parenthesised note without
+    nested parentheses and has a head; else (s, None). Linear: no backtracking pattern."""
+    start = s.rfind("(")
+    if not s.endswith(")") or start < 0 or ")" in s[start + 1:-1] or not s[:start].strip():
+        return s, None
+    return s[:start].strip(), s[start + 1:-1].strip() or None
 
 
 def _normalise(raw: object, what: str) -> tuple[str, Optional[str]]:
     """Strip whitespace, a leading 'version:' label and one trailing '(note)'."""
-    if raw is None or not isinstance(raw, str):
-        raise VersionError(f"{what} is missing or not a string: {shown(raw)}")
-    s = _LABEL.sub("", raw.strip())
-    note = None
-    m = _NOTE.match(s)
-    if m and m.group("head"):
-        s, note = m.group("head").strip(), m.group("note").strip() or None
+    text = bounded(raw, what)
+    s, note = _split_note(_LABEL.sub("", text.strip()))
     if not s:
-        raise VersionError(f"{what} is empty" + (f" (got {shown(raw)})" if raw.strip() else ""))
+        raise VersionError(f"{what} is empty" + (f" (got {shown(raw)})" if text.strip() else ""))
     bad = re.search(r"[^\x20-\x7e]", s)
     if bad:
         raise VersionError(f"{what} {shown(raw)} contains a non-printable or non-ASCII character")
@@ -363,11 +380,11 @@ def register_scheme(scheme: Scheme) -> None:
 
 
 def _compare_rpm(a: str, b: str, kernel: Optional[str] = None) -> int:
-    return compare_evr(parse_evr(a), parse_evr(b))
+    return compare_evr(_parse_rpm(a), _parse_rpm(b))
 
 
 def _parse_rpm(raw: str, kernel: Optional[str] = None) -> EVR:
-    return parse_evr(raw)
+    return parse_evr(bounded(raw, "rpm version"))
 
 
 def _parse_firmware(raw: str, kernel: Optional[str] = None) -> Firmware:
@@ -396,7 +413,7 @@ def _vendor_scheme(spec: dict) -> Scheme:
         rewrites = [(re.compile(pat), rep) for pat, rep in spec.get("rewrites") or []]
 
         def parse_d(raw: str, kernel: Optional[str] = None) -> Parsed:
-            text = raw
+            text = bounded(raw, "driver version")
             if isinstance(raw, str):
                 for pat, rep in rewrites:  # what the vendor's driver prints around its version
                     text = pat.sub(rep, text)

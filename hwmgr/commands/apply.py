@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from hwmgr import safejson
 from hwmgr.compliance import apply as ap
 from hwmgr.compliance.check import parse_layers
 from hwmgr.errors import (
@@ -80,15 +81,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--after", type=float, default=0, help=argparse.SUPPRESS)
 
 
+MAX_CHANGES_BYTES = 4 << 20  # a check result of a few thousand findings is well under 1 MiB
+
+
 def _changes(args: argparse.Namespace, ctx: Any, layers: list[str]) -> list[Any]:
     if args.changes:
-        try:
-            with open(args.changes, encoding="utf-8") as fh:
-                text = fh.read(1 << 22)
-        except OSError as exc:
-            raise UsageError(f"{printable(args.changes)}: {exc.strerror}") from None
+        where = safejson.printable_path(args.changes)
+        doc = safejson.load_file(args.changes, where, max_bytes=MAX_CHANGES_BYTES)
         return ap.changes_from_findings(
-            [_as_finding(c) for c in ap.load_changes(text, printable(args.changes))],
+            [_as_finding(c) for c in ap.load_changes(doc, where)],
             layers=layers, interfaces=args.interface)
     return ap.drift_changes(ctx.host, args, layers, ctx.config)
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from hwmgr.compliance.steps import REGISTRY as SETTINGS
 from hwmgr.errors import (
+    EXIT_BAD_INPUT,
     EXIT_FAILED,
     EXIT_LOCKED,
     EXIT_OK,
@@ -25,6 +26,7 @@ EXAMPLES = (
 EXIT_CODES = {
     EXIT_OK: "nothing open or all settled",
     EXIT_FAILED: "a transaction could not be settled",
+    EXIT_BAD_INPUT: "a damaged journal (named, with how to recover)",
     EXIT_LOCKED: "another hwmgr holds the lock",
 }
 

@@ -17,7 +17,7 @@ from hwmgr.errors import (
 )
 from hwmgr.output import Outcome
 from hwmgr.ui.options import common_options, lifecycle_options
-from hwmgr.ui.throughput import floor_catalog, options_from
+from hwmgr.ui.throughput import floor_catalog, hard_timeout, options_from
 from hwmgr.ui.verbhelp import Example
 from hwmgr.verify import throughput as tp
 
@@ -148,6 +148,7 @@ def _serve(args: argparse.Namespace, host: Any, cfg: Any) -> Outcome:
                          "chooses the direction and length of each test)")
     if args.count is not None and args.count < 1:
         raise UsageError(f"--count {args.count}: expected 1 or more tests")
+    idle = hard_timeout(args.timeout) or 300.0  # checked before anything is printed
     port = args.port if args.port is not None else cfg.throughput_port
     tests: list[dict[str, Any]] = []
 
@@ -161,8 +162,7 @@ def _serve(args: argparse.Namespace, host: Any, cfg: Any) -> Outcome:
         print(f"serving iperf3 tests on port {port} until {until}", file=sys.stderr,
               flush=True)
     try:
-        result = tp.serve_many(host, port, count=args.count, idle=args.timeout or 300.0,
-                               each=each)
+        result = tp.serve_many(host, port, count=args.count, idle=idle, each=each)
     except KeyboardInterrupt:  # the way to stop an open-ended server: what was served stands
         result = tests
     done = [t for t in result if t["status"] == "served"]

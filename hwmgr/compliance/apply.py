@@ -11,7 +11,6 @@ conflicts: refused unless `--override`.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -19,6 +18,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping, TypedDict
 
+from hwmgr import safejson
 from hwmgr.catalog.load import load_catalog
 from hwmgr.compliance import persist, persist_os
 from hwmgr.compliance.check import check_host, parse_layers
@@ -94,7 +94,7 @@ def concrete(expected: Any, actual: Any) -> Any:
     meets it (as check's fix does), per-field rules keep the fields they do not constrain."""
     if isinstance(expected, list) and isinstance(actual, list) and \
             any(e is None or isinstance(e, dict) for e in expected):
-        return [actual[i] if e is None else _bound(e, actual[i]) if i < len(actual) else e
+        return [e if i >= len(actual) else actual[i] if e is None else _bound(e, actual[i])
                 for i, e in enumerate(expected)] + list(actual[len(expected):])
     return _bound(expected, actual)
 
@@ -468,16 +468,20 @@ def drift_changes(host: Host, args: Any, layers: list[str], config: Config) -> l
                                  interfaces=args.interface)
 
 
-def load_changes(text: str, where: str) -> list[Change]:
-    """Changes from a JSON file: a list of {interface, item, current, wanted, evidence}, or a
-    check result (`data.findings` / `findings`)."""
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise BadInputError(f"{where}: not JSON ({exc})") from None
+def load_changes(doc: Any, where: str) -> list[Change]:
+    """Changes from a parsed JSON file (`safejson.load_file`): a list of {interface, item,
+    current, wanted, evidence}, or a check result (`data.findings` / `findings`); a wrong
+    shape is one line naming the file and the field."""
     if isinstance(doc, dict):
-        doc = (doc.get("data") or doc).get("findings", doc.get("changes"))
-        if isinstance(doc, list) and doc and "status" in doc[0]:
+        data = doc.get("data", doc)
+        if data is None or not isinstance(data, dict):
+            raise BadInputError(f"{where}: data: expected a check result object")
+        key = "findings" if "findings" in data else "changes"
+        doc = data.get(key)
+        where_list = f"{where}: {key}"
+        if isinstance(doc, list) and doc and isinstance(doc[0], dict) and "status" in doc[0]:
+            for i, f in enumerate(doc):
+                _finding_shape(f, f"{where_list}[{i}]")
             return changes_from_findings(doc)
     if not isinstance(doc, list):
         raise BadInputError(f"{where}: expected a list of changes or check findings")
@@ -490,6 +494,23 @@ def load_changes(text: str, where: str) -> list[Change]:
             raise BadInputError(f"{where}: change [{i}].interface must be a string or null")
         out.append(Change(iface, c["item"], c.get("current"), c["wanted"], c.get("evidence")))
     return out
+
+
+def _finding_shape(f: Any, where: str) -> None:
+    """A check finding as `changes_from_findings` reads it: an object whose status, layer,
+    item and interface are strings (interface may be null)."""
+    safejson.typed(f, dict, where)
+    for key in ("status", "item"):
+        safejson.typed(f.get(key), str, f"{where}.{key}")
+    safejson.typed(f.get("layer", ""), str, f"{where}.layer")
+    safejson.typed(f.get("interface"), (str, type(None)), f"{where}.interface")
+    expected = f.get("expected")
+    for i, spec in enumerate(expected if isinstance(expected, list) else [expected]):
+        if isinstance(spec, dict):  # a bound: {min, max} compared with the actual value
+            at = f"{where}.expected" + (f"[{i}]" if isinstance(expected, list) else "")
+            for key in ("min", "max"):
+                if key in spec:
+                    safejson.typed(spec[key], int, f"{at}.{key}")
 
 
 __all__ = ["Change", "ApplyPlan", "plan_apply", "run_apply", "revert_params", "run_revert",

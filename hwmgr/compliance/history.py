@@ -14,12 +14,13 @@ import json
 import sqlite3
 from typing import Any
 
+from hwmgr import safejson
 from hwmgr.compliance.judge import ITEM_KEYS, ItemKey, worst_per_item
 from hwmgr.errors import BadInputError, HwmgrError, NotPermittedError
 from hwmgr.host.capture import boot_id
 from hwmgr.host.seam import Host
 from hwmgr.output import printable
-from hwmgr.transaction.journal import utcnow
+from hwmgr.transaction.journal import checked_row, utcnow
 from hwmgr.transaction.state import StateDir
 
 CHECKS_FILE = "checks.sqlite"
@@ -28,6 +29,10 @@ KEEP = 1000
 CODES = {"ok": 0, "drift": 1, "unknown": 2, "unsupported": 3, "uncatalogued": 4}
 STATUS = {v: k for k, v in CODES.items()}
 MAX_ACTUAL = 200  # characters of a non-ok actual value kept per item
+# each row's columns as drift_episodes reads them (journal.checked_row's kinds)
+CHECK_COLUMNS = {"id": "int", "at": "text"}
+ITEM_COLUMNS = {"id": "int", **dict.fromkeys(ITEM_KEYS, "text")}
+CHECK_ITEM_COLUMNS = {"check_id": "int", "item_id": "int", "status": "int", "actual": "text?"}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS checks (
@@ -119,14 +124,21 @@ def open_history(host: Host, state_dir: str) -> sqlite3.Connection | None:
 def drift_episodes(db: sqlite3.Connection, txns: list[dict[str, Any]]) -> dict[str, Any]:
     """Per item: each stretch of drift (from / until which check) and the transactions that
     committed between the checks where it started and where it stopped."""
+    where = f"check history {CHECKS_FILE}"
     try:
-        checks = db.execute("SELECT id, at FROM checks ORDER BY id").fetchall()
-        items = {r[0]: dict(zip(ITEM_KEYS, r[1:])) for r in
-                 db.execute("SELECT id, layer, device, interface, item FROM items")}
+        checks = [(r["id"], r["at"]) for r in (
+            checked_row({"id": i, "at": at}, CHECK_COLUMNS, f"{where}: check {printable(i)}")
+            for i, at in db.execute("SELECT id, at FROM checks ORDER BY id"))]
+        items = {}
+        for r in db.execute("SELECT id, layer, device, interface, item FROM items"):
+            row = checked_row(dict(zip(("id", *ITEM_KEYS), r)), ITEM_COLUMNS,
+                              f"{where}: item {printable(r[0])}")
+            items[row["id"]] = {k: row[k] for k in ITEM_KEYS}
         seen: dict[int, dict[int, tuple[int, Any]]] = {}
-        for cid, iid, code, actual in db.execute(
-                "SELECT check_id, item_id, status, actual FROM check_items"):
-            seen.setdefault(iid, {})[cid] = (code, actual)
+        for r in db.execute("SELECT check_id, item_id, status, actual FROM check_items"):
+            row = checked_row(dict(zip(CHECK_ITEM_COLUMNS, r)), CHECK_ITEM_COLUMNS,
+                              f"{where}: check {printable(r[0])} item {printable(r[1])}")
+            seen.setdefault(row["item_id"], {})[row["check_id"]] = (row["status"], row["actual"])
     except sqlite3.DatabaseError as exc:
         raise BadInputError(f"check history: not usable ({exc})") from None
     committed = sorted((t for t in txns if t.get("state") == "committed"
@@ -166,7 +178,9 @@ def drift_episodes(db: sqlite3.Connection, txns: list[dict[str, Any]]) -> dict[s
 
 
 def _load(text: Any) -> Any:
+    """A stored actual value (JSON text, cut at MAX_ACTUAL) as shown: the value, or the text
+    itself when it is not whole JSON."""
     try:
-        return json.loads(text) if isinstance(text, str) else None
-    except ValueError:
+        return safejson.parse(text) if isinstance(text, str) else None
+    except safejson.JSONError:
         return text

@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Dict, Iterable, TypedDict
 
+from hwmgr import safejson
 from hwmgr.errors import (
     EXIT_DRIFT,
     EXIT_OK,
@@ -68,13 +69,22 @@ class Report(TypedDict):
     hosts: dict[str, HostEntry]  # worst first, then by name
 
 
+MAX_EPOCH = 253402300799  # 9999-12-31T23:59:59Z
+
+
 def utc_now(source_date_epoch: str | None = None) -> str:
     """The `generated` stamp: UTC, seconds, Z suffix; SOURCE_DATE_EPOCH (when a valid
     integer) fixes it, for reproducible reports."""
     epoch = source_date_epoch or ""
-    now = (_dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc) if epoch.isdigit()
-           else _dt.datetime.now(_dt.timezone.utc))
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if not epoch:
+        return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # ASCII digits only ('²'.isdigit() is true) and a year datetime can write (<= 9999)
+    if not (epoch.isascii() and epoch.isdigit() and int(epoch[:12]) <= MAX_EPOCH
+            and len(epoch) <= 12):
+        raise BadInputError(f"SOURCE_DATE_EPOCH={printable(epoch[:40])}: expected seconds "
+                            f"since 1970 (0 to {MAX_EPOCH})")
+    return _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
 
 
 # ------------------------------------------------------------------------ reading one host
@@ -237,25 +247,18 @@ def read_results_dir(directory: Path) -> dict[str, LoadedHost]:
         raise BadInputError(f"{directory}: not a directory of per-host results")
     hosts: dict[str, LoadedHost] = {}
     for path in sorted(directory.glob("*.json")):
-        hosts[path.stem] = load_host(read_json(path), str(path))
+        # a file name that is not UTF-8 names its host with the bytes escaped (\xff)
+        where = safejson.printable_path(path)
+        hosts[printable(path.stem)] = load_host(read_json(path), where)
     if not hosts:
         raise BadInputError(f"{directory}: no per-host result files (*.json)")
     return hosts
 
 
 def read_json(path: Path, limit: int = MAX_INPUT_BYTES) -> Any:
-    """A JSON file, size-limited; any problem is a BadInputError naming the file."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(limit + 1)
-    except OSError as exc:
-        raise BadInputError(f"{path}: cannot read ({exc.strerror})") from None
-    if len(raw) > limit:
-        raise BadInputError(f"{path}: larger than {limit >> 20} MiB; refusing to read")
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise BadInputError(f"{path}: not valid JSON ({exc})") from None
+    """A JSON file, size-limited; any problem is a BadInputError naming the file (a FIFO or
+    device refused before opening, nesting and integer length bounded: `safejson`)."""
+    return safejson.load_file(path, max_bytes=limit)
 
 
 # ------------------------------------------------------------------------ the report

@@ -26,7 +26,10 @@ from hwmgr.errors import BadInputError, NotFoundError
 from hwmgr.output import printable
 
 MAX_BYTES = 512 << 20  # decompressed tar stream, and again for the bytes written
-MAX_MEMBERS = 200_000
+# entries written: members plus the directories their paths need. Real snapshots hold a few
+# hundred to a few thousand; 200,001 members each in its own directory took minutes of
+# metadata writes on a busy disk (issue 25), so the bound is on what gets created
+MAX_MEMBERS = 30_000
 MAX_DEPTH = 128  # path components in one member name (sysfs paths need ~20)
 MAX_READ = 16 << 20  # one read by tarfile itself: pax/GNU long-name headers are tiny
 _DIR_FDS = 256  # open parent directories kept for the next members
@@ -141,6 +144,14 @@ class _Writer:
         self.fds: dict[tuple[str, ...], int] = {(): self.root}
         self.seen: set[tuple[str, ...]] = set()
         self.written = 0
+        self.entries = 0  # files, links and directories created so far
+
+    def _count(self) -> None:
+        """One more entry on disk, or the refusal past MAX_MEMBERS."""
+        self.entries += 1
+        if self.entries > MAX_MEMBERS:
+            raise _Refuse(f"is past the limit of {MAX_MEMBERS} entries (members and the "
+                          "directories their paths need)")
 
     def close(self) -> None:
         for fd in self.fds.values():
@@ -156,9 +167,10 @@ class _Writer:
         leaf = parts[-1]
         where = _show("/".join(parts))
         try:
+            self._count()
             os.mkdir(leaf, 0o755, dir_fd=parent)
         except FileExistsError:
-            pass
+            self.entries -= 1
         except OSError as exc:
             raise _Refuse(f"cannot create '{where}' ({exc.strerror})") from None
         try:
@@ -190,6 +202,7 @@ class _Writer:
             except _Refuse:  # an earlier member made this name a file or a link
                 raise _Refuse("would replace an earlier member") from None
         elif m.issym():
+            self._count()
             try:
                 os.symlink(m.linkname, leaf, dir_fd=parent)
             except FileExistsError:
@@ -203,6 +216,7 @@ class _Writer:
         if m.size > MAX_BYTES - self.written:
             raise _Refuse(f"would take the snapshot past {MAX_BYTES >> 20} MiB")
         src = tf.extractfile(m)
+        self._count()
         try:
             fd = os.open(leaf, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                          | os.O_CLOEXEC, 0o644, dir_fd=parent)
@@ -236,7 +250,7 @@ def extract(archive: Path, dest: Path) -> None:
             while (m := tf.next()) is not None:
                 member = last = m.name
                 count += 1
-                if count > MAX_MEMBERS:
+                if count > MAX_MEMBERS:  # also members that create nothing ("./", dirs seen)
                     raise _Refuse(f"is past the limit of {MAX_MEMBERS} members")
                 writer.add(tf, m)
                 # nothing looks back; keep memory flat (`members` is tarfile's own list,

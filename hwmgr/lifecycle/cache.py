@@ -13,6 +13,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -47,6 +48,25 @@ class CacheFile:
     def remove(self) -> bool:
         """Remove the file (never following a link); False when it was not there."""
         return self.host.remove(self.logical)
+
+    def regular_size(self) -> int:
+        """The size of this file when it is a regular file; 0 when absent. Anything else in
+        its place (a symlink, even one to a file: a resume must never append through it; a
+        FIFO; a directory) is removed first, so a download starts afresh."""
+        try:
+            st = os.lstat(self.real)
+        except FileNotFoundError:
+            return 0
+        except OSError as exc:
+            raise HwmgrError(f"cannot read {self.real}: {exc.strerror or exc}") from None
+        if stat.S_ISREG(st.st_mode):
+            return st.st_size
+        try:
+            self.remove()
+        except OSError as exc:
+            raise HwmgrError(f"{self.real} is not a regular file and cannot be removed: "
+                             f"{exc.strerror or exc}") from None
+        return 0
 
 
 def hash_file(path: Path, hasher: Any, limit: int) -> int:

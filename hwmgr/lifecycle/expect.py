@@ -13,6 +13,13 @@ from hwmgr.errors import BadInputError
 from hwmgr.host.seam import Host
 
 EXPECTATION_FORMAT = "hwmgr-expectation"
+# the optional fields verify reads and writes back, with their JSON types
+OPTIONAL: dict[str, safejson.Types] = {
+    "expected_version": str, "txn": int, "kind": str, "boot_attempts": int, "verified": dict,
+    "auto_rollback": dict, "auto_rollback_allowed": bool,
+}
+MAX_BOOT_ATTEMPTS = 1000  # verify counts boots; far more than any max_boot_attempts
+
 
 def validate(doc: Any, where: str) -> dict[str, Any]:
     """Check an expectation's shape; BadInputError naming the file and field."""
@@ -28,8 +35,22 @@ def validate(doc: Any, where: str) -> dict[str, Any]:
     mods = doc.get("modules")
     if not isinstance(mods, list) or not mods or not all(isinstance(m, str) for m in mods):
         raise BadInputError(f"{where}: 'modules' must be a non-empty list of module names")
-    if not isinstance(doc.get("kernels", {}), dict):
+    kernels = doc.get("kernels", {})
+    if not isinstance(kernels, dict):
         raise BadInputError(f"{where}: 'kernels' must be an object keyed by kernel release")
+    for k, mods in kernels.items():
+        safejson.typed(mods, dict, f"{where}: kernels.{k}")
+        for m, rec in mods.items():
+            safejson.typed(rec, dict, f"{where}: kernels.{k}.{m}")
+            for key in ("path", "version", "srcversion", "sha256"):
+                safejson.typed(rec.get(key), (str, type(None)), f"{where}: kernels.{k}.{m}.{key}")
+    for key, types in OPTIONAL.items():
+        if doc.get(key) is not None:
+            safejson.typed(doc[key], types, f"{where}: {key}")
+    attempts = doc.get("boot_attempts") or 0
+    if not 0 <= attempts <= MAX_BOOT_ATTEMPTS:
+        raise BadInputError(f"{where}: boot_attempts: expected a count from 0 to "
+                            f"{MAX_BOOT_ATTEMPTS}, got {attempts}")
     devs = doc.get("devices", [])
     if not isinstance(devs, list) or not all(
             isinstance(d, dict) and isinstance(d.get("address"), str) for d in devs):

@@ -31,8 +31,11 @@ from hwmgr.lifecycle.cache import (
 )
 from hwmgr.lifecycle.http import (
     MAX_BACKOFF,
+    MIN_RATE,
+    DeadlineExceeded,
     Transient,
     content_length,
+    deadline_for,
     new_session,
     open_get,
     read_body,
@@ -158,6 +161,7 @@ class _Job:
     timeout: float
     progress: Progress | None
     on_retry: Callable[[str], None] | None = None  # told each retry before its back-off
+    deadline: float | None = None  # time.monotonic() after which no attempt reads on
 
     @property
     def part(self) -> CacheFile:
@@ -167,7 +171,7 @@ class _Job:
 def _resume_point(job: _Job) -> tuple[int, Any]:
     """Bytes already in `.part` and a hasher primed with them; -1 if `.part` is complete."""
     part, hasher = job.part, hashlib.sha256()
-    offset = part.real.stat().st_size if part.real.exists() else 0
+    offset = part.regular_size()  # a symlink or FIFO in its place is removed, not followed
     if offset > job.size:
         part.remove()
         return 0, hasher
@@ -217,7 +221,7 @@ def _stream(job: _Job, resp: requests.Response, served: str, sink: Sink, done: i
         # never read past size+1: oversize shows, no more; STEP-sized reads keep the
         # progress bar moving on a slow link (a 1 MiB CHUNK there is a frozen bar)
         want = min(STEP, size + 1 - done)
-        data, error = read_body(resp, want)
+        data, error = read_body(resp, want, job.deadline)
         n = len(data)
         if done + n > size:
             job.part.remove()
@@ -226,6 +230,10 @@ def _stream(job: _Job, resp: requests.Response, served: str, sink: Sink, done: i
         done += n
         if job.progress is not None and n:
             job.progress(done, size)
+        if isinstance(error, DeadlineExceeded):
+            raise HwmgrError(f"download of {served} too slow: {size} bytes not done within "
+                             f"the deadline (at least {MIN_RATE // 1024} KiB/s; partial "
+                             f"kept in {job.part.name} for a resume)")
         if error is not None:
             if stalled(error):
                 reason = f"stalled: no data for {job.timeout:g} s after {done} bytes"
@@ -365,6 +373,6 @@ def fetch(
             if session is None:  # our own, closed when done
                 session = stack.enter_context(new_session())
             job = _Job(session, url, hexsum, size, final, source.allow_http, timeout, progress,
-                       on_retry)
+                       on_retry, deadline_for(size, timeout))
             served, attempts = _download(job, retries, backoff)
     return result("network", served, attempts)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.client
 import re
 import socket
+import time
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 
 MAX_REDIRECTS = 5
 MAX_BACKOFF = 30.0
+MIN_RATE = 16 * 1024  # bytes/s: a slower download is stopped at its deadline
+MIN_DEADLINE = 300.0  # seconds every download gets, however small
 _REDIRECTS = (301, 302, 303, 307, 308)
 _ERRNO_TEXT = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
 
@@ -73,9 +76,22 @@ def _status_error(url: str, resp: requests.Response) -> HwmgrError:
     return HwmgrError(f"{url}: {reason}")
 
 
+def _ascii_int(value: str | None, digits: int) -> int | None:
+    """A header's decimal number: ASCII digits only (`int()` also takes '٣' and str.isdigit
+    '²'), at most `digits` of them; None for anything else."""
+    if value is None:
+        return None
+    value = value.strip()
+    if not (0 < len(value) <= digits and value.isascii() and value.isdigit()):
+        return None
+    return int(value)
+
+
 def _retry_after(resp: requests.Response) -> float:
-    value = resp.headers.get("Retry-After", "")
-    return min(float(value), MAX_BACKOFF) if value.isdigit() else 0.0
+    """Retry-After in seconds (the delta form; an HTTP date is ignored), capped at
+    MAX_BACKOFF."""
+    seconds = _ascii_int(resp.headers.get("Retry-After"), 9)
+    return 0.0 if seconds is None else min(float(seconds), MAX_BACKOFF)
 
 
 def open_get(
@@ -135,22 +151,38 @@ def content_length(resp: requests.Response) -> int | None:
     value = resp.headers.get("Content-Length")
     if value is None or "chunked" in resp.headers.get("Transfer-Encoding", "").lower():
         return None
-    try:
-        return int(value)
-    except ValueError:
-        return None
+    return _ascii_int(value, 19)  # 19 digits: any size a 64-bit counter can hold
 
 
-def read_body(resp: requests.Response, amount: int) -> tuple[bytes, Exception | None]:
-    """Up to `amount` bytes of the body as sent (no content decoding), fewer only at its end
-    or where the connection failed: (the bytes that arrived, the network error if any)."""
+class DeadlineExceeded(OSError):
+    """The download's total deadline passed (a server dripping bytes within every per-read
+    timeout); the bytes that arrived are kept for a resume."""
+
+
+def deadline_for(size: int, timeout: float) -> float:
+    """The total time one download may take, as a `time.monotonic()` deadline: the per-read
+    timeout plus `size` at MIN_RATE (a dripping server cannot hold a fetch forever)."""
+    return time.monotonic() + timeout + max(size / MIN_RATE, MIN_DEADLINE)
+
+
+def read_body(resp: requests.Response, amount: int, deadline: float | None = None,
+              ) -> tuple[bytes, Exception | None]:
+    """Up to `amount` bytes of the body as sent (no content decoding), fewer only at its end,
+    where the connection failed or at `deadline` (monotonic): (the bytes that arrived, the
+    network error if any). Reads return what one receive brought (`read1`, urllib3 2) so
+    the deadline is checked between them; urllib3 1.26 (RHEL 9) blocks for a whole read."""
     import urllib3
 
     parts: list[bytes] = []
     got = 0
+    read = getattr(resp.raw, "read1", None) if deadline is not None else None
     try:
         while got < amount:
-            data = resp.raw.read(amount - got, decode_content=False)
+            if deadline is not None and time.monotonic() > deadline:
+                return b"".join(parts), DeadlineExceeded(
+                    f"the download's deadline passed after {got} more bytes")
+            data = (read(amount - got, decode_content=False) if read is not None
+                    else resp.raw.read(amount - got, decode_content=False))
             if not data:
                 break
             parts.append(data)

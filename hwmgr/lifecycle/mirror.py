@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import unquote, urlsplit
 
+from hwmgr import safejson
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.runner import SubprocessRunner
@@ -120,14 +121,17 @@ def _write_index(local_host: Host, dest: Path, done: list[dict[str, Any]]) -> No
     files = list(done)
     raw = local_host.read_bytes(f"{dest}/{INDEX}")
     try:
-        old = json.loads(raw) if raw is not None else {}
-    except ValueError:
+        old = safejson.parse(raw) if raw is not None else {}
+    except safejson.JSONError:  # also deep nesting and 5,000-digit numbers
         old = {}  # the index is a listing hwmgr rewrites, not an input: a garbled one goes
     seen = {(f["driver"], f["version"]) for f in done}
-    for f in old.get("files", []) if isinstance(old, dict) else []:
+    earlier = old.get("files") if isinstance(old, dict) else None
+    for f in earlier if isinstance(earlier, list) else []:
         if (isinstance(f, dict) and isinstance(f.get("path"), str)
-                and (f.get("driver"), f.get("version")) not in seen
-                and ".." not in Path(f["path"]).parts and (dest / f["path"]).is_file()):
+                and isinstance(f.get("driver"), str) and isinstance(f.get("version"), str)
+                and (f["driver"], f["version"]) not in seen
+                and ".." not in Path(f["path"]).parts and not Path(f["path"]).is_absolute()
+                and (dest / f["path"]).is_file()):
             files.append(f)
     index = {"format": "hwmgr-mirror", "version": 1, "files": files}
     local_host.write_bytes(f"{dest}/{INDEX}", (json.dumps(index, indent=1) + "\n").encode())

@@ -8,16 +8,17 @@ go, which kernels it applies to, and whether the module is loaded from the initr
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from hwmgr import safejson
 from hwmgr.config import shipped_dirs
 from hwmgr.errors import BadInputError, NotFoundError
 from hwmgr.lifecycle.advice import no_recipe
+from hwmgr.output import printable
 
 RECIPE_FORMAT = "hwmgr-recipe"
 RECIPE_VERSION = 1
@@ -169,12 +170,7 @@ def list_recipes(drivers_dir: str | os.PathLike[str] | None = None) -> list[dict
 def parse_recipe(path: Path, driver: str | None = None) -> Recipe:
     """Read and validate one recipe file; `driver` (default: its folder name) must match."""
     driver = driver or path.parent.name
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BadInputError(f"{path}: cannot read ({exc.strerror})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadInputError(f"{path}: not valid JSON ({exc})") from None
+    raw = safejson.load_file(path, str(path))  # regular files; depth, digits bounded
     return _Validator(path).recipe(raw, driver)
 
 
@@ -185,7 +181,7 @@ class _Validator:
         self.path = path
 
     def fail(self, field: str, msg: str) -> BadInputError:
-        return BadInputError(f"{self.path}: field '{field}': {msg}")
+        return BadInputError(printable(f"{self.path}: field '{field}': {msg}"))
 
     def obj(self, value: Any, field: str, keys: set[str], required: Iterable[str]) -> dict:
         if not isinstance(value, dict):

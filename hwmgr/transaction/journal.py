@@ -49,6 +49,60 @@ CREATE INDEX IF NOT EXISTS transactions_state ON transactions(state);
 """
 
 
+# Each column as `get` hands it on: "text" (str), "text?" (str or NULL), "int", "int?",
+# "json" (a JSON object stored as text). SQLite stores whatever a hand edit or a disk error
+# put there, so every row is checked against this before anything reads it.
+TXN_COLUMNS = {
+    "id": "int", "kind": "text", "target": "text", "params": "json", "state": "text",
+    "direction": "text", "started": "text", "ended": "text?", "kernel": "text?",
+    "hostname": "text?", "pid": "int?", "command": "text?", "error": "text?",
+    "notes": "json", "results": "json",
+}
+STEP_COLUMNS = {
+    "seq": "int", "name": "text", "state": "text", "reversible": "int", "commit_point": "int",
+    "data": "json", "error": "text?", "started": "text?", "ended": "text?",
+}
+EVENT_COLUMNS = {"seq": "int?", "at": "text", "event": "text", "detail": "text"}
+MAX_TEXT = 1 << 16  # characters in one text column (an error message, a command line)
+DAMAGED = ("this state-dir file is damaged (disk error, hand edit or another hwmgr): restore "
+           "it from a backup, or move it aside and hwmgr starts a new one")
+
+
+def damaged(where: str, problem: str) -> BadInputError:
+    """The one-line error for a state-dir file that is not as hwmgr wrote it (exit 8), with
+    how to recover."""
+    return BadInputError(printable(f"{where}: {problem}; {DAMAGED}"))
+
+
+def checked_row(row: dict[str, Any], columns: dict[str, str], where: str) -> dict[str, Any]:
+    """`row` with its JSON columns decoded, once every column has the type `columns` says
+    (the journal's and the check history's rows: SQLite keeps any type in any column)."""
+    for col, kind in columns.items():
+        value = row.get(col)
+        if value is None and kind.endswith("?"):
+            continue
+        if kind.startswith("int"):
+            ok = isinstance(value, int)
+        elif kind.startswith("text"):
+            ok = isinstance(value, str) and len(value) <= MAX_TEXT
+        else:
+            ok = isinstance(value, str)
+        if not ok:
+            got = (f"{len(value)} characters" if isinstance(value, str)
+                   else safejson.type_name(value) if not isinstance(value, bytes) else "a blob")
+            raise damaged(f"{where} {col}", f"expected {kind.rstrip('?')}, got {got}")
+        if kind == "json" and isinstance(value, str):
+            try:
+                doc = safejson.parse(value)
+            except safejson.JSONError as exc:
+                raise damaged(f"{where} {col}", f"not valid JSON ({exc})") from None
+            if not isinstance(doc, dict):
+                raise damaged(f"{where} {col}",
+                              f"expected a JSON object, got {safejson.type_name(doc)}")
+            row[col] = doc
+    return row
+
+
 class Journal:
     """Durable record of transactions: SQLite, rollback journal, synchronous=FULL.
 
@@ -227,7 +281,9 @@ class Journal:
             found = row.fetchone()
             if found is None:
                 raise NotFoundError(f"transaction {txn_id} is not in {self.path}")
-            merged = {**json.loads(found[0] or "{}"), **values}
+            where = f"{printable(self.path)}: transaction {txn_id}"
+            have = checked_row({column: found[0]}, {column: "json"}, where)[column]
+            merged = {**have, **values}
             self.db.execute(
                 f"UPDATE transactions SET {column}=? WHERE id=?", (json.dumps(merged), txn_id)
             )
@@ -242,33 +298,30 @@ class Journal:
         return [self.get(r[0]) for r in rows.fetchall()]
 
     def get(self, txn_id: int, events: bool = False) -> dict[str, Any]:
-        """One transaction with its steps (and event log when asked)."""
+        """One transaction with its steps (and event log when asked), each column checked by
+        type at the door (`_checked`): a damaged row is one line naming it (`damaged`)."""
         row = self.db.execute("SELECT * FROM transactions WHERE id=?", (txn_id,)).fetchone()
         if row is None:
             raise NotFoundError(f"transaction {txn_id} is not in {self.path}")
-        txn = dict(row)
         where = f"{printable(self.path)}: transaction {txn_id}"
-        for key in ("params", "notes", "results"):
-            txn[key] = safejson.load(txn[key] or "{}", f"{where} {key}")
+        txn = checked_row(dict(row), TXN_COLUMNS, where)
         steps = self.db.execute(
             "SELECT seq, name, state, reversible, commit_point, data, error, started, ended"
             " FROM steps WHERE txn_id=? ORDER BY seq",
             (txn_id,),
         ).fetchall()
-        txn["steps"] = [
-            {
-                **dict(s),
-                "data": safejson.load(s["data"] or "{}", f"{where} step {s['seq']}"),
-                "reversible": bool(s["reversible"]),
-                "commit_point": bool(s["commit_point"]),
-            }
-            for s in steps
-        ]
+        txn["steps"] = []
+        for s in steps:
+            step = checked_row(dict(s), STEP_COLUMNS, f"{where} step {printable(s['seq'])}")
+            step["reversible"] = bool(step["reversible"])
+            step["commit_point"] = bool(step["commit_point"])
+            txn["steps"].append(step)
         if events:
             ev = self.db.execute(
                 "SELECT seq, at, event, detail FROM events WHERE txn_id=? ORDER BY id", (txn_id,)
             )
-            txn["events"] = [dict(e) for e in ev.fetchall()]
+            txn["events"] = [checked_row(dict(e), EVENT_COLUMNS, f"{where} event")
+                             for e in ev.fetchall()]
         return txn
 
     def transactions(

@@ -13,10 +13,10 @@ hwmgr) the newest candidate per target is reported with status "unknown".
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from typing import Any
 
+from hwmgr import safejson
 from hwmgr.errors import BadInputError
 from hwmgr.host.capture import boot_id, retake
 from hwmgr.host.seam import Host
@@ -85,9 +85,12 @@ def pending_for(entries: list[dict[str, Any]], driver: str) -> dict[str, Any] | 
 
 
 def _obj(text: Any) -> dict[str, Any]:
-    """A journal JSON column as a dict; anything else (damaged, hostile) as {}."""
+    """A journal JSON column as a dict; anything else (damaged, hostile: a blob, deep
+    nesting, a 5,000-digit number) as {}: no knowledge to go on, as for an old journal."""
+    if not isinstance(text, (str, bytes)):
+        return {}
     try:
-        value = json.loads(text or "{}")
-    except (TypeError, ValueError):
+        value = safejson.parse(text or "{}")
+    except safejson.JSONError:
         return {}
     return value if isinstance(value, dict) else {}

@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from hwmgr.output import cell_len, printable
+from hwmgr.output import cell_len, fit, printable
 
 # (key, header); DEVICE also carries the details of the columns that did not fit
 COLUMNS = [("address", "ADDRESS"), ("device", "DEVICE"), ("id", "ID"), ("driver", "DRIVER"),
@@ -227,9 +227,8 @@ def _clip(text: str, w: int) -> str:
     """`text` cut to `w` cells with a trailing … (names only: never used on versions)."""
     if cell_len(text) <= w:
         return text
-    while text and cell_len(text) + 1 > w:
-        text = text[:-1]
-    return text.rstrip() + "…"
+    keep = text[:fit(text, w - 1)] if w > 1 else ""
+    return (keep if cell_len(keep) <= w - 1 else "").rstrip() + "…"
 
 
 def wrap(text: str, w: int, indent: int = 0) -> list[str]:
@@ -247,9 +246,7 @@ def wrap(text: str, w: int, indent: int = 0) -> list[str]:
             room = w - indent
         room = max(room, 1)
         while cell_len(word.rstrip()) > room:  # a single word wider than the line
-            cut = word
-            while len(cut) > 1 and cell_len(cut) > room:
-                cut = cut[:-1]
+            cut = word[:fit(word, room)]  # linear (output.fit), not one character at a time
             lines.append(cut)
             word = word[len(cut):]
         cur = word

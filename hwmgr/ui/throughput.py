@@ -12,6 +12,19 @@ from hwmgr.catalog.load import Catalog, load_catalog
 from hwmgr.errors import HwmgrError, UsageError
 from hwmgr.verify.throughput import Options
 
+MAX_TIMEOUT_SECONDS = 86_400.0  # one day: beyond it a "limit" is none (inf, 1e308 overflow)
+MAX_CONNECT_MS = 600_000  # ten minutes
+MAX_FLOOR_MBPS = 1e7  # 10 Tbit/s
+
+
+def hard_timeout(value: float | None) -> float | None:
+    """`--timeout` checked: None, or finite seconds in (0, MAX_TIMEOUT_SECONDS]; a UsageError
+    (one line) otherwise, before anything runs."""
+    if value is not None and not 0 < value <= MAX_TIMEOUT_SECONDS:
+        raise UsageError(f"--timeout {value:g}: expected a positive number of seconds up to "
+                         f"{MAX_TIMEOUT_SECONDS:g}")
+    return value
+
 
 def options_from(args: argparse.Namespace, cfg: Any, peer: str | None) -> Options:
     """throughput.Options from flags over site config over defaults; UsageError if bad."""
@@ -21,18 +34,18 @@ def options_from(args: argparse.Namespace, cfg: Any, peer: str | None) -> Option
     duration = opt("duration") if opt("duration") is not None else cfg.throughput_duration
     if not 2 <= duration <= 600:
         raise UsageError(f"--duration {duration:g}: expected 2 to 600 seconds")
-    if opt("floor") is not None and not opt("floor") > 0:
-        raise UsageError(f"--floor {opt('floor'):g}: expected a positive Mbit/s value")
+    if opt("floor") is not None and not 0 < opt("floor") <= MAX_FLOOR_MBPS:
+        raise UsageError(f"--floor {opt('floor'):g}: expected a positive Mbit/s value "
+                         f"up to {MAX_FLOOR_MBPS:g}")
     if opt("streams") is not None and not 1 <= opt("streams") <= 128:
         raise UsageError(f"--streams {opt('streams')}: expected 1 to 128")
-    if opt("timeout") is not None and not opt("timeout") > 0:
-        raise UsageError(f"--timeout {opt('timeout'):g}: expected a positive number of seconds")
+    hard_timeout(opt("timeout"))
     port = opt("port") if opt("port") is not None else cfg.throughput_port
     if not 0 < port < 65536:
         raise UsageError(f"--port {port}: expected 1 to 65535")
     ct = opt("connect_timeout") if opt("connect_timeout") is not None else cfg.connect_timeout_ms
-    if not ct > 0:
-        raise UsageError(f"--connect-timeout {ct}: expected a positive number of ms")
+    if not 0 < ct <= MAX_CONNECT_MS:
+        raise UsageError(f"--connect-timeout {ct}: expected 1 to {MAX_CONNECT_MS} ms")
     floor, source = opt("floor"), "--floor" if opt("floor") is not None else None
     if floor is None and cfg.throughput_floor_mbps is not None:
         floor, source = cfg.throughput_floor_mbps, f"throughput_floor_mbps in {cfg.source}"

@@ -22,11 +22,13 @@ from hwmgr.host.runner import RC_NOT_AVAILABLE, RC_TIMEOUT, Result
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard as safety
 from hwmgr.inventory.scan import hex_id
+from hwmgr.output import printable
 from hwmgr.transaction.journal import utcnow
 
 IPERF3 = "iperf3"
 MAX_SANE_BPS = 10e12  # 10 Tbit/s: above that a counter overflowed
 MAX_SANE_COUNT = 1 << 31  # retransmits beyond this are a wrapped counter
+MAX_IPERF_DIGITS = 20  # iperf3's counters are 64-bit: 20 digits at most
 GRACE_SECONDS = 4.0  # end-of-test exchange and process start-up
 RESTART_GRACE = 3.0  # a serving peer starts its next one-off server within this
 # what iperf3 says to a client while the peer's one-off server is ending or not yet back
@@ -173,7 +175,8 @@ def _num(node: Any, key: str, where: str, *, required: bool = True) -> float | N
             raise IperfOutputError(f"iperf3 JSON has no {where}.{key}")
         return None
     if isinstance(val, bool) or not isinstance(val, (int, float)):
-        raise IperfOutputError(f"iperf3 JSON {where}.{key} is {json.dumps(val)}, not a number")
+        shown = json.dumps(val)[:40] if isinstance(val, str) else safejson.type_name(val)
+        raise IperfOutputError(f"iperf3 JSON {where}.{key} is {shown}, not a number")
     if not math.isfinite(val):
         raise IperfOutputError(f"iperf3 JSON {where}.{key} is {val}")
     if val < 0:
@@ -185,8 +188,17 @@ def _reject_constant(name: str) -> float:
     raise IperfOutputError(f"iperf3 printed {name} in its JSON")
 
 
+def _iperf_int(text: str) -> int:
+    """json's integer hook: over MAX_IPERF_DIGITS digits is an overflow (float() raises)."""
+    if len(text.lstrip("-")) > MAX_IPERF_DIGITS:
+        raise IperfOutputError(f"iperf3 printed a {len(text.lstrip('-'))}-digit number: "
+                               "overflowed")
+    return int(text)
+
+
 def _outside(text: str) -> str:
-    line = " ".join(text.split())
+    """iperf3's own words for a reason: one line of 160 characters, control bytes escaped."""
+    line = printable(" ".join(text.split()))
     return line if len(line) <= 160 else line[:157] + "..."
 
 
@@ -196,7 +208,7 @@ def parse_output(res: Result) -> dict[str, Any]:
         raise IperfOutputError("iperf3 is not installed (install the iperf3 package)")
     if res.rc == RC_TIMEOUT:
         raise IperfOutputError(
-            f"iperf3 did not finish in time ({res.stderr.strip()}): the peer accepted the "
+            f"iperf3 did not finish in time ({_outside(res.stderr)}): the peer accepted the "
             "connection but never answered, or the link stalled")
     text = res.stdout
     start = text.find("{")
@@ -206,7 +218,10 @@ def parse_output(res: Result) -> dict[str, Any]:
     if text[:start].strip():
         raise IperfOutputError(f"iperf3 printed text before its JSON: {_outside(text[:start])}")
     try:
-        doc, end = json.JSONDecoder(parse_constant=_reject_constant).raw_decode(text, start)
+        doc, end = json.JSONDecoder(parse_constant=_reject_constant,
+                                    parse_int=_iperf_int).raw_decode(text, start)
+    except RecursionError:
+        raise IperfOutputError("iperf3 JSON is nested too deep to be iperf3's") from None
     except ValueError as exc:
         if _NAN.search(text):
             raise IperfOutputError("iperf3 printed nan/inf in its JSON (not a number)") from None
