@@ -73,53 +73,60 @@ class Provenance:
         return out | ({top} if top else set())
 
 
+def _own(val: Any, take: bool) -> Any:
+    """The layer's value itself when the caller gives the layer up (`take`), else a copy."""
+    return val if take else deepcopy(val)
+
+
 def _merge_obj(dst: dict[str, Any], src: Mapping[str, Any], source: Path, prov: Provenance,
-               path: Key) -> None:
+               path: Key, take: bool = False) -> None:
     for key, val in src.items():
         here = (*path, key)
         if val is None:
             dst.pop(key, None)
             prov.record(here, source)  # the deletion is this layer's doing
         elif isinstance(val, dict) and isinstance(dst.get(key), dict):
-            _merge_obj(dst[key], val, source, prov, here)
+            _merge_obj(dst[key], val, source, prov, here, take)
         else:
-            dst[key] = deepcopy(val)
+            dst[key] = _own(val, take)
             prov.record(here, source)
 
 
 def _merge_keyed(dst: list[Any], src: list[Any], key: str, deep: bool, source: Path,
-                 prov: Provenance, top: str) -> None:
+                 prov: Provenance, top: str, take: bool) -> None:
     """Merge list items by `key`: a new key appends, a known one replaces or merges."""
     index = {item.get(key): i for i, item in enumerate(dst) if isinstance(item, dict)}
     for item in src:
         if not isinstance(item, dict) or item.get(key) is None:
-            dst.append(deepcopy(item))  # the schema check of the merged result names it
+            dst.append(_own(item, take))  # the schema check of the merged result names it
             continue
         here = (top, item[key])
         if item[key] in index and deep:
-            _merge_obj(dst[index[item[key]]], item, source, prov, here)
+            _merge_obj(dst[index[item[key]]], item, source, prov, here, take)
         elif item[key] in index:
-            dst[index[item[key]]] = deepcopy(item)
+            dst[index[item[key]]] = _own(item, take)
             prov.record(here, source)
         else:
             index[item[key]] = len(dst)
-            dst.append(deepcopy(item))
+            dst.append(_own(item, take))
             prov.record(here, source)
 
 
 def merge(dst: dict[str, Any], layer: Mapping[str, Any], source: Path,
-          prov: Provenance) -> None:
-    """Apply one layer onto the merged document `dst` in place, recording provenance."""
+          prov: Provenance, take: bool = False) -> None:
+    """Apply one layer onto the merged document `dst` in place, recording provenance. With
+    `take` the layer's values become part of `dst` (no copy): only for a layer read for this
+    merge alone, since later layers then change them in place."""
     for key, val in layer.items():
         if key in KEYED_LISTS and isinstance(val, list) and isinstance(dst.get(key), list):
             ident, deep = KEYED_LISTS[key]
-            _merge_keyed(dst[key], val, ident, deep, source, prov, key)
+            _merge_keyed(dst[key], val, ident, deep, source, prov, key, take)
         elif key in KEYED_LISTS and isinstance(val, list):
             dst[key] = []
             _merge_keyed(dst[key], val, KEYED_LISTS[key][0], KEYED_LISTS[key][1], source, prov,
-                         key)
+                         key, take)
         else:
-            _merge_obj(dst, {key: val}, source, prov, ())
+            _merge_obj(dst, {key: val}, source, prov, (), take)
 
 
 def leaves(value: Any, path: Key = ()) -> Iterator[tuple[Key, Any]]:

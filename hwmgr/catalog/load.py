@@ -159,8 +159,9 @@ class Catalog(RuleData):
         self._index: dict[tuple[str | None, ...], list[tuple[str, int]]] = {}
 
     # ---------------------------------------------------------------- building
-    def _layer(self, chk: _Check) -> None:
-        """Merge one checked file over the layers before it (later layers win)."""
+    def _layer(self, chk: _Check, take: bool = False) -> None:
+        """Merge one checked file over the layers before it (later layers win); with `take`
+        the file's document is merged without a copy (nobody reads it afterwards)."""
         data = chk.data
         if not self.files:
             self.doc = json.loads(json.dumps(data))
@@ -174,7 +175,7 @@ class Catalog(RuleData):
                 if name not in self.doc["drivers"]:
                     self.provenance.record(("drivers", name), chk.path)
             schema = max(self.doc.get("schema_version", 1), data.get("schema_version", 1))
-            layers.merge(self.doc, data, chk.path, self.provenance)
+            layers.merge(self.doc, data, chk.path, self.provenance, take)
             self.doc["schema_version"] = schema  # a v1 site layer keeps the base's v2 rules
         self.files.append(CatalogFile(chk.path, chk.digest, str(data.get("catalog_version", "")),
                                       str(data.get("released", ""))))
@@ -222,13 +223,14 @@ class Catalog(RuleData):
         """Layer these files in order (the first complete, later ones possibly partial) and
         return the catalog with every error, one line each: 'FILE: $.json.path: message'.
         With `verdicts`, the schema check is skipped for layers that passed it before."""
-        cat, errors, _docs = Catalog._assemble(paths, verdicts)
+        cat, errors, _docs = Catalog._assemble(paths, verdicts, keep_docs=False)
         return cat, errors
 
     @staticmethod
-    def _assemble(paths: Sequence[PathLike],
-                  verdicts: VerdictCache | None) -> tuple[Catalog, list[str], list[Any]]:
-        """`build`, plus each file's parsed document (None where it has errors)."""
+    def _assemble(paths: Sequence[PathLike], verdicts: VerdictCache | None,
+                  keep_docs: bool = True) -> tuple[Catalog, list[str], list[Any]]:
+        """`build`, plus each file's parsed document as read (None where it has errors);
+        without `keep_docs` the documents are merged without copies and not returned."""
         chks = [_read_file(Path(p)) for p in paths]
         key = verdicts.key([c.digest for c in chks]) if verdicts is not None and not any(
             c.errors for c in chks) else None
@@ -245,8 +247,8 @@ class Catalog(RuleData):
                                   f"{printable(json.dumps(version))[:40]} is not one of [1, 2, 3]")
             errors += chk.errors
             if not errors:
-                cat._layer(chk)
-        docs = [c.data for c in chks]
+                cat._layer(chk, take=not keep_docs)
+        docs = [c.data for c in chks] if keep_docs else []
         if errors or not cat.files:
             return cat, errors, docs
         errors = cat._finish(schema=not known)
