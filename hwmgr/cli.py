@@ -111,14 +111,19 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """`hwmgr` and one sub-parser per verb, its help and epilog from the verb's module."""
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """`hwmgr` and one sub-parser per verb, its help and epilog from the verb's module. Given
+    the `verb` a command line names, only that verb's options are built (the others are
+    listed by name and help): a run pays for the parser it uses, not for all of them."""
     parser: argparse.ArgumentParser = Parser(prog="hwmgr", description=DESCRIPTION,
                                              epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"hwmgr {__version__}")
     parser.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     for name, mod in VERBS.items():
+        if verb is not None and name != verb:
+            sub.add_parser(name, help=mod.HELP)
+            continue
         parents: list[argparse.ArgumentParser] = (
             mod.option_parents() if hasattr(mod, "option_parents") else [common_options()])
         # the docstring's first paragraph, whole (a first line alone may stop mid-sentence)
@@ -153,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     make_safe(sys.stdout)  # PYTHONIOENCODING=ascii: escapes, never UnicodeEncodeError
     outcome: Outcome | None = None
     try:
-        parser = build_parser()
+        parser = build_parser(verb if verb in VERBS else None)
         args = parser.parse_args(_verb_first(argv))
         if args.verb is None:
             parser.print_help(sys.stderr)
