@@ -194,6 +194,7 @@ def test_fixture_collector_checks_like_the_host(tmp_path: Path, shell, fixture: 
     assert meta["sysctls"] == list(NET_SYSCTLS)
 
 
+@pytest.mark.slow  # a real download or gpg/collector run of a few seconds: the slow lane
 def test_seed000_raid_firmware_comes_from_megacli(tmp_path: Path) -> None:
     """seed 000's MegaRAID has no firmware in sysfs: the recorded MegaCli output supplies it."""
     argv = SHELLS["dash"] or SHELLS["busybox"]

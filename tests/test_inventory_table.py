@@ -112,7 +112,13 @@ def check_layout(text: str, columns: int, data: dict, *, show_all: bool = False)
     return lines
 
 
-@pytest.mark.parametrize("columns", [80, 200])
+
+def widths(*fast: int, slow: list[int]) -> list:
+    """Terminal widths to test: `fast` ones in make check, the rest in the slow lane (each
+    width is a full inventory run; the narrow and the common ones catch most layouts)."""
+    return [*fast, *(pytest.param(c, marks=pytest.mark.slow) for c in slow)]
+
+@pytest.mark.parametrize("columns", widths(80, slow=[200]))
 @pytest.mark.parametrize("name", FIXTURES)
 def test_piped_is_plain_and_fits(name: str, columns: int) -> None:
     data = data_of(HOSTS / name)
@@ -125,7 +131,7 @@ def test_piped_is_plain_and_fits(name: str, columns: int) -> None:
     assert sum(ln.startswith("ADDRESS") for ln in lines) == 1
 
 
-@pytest.mark.parametrize("columns", [60, 80, 200])
+@pytest.mark.parametrize("columns", widths(60, slow=[80, 200]))
 @pytest.mark.parametrize("name", FIXTURES)
 def test_terminal_is_box_drawn_and_fits(name: str, columns: int) -> None:
     data = data_of(HOSTS / name)
@@ -193,7 +199,7 @@ def test_all_does_not_change_the_json() -> None:
                                                              "--all")
 
 
-@pytest.mark.parametrize("columns", [30, 40, 60, 100, 120, 160])
+@pytest.mark.parametrize("columns", widths(30, 100, slow=[40, 60, 120, 160]))
 def test_other_widths_fit_without_splitting(columns: int) -> None:
     for name in ("seed000-ustor", "seed002-router"):
         check_layout(piped(HOSTS / name, columns), max(columns, 30), data_of(HOSTS / name))

@@ -78,6 +78,7 @@ def slow(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
         srv.close()
 
 
+@pytest.mark.slow  # a real download or gpg/collector run of a few seconds: the slow lane
 def test_piped_fetch_prints_one_line_per_step(slow: tuple[Path, dict[str, str]]) -> None:
     cat, env = slow
     res = subprocess.run([*HWMGR, "fetch", MODULE, "--to", "1.0", "--catalog", str(cat)],
@@ -96,6 +97,7 @@ def test_piped_fetch_prints_one_line_per_step(slow: tuple[Path, dict[str, str]])
     assert again.returncode == 0 and again.stderr == "", again.stderr  # a cache hit: silent
 
 
+@pytest.mark.slow  # a real download or gpg/collector run of a few seconds: the slow lane
 @pytest.mark.skipif(not HAVE_TMUX, reason="needs tmux")
 def test_terminal_fetch_shows_a_progress_bar(slow: tuple[Path, dict[str, str]]) -> None:
     cat, env = slow

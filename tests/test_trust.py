@@ -116,6 +116,7 @@ def test_signed_package_shown_recorded_then_checked_by_fetch(
     assert f"key {x.key_id[-8:]} is not in hwmgr's keyring" in res.stderr
 
 
+@pytest.mark.slow  # a real download or gpg/collector run of a few seconds: the slow lane
 def test_pinned_key_is_kept_as_written(env: dict[str, str], keys: dict[str, VendorKey],
                                        packages: dict[str, Path]) -> None:
     x = keys["x"]
