@@ -13,8 +13,9 @@ APT_TEST  := $(APT_RUN) rpm rpmlint dkms linux-headers-amd64 iperf3 lshw curl op
 PYTEST_ARGS ?=
 LINT_PATHS := hwmgr tests bench lab scripts ansible_collections
 # Real vendor source RPMs for the tests (tests/vendor_env.py, docs/testing.md): never in the
-# repository, kept in the directory beside the checkout that holds them with a SUMS.txt
-export HWMGR_VENDOR_DIR ?= $(abspath $(CURDIR)/../shared/vendor)
+# repository, kept in the directory beside the checkout that holds them with a SUMS.txt (a
+# checkout with no such directory beside it leaves the variable empty: those tests skip, saying so)
+export HWMGR_VENDOR_DIR ?= $(wildcard $(abspath $(CURDIR)/../shared/vendor))
 # The other supported Pythons (RHEL 9's 3.9, the newest 3.13): make test runs the fast tests
 # under each, in its own venv .venv-X.Y; scripts/find-python finds them (PATH, then pyenv)
 # and fails the run, naming where it looked, when one is missing. Debian 12's 3.11 is $(PY).

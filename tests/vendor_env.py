@@ -35,7 +35,8 @@ def vendor_dir() -> Path:
     """HWMGR_VENDOR_DIR, or skip the test (the variable is unset: an ad-hoc run)."""
     base = os.environ.get(VENDOR_ENV)
     if not base:
-        pytest.skip(f"{VENDOR_ENV} is not set (make test sets it: see docs/testing.md)")
+        pytest.skip(f"{VENDOR_ENV} is not set: no vendor directory beside this checkout (make "
+                    "test sets it when there is one: see docs/testing.md)")
     return Path(base)
 
 
