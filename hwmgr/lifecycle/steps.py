@@ -94,7 +94,8 @@ def _fetch_do(ctx: Ctx) -> dict[str, Any]:
     progress = ctx.ui.download(src.name(), src.size) if ctx.ui else None
     res = fetch_mirrored(ctx.host, src, _value(ctx, "cache_dir"),
                          offline=bool(_value(ctx, "offline")), mirror=_value(ctx, "mirror"),
-                         per_source=source_mirrors(ctx.params["source"]), progress=progress)
+                         per_source=source_mirrors(ctx.params["source"]), progress=progress,
+                         on_retry=ctx.ui.retry if ctx.ui else None)
     out: dict[str, Any] = {"path": str(res.path), "sha256": res.sha256, "origin": res.origin,
                            "seconds": round(res.seconds, 3)}
     key = ctx.params["source"].get("signing_key")
