@@ -1,5 +1,5 @@
 """Allow `python -m hwmgr`."""
 
-from hwmgr.cli import main
+from hwmgr.cli import run
 
-raise SystemExit(main())
+run()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import signal
 import sys
 import traceback
 from types import ModuleType
@@ -180,6 +181,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HwmgrError as exc:
         return _fail(verb, exc.message, exc.exit_code, want_json)
     except KeyboardInterrupt:
+        if outcome is not None:  # the verb had finished (a transaction committed or not): it stands
+            print(f"hwmgr {verb}: interrupted while reporting; the command had already ended "
+                  f"({outcome.status})", file=sys.stderr)
+            return outcome.exit_code
         return _fail(verb, "interrupted", EXIT_INTERRUPTED, want_json)
     except BrokenPipeError:
         return _closed_pipe(outcome)
@@ -235,5 +240,15 @@ def _fail(verb: str, message: str, code: int, want_json: bool) -> int:
     return code
 
 
+def run() -> None:
+    """The process entry point (console script, `python -m hwmgr`, the RPM's /usr/bin/hwmgr):
+    main(), then exit with its code; a Ctrl-C or SIGTERM that lands after main() returned
+    changes nothing, so it no longer kills the interpreter without a word."""
+    code = main()
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
+    raise SystemExit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run()

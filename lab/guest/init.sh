@@ -16,7 +16,7 @@ SITE=/usr/lib/python3/dist-packages  # where Debian's own python3-* packages go
 rm -rf "$SITE/hwmgr"
 mkdir -p "$SITE" /usr/share/hwmgr/catalogs /usr/share/hwmgr/drivers /etc/hwmgr
 cp -a /lab/pylib/hwmgr "$SITE/"
-printf '#!/usr/bin/python3\nimport sys\nfrom hwmgr.cli import main\nsys.exit(main())\n' \
+printf '#!/usr/bin/python3\nfrom hwmgr.cli import run\nrun()\n' \
   > /usr/bin/hwmgr
 chmod +x /usr/bin/hwmgr
 rm -rf /usr/share/hwmgr/catalogs/* /usr/share/hwmgr/drivers/*
