@@ -17,7 +17,7 @@ from typing import Iterator
 
 import pytest
 import srpmfactory as factory
-from support import REPO, run_cli
+from support import REPO, python_runs_as_nobody, run_cli
 
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
@@ -207,7 +207,8 @@ def test_recipe_list_names_each_dir_and_the_shadowed(tmp_path: Path) -> None:
 
 
 @BUILDS
-@pytest.mark.skipif(not shutil.which("runuser"), reason="runuser is needed")
+@pytest.mark.skipif(not shutil.which("runuser") or not python_runs_as_nobody(),
+                    reason="needs runuser and a Python that starts as nobody")
 def test_an_unwritable_state_dir_is_exit_13_in_one_line(srpm: Path) -> None:
     """A user who cannot write the state dir gets one line naming it, not a traceback."""
     res = subprocess.run(
