@@ -1,15 +1,16 @@
 """Command-line entry point: the only place that prints results or exits.
 
-Each verb lives in `hwmgr/commands/<verb>.py` and declares `NAME`, `HELP`, `EXAMPLES`,
-`EXIT_CODES` (and maybe `NOTES`, `option_parents()`), `add_arguments(parser)` and
-`run(args, ctx) -> Outcome`; `VERBS` below is the one list of them. The parser is plain
-argparse: `--help` is whatever the running Python's argparse prints.
+Each verb lives in `hwmgr/commands/<verb>.py` and declares `NAME`, `EXAMPLES`, `EXIT_CODES`
+(and maybe `NOTES`, `option_parents()`), `add_arguments(parser)` and `run(args, ctx) ->
+Outcome`; `VERBS` below is the one list of them, with each one's line of `hwmgr --help`. The
+parser is plain argparse: `--help` is whatever the running Python's argparse prints.
 """
 
 from __future__ import annotations
 
 import argparse
 import errno
+import importlib
 import os
 import signal
 import sys
@@ -18,28 +19,6 @@ from types import ModuleType
 from typing import Callable, Sequence
 
 from hwmgr import __version__
-from hwmgr.commands import (
-    apply,
-    catalog,
-    check,
-    collect_script,
-    fetch,
-    fleet_report,
-    history,
-    inventory,
-    mirror,
-    package,
-    plan,
-    recipe,
-    recover,
-    revert,
-    rollback,
-    snapshot,
-    throughput,
-    upgrade,
-    vercmp,
-    verify,
-)
 from hwmgr.config import Config, config_from
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
@@ -60,12 +39,40 @@ DESCRIPTION = "Vendor-aware hardware inventory and driver lifecycle manager."
 EPILOG = ("Run 'hwmgr VERB --help' for a verb's options, examples and exit codes "
           "(all of them: docs/exit-codes.md).")
 
-# the verbs, in the order --help lists them; each module owns its name, help and exit codes
-VERBS: dict[str, ModuleType] = {mod.NAME: mod for mod in (
-    inventory, check, snapshot, catalog, vercmp, plan, fetch, upgrade, rollback, apply,
-    revert, recover, history, verify, throughput, mirror, package, recipe, fleet_report,
-    collect_script,
-)}
+# the verbs, in the order --help lists them, with the line --help shows for each. A verb's
+# module, hwmgr/commands/<name with "_" for "-">.py, is imported only when the verb runs.
+VERBS: dict[str, str] = {
+    "inventory": "list PCI functions, NICs and RAID controllers",
+    "check": "compare drivers, firmware and NIC/sysctl settings with the catalog",
+    "snapshot": "capture this host for offline analysis",
+    "catalog": "validate or show the driver catalog",
+    "vercmp": "compare two versions (prints <, = or >)",
+    "plan": "dry run of an upgrade or rollback",
+    "fetch": "download and verify a driver's vendor package",
+    "upgrade": "upgrade a driver (DKMS build, keeps the old .ko)",
+    "rollback": "restore a driver exactly as it was before",
+    "apply": "set drifted NIC settings and sysctls now and persistently (undo with revert)",
+    "revert": "undo an apply: recorded values and persistence files back exactly",
+    "recover": "finish or undo an interrupted transaction",
+    "history": "show upgrades, rollbacks and their results, or drift over time (--checks)",
+    "verify": "after a reboot: prove the armed driver state is live",
+    "throughput": "quick iperf3 check against a peer",
+    "mirror": "fill an internal mirror directory of vendor packages",
+    "package": "wrap a prepared DKMS tree as a noarch <driver>-dkms RPM",
+    "recipe": "test a driver's build recipe on a vendor SRPM (scratch DKMS tree), or list recipes",
+    "fleet-report": "build fleet-report.json/.xml/.html from per-host check results",
+    "collect-script": "print the POSIX sh snapshot collector",
+}
+
+
+def verb_module(name: str) -> ModuleType:
+    """The module of verb `name` (imported here, on first use: a run pays for its verb only)."""
+    return importlib.import_module(f"hwmgr.commands.{name.replace('-', '_')}")
+
+
+def verb_modules() -> dict[str, ModuleType]:
+    """Every verb's module, in `VERBS` order (scripts/gen-exit-codes and the tests read all)."""
+    return {name: verb_module(name) for name in VERBS}
 
 
 class Context:
@@ -113,24 +120,25 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
-    """`hwmgr` and one sub-parser per verb, its help and epilog from the verb's module. Given
-    the `verb` a command line names, only that verb's options are built (the others are
-    listed by name and help): a run pays for the parser it uses, not for all of them."""
+    """`hwmgr` and one sub-parser per verb. Only the `verb` a command line names gets its
+    options, help and epilog (from its module, imported now); the others are listed by name
+    and their line in `VERBS`: a run pays for the verb it runs, not for all of them."""
     parser: argparse.ArgumentParser = Parser(prog="hwmgr", description=DESCRIPTION,
                                              epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"hwmgr {__version__}")
     parser.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
-    for name, mod in VERBS.items():
-        if verb is not None and name != verb:
-            sub.add_parser(name, help=mod.HELP)
+    for name, summary in VERBS.items():
+        if name != verb:
+            sub.add_parser(name, help=summary)
             continue
+        mod = verb_module(name)
         parents: list[argparse.ArgumentParser] = (
             mod.option_parents() if hasattr(mod, "option_parents") else [common_options()])
         # the docstring's first paragraph, whole (a first line alone may stop mid-sentence)
-        doc = " ".join((mod.__doc__ or mod.HELP).strip().split("\n\n")[0].split())
+        doc = " ".join((mod.__doc__ or summary).strip().split("\n\n")[0].split())
         p = sub.add_parser(
-            name, help=mod.HELP, description=doc, parents=parents,
+            name, help=summary, description=doc, parents=parents,
             epilog=epilog(getattr(mod, "NOTES", ""), mod.EXAMPLES, all_codes(mod.EXIT_CODES)),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
@@ -165,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
         ctx = Context(args)
-        outcome = VERBS[args.verb].run(args, ctx)
+        outcome = verb_module(args.verb).run(args, ctx)
         if getattr(args, "json", False):
             write_json(outcome.envelope(), sys.stdout)
         else:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
-from support import HOSTS, run_cli
+from support import HOSTS, REPO, run_cli
 
 from hwmgr import __version__
 
@@ -39,8 +41,8 @@ def test_json_errors_keep_the_envelope() -> None:
     assert "nosuch" in doc["errors"][0]
 
 
-def test_top_help_is_argparse_help_of_the_verb_modules() -> None:
-    """`hwmgr --help` is plain argparse: every verb with its module's one-line HELP."""
+def test_top_help_is_argparse_help_of_the_verb_table() -> None:
+    """`hwmgr --help` is plain argparse: every verb with its one line from `cli.VERBS`."""
     import argparse
     import contextlib
     import io
@@ -56,8 +58,24 @@ def test_top_help_is_argparse_help_of_the_verb_modules() -> None:
     sub = next(a for a in cli.build_parser()._actions
                if isinstance(a, argparse._SubParsersAction))
     helps = {c.dest: c.help for c in sub._choices_actions}
-    assert helps == {name: mod.HELP for name, mod in cli.VERBS.items()}
-    assert list(cli.VERBS) == [mod.NAME for mod in cli.VERBS.values()]
+    assert helps == cli.VERBS
+
+
+def test_each_verb_runs_from_its_own_module_and_imports_no_other() -> None:
+    """The table names real modules (each module's NAME is its key, and no module keeps a
+    HELP of its own: the summary has one owner, the table), and a run imports its verb's
+    module alone: `vercmp` in a fresh interpreter loads none of the other verbs."""
+    from hwmgr import cli
+
+    mods = cli.verb_modules()
+    assert [mod.NAME for mod in mods.values()] == list(cli.VERBS)
+    assert [name for name, mod in mods.items() if hasattr(mod, "HELP")] == []
+    probe = ("import sys; from hwmgr import cli; rc = cli.main(['vercmp', '1', '2']); "
+             "print(sorted(m for m in sys.modules if m.startswith('hwmgr.commands.')))")
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         cwd=REPO, check=False)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["<", "['hwmgr.commands.vercmp']"]
 
 
 def test_verb_help_shows_its_examples_and_exit_codes() -> None:

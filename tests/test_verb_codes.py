@@ -190,13 +190,13 @@ def run(verb: str, argv: list[str], box: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("HWMGR_SITE_CATALOG_DIR", str(box / "catalog.d"))
     monkeypatch.setenv("HWMGR_CONFIG", str(box / "hwmgr.json"))
     rc = cli.main([verb, *argv])
-    assert rc in all_codes(cli.VERBS[verb].EXIT_CODES), (
+    assert rc in all_codes(cli.verb_module(verb).EXIT_CODES), (
         f"hwmgr {verb} {shlex.join(argv)} exited {rc}, which its EXIT_CODES do not list")
     return rc
 
 
 def documented() -> list[tuple[str, int]]:
-    return [(verb, code) for verb, mod in cli.VERBS.items()
+    return [(verb, code) for verb, mod in cli.verb_modules().items()
             for code in all_codes(mod.EXIT_CODES)]
 
 
@@ -249,7 +249,7 @@ EXAMPLE_NEEDS = {  # verbs whose examples all change the live host or need the n
     "throughput": "an iperf3 peer", "mirror": "the vendor's server", "package": "rpmbuild",
     "apply": "the live host's NICs",
 }
-EXAMPLES = [(verb, ex) for verb, mod in cli.VERBS.items() for ex in mod.EXAMPLES]
+EXAMPLES = [(verb, ex) for verb, mod in cli.verb_modules().items() for ex in mod.EXAMPLES]
 
 
 def _runnable(verb: str, command: str) -> str | None:
@@ -271,7 +271,7 @@ def test_help_example_gives_its_code(verb: str, example: object, sandbox: Path,
     from hwmgr.ui.verbhelp import Example
 
     assert isinstance(example, Example)
-    assert example.code in all_codes(cli.VERBS[verb].EXIT_CODES), example
+    assert example.code in all_codes(cli.verb_module(verb).EXIT_CODES), example
     why = _runnable(verb, example.command)
     if why:
         pytest.skip(f"needs {why}")

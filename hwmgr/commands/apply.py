@@ -24,11 +24,11 @@ from hwmgr.errors import (
     UsageError,
 )
 from hwmgr.output import Outcome, make_console, printable
+from hwmgr.transaction.pending import open_transactions
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
 
 NAME = "apply"
-HELP = "set drifted NIC settings and sysctls now and persistently (undo with revert)"
 EXAMPLES = (
     Example("hwmgr apply --dry-run", "show every change, change nothing"),
     Example("hwmgr apply --interface eth2 --layer settings --yes"),
@@ -145,7 +145,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     plan = ap.plan_apply(host, changes, persist_root=args.persist_root, force=args.force,
                          override=args.override, confirm_timeout=args.confirm_timeout)
     data = plan.as_dict()
-    opened = ap.open_transactions(host, config) if host.live else []
+    opened = open_transactions(host, config.state_dir) if host.live else []
     plan.notes += opened
     data["notes"] = plan.notes
     if not plan.changes:

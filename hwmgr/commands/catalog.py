@@ -27,7 +27,6 @@ from hwmgr.ui import catalog_trust
 from hwmgr.ui.verbhelp import Example
 
 NAME = "catalog"
-HELP = "validate or show the driver catalog"
 NOTES = """\
 layers: the base (the installed catalog, else the shipped one), then
         /etc/hwmgr/catalog.d/*.json in lexical order; --catalog F... replaces that list"""

@@ -7,7 +7,6 @@ import time
 from typing import Any
 
 from hwmgr.catalog.load import load_catalog
-from hwmgr.compliance.apply import open_transactions
 from hwmgr.compliance.batch import batch_exit_code, check_roots, roots_named
 from hwmgr.compliance.check import CheckResult, check_host, exit_code, parse_layers
 from hwmgr.compliance.history import record_check
@@ -24,13 +23,12 @@ from hwmgr.errors import (
     UsageError,
 )
 from hwmgr.output import Outcome, printable
-from hwmgr.transaction.pending import reboot_pending
+from hwmgr.transaction.pending import open_transactions, reboot_pending
 from hwmgr.ui.check_table import render
 from hwmgr.ui.options import common_options, lifecycle_options
 from hwmgr.ui.verbhelp import Example
 
 NAME = "check"
-HELP = "compare drivers, firmware and NIC/sysctl settings with the catalog"
 EXAMPLES = (
     Example("hwmgr check", "this machine: one line per item, drift first"),
     Example("hwmgr check --root snap.tar.gz", "a snapshot of a host that drifts", EXIT_DRIFT),
@@ -90,7 +88,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             why, took = exc.message, time.monotonic() - t0
             write_registry(args.prom, lambda: failure_registry(why, took))
         raise
-    opened = open_transactions(ctx.host, ctx.config) if ctx.host.live else []
+    opened = open_transactions(ctx.host, ctx.config.state_dir) if ctx.host.live else []
     if opened:  # an interrupted apply or upgrade: what check sees may be half of it
         data.setdefault("notes", []).extend(opened)
     if args.prom:  # first: a check whose --prom output failed is an error, not history

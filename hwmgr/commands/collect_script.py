@@ -16,7 +16,6 @@ from hwmgr.output import Outcome
 from hwmgr.ui.verbhelp import Example
 
 NAME = "collect-script"
-HELP = "print the POSIX sh snapshot collector"
 NOTES = """\
 The script needs only sh, coreutils (or busybox), tar and gzip on the old host; it records
 ethtool, modinfo, ip and lspci output when those exist, and writes a hwmgr snapshot

@@ -26,7 +26,6 @@ from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
 
 NAME = "fetch"
-HELP = "download and verify a driver's vendor package"
 EXAMPLES = (
     Example("hwmgr fetch be2net --to 10.2.470.14", "into /var/cache/hwmgr"),
     Example("hwmgr fetch be2net --to 10.2.470.14 --offline --mirror /srv/mirror"),

@@ -31,7 +31,6 @@ from hwmgr.ui.check_table import value_text
 from hwmgr.ui.verbhelp import Example
 
 NAME = "fleet-report"
-HELP = "build fleet-report.json/.xml/.html from per-host check results"
 NOTES = """\
 input (--results, repeatable): a directory of one JSON file per host, named after the host
   (web01.json), holding

@@ -21,7 +21,6 @@ from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
 
 NAME = "history"
-HELP = "show upgrades, rollbacks and their results, or drift over time (--checks)"
 EXAMPLES = (
     Example("hwmgr history"),
     Example("hwmgr history be2net --json"),

@@ -20,7 +20,6 @@ from hwmgr.ui.options import common_options
 from hwmgr.ui.verbhelp import Example
 
 NAME = "inventory"
-HELP = "list PCI functions, NICs and RAID controllers"
 EXAMPLES = (
     Example("hwmgr inventory", "this machine: NICs and storage controllers"),
     Example("hwmgr inventory --all", "every PCI function (bridges, USB, SMBus too)"),

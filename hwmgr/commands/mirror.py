@@ -22,7 +22,6 @@ from hwmgr.ui.lifecycle import ProgressUI
 from hwmgr.ui.verbhelp import Example
 
 NAME = "mirror"
-HELP = "fill an internal mirror directory of vendor packages"
 NOTES = """\
 Then serve DIR with any HTTP server and set "mirror" in /etc/hwmgr/hwmgr.json.
 layout: DIR/sha256/<sha256>/<file name> (like hwmgr's cache) and DIR/index.json"""

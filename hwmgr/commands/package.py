@@ -21,7 +21,6 @@ from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
 
 NAME = "package"
-HELP = "wrap a prepared DKMS tree as a noarch <driver>-dkms RPM"
 NOTES = """\
 The vendor SRPM is fetched and checked exactly as for 'hwmgr upgrade'; this host's DKMS state
 is not touched. Installing the RPM runs dkms add/build/install for the running kernel."""

@@ -21,7 +21,6 @@ from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
 
 NAME = "plan"
-HELP = "dry run of an upgrade or rollback"
 EXAMPLES = (
     Example("hwmgr plan upgrade be2net --to 10.2.470.14",
             "every step, and why it would be refused", EXIT_REFUSED),

@@ -21,7 +21,6 @@ from hwmgr.ui.options import common_options
 from hwmgr.ui.verbhelp import Example
 
 NAME = "recipe"
-HELP = "test a driver's build recipe on a vendor SRPM (scratch DKMS tree), or list recipes"
 NOTES = """\
 check: the SRPM is unpacked as 'hwmgr upgrade' does, then built with DKMS for each kernel
        (--kernel, default every kernel with headers) in scratch trees under the state dir:

@@ -18,7 +18,6 @@ from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
 
 NAME = "recover"
-HELP = "finish or undo an interrupted transaction"
 EXAMPLES = (
     Example("hwmgr recover", "after a crash: leaves exactly the old or the new driver"),
     Example("hwmgr recover --json"),

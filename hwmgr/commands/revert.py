@@ -21,7 +21,6 @@ from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
 
 NAME = "revert"
-HELP = "undo an apply: recorded values and persistence files back exactly"
 EXAMPLES = (
     Example("hwmgr revert --yes", "undo the newest apply not yet reverted"),
     Example("hwmgr revert --txn 17 --yes"),

@@ -21,7 +21,6 @@ from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
 
 NAME = "rollback"
-HELP = "restore a driver exactly as it was before"
 EXAMPLES = (
     Example("hwmgr rollback be2net --yes", "undo the last upgrade"),
     Example("hwmgr rollback be2net --to 4.1.307r --yes", "back to a version an upgrade replaced"),

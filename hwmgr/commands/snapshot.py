@@ -29,7 +29,6 @@ from hwmgr.transaction.state import StateDir
 from hwmgr.ui.verbhelp import Example
 
 NAME = "snapshot"
-HELP = "capture this host for offline analysis"
 EXAMPLES = (
     Example("hwmgr snapshot /tmp/web01.tar.gz", "a support bundle to attach to a ticket"),
     Example("hwmgr snapshot /tmp/web01", "the same as a directory"),

@@ -22,7 +22,6 @@ from hwmgr.ui.verbhelp import Example
 from hwmgr.verify import throughput as tp
 
 NAME = "throughput"
-HELP = "quick iperf3 check against a peer"
 NOTES = """\
 floor: --floor, else throughput_floor_mbps in the site config, else the catalog's
        throughput.min_fraction_of_link x the interface's negotiated speed.

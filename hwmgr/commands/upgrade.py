@@ -27,7 +27,6 @@ from hwmgr.ui.verbhelp import Example
 from hwmgr.verify import throughput as tp
 
 NAME = "upgrade"
-HELP = "upgrade a driver (DKMS build, keeps the old .ko)"
 EXAMPLES = (
     Example("hwmgr plan upgrade be2net --to 10.2.470.14", "look first"),
     Example("hwmgr upgrade be2net --to 10.2.470.14 --yes"),

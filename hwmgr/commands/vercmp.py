@@ -14,7 +14,6 @@ from hwmgr.output import Outcome
 from hwmgr.ui.verbhelp import Example
 
 NAME = "vercmp"
-HELP = "compare two versions (prints <, = or >)"
 NOTES = """\
 schemes:
   rpm       [epoch:]version[-release], like rpmdev-vercmp (default)

@@ -28,7 +28,6 @@ from hwmgr.ui.verbhelp import Example
 from hwmgr.verify.policy import Verifier, VerifyOptions
 
 NAME = "verify"
-HELP = "after a reboot: prove the armed driver state is live"
 NOTES = """\
 --on-failure rollback (default: on_failure in the site config) restores the previous driver
 and runs reboot_command; at most once per armed expectation. A passing verify marks the

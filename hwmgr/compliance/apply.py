@@ -311,16 +311,6 @@ def interrupted_line(res: TxnResult, what: str) -> str | None:
     return f"transaction #{res.id} {what}: interrupted by {res.signal}: {res.error}"
 
 
-def open_transactions(host: Host, config: Config) -> list[str]:
-    """One line per transaction a crash or a failed undo left open (read only, no lock)."""
-    journal = StateDir(host, config.state_dir).read_journal()
-    if journal is None:
-        return []
-    return [f"transaction #{t['id']} ({t['kind']} {t['target']}) is still {t['state']}: "
-            "the host may be half-changed; run `hwmgr recover`"
-            for t in journal.open_transactions()]
-
-
 def waiter_argv(config: Config, timeout: int) -> list[str]:
     """The detached command that reverts `{txn}` after `timeout` s unless confirmed: a
     systemd-run timer where systemd runs, else a detached child in its own session."""
@@ -515,4 +505,4 @@ def _finding_shape(f: Any, where: str) -> None:
 
 __all__ = ["Change", "ApplyPlan", "plan_apply", "run_apply", "revert_params", "run_revert",
            "confirm", "auto_revert", "changes_from_findings", "load_changes", "jsonable",
-           "interrupted_line", "open_transactions"]
+           "interrupted_line"]

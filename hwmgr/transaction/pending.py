@@ -1,4 +1,5 @@
-"""Reboot pending, known from the journal and the boot id rather than guessed from versions.
+"""What the journal says is not settled yet: reboot pending, known from the journal and the
+boot id rather than guessed from versions, and transactions left open (`open_transactions`).
 
 The engine notes the boot id (`/proc/sys/kernel/random/boot_id`) in a transaction when it
 commits. A transaction that installs something the running kernel only picks up at the next
@@ -94,3 +95,13 @@ def _obj(text: Any) -> dict[str, Any]:
     except safejson.JSONError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def open_transactions(host: Host, state_dir: str) -> list[str]:
+    """One line per transaction a crash or a failed undo left open (read only, no lock)."""
+    journal = StateDir(host, state_dir).read_journal()
+    if journal is None:
+        return []
+    return [f"transaction #{t['id']} ({t['kind']} {t['target']}) is still {t['state']}: "
+            "the host may be half-changed; run `hwmgr recover`"
+            for t in journal.open_transactions()]
