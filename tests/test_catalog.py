@@ -659,6 +659,27 @@ def test_fuzzed_catalog_loads_or_raises_bad_input(tmp_path: Path, raw: bytes) ->
         assert v is None or v["status"] in catmod.VERDICTS
 
 
+# strings rich in what the escape scan looks at: backslashes, letters escapes use, controls
+TRICKY_TEXT = st.text(st.sampled_from("\\nbrtfu0179dD8\x00\x1b\x7f\x85\x9f\u00e9 \"/") |
+                      st.characters(), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=TRICKY_TEXT, ascii_only=st.booleans())
+def test_control_characters_are_found_however_the_json_writes_them(value: str,
+                                                                   ascii_only: bool) -> None:
+    """The strict parse skips its per-string scan only when the raw text holds no escape
+    that could decode to a control character: a string value or key holding one is refused
+    whether it was written raw or escaped, and one without is accepted (an escaped
+    backslash before a letter is only a false alarm)."""
+    from hwmgr.catalog.validate import _CONTROL, parse
+
+    for doc in ({"k": [value]}, {value: 1}):
+        raw = json.dumps(doc, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+        _data, found = parse(raw)  # a raw lone surrogate is not UTF-8: refused too
+        assert bool(found) == (_CONTROL.search(value) is not None), (value, found)
+
+
 def test_docs_site_layer_example_validates(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     """The site layers docs/catalog.md shows are accepted layered over the shipped catalog:

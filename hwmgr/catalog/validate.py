@@ -31,6 +31,9 @@ Finding = tuple[str, str]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _C1 = re.compile(r"[\x7f-\x9f]")
+# a JSON escape that may decode to one of _CONTROL (\n, \u001b, \u0085, \ud800); the raw
+# text is searched, so an escaped backslash before a letter ("\\n") only adds a false alarm
+_CONTROL_ESCAPE = re.compile(r"\\[bfnrt]|\\u00[01789][0-9a-fA-F]|\\u[dD][89a-fA-F]")
 
 
 # ----------------------------------------------------------------------------- reading
@@ -122,9 +125,11 @@ def parse(raw: bytes) -> tuple[Any, list[Finding]]:
     except RecursionError:
         return None, [("$", f"invalid JSON: nested more than {MAX_DEPTH} levels deep")]
     # a control character or lone surrogate can only reach a string through an escape (\n,
-    # \u0000, \ud800) or as a raw C1 character (strict JSON refuses raw C0; UTF-8 refuses
-    # surrogates): a text with neither needs no per-string check
-    return data, _value_errors(data, texts="\\" in text or _C1.search(text) is not None)
+    # \u0000, \ud800) or as a raw DEL or C1 character (strict JSON refuses raw C0; UTF-8
+    # refuses surrogates): a text with neither needs no per-string check. Catalogs hold
+    # backslashes (regexes, Windows-style paths) but almost never such an escape.
+    texts = _CONTROL_ESCAPE.search(text) is not None or _C1.search(text) is not None
+    return data, _value_errors(data, texts=texts)
 
 
 def _text_problem(text: str) -> str | None:
