@@ -30,6 +30,7 @@ import fleet_data  # noqa: E402
 from hwmgr.fleet import report as fr  # noqa: E402
 from hwmgr.fleet.html import embed_json, render_html  # noqa: E402
 from hwmgr.fleet.junit import junit_xml  # noqa: E402
+from hwmgr.fleet.results import load_host  # noqa: E402
 from hwmgr.fleet.trend import news  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -52,7 +53,7 @@ def history(tmp: Path) -> list[Path]:
         for name in compliant[: 6 - 2 * n]:  # hosts fixed since
             hosts[name] = {"status": "drift", "check": fleet_data.check_data(
                 fleet_data.host_findings({"ring.rx"})), "error": None}
-        loaded = {k: fr.load_host(v, k) for k, v in hosts.items()}
+        loaded = {k: load_host(v, k) for k, v in hosts.items()}
         rep = fr.build_report(loaded, generated=f"2026-11-{20 + n:02d}T02:00:00Z")
         path = tmp / f"night{n}" / "fleet-report.json"
         path.parent.mkdir()
@@ -113,7 +114,7 @@ def test_uncatalogued_items_leave_a_host_compliant(built: dict[str, Any]) -> Non
     # a host result written by an older hwmgr (no uncatalogued count) counts 0
     old = fleet_data.check_data(fleet_data.host_findings(set()))
     del old["summary"]["uncatalogued"]
-    assert fr.load_host({"status": "compliant", "check": old, "error": None},
+    assert load_host({"status": "compliant", "check": old, "error": None},
                         "old.json")["summary"]["uncatalogued"] == 0
 
 
@@ -154,78 +155,13 @@ def test_cli_outcome_and_exit_code(built: dict[str, Any]) -> None:
 ])
 def test_exit_codes(tmp_path: Path, keep: set[str], code: int) -> None:
     hosts = {k: v for k, v in fleet_data.fleet().items() if v["status"] in keep}
-    loaded = {k: fr.load_host(v, k) for k, v in hosts.items()}
+    loaded = {k: load_host(v, k) for k, v in hosts.items()}
     assert fr.exit_code(fr.build_report(loaded)) == code
     (tmp_path / "r").mkdir()
     for name, v in hosts.items():
         (tmp_path / "r" / f"{name}.json").write_text(json.dumps(v))
     res = hwmgr("fleet-report", "--results", str(tmp_path / "r"), "--out", str(tmp_path / "o"))
     assert res.returncode == code, res.stderr
-
-
-def test_raw_check_envelopes_are_accepted(tmp_path: Path) -> None:
-    findings = fleet_data.host_findings({"ring.rx"})
-    ok = {"format_version": 1, "command": "check", "status": "ok",
-          "data": fleet_data.check_data(fleet_data.host_findings(set())), "errors": []}
-    drift = {**ok, "status": "drift", "data": fleet_data.check_data(findings)}
-    err = {"format_version": 1, "command": "check", "status": "error", "data": None,
-           "errors": ["/etc/hwmgr/catalog.json: not valid JSON"]}
-    hosts = {n: fr.load_host(v, n) for n, v in (("a", ok), ("b", drift), ("c", err))}
-    assert [hosts[n]["status"] for n in "abc"] == ["compliant", "drift", "failed"]
-    assert hosts["c"]["error"] == "/etc/hwmgr/catalog.json: not valid JSON"
-    rep = fr.build_report(hosts)
-    jsonschema.validate(rep, fr.schema())
-    assert fr.exit_code(rep) == 5
-
-
-BAD_INPUTS = [
-    ("not json", "{", "not valid JSON"),
-    ("a list", "[]", "expected a JSON object"),
-    ("bad status", '{"status": "fine", "check": null, "error": null}', ".status: 'fine'"),
-    ("drift without check", '{"status": "drift", "check": null, "error": null}',
-     "needs its check result"),
-    ("bad layer", json.dumps({"status": "drift", "check": {"findings": [
-        {"layer": "bios", "item": "x", "status": "drift"}]}}), ".check.findings[0].layer"),
-    ("bad count", json.dumps({"status": "drift", "check": {"summary": {"drift": -1},
-                                                           "findings": []}}),
-     ".check.summary.drift"),
-    ("other command", json.dumps({"format_version": 1, "command": "inventory", "status": "ok",
-                                  "data": {}, "errors": []}), ".command: 'inventory'"),
-    ("not utf-8", b"\xff\xfe{}", "not valid JSON"),
-]
-
-
-@pytest.mark.parametrize(("label", "content", "message"), BAD_INPUTS,
-                         ids=[b[0] for b in BAD_INPUTS])
-def test_bad_input_file_is_named_and_nothing_written(tmp_path: Path, label: str,
-                                                     content: str | bytes, message: str) -> None:
-    results = tmp_path / "results"
-    fleet_data.write_results(results)
-    bad = results / "zz-bad.json"
-    bad.write_bytes(content if isinstance(content, bytes) else content.encode())
-    res = hwmgr("fleet-report", "--results", str(results), "--out", str(tmp_path / "out"))
-    assert res.returncode == 8, res.stderr
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and str(bad) in lines[0] and message in lines[0], res.stderr
-    assert "Traceback" not in res.stderr
-    assert not (tmp_path / "out").exists()
-
-
-def test_bad_history_file_and_empty_results(tmp_path: Path) -> None:
-    results = tmp_path / "results"
-    fleet_data.write_results(results)
-    hist = tmp_path / "old.json"
-    hist.write_text(json.dumps({"format_version": 3, "generated": "x", "summary": {}}))
-    res = hwmgr("fleet-report", "--results", str(results), "--out", str(tmp_path / "out"),
-                "--history", str(hist))
-    assert res.returncode == 8 and str(hist) in res.stderr and "format_version 3" in res.stderr
-    assert not (tmp_path / "out").exists()
-    (tmp_path / "empty").mkdir()
-    res = hwmgr("fleet-report", "--results", str(tmp_path / "empty"), "--out", str(tmp_path))
-    assert res.returncode == 8 and "no per-host result files" in res.stderr
-    res = hwmgr("fleet-report", "--results", str(results), "--out", str(results))
-    assert res.returncode == 2 and "--out must differ" in res.stderr
-    assert not (results / "fleet-report.json").exists()
 
 
 # ------------------------------------------------------------------------ JUnit
@@ -265,7 +201,7 @@ def test_junit_has_a_case_per_problem_and_one_for_the_compliant_items(
 
 
 def test_junit_strips_control_characters() -> None:
-    host = fr.load_host({"status": "failed", "check": None, "error": "bad\x1b[31m\x00"}, "h")
+    host = load_host({"status": "failed", "check": None, "error": "bad\x1b[31m\x00"}, "h")
     xml = junit_xml(fr.build_report({"h\x07": host}), {"h\x07": "site.one"})
     root = ET.fromstring(xml)  # control characters would make this fail
     assert root.find("testsuite").get("name") == "h\\x07"
@@ -326,7 +262,7 @@ def test_embed_json_cannot_close_the_script() -> None:
 
 
 def test_page_renders_without_history() -> None:
-    rep = fr.build_report({"h": fr.load_host({"status": "compliant", "check": {
+    rep = fr.build_report({"h": load_host({"status": "compliant", "check": {
         "findings": []}, "error": None}, "h")})
     page = parse(render_html(rep, [], groups={}, news=news(None, rep)))
     assert_safe_page(page)
@@ -388,23 +324,6 @@ def test_results_files_groups_and_duplicates(tmp_path: Path) -> None:
     res = hwmgr("fleet-report", "--results", str(tmp_path / "dir"), "--out",
                 str(tmp_path / "o2"), "--group-by", "([a-z")
     assert res.returncode == 2 and "--group-by" in res.stderr and "Traceback" not in res.stderr
-
-
-def test_batch_check_output_is_a_results_file(tmp_path: Path) -> None:
-    hosts_dir = REPO / "tests" / "fixtures" / "hosts"
-    res = hwmgr("check", "--json", "--root", str(hosts_dir / "seed002-before"),
-                "--root", str(hosts_dir / "seed002-after"), "--root", str(hosts_dir / "broken"))
-    (tmp_path / "snapshots.json").write_text(res.stdout)
-    res = hwmgr("fleet-report", "--results", str(tmp_path / "snapshots.json"),
-                "--out", str(tmp_path / "o"), "--json")
-    assert res.returncode == 5, res.stderr
-    rep = json.loads((tmp_path / "o" / "fleet-report.json").read_text())
-    assert {n: h["status"] for n, h in rep["hosts"].items()} == {
-        "seed002-before": "drift", "seed002-after": "compliant", "broken": "failed"}
-    single = tmp_path / "one.json"
-    single.write_text(hwmgr("check", "--json", "--root", str(hosts_dir / "seed002-after")).stdout)
-    res = hwmgr("fleet-report", "--results", str(single), "--out", str(tmp_path / "o3"))
-    assert res.returncode == 8 and "<host>.json" in res.stderr
 
 
 def test_new_since_the_last_report_from_the_trend_file(tmp_path: Path) -> None:

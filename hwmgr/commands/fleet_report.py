@@ -22,7 +22,8 @@ from hwmgr.fleet.groups import assign, compile_pattern, read_groups
 from hwmgr.fleet.html import render_html
 from hwmgr.fleet.junit import junit_xml
 from hwmgr.fleet.prom import failure_registry, fleet_registry
-from hwmgr.fleet.report import Report, build_report, exit_code, load_history, read_results
+from hwmgr.fleet.report import Report, build_report, exit_code
+from hwmgr.fleet.results import load_history, read_results
 from hwmgr.fleet.trend import TREND_FILE, Trend, load_trend, news, next_trend
 from hwmgr.fleet.view import fleet_items
 from hwmgr.fleet.write import write_outputs

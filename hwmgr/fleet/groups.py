@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from hwmgr.errors import BadInputError, UsageError
-from hwmgr.fleet.report import read_json
+from hwmgr.fleet.results import read_json
 from hwmgr.output import printable
 
 UNGROUPED = "ungrouped"

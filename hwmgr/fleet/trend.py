@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from hwmgr.errors import BadInputError
-from hwmgr.fleet.report import SUMMARY_KEYS, Report, read_json
+from hwmgr.fleet.report import SUMMARY_KEYS, Report
+from hwmgr.fleet.results import read_json
 
 TREND_FILE = "fleet-trend.json"
 TREND_FORMAT = 1

@@ -28,7 +28,7 @@ from hwmgr import safejson
 from hwmgr.catalog import versions
 from hwmgr.compliance.apply import changes_from_findings, load_changes
 from hwmgr.errors import BadInputError, HwmgrError, VersionError
-from hwmgr.fleet.report import load_host
+from hwmgr.fleet.results import load_host
 from hwmgr.host.runner import Result
 from hwmgr.lifecycle import expect, record
 from hwmgr.lifecycle.http import _ascii_int
