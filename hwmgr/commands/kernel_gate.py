@@ -19,7 +19,9 @@ from hwmgr.errors import (
     RefusedError,
 )
 from hwmgr.inventory import guard
+from hwmgr.lifecycle import gaterecord
 from hwmgr.lifecycle import kernelgate as gate
+from hwmgr.lifecycle.dkms import INSTALL_TREE
 from hwmgr.lifecycle.plan import running_kernel
 from hwmgr.lifecycle.recipe import check_kernel
 from hwmgr.output import Outcome, printable
@@ -73,10 +75,10 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     state = StateDir(host, ctx.config.state_dir)
     state.ensure()
     with state.lock(command=f"hwmgr kernel-gate {kver}", wait=args.wait):
-        if not gate.installed(host, kver):
-            raise NotFoundError(f"kernel {kver} is not installed (no {gate.INSTALL_TREE}/{kver} "
+        if not gaterecord.installed(host, kver):
+            raise NotFoundError(f"kernel {kver} is not installed (no {INSTALL_TREE}/{kver} "
                                 f"or /boot/vmlinuz-{kver})")
-        drivers = gate.managed_drivers(state)
+        drivers = gaterecord.managed_drivers(state)
         sb = guard.secure_boot(host) if drivers else None
         results = [gate.gate_driver(host, state, m, kver, sb) for m in drivers]
         record = gate.write_record(host, state, kver, running, results)

@@ -34,13 +34,13 @@ from hwmgr.host import capture
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard as safety
 from hwmgr.inventory.scan import Inventory
-from hwmgr.lifecycle import kmod, record
+from hwmgr.lifecycle import kmod
 from hwmgr.lifecycle.advice import not_in_catalog
 from hwmgr.lifecycle.dkms import Dkms, headers_package, kernels_with_headers
 from hwmgr.lifecycle.recipe import load_recipe
+from hwmgr.lifecycle.record import upgrade_chain
 from hwmgr.lifecycle.steps import REGISTRY, RollbackParams, UpgradeParams, describe
-from hwmgr.output import printable
-from hwmgr.transaction.engine import Transaction, TxnResult, history
+from hwmgr.transaction.engine import Transaction, TxnResult
 from hwmgr.transaction.state import StateDir
 
 MIN_FREE = 64 << 20
@@ -317,23 +317,6 @@ def plan_upgrade(
     # no steps for a string that is not a version
     plan.steps = [] if bad_version else describe(REGISTRY["upgrade"](plan.params))
     return plan
-
-
-def upgrade_chain(state: StateDir, driver: str) -> list[dict[str, Any]]:
-    """Committed upgrades of `driver` still in effect, oldest first (rollbacks pop them)."""
-    txns = [t for t in reversed(history(state, target=driver)) if t["state"] == "committed"]
-    stack: list[dict[str, Any]] = []
-    where = printable(state.journal_file)  # each record checked before it is read: record.py
-    for t in txns:
-        if t["kind"] == "upgrade":
-            stack.append(record.checked_upgrade(t, where))
-        elif t["kind"] == "rollback":
-            undo_to = record.checked_rollback(t, where)["params"].get("undo_upgrade")
-            while stack:
-                top = stack.pop()
-                if top["id"] == undo_to:
-                    break
-    return stack
 
 
 def _rollback_target(chain: list[dict[str, Any]], driver: str, to: str) -> dict[str, Any]:

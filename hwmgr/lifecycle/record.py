@@ -12,7 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from hwmgr import safejson
+from hwmgr.output import printable
+from hwmgr.transaction.engine import history
 from hwmgr.transaction.journal import damaged
+from hwmgr.transaction.state import StateDir
 
 MODULE_FIELDS = ("path", "version", "sha256")  # each saved/replaced module file: text or null
 
@@ -78,3 +81,20 @@ def checked_rollback(txn: dict[str, Any], where: str) -> dict[str, Any]:
     if undo is not None:
         _typed(undo, int, f"{where}: transaction {txn.get('id')} params.undo_upgrade")
     return txn
+
+
+def upgrade_chain(state: StateDir, driver: str) -> list[dict[str, Any]]:
+    """Committed upgrades of `driver` still in effect, oldest first (rollbacks pop them)."""
+    txns = [t for t in reversed(history(state, target=driver)) if t["state"] == "committed"]
+    stack: list[dict[str, Any]] = []
+    where = printable(state.journal_file)  # each record checked before it is read: record.py
+    for t in txns:
+        if t["kind"] == "upgrade":
+            stack.append(checked_upgrade(t, where))
+        elif t["kind"] == "rollback":
+            undo_to = checked_rollback(t, where)["params"].get("undo_upgrade")
+            while stack:
+                top = stack.pop()
+                if top["id"] == undo_to:
+                    break
+    return stack
