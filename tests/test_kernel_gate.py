@@ -233,3 +233,96 @@ def test_kernel_install_hook_ignores_remove(tmp_path: Path) -> None:
                           "remove", "9.9.9-none"], env={**os.environ, "HWMGR": "false"},
                          capture_output=True, text=True, timeout=60, check=False)
     assert (res.returncode, res.stderr) == (0, "")
+
+
+# ------------------------------------------------------------------ a real build (slow)
+def _tree(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")) if root.exists() else []
+
+
+@pytest.fixture
+def headers_not_running() -> str:
+    """A kernel with headers that this machine does not run (Debian's 6.1 here)."""
+    if os.geteuid() != 0 or not shutil.which("dkms") or not shutil.which("rpmbuild"):
+        pytest.skip("needs root, dkms and rpmbuild")
+    from lifecycle_env import headers_kernel
+
+    kver = headers_kernel()
+    if kver is None or kver == os.uname().release:
+        pytest.skip("no kernel with headers that is not the running one")
+    return kver
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("broken", [False, True], ids=["builds", "fails-to-build"])
+def test_real_gate_for_a_kernel_installed_but_not_running(
+        broken: bool, headers_not_running: str, tmp_path: Path) -> None:
+    """A managed test module (tests/kmod) in a scratch state dir: the gate's real DKMS build,
+    install for that kernel only, depmod and modinfo checks; or, when the source does not
+    compile, not ready quoting the make line and the kept log. /lib/modules/KVER/updates and
+    DKMS end exactly as they were."""
+    import dataclasses
+
+    import srpmfactory
+
+    from hwmgr.inventory import guard
+    from hwmgr.lifecycle.dkms import Dkms, render_dkms_conf
+    from hwmgr.lifecycle.recipe import ModuleSpec, load_recipe
+    from hwmgr.lifecycle.srpm import unpack_srpm
+
+    kver = headers_not_running
+    name, version = ("hwmgrtest_gatebad" if broken else "hwmgrtest_gate"), f"1.0.{os.getpid()}"
+    recipe = dataclasses.replace(load_recipe("hwmgrtest"), driver=name, srpm_name=name,
+                                 tarball=f"{name}-{{version}}.tar.gz",
+                                 subdir=f"{name}-{{version}}", modules=(ModuleSpec(name),))
+    host = Host("/", SubprocessRunner(), writable=[tmp_path])
+    updates = Path(f"/lib/modules/{kver}/updates")
+    before = _tree(updates)
+    existed = {d: d.exists() for d in (updates / "dkms", updates)}
+    dkms = Dkms(host, mok_key=tmp_path / "mok.key", mok_cert=tmp_path / "mok.pub")
+    if dkms.is_added(name, version) or Path(f"/usr/src/{name}-{version}").exists():
+        pytest.skip(f"{name}/{version} exists on this host already; not touching it")
+    srpm = srpmfactory.build_srpm(name, version, tmp_path / "srpm", broken=broken)
+    tree = unpack_srpm(host, srpm, tmp_path / "work", recipe, version)
+    try:
+        dkms.add(tree, name, version, dkms_conf=render_dkms_conf(recipe, version))
+        state = StateDir(host, str(tmp_path / "state"))
+        j = state.journal()
+        params = {"driver": name, "version": version, "modules": [name], "kernels": [kver],
+                  "initramfs": [], "drivers_dir": str(tmp_path / "no-recipes")}
+        j.set_txn(j.begin("upgrade", name, params, []), state="committed")
+        (m,) = gaterecord.managed_drivers(state)
+        r = kernelgate.gate_driver(host, state, m, kver, guard.secure_boot(host), dkms=dkms)
+        rec = kernelgate.write_record(host, state, kver, os.uname().release, [r])
+        state.close()
+        if broken:
+            log = tmp_path / f"state/logs/gate-{kver}-{name}-{version}.make.log"
+            assert not r.ready and f"dkms build of {name}/{version} for kernel {kver} failed" \
+                in r.why and f"whole log kept in {log}" in r.why, r.why
+            assert r.facts["make_line"] in r.why and "this_does_not_compile" in log.read_text()
+            assert not Path(f"/lib/modules/{kver}/updates/dkms/{name}.ko").exists()
+            return
+        assert r.ready, r.why
+        ko = f"/lib/modules/{kver}/updates/dkms/{name}.ko"
+        info = subprocess.run(["modinfo", "-k", kver, name], capture_output=True, text=True,
+                              check=True).stdout
+        fields = {k.strip(): v.strip() for k, _, v in
+                  (ln.partition(":") for ln in info.splitlines())}
+        assert fields["filename"] == ko and fields["version"] == version
+        assert fields["vermagic"].split()[0] == kver
+        got = r.facts[name]
+        assert (got["path"], got["version"], got["vermagic"]) == (ko, version,
+                                                                  fields["vermagic"])
+        assert got["signature"] == (f"signed by {fields['signer']}" if fields.get("signer")
+                                    else "unsigned: Secure Boot off")
+        assert r.facts["symvers"] == f"/lib/modules/{kver}/build/Module.symvers"
+        assert rec["ready"] is True and rec["drivers"][name]["ready"] is True
+        assert not Path(f"/lib/modules/{os.uname().release}/updates/dkms/{name}.ko").exists()
+    finally:
+        dkms.remove(name, version, "all", delete_source=True, depmod=False)
+        host.remove(f"/lib/modules/{kver}/updates/dkms/{name}.ko")
+        for d in (updates / "dkms", updates):  # the dirs DKMS made for it, when now empty
+            if not existed[d] and d.is_dir() and not any(d.iterdir()):
+                d.rmdir()
+        subprocess.run(["depmod", kver], check=False)
+    assert _tree(updates) == before and updates.exists() == existed[updates]
