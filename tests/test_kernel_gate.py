@@ -326,3 +326,40 @@ def test_real_gate_for_a_kernel_installed_but_not_running(
                 d.rmdir()
         subprocess.run(["depmod", kver], check=False)
     assert _tree(updates) == before and updates.exists() == existed[updates]
+
+
+def test_check_shows_the_gate_record_of_a_snapshot(tmp_path: Path) -> None:
+    """`check --root` of a snapshot whose state dir manages be2net and gated a newer kernel
+    that failed: one drift item, valid against check's JSON schema, exit 5."""
+    import json
+
+    import jsonschema
+
+    root = tmp_path / "snap"
+    shutil.copytree(REPO / "tests/fixtures/hosts/seed002-after", root, symlinks=True)
+    meta = json.loads((root / "snapshot.json").read_text())
+    (root / "snapshot.json").write_text(json.dumps({**meta, "records": [
+        *meta["records"], "state"]}))
+    new = "3.10.0-1160.el7.x86_64"
+    (root / f"lib/modules/{new}").mkdir(parents=True)
+    (root / f"boot/vmlinuz-{new}").parent.mkdir()
+    (root / f"boot/vmlinuz-{new}").write_bytes(b"")
+    host = Host(root, SubprocessRunner())
+    manage(host, "be2net", "12.0.0.0")
+    why = f"kernel headers for {new} are not installed: install kernel-devel-{new}"
+    kernelgate.write_record(host, StateDir(host, STATE), new, meta["kernel"], [
+        kernelgate.Readiness("be2net", "12.0.0.0", False, why)])
+    res = run_cli("check", "--root", str(root), "--json", env={"HWMGR_STATE_DIR": STATE})
+    data = json.loads(res.stdout)["data"]
+    schema = json.loads((REPO / "hwmgr/schemas/check.schema.json").read_text())
+    jsonschema.validate(data, schema)
+    (item,) = [f for f in data["findings"] if f["item"].startswith("kernel_ready.")]
+    assert item == {"layer": "driver", "device": None, "interface": None,
+                    "item": f"kernel_ready.be2net.{new}", "expected": "yes", "actual": "no",
+                    "status": "drift", "reason": f"be2net ready for kernel {new}: no: {why} "
+                                                 f"(then: hwmgr kernel-gate {new})",
+                    "fix": None, "evidence": None}
+    assert res.returncode == 5
+    table = run_cli("check", "--root", str(root), env={"HWMGR_STATE_DIR": STATE}).stdout
+    assert f"be2net ready for kernel {new}: no: kernel headers for {new}" in " ".join(
+        table.split())

@@ -131,12 +131,12 @@ def _judge(host: Any, cat: Any, layers: set[str],
 
 def _gate_finding(item: dict[str, Any]) -> Finding:
     """A kernel-gate item ("e1000e ready for kernel KVER: yes" / "no: why" / unknown) as a
-    driver-layer finding; its fix is the gate run for that kernel."""
+    driver-layer finding. No fix command: the why names what to fix before the gate runs
+    again, and the table shows the reason only when there is none."""
     status = item["status"]
     have = {"ok": "yes", "drift": "no"}.get(status)
     return Finding("driver", None, None, f"kernel_ready.{item['driver']}.{item['kernel']}",
-                   "yes", have, status, item["reason"],
-                   None if status == "ok" else f"hwmgr kernel-gate {item['kernel']}")
+                   "yes", have, status, item["reason"])
 
 
 def _check_one(ctx: Any, layers: set[str]) -> tuple[dict[str, Any], int, CheckResult]:

@@ -149,4 +149,4 @@ def _item(m: Managed, kver: str, got: Any) -> dict[str, Any]:
     if got.get("ready") is True:
         return {"driver": m.driver, "kernel": kver, "status": "ok", "reason": f"{head}: yes"}
     return {"driver": m.driver, "kernel": kver, "status": "drift",
-            "reason": f"{head}: no: {got.get('why')}"}
+            "reason": f"{head}: no: {got.get('why')} (then: hwmgr kernel-gate {kver})"}
