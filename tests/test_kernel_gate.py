@@ -183,6 +183,14 @@ def test_missing_headers_record_hold_check_and_release(tmp_path: Path) -> None:
     state.close()
 
 
+def test_no_boot_loader_to_hold_is_an_error_and_records_no_hold(tmp_path: Path) -> None:
+    host = Host(tmp_path, SubprocessRunner())
+    state = StateDir(host, STATE)
+    with pytest.raises(HwmgrError, match="no boot loader hwmgr can hold was found") as e:
+        kernelgate.hold(host, state, NEW, RUNNING)
+    assert e.value.exit_code == 1 and gaterecord.read_hold(host, state) is None
+
+
 def test_a_damaged_record_is_bad_input_naming_it(tmp_path: Path) -> None:
     host = fixture_root(tmp_path, "grub")
     manage(host)

@@ -15,6 +15,7 @@ from hwmgr.errors import (
     EXIT_OK,
     EXIT_PERMISSION,
     EXIT_REFUSED,
+    HwmgrError,
     NotFoundError,
     RefusedError,
 )
@@ -78,6 +79,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         if not gaterecord.installed(host, kver):
             raise NotFoundError(f"kernel {kver} is not installed (no {INSTALL_TREE}/{kver} "
                                 f"or /boot/vmlinuz-{kver})")
+        gaterecord.read_hold(host, state)  # a damaged hold is exit 8 before anything is built
         drivers = gaterecord.managed_drivers(state)
         sb = guard.secure_boot(host) if drivers else None
         results = [gate.gate_driver(host, state, m, kver, sb) for m in drivers]
@@ -86,8 +88,13 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         data: dict[str, Any] = {"kernel": kver, "running": running, "ready": not unready,
                                 "drivers": record["drivers"], "held": None, "released": None}
         if unready and not args.allow_unready:
-            held = gate.hold(host, state, kver, running or "")
-            data["held"] = held
+            try:
+                data["held"] = gate.hold(host, state, kver, running or "")
+            except HwmgrError as exc:
+                r = unready[0]
+                raise HwmgrError(f"not ready for kernel {kver} ({r.driver} {r.version}: "
+                                 f"{r.why}), and the boot default could NOT be held: "
+                                 f"{exc.message}", exit_code=exc.exit_code) from None
         else:
             data["released"] = gate.release(host, state, kver)
     state.close()

@@ -66,8 +66,10 @@ def managed_drivers(state: StateDir) -> list[Managed]:
 
 
 def installed(host: Host, kver: str) -> bool:
-    """True when `kver` is installed: its modules dir and its kernel image are there."""
-    return host.is_dir(f"{INSTALL_TREE}/{kver}") and host.exists(f"/boot/vmlinuz-{kver}")
+    """True when `kver` is installed: its modules dir and its kernel image are there (in
+    /boot, or beside its modules where kernel-install hosts keep it)."""
+    return host.is_dir(f"{INSTALL_TREE}/{kver}") and (
+        host.exists(f"/boot/vmlinuz-{kver}") or host.exists(f"{INSTALL_TREE}/{kver}/vmlinuz"))
 
 
 def record_path(state: StateDir, kver: str) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError
 from hwmgr.host.seam import Host
+from hwmgr.inventory import guard
 from hwmgr.lifecycle import bootloader, gaterecord, kmod
 from hwmgr.lifecycle.buildlog import BuildFailed, keep_log
 from hwmgr.lifecycle.dkms import INSTALL_TREE, Dkms
@@ -55,7 +56,7 @@ def _unknown_symbols(host: Host, kver: str, kos: list[str]) -> tuple[str | None,
     res = host.run(argv, timeout=QUICK)
     if not res.available:
         raise HwmgrError("depmod is not available on this machine: install the 'kmod' package")
-    names = tuple(ko.rsplit("/", 1)[-1] for ko in kos)
+    names = tuple("/" + ko.rsplit("/", 1)[-1] for ko in kos)  # depmod names each by path
     bad = [ln.strip() for ln in res.stderr.splitlines()
            if any(n in ln for n in names) and re.search(r"unknown symbol|disagrees", ln)]
     return symvers, bad
@@ -68,7 +69,9 @@ def _signing(host: Host, kver: str, module: str, secure_boot: bool | None) -> tu
     if signer:
         return f"signed by {signer}", True
     if secure_boot:
-        return "unsigned while Secure Boot is on: the module would not load", False
+        return ("unsigned while Secure Boot is on: the module would not load (give DKMS a "
+                "module-signing key: HWMGR_SIGN_KEY/HWMGR_SIGN_CERT at upgrade, or "
+                f"{guard.DKMS_MOK_KEY})"), False
     if secure_boot is False:
         return "unsigned: Secure Boot off", True
     return "unsigned: Secure Boot state unknown (mokutil and efivars unreadable)", True
@@ -168,8 +171,8 @@ def hold(host: Host, state: StateDir, kver: str, running: str) -> dict[str, Any]
     if current is None:
         backend = bootloader.detect(host)
         if backend is None:
-            raise HwmgrError(f"not ready for kernel {kver}, and no boot loader hwmgr can hold "
-                             "was found (GRUB, grubby, systemd-boot): the default is NOT held")
+            raise HwmgrError("no boot loader hwmgr can hold was found (GRUB, grubby, "
+                             "systemd-boot)")
         saved = backend.hold(host, running)
         current = {"backend": backend.name, "held_on": running, "kernels": [],
                    "saved": saved, "since": utcnow()}
