@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from support import REPO, run_cli
@@ -40,9 +41,10 @@ def files(host: Host, *paths: str) -> dict[str, bytes | None]:
     return {p: host.read_bytes(p, limit=1 << 20) for p in paths}
 
 
-def manage(host: Host, driver: str = "e1000e", version: str = "3.8.7-lab") -> int:
+def manage(host: Host, driver: str = "e1000e", version: str = "3.8.7-lab",
+           state_dir: str = STATE) -> int:
     """Journal a committed upgrade of `driver`, as `hwmgr upgrade` leaves it."""
-    state = StateDir(host, STATE)
+    state = StateDir(host, state_dir)
     j = state.journal()
     params = {"driver": driver, "version": version, "modules": [driver], "kernels": [RUNNING],
               "from": {RUNNING: {driver: {"version": None}}}, "initramfs": [],
@@ -214,6 +216,52 @@ def test_gate_exit_codes_on_this_machine(tmp_path: Path) -> None:
     with state.lock(command="test holds the lock"):
         res = run_cli("kernel-gate", "9.9.9-none", env=env)
     assert res.returncode == 10, res.stderr
+
+
+@pytest.fixture
+def fake_installed_kernel() -> Iterator[str]:
+    """A kernel release with /lib/modules/KVER and /boot/vmlinuz-KVER but no headers (a
+    name of this test's own, removed afterwards): installed, not running, not buildable."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to make /lib/modules/KVER and /boot/vmlinuz-KVER")
+    kver = f"9.9.{os.getpid()}-hwmgrgate"
+    mods, image = Path(f"/lib/modules/{kver}"), Path(f"/boot/vmlinuz-{kver}")
+    if mods.exists() or image.exists():
+        pytest.skip(f"{kver} exists on this host; not touching it")
+    mods.mkdir(parents=True)
+    image.write_bytes(b"")
+    try:
+        yield kver
+    finally:
+        shutil.rmtree(mods)
+        image.unlink()
+
+
+def test_gate_verb_without_headers_nor_boot_loader(fake_installed_kernel: str,
+                                                   tmp_path: Path) -> None:
+    """The whole verb on this machine: nothing managed is 0; a managed driver without
+    headers for KVER and no boot loader to hold is 1 naming both; --allow-unready is 0 with
+    the warning; the record says why either way."""
+    import json
+
+    kver, env = fake_installed_kernel, {"HWMGR_STATE_DIR": str(tmp_path / "state")}
+    res = run_cli("kernel-gate", kver, env=env)
+    assert res.returncode == 0 and "no hwmgr-managed drivers" in res.stdout, res.stderr
+    manage(Host("/", SubprocessRunner(), writable=[tmp_path]), "e1000e", "3.8.7-lab",
+           state_dir=str(tmp_path / "state"))
+    res = run_cli("kernel-gate", kver, env=env)
+    assert res.returncode == 1, res.stderr
+    assert (f"not ready for kernel {kver} (e1000e 3.8.7-lab: kernel headers for {kver} are "
+            "not installed") in res.stderr
+    assert f"install linux-headers-{kver}), and the boot default could NOT be held: no boot " \
+           "loader hwmgr can hold was found" in res.stderr
+    record = json.loads((tmp_path / f"state/kernels/{kver}.json").read_text())
+    assert record["ready"] is False and not record["drivers"]["e1000e"]["ready"]
+    res = run_cli("kernel-gate", kver, "--allow-unready", "--json", env=env)
+    env_out = json.loads(res.stdout)
+    assert res.returncode == 0 and env_out["data"]["held"] is None
+    assert env_out["errors"][0].startswith(
+        f"warning: not ready for kernel {kver} (--allow-unready: default not held): e1000e")
 
 
 HOOKS = {
