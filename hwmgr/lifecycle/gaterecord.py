@@ -19,7 +19,8 @@ from hwmgr.errors import BadInputError, HwmgrError
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.dkms import INSTALL_TREE
 from hwmgr.lifecycle.recipe import load_recipe
-from hwmgr.lifecycle.record import upgrade_chain
+from hwmgr.lifecycle.record import chain_of
+from hwmgr.output import printable
 from hwmgr.transaction.state import StateDir
 
 KERNELS = "kernels"  # under the state dir: KVER.json per gated kernel, hold.json
@@ -40,19 +41,21 @@ class Managed:
 
 
 def managed_drivers(state: StateDir) -> list[Managed]:
-    """The drivers an upgrade still in effect installed, by name (damaged journal: exit 8)."""
-    journal = state.read_journal()
+    """The drivers an upgrade still in effect installed, by name (damaged journal: exit 8).
+    The journal is opened read-only: `check` reads this, and never changes the journal."""
+    journal = state.query_journal()
     if journal is None:
         return []
+    where = printable(f"{state.path}/journal.sqlite")
     try:
         targets = sorted({t["target"] for t in journal.transactions(kind="upgrade",
                                                                     state="committed")})
+        chains = {d: chain_of(journal.transactions(target=d), where) for d in targets}
     except sqlite3.DatabaseError as exc:
-        raise BadInputError(f"{state.path}/journal.sqlite: not a usable hwmgr journal ({exc})"
-                            ) from None
+        raise BadInputError(f"{where}: not a usable hwmgr journal ({exc})") from None
     out = []
     for driver in targets:
-        chain = upgrade_chain(state, driver)
+        chain = chains[driver]
         if not chain:
             continue  # rolled back to inbox: not managed any more
         p = chain[-1]["params"]

@@ -85,10 +85,16 @@ def checked_rollback(txn: dict[str, Any], where: str) -> dict[str, Any]:
 
 def upgrade_chain(state: StateDir, driver: str) -> list[dict[str, Any]]:
     """Committed upgrades of `driver` still in effect, oldest first (rollbacks pop them)."""
-    txns = [t for t in reversed(history(state, target=driver)) if t["state"] == "committed"]
+    return chain_of(history(state, target=driver), printable(state.journal_file))
+
+
+def chain_of(txns: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
+    """`upgrade_chain` of one target's transactions (newest first, as the journal lists
+    them), each record checked before it is read; `where` names the journal."""
     stack: list[dict[str, Any]] = []
-    where = printable(state.journal_file)  # each record checked before it is read: record.py
-    for t in txns:
+    for t in reversed(txns):
+        if t["state"] != "committed":
+            continue
         if t["kind"] == "upgrade":
             stack.append(checked_upgrade(t, where))
         elif t["kind"] == "rollback":
