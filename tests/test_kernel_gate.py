@@ -98,6 +98,10 @@ def test_grub_hold_keeps_an_existing_saved_entry_to_restore(tmp_path: Path) -> N
     backend = bootloader.Grub()
     saved = backend.hold(host, RUNNING)
     assert saved["changed_default"] is False and saved["saved_entry"] == "custom"
+    # this grub.cfg was made before GRUB_DEFAULT=saved: it would be regenerated on a live host
+    assert not bootloader.uses_saved((FIXTURES / "grub/boot/grub/grub.cfg").read_text())
+    assert bootloader.uses_saved('   set default="${saved_entry}"\n')
+    assert any("not regenerated under a --root" in n for n in saved["notes"])
     assert conf.read_bytes() == before[bootloader.GRUB_DEFAULTS]  # already saved: untouched
     backend.restore(host, saved)
     assert files(host, bootloader.GRUB_DEFAULTS, bootloader.GRUBENV) == before

@@ -108,6 +108,12 @@ def grubenv_values(data: bytes | None) -> dict[str, str]:
     return out
 
 
+def uses_saved(cfg: str) -> bool:
+    """True when grub.cfg boots grubenv's saved_entry by default (what GRUB_DEFAULT=saved
+    makes grub-mkconfig write)."""
+    return 'set default="${saved_entry}"' in cfg
+
+
 class Grub:
     """Debian's GRUB: GRUB_DEFAULT=saved plus grubenv's saved_entry."""
 
@@ -155,7 +161,12 @@ class Grub:
                                      "saved_entry"), "notes": []}
         if saved["changed_default"]:
             self._set_default_line(host, "GRUB_DEFAULT=saved")
+        if saved["changed_default"] or not uses_saved(host.read_text(GRUB_CFG) or ""):
             saved["notes"].append(self._regenerate(host))
+            if host.live and not uses_saved(host.read_text(GRUB_CFG) or ""):
+                raise HwmgrError(f"{GRUB_CFG} does not boot saved_entry after update-grub with "
+                                 "GRUB_DEFAULT=saved: a file in /etc/default/grub.d sets "
+                                 "GRUB_DEFAULT otherwise")
         entry = grub_entry(host.read_text(GRUB_CFG) or "", running)
         if entry is None:
             raise HwmgrError(f"{GRUB_CFG} has no menu entry booting {running}: cannot hold "
