@@ -121,21 +121,21 @@ def _newer(a: str, b: str) -> bool:
 
 
 def check_items(host: Host, state_dir: str, running: str | None) -> list[dict[str, Any]]:
-    """One item per managed driver and installed kernel newer than `running` (as check read
-    it) or gated: {driver, kernel, status (ok|drift|unknown), reason}. Nothing is read beyond
-    the journal when no driver is managed."""
+    """One item per managed driver and kernel, installed and not running, that is newer than
+    `running` (as check read it) or has a record: {driver, kernel, status (ok|drift|unknown),
+    reason}. The journal is read only when there is such a kernel (most checks: none)."""
     state = StateDir(host, state_dir)
+    names = [f[:-len(".json")] for f in host.listdir(f"{state.path}/{KERNELS}")
+             if f.endswith(".json") and f != HOLD]
+    kernels = sorted({k for k in [*host.listdir(INSTALL_TREE), *names]
+                      if k != running and (k in names or not running or _newer(k, running))
+                      and installed(host, k)})
+    if not kernels:
+        return []
     try:
-        drivers = managed_drivers(state) if state.existing_file("journal.sqlite") else []
-        if not drivers:
-            return []
-        kernels = [k for k in host.listdir(INSTALL_TREE)
-                   if k != running and installed(host, k) and (not running or _newer(k, running))]
-        kernels += [f[:-len(".json")] for f in host.listdir(f"{state.path}/{KERNELS}")
-                    if f.endswith(".json") and f != HOLD and f[:-5] not in kernels
-                    and f[:-5] != running and installed(host, f[:-5])]
+        drivers = managed_drivers(state)
         out = []
-        for k in sorted(set(kernels)):
+        for k in kernels if drivers else []:
             rec = read_record(host, state, k)
             for m in drivers:
                 out.append(_item(m, k, (rec or {}).get("drivers", {}).get(m.driver)))
