@@ -41,6 +41,7 @@ class Readiness:
 
 
 def _modinfo(host: Host, kver: str, module: str, fld: str) -> str:
+    """One `modinfo -k KVER -F FIELD` value of the module modprobe resolves ('' if none)."""
     argv = ["modinfo", *kmod.base_args(host), "-k", kver, "-F", fld, module]
     res = host.run(argv, timeout=QUICK)
     return res.stdout.strip() if res.ok else ""
@@ -155,6 +156,8 @@ def gate_driver(host: Host, state: StateDir, m: gaterecord.Managed, kver: str,
 # ------------------------------------------------------------------ records
 def write_record(host: Host, state: StateDir, kver: str, running: str | None,
                  results: list[Readiness]) -> dict[str, Any]:
+    """Keep the gate's outcome for `kver` in `<state>/kernels/KVER.json` (what `check`
+    shows): per driver its version, ready, why and the facts checked, with the time."""
     rec = {"kernel": kver, "running": running, "checked": utcnow(),
            "ready": all(r.ready for r in results),
            "drivers": {r.driver: {k: v for k, v in asdict(r).items() if k != "driver"}
