@@ -128,6 +128,16 @@ def test_systemd_boot_hold_and_restore_on_loader_conf(tmp_path: Path) -> None:
     assert host.read_bytes(conf) == before
 
 
+def test_systemd_boot_hold_keeps_the_efi_default_it_found(tmp_path: Path) -> None:
+    """LoaderEntryDefault (4 attribute bytes, UTF-16LE, NUL) is what bootctl set-default
+    wrote before: kept so a restore can put it back."""
+    host = fixture_root(tmp_path, "systemd-boot")
+    var = host.path(bootloader.EFIVAR_DEFAULT)
+    var.parent.mkdir(parents=True)
+    var.write_bytes(b"\x07\x00\x00\x00" + "other.conf\x00".encode("utf-16-le"))
+    assert bootloader.SystemdBoot().hold(host, RUNNING)["efivar"] == "other.conf"
+
+
 def test_grubby_is_detected_and_refuses_a_root(tmp_path: Path) -> None:
     """grubby has no root option: under a fixture root it must refuse, not touch this
     machine's boot loader (the live path needs a RHEL host: tests/lab)."""
