@@ -186,7 +186,7 @@ def governed(host: Host, cat: Catalog, scan: Scan) -> list[Governed]:
 def _missing(host: Host, record: str, what: str) -> str:
     """Why an item has no value: the snapshot lacks the record, or the read gave nothing."""
     if capture.lacks(host, record):
-        return capture.retake(what, host)
+        return capture.retake(what, host, record)
     if host.meta:
         return f"the snapshot's {what} says nothing usable"
     return f"{what} gave no usable answer"

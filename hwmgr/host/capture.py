@@ -139,15 +139,19 @@ def from_collector(host: Host) -> bool:
     return bool(host.meta) and host.meta.get("collector") == COLLECTOR
 
 
-def retake(what: str, host: Host | None = None) -> str:
-    """The one wording for a snapshot that lacks something a verb needs: how to take one that
-    has it, on the snapshot's own kind of host (a collector's archive comes from a host
-    that may have no Python, so the advice is a newer collector, or what it cannot record)."""
-    if host is not None and from_collector(host):
-        return (f"the collector's archive has no recorded {what}; collect again with the "
-                f"script of `hwmgr collect-script` ≥ {CAPTURE_SINCE}, made with the catalog "
-                "you check against")
-    return f"snapshot has no recorded {what}; retake it with hwmgr ≥ {CAPTURE_SINCE}"
+def retake(what: str, host: Host | None = None, record: str | None = None) -> str:
+    """The one wording for a snapshot that lacks something a verb needs (`record`, when it is
+    one of RECORDS): how to take one that has it, on the snapshot's own kind of host. A
+    collector's archive comes from a host that may have no Python: the advice is the script
+    `hwmgr collect-script` prints, or, for what the collector never records, that fact."""
+    if host is None or not from_collector(host):
+        return f"snapshot has no recorded {what}; retake it with hwmgr ≥ {CAPTURE_SINCE}"
+    if record is not None and record not in COLLECTOR_RECORDS:
+        return (f"the collector's archive has no {what}: the shell collector does not record "
+                "it (it records what check and inventory read, for the running kernel only); "
+                "a `hwmgr snapshot` taken on the host (Python ≥ 3.9) records it")
+    return (f"the collector's archive has no recorded {what}; collect again with the script "
+            "`hwmgr collect-script` prints, made with the catalog you check against")
 
 
 def no_state(host: Host, verb: str) -> str:
