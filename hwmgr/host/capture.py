@@ -24,7 +24,7 @@ CAPTURE_SINCE = "0.2.0"
 MODINFO = "modinfo"  # `modinfo -k KVER MODULE` for every bound driver and target kernel
 ROUTES = "routes"  # /proc/net/route, /proc/net/ipv6_route, `ip -o addr show`
 HEADERS = "headers"  # /lib/modules/*/build/Makefile for every kernel that has headers
-ETHTOOL = "ethtool"  # ETHTOOL_QUERIES for every interface but lo (ifname.tool_safe names)
+ETHTOOL = "ethtool"  # ETHTOOL_QUERIES for every interface but lo (ifname.tool_safe names) + version
 IP_LINK = "ip-link"  # IP_LINK_ARGV
 SYSCTL = "sysctl"  # NET_SYSCTLS as files under proc/sys/
 SECURE_BOOT = "secure-boot"  # `mokutil --sb-state`, the SecureBoot efivar, /sys/firmware/efi
@@ -52,6 +52,8 @@ ETHTOOL_QUERIES: tuple[tuple[str, ...], ...] = (
     ("-i",), ("-a",), ("-g",), ("-k",), ("-l",), ("-c",), (),
 )
 IP_LINK_ARGV = ("ip", "-d", "link", "show")
+# which ethtool answered (part of the ETHTOOL record): an old one does not know -l or -g
+ETHTOOL_VERSION_ARGV = ("ethtool", "--version")
 
 # The network sysctls that decide 10G throughput and routing, recorded as files under
 # /proc/sys/ by `snapshot` and the collector alike; both add every sysctl the catalog in
