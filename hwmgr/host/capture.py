@@ -162,7 +162,8 @@ def no_state(host: Host, verb: str) -> str:
         return (f"{verb} --root: the collector's archive carries no hwmgr journal or armed "
                 f"expectations (the collector cannot read them); run `hwmgr {verb}` on the host")
     return (f"{verb} --root: this snapshot carries no hwmgr journal or armed expectations; "
-            f"retake it with `hwmgr snapshot` ≥ {CAPTURE_SINCE} (it copies the state dir), or "
+            f"retake it with `hwmgr snapshot` ≥ {CAPTURE_SINCE} as root while no transaction "
+            "holds the state dir (it copies it then), or "
             f"run `hwmgr {verb}` on the host")
 
 
