@@ -213,3 +213,25 @@ def test_upgrade_fetch_says_each_retry_before_it_waits(tmp_path: Path) -> None:
     assert lines[at + 3].startswith(f"downloaded {name}: {len(PAYLOAD)} bytes in ")
     assert res.returncode != 0 and "unpack" in res.stderr, res.stderr  # not an RPM
     assert "Traceback" not in res.stderr
+
+
+@pytest.mark.slow  # a real download or gpg/collector run of a few seconds: the slow lane
+@pytest.mark.skipif(not HAVE_TMUX, reason="needs tmux")
+def test_terminal_catalog_update_shows_a_progress_bar(tmp_path: Path) -> None:
+    """`catalog update` draws the same bar as fetch while a slow server sends the catalog
+    (1 MiB here; it has no signature, so the update then refuses and installs nothing)."""
+    srv = SlowServer("big.json")
+    try:
+        screens: list[str] = []
+        env = {"HWMGR_STATE_DIR": str(tmp_path / "st"), "TERM": "xterm-256color",
+               "HWMGR_TRUSTED_KEYS_DIR": str(tmp_path / "keys")}
+        code, final = in_tmux([*HWMGR, "catalog", "update", f"{srv.base}/big.json"], 100,
+                              env=env, during=screens)
+    finally:
+        srv.close()
+    assert code == 9, final
+    bars = [s for s in screens if "big.json ━" in s]
+    assert bars and all("/1.0 MB" in s for s in bars), screens[-3:]
+    assert any(re.search(r" 0\.[1-9]/1\.0 MB", s) for s in bars), bars  # it moves
+    assert "no signature at" in final and "━" not in final  # the bar is gone at the end
+    assert not (tmp_path / "st/catalog/current.json").exists()
