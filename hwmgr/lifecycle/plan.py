@@ -129,7 +129,8 @@ def _safety(host: Host, plan: Plan, settings: Config, env: Mapping[str, str] | N
     """Add refusals for routes/SSH, Secure Boot and free space (nothing is changed)."""
     ifaces = {i for d in plan.devices for i in d["interfaces"]}
     if ifaces and capture.lacks(host, capture.ROUTES):
-        plan.refuse(capture.retake("routing table (/proc/net/route, /proc/net/ipv6_route)"),
+        plan.refuse(capture.retake("routing table (/proc/net/route, /proc/net/ipv6_route)",
+                                   host, capture.ROUTES),
                     EXIT_UNKNOWN, UNREAD)
     critical = []
     for iface in sorted(ifaces & safety.default_route_interfaces(host)):
@@ -144,7 +145,8 @@ def _safety(host: Host, plan: Plan, settings: Config, env: Mapping[str, str] | N
         else:
             plan.refuse(msg + " (use --force after arranging console access)")
     if capture.lacks(host, capture.SECURE_BOOT):
-        plan.refuse(capture.retake("Secure Boot state (mokutil --sb-state, /sys/firmware/efi)"),
+        plan.refuse(capture.retake("Secure Boot state (mokutil --sb-state, /sys/firmware/efi)",
+                                   host, capture.SECURE_BOOT),
                     EXIT_UNKNOWN, UNREAD)
         sb: bool | None = False
     else:
@@ -195,7 +197,8 @@ def _check_headers(host: Host, kernels: list[str], plan: Plan) -> None:
             d.check_headers(k)
         except NotFoundError as exc:
             if unrecorded:  # an older snapshot: absence proves nothing
-                plan.refuse(capture.retake(f"kernel headers listing (/lib/modules/{k}/build)"),
+                plan.refuse(capture.retake(f"kernel headers listing (/lib/modules/{k}/build)",
+                                           host, capture.HEADERS),
                             EXIT_UNKNOWN, UNREAD)
             else:
                 plan.refuse(str(exc), EXIT_REFUSED, KERNEL)
