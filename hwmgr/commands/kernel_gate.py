@@ -77,8 +77,9 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     state.ensure()
     with state.lock(command=f"hwmgr kernel-gate {kver}", wait=args.wait):
         if not gaterecord.installed(host, kver):
-            raise NotFoundError(f"kernel {kver} is not installed (no {INSTALL_TREE}/{kver} "
-                                f"or /boot/vmlinuz-{kver})")
+            missing = (f"{INSTALL_TREE}/{kver}" if not host.is_dir(f"{INSTALL_TREE}/{kver}")
+                       else f"/boot/vmlinuz-{kver} (nor {INSTALL_TREE}/{kver}/vmlinuz)")
+            raise NotFoundError(f"kernel {kver} is not installed: no {missing}")
         gaterecord.read_hold(host, state)  # a damaged hold is exit 8 before anything is built
         drivers = gaterecord.managed_drivers(state)
         sb = guard.secure_boot(host) if drivers else None
