@@ -9,7 +9,7 @@ APT_RUN   := python3 python3-venv python3-pip pciutils ethtool kmod iproute2
 APT_TEST  := $(APT_RUN) rpm rpmlint dkms linux-headers-amd64 iperf3 lshw curl openssl gnupg \
              build-essential libpci-dev chromium shellcheck busybox-static dash \
              openssh-server openssh-client \
-             ifupdown initramfs-tools
+             ifupdown initramfs-tools grub-common
 PYTEST_ARGS ?=
 LINT_PATHS := hwmgr tests bench lab scripts ansible_collections
 # Real vendor source RPMs for the tests (tests/vendor_env.py, docs/testing.md): never in the
@@ -28,7 +28,7 @@ LEG_VENVS := $(foreach v,$(PY_LEGS),.venv-$(v)/.installed)
 # the QEMU lab (issue 5): adds its packages to APT_TEST and the lab targets
 include lab/Makefile.inc
 
-.PHONY: all demo test check lint legs bench bytecode apt-run apt-test venv clean
+.PHONY: all demo test check lint legs bench bytecode apt-run apt-test venv clean install-kernel-hooks
 
 all: test
 
@@ -105,6 +105,12 @@ check: apt-test venv lint
 BENCHES = $(sort $(filter-out %.py %.md,$(wildcard bench/*)))
 bench: apt-test venv
 	@for b in $(BENCHES); do echo "== $$b =="; $(BIN)/python $$b || exit 1; done
+
+# the kernel gate's hooks (docs/kernel-gate.md) for a Debian/pip install; the RPM ships its own
+install-kernel-hooks:
+	install -D -m 0755 contrib/kernel/postinst.d/zz-hwmgr-gate /etc/kernel/postinst.d/zz-hwmgr-gate
+	install -D -m 0755 contrib/kernel/install.d/90-hwmgr-gate.install \
+		/etc/kernel/install.d/90-hwmgr-gate.install
 
 clean:
 	rm -rf $(VENV) .venv-* build *.egg-info .pytest_cache .ruff_cache .mypy_cache

@@ -62,6 +62,8 @@ VERBS: dict[str, str] = {
     "recipe": "test a driver's build recipe on a vendor SRPM (scratch DKMS tree), or list recipes",
     "fleet-report": "build fleet-report.json/.xml/.html from per-host check results",
     "collect-script": "print the POSIX sh snapshot collector",
+    "kernel-gate": "build and check every managed driver for a new kernel; hold the boot "
+                   "default if not",
 }
 
 

@@ -208,6 +208,33 @@ def test_seed000_raid_firmware_comes_from_megacli(tmp_path: Path) -> None:
     assert raid and raid[0]["firmware_version"] and raid[0]["firmware_source"] == "MegaCli"
 
 
+@pytest.mark.slow  # a collector run of a few seconds: the slow lane
+def test_plan_on_a_collector_archive_says_what_the_collector_cannot_record(
+        tmp_path: Path) -> None:
+    """`plan --root` of a real collector archive: what the collector never records (kernel
+    headers, Secure Boot) is unknown (11) and said so, with advice a host without Python can
+    read truthfully, never "retake it with hwmgr ≥ ..."."""
+    argv = SHELLS["dash"] or SHELLS["busybox"]
+    if argv is None:
+        pytest.skip("dash or busybox needed")
+    root = FIXTURES / "seed000-ustor"
+    kernel = json.loads((root / "snapshot.json").read_text())["kernel"]
+    path = f"{stub_dir(tmp_path, root, kernel)}:{tool_dir(tmp_path, 'coreutils')}"
+    out = tmp_path / "snap.tar.gz"
+    collect(argv, out, path=path, root=fixture_tree(tmp_path, root))
+    res = subprocess.run([sys.executable, "-m", "hwmgr", "plan", "upgrade", "be2net", "--to",
+                          "10.2.470.14", "--force", "--json", "--root", str(out)], cwd=REPO,
+                         capture_output=True, text=True, timeout=60, check=False,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    unread = [r["reason"] for r in json.loads(res.stdout)["data"]["refusals"]
+              if r["code"] == 11]
+    assert len(unread) == 2, res.stdout
+    assert "kernel headers listing" in unread[0] and "Secure Boot state" in unread[1]
+    assert all("the shell collector does not record it" in r and "retake" not in r
+               for r in unread)
+    assert "retake" not in res.stderr
+
+
 # ------------------------------------------------------------------------ this machine
 @pytest.mark.slow  # the collector under each shell
 def test_live_snapshot_inventories_the_same(tmp_path: Path, shell) -> None:

@@ -100,3 +100,48 @@ def test_site_catalog_governs_netdevs_by_driver_name(tmp_path) -> None:
     assert [r["name"] for r in cat.sysctl_rules()][-1] == "net.ipv4.tcp_mtu_probing"
     assert {r["id"] for r in cat.conditional_settings()} == {
         "tso-off-under-shaper", "ixgbe-no-lro-gro-when-forwarding"}
+
+
+ETHTOOL_ERAS = FIXTURES / "ethtool"
+
+
+@pytest.mark.parametrize("recorded,version,rc,says", [
+    # 2007's ethtool prints its usage (headed by its version) for -l, and exits 0
+    (ETHTOOL_ERAS / "ethtool-6/veth/l.txt", None, 0, "ethtool version 6 on the host"),
+    # a later one rejects what it cannot parse; its version comes from `ethtool --version`
+    (ETHTOOL_ERAS / "field-badargs/unknown/l.txt", "ethtool version 2.6.33\n", 1,
+     "ethtool version 2.6.33 on the host"),
+    (ETHTOOL_ERAS / "field-badargs/unknown/l.txt", None, 1,
+     "the host's ethtool (its version unknown)"),
+])
+def test_an_ethtool_too_old_for_l_is_unknown_naming_it(tmp_path, recorded, version, rc,
+                                                       says) -> None:
+    """seed 002 with the real output of an ethtool that does not know `-l` recorded for
+    `ethtool -l enp1s0f0`: channels.combined is unknown (exit 11) with one line naming the
+    ethtool and what it cannot report, never drift and never an internal error."""
+    import json
+    import shutil
+    snap = tmp_path / "snap"
+    shutil.copytree(HOSTS / "seed002-after", snap, symlinks=True)
+    index = json.loads((snap / "commands/index.json").read_text())
+    for e in index:
+        if e["argv"] == ["ethtool", "-l", "enp1s0f0"]:
+            e.pop("stdout", None)
+            e.update(rc=rc, **{"stdout" if rc == 0 else "stderr": "commands/old-l.txt"})
+    shutil.copy(recorded, snap / "commands/old-l.txt")
+    if version:
+        (snap / "commands/ethtool-version.txt").write_text(version)
+        index.append({"argv": ["ethtool", "--version"], "rc": 0,
+                      "stdout": "commands/ethtool-version.txt"})
+    (snap / "commands/index.json").write_text(json.dumps(index))
+    host, _ = open_host(str(snap))
+    found = check_host(host, load_catalog([SHIPPED], config=config_from(None)),
+                       parse_layers("setting")).findings
+    got = {(x.interface, x.item): x for x in found}
+    chan = got[("enp1s0f0", "channels.combined")]
+    assert (chan.status, chan.actual) == ("unknown", None)
+    assert chan.reason == (f"channels.combined could not be read: {says} does not know "
+                           "`ethtool -l`, so it cannot report channel counts; a newer "
+                           "ethtool there can")
+    assert got[("enp1s0f1", "channels.combined")].status == "ok"  # its -l is recorded
+    assert exit_code(found, []) == 11

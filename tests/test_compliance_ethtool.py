@@ -64,6 +64,8 @@ def test_veth_reads_the_same_in_every_era(era: str) -> None:
     assert "not supported" in (pause.reason or "").lower()
     assert _parse(era, "veth", "g").status is Status.UNSUPPORTED
     chans = _parse(era, "veth", "l")
+    assert chans.rejected is (era == "ethtool-6")
+    assert _parse(era, "veth", "g").rejected is False  # "not supported" is the driver's
     if era == "ethtool-6":  # no -l yet: it printed its usage text and exited 0
         assert chans.status is Status.UNKNOWN
     else:

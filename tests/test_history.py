@@ -149,3 +149,60 @@ def test_a_snapshot_carries_the_journal_or_history_refuses(tmp_path: Path) -> No
     res = run_cli("history", "--root", str(old), env=env)
     assert res.returncode == 3 and res.stderr.count("\n") == 1, res.stderr
     assert "carries no hwmgr journal" in res.stderr and "no transactions" not in res.stdout
+
+
+def test_the_state_copy_takes_the_lock_without_waiting(tmp_path: Path) -> None:
+    """copy_state, the snapshot's copy of the state dir: with the lock held elsewhere it reads
+    nothing and names the holder; free, it copies while holding the lock itself."""
+    from hwmgr.commands.snapshot import copy_state
+    from hwmgr.host.runner import SubprocessRunner
+    from hwmgr.host.seam import Host
+    from hwmgr.host.snapshot import recording_host
+    from hwmgr.transaction.state import StateDir
+
+    state = tmp_path / "state"
+    _journal(state)
+    live = Host("/", SubprocessRunner())
+    live.allow_writes(str(state))
+    host, rec, _ = recording_host()
+    with StateDir(live, str(state)).lock("upgrade be2net"):
+        why = copy_state(host, live, str(state))
+    assert why is not None and why.startswith(
+        f"state dir {state} locked by pid {os.getpid()} (hwmgr upgrade be2net) since ")
+    assert not rec.files
+    assert copy_state(host, live, str(state)) is None
+    assert f"{state}/journal.sqlite" in rec.files
+    assert copy_state(host, live, str(tmp_path / "none")) is None  # nothing to copy
+    assert not (tmp_path / "none").exists(), "a snapshot creates no state dir"
+
+
+@pytest.mark.slow  # two live snapshots
+def test_snapshot_copies_the_journal_under_the_lock_or_says_who_holds_it(
+        tmp_path: Path) -> None:
+    """The journal is copied under the host lock: while another hwmgr holds it (a transaction
+    writing the journal), `snapshot` does not wait and does not copy a half-written SQLite
+    file; it says who holds the lock, and the snapshot does not claim the state record."""
+    from hwmgr.host.runner import SubprocessRunner
+    from hwmgr.host.seam import Host
+    from hwmgr.transaction.state import StateDir
+
+    state = tmp_path / "state"
+    _journal(state)
+    env = {"HWMGR_STATE_DIR": str(state)}
+    live = Host("/", SubprocessRunner())
+    live.allow_writes(str(state))
+    with StateDir(live, str(state)).lock("upgrade be2net"):
+        res = run_cli("snapshot", str(tmp_path / "busy"), env=env)
+    assert res.returncode == 0, res.stderr
+    assert not (tmp_path / "busy/var").exists()
+    note = res.stdout.splitlines()[1]
+    assert note.startswith(f"note: state dir {state} locked by pid {os.getpid()} "
+                           "(hwmgr upgrade be2net) since ")
+    assert note.endswith("not copied (take the snapshot again when it is done); history "
+                         "and verify --root will refuse this snapshot")
+    meta = json.loads((tmp_path / "busy/snapshot.json").read_text())
+    assert "state" not in meta["records"]
+    # released: the snapshot takes the lock itself and copies
+    assert run_cli("snapshot", str(tmp_path / "free"), env=env).returncode == 0
+    assert (tmp_path / "free" / str(state).lstrip("/") / "journal.sqlite").is_file()
+    assert "state" in json.loads((tmp_path / "free/snapshot.json").read_text())["records"]

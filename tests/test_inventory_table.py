@@ -101,6 +101,14 @@ def check_layout(text: str, columns: int, data: dict, *, show_all: bool = False)
     devs = data["devices"] if show_all else main_devices(data)
     for tok in tokens(devs):
         assert any(tok in ln for ln in lines), f"{tok!r} is not on one line:\n{text}"
+    # no value is cut: never an ellipsis, every word of every device name shown whole (but
+    # one wider than what the address column leaves: at 30 columns wrap must split it)
+    assert "…" not in text, f"a value was cut:\n{text}"
+    shown = set(text.replace("│", " ").split())
+    for d in devs:
+        for word in (d.get("device_name") or "").split():
+            assert word in shown or len(word) > columns - 17, \
+                f"{word!r} of {d['device_name']!r} is not shown whole"
     flat = " ".join(text.split())
     assert all(w in flat for w in LEGEND_WORDS), "legend line missing"
     reasons = {(d["catalog"] or {}).get("reason") for d in devs} - {None, ""}

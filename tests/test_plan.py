@@ -13,6 +13,8 @@ import pytest
 from shipped import SHIPPED, shipped_doc
 from support import HOSTS, run_cli
 
+from hwmgr.host.capture import COLLECTOR, COLLECTOR_RECORDS
+
 KVER = "2.6.32-279.el6.x86_64"
 SEED000 = HOSTS / "seed000-ustor"
 
@@ -236,3 +238,30 @@ def test_default_targets_are_the_kernels_with_headers_not_uname(
                f"install kernel-devel-{KVER} to build for it too" in w
                for w in doc["data"]["warnings"])
     assert f"dkms-build: dkms build be2net/10.2.470.14 for {new}" in doc["data"]["steps"]
+
+
+def test_collector_archive_says_what_the_collector_cannot_record(
+        seed000: tuple[Path, Path]) -> None:
+    """A shell collector's archive (snapshot.json as collect.sh writes it) lacks the headers
+    and Secure Boot records by design: the plan says so, never "retake it with hwmgr ≥ ...",
+    which a host without Python cannot follow; a record the collector does take (routes)
+    advises the script `hwmgr collect-script` prints."""
+    snap, catalog = seed000
+    meta = json.loads((snap / "snapshot.json").read_text())
+    meta.pop("hwmgr")
+    meta.update(records=sorted(set(COLLECTOR_RECORDS) - {"routes"}), collector=COLLECTOR)
+    (snap / "snapshot.json").write_text(json.dumps(meta))
+    shutil.rmtree(snap / "lib")  # the collector copies no kernel headers
+    res, doc = plan(snap, catalog, "--force")
+    assert res.returncode == 11, res.stderr
+    got = reasons(doc)
+    assert [r["code"] for r in doc["data"]["refusals"]] == [11, 11, 11]
+    assert got[0] == (
+        f"the collector's archive has no kernel headers listing (/lib/modules/{KVER}/build): "
+        "the shell collector does not record it (it records what check and inventory read, "
+        "for the running kernel only); a `hwmgr snapshot` taken on the host (Python ≥ 3.9) "
+        "records it")
+    assert got[1].startswith("the collector's archive has no recorded routing table")
+    assert "collect again with the script `hwmgr collect-script` prints" in got[1]
+    assert "Secure Boot state" in got[2] and "does not record it" in got[2]
+    assert not any("retake" in r for r in got)

@@ -150,3 +150,88 @@ def test_network_reasons_name_the_peer() -> None:
     ]:
         assert network_reason(exc, url, 30) == words
     assert network_reason(OSError(), "http://h/") == "cannot connect to h:80"
+
+
+class FlakyServer:
+    """HTTP on 127.0.0.1 that answers 503 to the first `fails` GETs, then sends PAYLOAD."""
+
+    def __init__(self, name: str, fails: int) -> None:
+        path, left = f"/{name}", [fails]
+        got: list[str] = []
+        self.requests = got
+
+        class _H(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server naming
+                got.append(self.path)
+                if self.path != path:
+                    self.send_error(404)
+                elif left[0] > 0:
+                    left[0] -= 1
+                    self.send_error(503, "busy")
+                else:
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(PAYLOAD)))
+                    self.end_headers()
+                    self.wfile.write(PAYLOAD)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _H)
+        self.httpd.daemon_threads = True
+        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.mark.slow  # a plan, two back-offs and an upgrade's first steps: a few seconds
+def test_upgrade_fetch_says_each_retry_before_it_waits(tmp_path: Path) -> None:
+    """`hwmgr upgrade`'s fetch step against a server that fails twice: each retry is said on
+    stderr (why, which attempt, the back-off), then the download lines, as `fetch` does.
+    The payload is no RPM, so the transaction stops at unpack and undoes the fetch: nothing
+    reaches DKMS."""
+    name = f"{MODULE}-1.0-1.src.rpm"
+    srv = FlakyServer(name, fails=2)
+    try:
+        cat, env = _bed(tmp_path, srv.base)
+        res = subprocess.run([*HWMGR, "upgrade", MODULE, "--to", "1.0", "--catalog", str(cat),
+                              "--yes"], cwd=REPO, env={**os.environ, **env,
+                                                       "SSH_CONNECTION": ""},
+                             capture_output=True, text=True, timeout=120, check=False)
+    finally:
+        srv.close()
+    assert srv.requests == [f"/{name}"] * 3, srv.requests
+    lines = [ln.split("] ", 1)[-1] for ln in res.stderr.splitlines()]
+    retries = [ln for ln in lines if "; retry " in ln]
+    assert retries == [f"{name}: HTTP 503 busy; retry 1 of 4 in 0.5 s",
+                       f"{name}: HTTP 503 busy; retry 2 of 4 in 1.0 s"], res.stderr
+    at = lines.index(retries[0])
+    assert lines[at + 2] == f"downloading {name} ({len(PAYLOAD)} bytes)", res.stderr
+    assert lines[at + 3].startswith(f"downloaded {name}: {len(PAYLOAD)} bytes in ")
+    assert res.returncode != 0 and "unpack" in res.stderr, res.stderr  # not an RPM
+    assert "Traceback" not in res.stderr
+
+
+@pytest.mark.slow  # a real download or gpg/collector run of a few seconds: the slow lane
+@pytest.mark.skipif(not HAVE_TMUX, reason="needs tmux")
+def test_terminal_catalog_update_shows_a_progress_bar(tmp_path: Path) -> None:
+    """`catalog update` draws the same bar as fetch while a slow server sends the catalog
+    (1 MiB here; it has no signature, so the update then refuses and installs nothing)."""
+    srv = SlowServer("big.json")
+    try:
+        screens: list[str] = []
+        env = {"HWMGR_STATE_DIR": str(tmp_path / "st"), "TERM": "xterm-256color",
+               "HWMGR_TRUSTED_KEYS_DIR": str(tmp_path / "keys")}
+        code, final = in_tmux([*HWMGR, "catalog", "update", f"{srv.base}/big.json"], 100,
+                              env=env, during=screens)
+    finally:
+        srv.close()
+    assert code == 9, final
+    bars = [s for s in screens if "big.json ━" in s]
+    assert bars and all("/1.0 MB" in s for s in bars), screens[-3:]
+    assert any(re.search(r" 0\.[1-9]/1\.0 MB", s) for s in bars), bars  # it moves
+    assert "no signature at" in final and "━" not in final  # the bar is gone at the end
+    assert not (tmp_path / "st/catalog/current.json").exists()

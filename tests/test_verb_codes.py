@@ -27,6 +27,7 @@ from hwmgr.errors import (
     EXIT_INTERRUPTED,
     EXIT_LOCKED,
     EXIT_NOT_FOUND,
+    EXIT_NOT_READY,
     EXIT_NOTHING_TO_DO,
     EXIT_OK,
     EXIT_PARTIAL,
@@ -103,6 +104,9 @@ CASES: dict[tuple[str, int], list[str]] = {
                                             "report"],
     ("fleet-report", EXIT_BAD_INPUT): ["--results", "fleet/bad", "--out", "report"],
     ("fleet-report", EXIT_UNKNOWN): ["--results", "fleet/unknown", "--out", "report"],
+    ("kernel-gate", EXIT_NOT_FOUND): ["9.9.9-none"],
+    ("kernel-gate", EXIT_BAD_INPUT): ["../x"],
+    ("kernel-gate", EXIT_REFUSED): ["--root", BEFORE, "6.1.0-58-amd64"],
     ("collect-script", EXIT_OK): [],
     ("collect-script", EXIT_NOT_FOUND): ["--site-catalog", "nosuch.json"],
     ("collect-script", EXIT_BAD_INPUT): ["--site-catalog", "bad.json"],
@@ -142,6 +146,11 @@ NOT_DRIVEN: dict[tuple[str, int], str] = {
     **{("package", c): "rpmbuild (test_package.py)" for c in (EXIT_OK, EXIT_FAILED)},
     ("recipe", EXIT_FAILED): "a failing DKMS build (test_recipe_check.py)",
     ("recipe", EXIT_PERMISSION): "a non-root user (test_recipe_check.py)",
+    ("kernel-gate", EXIT_LOCKED): "a held lock (test_kernel_gate.py)",
+    ("kernel-gate", EXIT_PERMISSION): "a non-root user",
+    **{("kernel-gate", c): "an installed kernel that is not running: /boot/vmlinuz-KVER "
+       "(test_kernel_gate.py's gate functions, tests/lab)" for c in (
+           EXIT_OK, EXIT_FAILED, EXIT_NOT_READY)},
 }
 
 
@@ -248,6 +257,7 @@ EXAMPLE_NEEDS = {  # verbs whose examples all change the live host or need the n
     "rollback": "a recorded upgrade", "revert": "a committed apply", "recover": "the live host",
     "throughput": "an iperf3 peer", "mirror": "the vendor's server", "package": "rpmbuild",
     "apply": "the live host's NICs",
+    "kernel-gate": "a kernel installed but not running, and a boot loader",
 }
 EXAMPLES = [(verb, ex) for verb, mod in cli.verb_modules().items() for ex in mod.EXAMPLES]
 

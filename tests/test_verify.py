@@ -111,8 +111,8 @@ def test_expectation_armed_inside_the_snapshot(tmp_path: Path) -> None:
     rc, doc = verify("--root", str(AFTER), env={"HWMGR_STATE_DIR": ""})
     assert rc == EXIT_NOT_FOUND and doc["errors"] == [
         "verify --root: this snapshot carries no hwmgr journal or armed expectations; retake "
-        "it with `hwmgr snapshot` ≥ 0.2.0 (it copies the state dir), or run `hwmgr verify` on "
-        "the host"]
+        "it with `hwmgr snapshot` ≥ 0.2.0 as root while no transaction holds the state dir "
+        "(it copies it then), or run `hwmgr verify` on the host"]
 
 
 def _damage(root: Path, case: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Protocol
 
 from hwmgr import __version__
 from hwmgr.catalog.discover import discover
@@ -32,6 +32,16 @@ from hwmgr.host.seam import Host
 MAX_SIG_BYTES = 64 << 10
 TIMEOUT = 30.0
 _CALVER = re.compile(r"^(\d{4})\.(\d{1,2})\.(\d+)$")
+Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
+
+
+class UpdateUI(Protocol):
+    """What an update shows while it works (the verbs' ProgressUI: a bar per download on a
+    terminal, one line per step otherwise); the catalog layer only calls it."""
+
+    def download(self, name: str, total: int) -> Progress: ...
+
+    def step(self, name: str, phase: str) -> None: ...
 
 
 def calver(text: Any) -> tuple[int, int, int]:
@@ -42,8 +52,9 @@ def calver(text: Any) -> tuple[int, int, int]:
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
-def download(url: str, limit: int, what: str) -> bytes:
-    """GET `url` (bounded, no redirect to another scheme); a short body is refused (exit 9)."""
+def download(url: str, limit: int, what: str, progress: Progress | None = None) -> bytes:
+    """GET `url` (bounded, no redirect to another scheme); a short body is refused (exit 9).
+    `progress(done, total)` follows the bytes (once, at the end, when no length is announced)."""
     import requests  # ~45 ms: only a catalog update downloads (every verb imports this module)
 
     if not url.startswith(("https://", "http://")):
@@ -61,18 +72,25 @@ def download(url: str, limit: int, what: str) -> bytes:
         if resp.status_code != 200:
             raise HwmgrError(f"{what} {url}: HTTP {resp.status_code}")
         announced = resp.headers.get("Content-Length")
+        total = int(announced) if announced and announced.isdigit() else 0
         body = bytearray()
+        if progress is not None and total:
+            progress(0, total)
         try:
             for chunk in resp.iter_content(1 << 16):
                 body += chunk
                 if len(body) > limit:
                     raise RefusedError(f"{what} {url}: larger than {limit} bytes; refused")
+                if progress is not None and total:
+                    progress(min(len(body), total), total)
         except requests.RequestException:
             raise RefusedError(f"{what} {url}: truncated download ({len(body)} bytes of "
                                f"{announced or 'unknown'}); nothing installed") from None
         if announced and announced.isdigit() and int(announced) != len(body):
             raise RefusedError(f"{what} {url}: truncated download ({len(body)} of {announced} "
                                "bytes); nothing installed")
+        if progress is not None and not total:
+            progress(len(body), len(body))
         return bytes(body)
 
 
@@ -132,13 +150,16 @@ def installed_version(loc: CatalogLocations, local_host: Host, config: Config) -
 
 
 def update(local_host: Host, url: str, loc: CatalogLocations, *, config: Config,
-           allow_older: bool = False) -> dict[str, Any]:
+           allow_older: bool = False, ui: UpdateUI | None = None) -> dict[str, Any]:
     """Download, verify, validate and install a catalog; refusals change nothing. `config`
     (the run's Config) finds the shipped catalog the downgrade rule compares with when none
-    is installed."""
-    data = download(url, MAX_FILE_BYTES, "catalog")
+    is installed; `ui` shows the downloads and each step."""
+    name = url.rstrip("/").rsplit("/", 1)[-1] or "catalog"
+    data = download(url, MAX_FILE_BYTES, "catalog",
+                    ui.download(name, 0) if ui else None)
     try:
-        sig = download(url + ".asc", MAX_SIG_BYTES, "signature")
+        sig = download(url + ".asc", MAX_SIG_BYTES, "signature",
+                       ui.download(name + ".asc", 0) if ui else None)
     except NotFoundError:
         raise RefusedError(f"no signature at {url}.asc: an unsigned catalog is never "
                            "installed; nothing installed") from None
@@ -146,8 +167,12 @@ def update(local_host: Host, url: str, loc: CatalogLocations, *, config: Config,
     try:
         local_host.write_bytes(str(work / "catalog.json"), data)
         local_host.write_bytes(str(work / "catalog.json.asc"), sig)
+        if ui:
+            ui.step("verify", f"signature with gpgv against {loc.trusted_keys}")
         fpr = verify(local_host, work / "catalog.json", work / "catalog.json.asc",
                      keyrings(local_host, loc.trusted_keys, work), work)
+        if ui:
+            ui.step("validate", f"catalog signed by {fpr}")
         cat, errors = Catalog.build([work / "catalog.json"])
         if errors:
             raise BadInputError(f"downloaded catalog is invalid: "
@@ -170,6 +195,8 @@ def update(local_host: Host, url: str, loc: CatalogLocations, *, config: Config,
             old_sig = local_host.read_bytes(str(loc.installed) + ".asc")
             if old_sig is not None:
                 local_host.write_bytes(str(loc.installed_dir / "previous.json.asc"), old_sig)
+        if ui:
+            ui.step("install", f"catalog {new} as {loc.installed}")
         local_host.write_bytes(str(loc.installed) + ".asc", sig)
         local_host.write_bytes(str(loc.installed), data)
     finally:

@@ -10,6 +10,7 @@ from hwmgr.catalog.load import load_catalog
 from hwmgr.compliance.batch import batch_exit_code, check_roots, roots_named
 from hwmgr.compliance.check import CheckResult, check_host, exit_code, parse_layers
 from hwmgr.compliance.history import record_check
+from hwmgr.compliance.judge import Finding
 from hwmgr.compliance.prom import failure_registry, write_prom, write_registry
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
@@ -22,6 +23,7 @@ from hwmgr.errors import (
     HwmgrError,
     UsageError,
 )
+from hwmgr.lifecycle.gaterecord import check_items
 from hwmgr.output import Outcome, printable
 from hwmgr.transaction.pending import open_transactions, reboot_pending
 from hwmgr.ui.check_table import render
@@ -112,6 +114,9 @@ def _judge(host: Any, cat: Any, layers: set[str],
            state_dir: str) -> tuple[dict[str, Any], int, CheckResult]:
     """One host's check data and exit code (the batch's and the single check's one rule)."""
     result = check_host(host, cat, layers)
+    if "driver" in layers:  # kernel-gate's record per managed driver and new kernel
+        result.findings += [_gate_finding(i) for i in check_items(host, state_dir,
+                                                                     result.kernel)]
     # a change installed but not yet live: from the journal and the boot id, never guessed
     pending = reboot_pending(host, state_dir)
     data = result.data(pending)
@@ -120,6 +125,16 @@ def _judge(host: Any, cat: Any, layers: set[str],
         code = EXIT_UNKNOWN
     data["compliant"] = code == EXIT_OK
     return data, code, result
+
+
+def _gate_finding(item: dict[str, Any]) -> Finding:
+    """A kernel-gate item ("e1000e ready for kernel KVER: yes" / "no: why" / unknown) as a
+    driver-layer finding. No fix command: the why names what to fix before the gate runs
+    again, and the table shows the reason only when there is none."""
+    status = item["status"]
+    have = {"ok": "yes", "drift": "no"}.get(status)
+    return Finding("driver", None, None, f"kernel_ready.{item['driver']}.{item['kernel']}",
+                   "yes", have, status, item["reason"])
 
 
 def _check_one(ctx: Any, layers: set[str]) -> tuple[dict[str, Any], int, CheckResult]:

@@ -15,7 +15,9 @@ from hwmgr.errors import (
     EXIT_OK,
     EXIT_USAGE,
     HwmgrError,
+    LockedError,
     NotFoundError,
+    NotPermittedError,
     UsageError,
 )
 from hwmgr.host.capture import STATE, sysctls_to_record
@@ -66,11 +68,11 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     scan = collect(host, args.catalog, use_catalog=False)
     # what plan/verify/check read beyond the inventory, with the catalog's sysctls
     records = record_all(host, scan.devices, ctx.config.drivers_dir, sysctls)
-    if record_state(host, ctx.config.state_dir):
+    why_not = copy_state(host, ctx.host, ctx.config.state_dir)
+    if why_not is None:
         records.append(STATE)
     else:
-        notes.append(f"state dir {ctx.config.state_dir}: a file over {STATE_LIMIT >> 20} MiB "
-                     "not copied; history and verify --root will refuse this snapshot")
+        notes.append(f"{why_not}; history and verify --root will refuse this snapshot")
     out = write_snapshot(Path(args.out), rec, runner, hostname=hostname, kernel=kernel,
                          records=records, sysctls=sysctls, netns=other_netns(host))
     data: dict[str, Any] = {
@@ -89,7 +91,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         data=data,
         render=lambda c: c.print(
             f"snapshot of {printable(hostname)} ({len(scan.devices)} PCI functions, "
-            f"{data['files']} files, {data['commands']} commands) written to {printable(out)}",
+            f"{data['files']} files, {data['commands']} commands) written to {printable(out)}"
+            + "".join(f"\nnote: {printable(n)}" for n in notes),
             markup=False,
         ),
     )
@@ -97,6 +100,26 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
 
 # a state file bigger than this is not copied (a truncated SQLite file would be garbage)
 STATE_LIMIT = 256 << 20
+
+
+def copy_state(host: Host, live: Host, state_dir: str) -> str | None:
+    """Copy the state dir (`record_state`) under the host lock, taken without waiting on the
+    `live` host, so no transaction writes the journal while its bytes are read (a copy taken
+    mid-commit would be a torn SQLite file). None when copied whole; else why not (a lock
+    held by another hwmgr, named; no right to take it; a file too big)."""
+    if not live.exists(state_dir):
+        return None  # no state dir: nothing to copy, and a snapshot creates none
+    try:
+        with StateDir(live, state_dir).lock("snapshot"):
+            whole = record_state(host, state_dir)
+    except LockedError as exc:  # a transaction is running: its journal is being written
+        return (f"{exc.message}: its journal, check history and expectations were not copied "
+                "(take the snapshot again when it is done)")
+    except NotPermittedError as exc:
+        return f"{exc.message}: the state dir was not copied"
+    if not whole:
+        return f"state dir {state_dir}: a file over {STATE_LIMIT >> 20} MiB not copied"
+    return None
 
 
 def record_state(host: Host, state_dir: str) -> bool:

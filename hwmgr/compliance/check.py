@@ -17,11 +17,12 @@ from typing import Any, Iterable, Mapping
 from hwmgr.catalog.load import Catalog
 from hwmgr.catalog.refs import evidence_text
 from hwmgr.compliance import rules
+from hwmgr.compliance.ethtool import parse_version
 from hwmgr.compliance.fixes import upgrade_fix
 from hwmgr.compliance.iplink import LinkInfo, parse_ip_link
 from hwmgr.compliance.items import ItemValue, Status
 from hwmgr.compliance.judge import LAYERS, Finding, judge_setting, judge_sysctl, summary
-from hwmgr.compliance.read import GROUPS, read_interface
+from hwmgr.compliance.read import GROUP_WHAT, GROUPS, read_interface
 from hwmgr.compliance.sysctl import read_sysctls
 from hwmgr.errors import EXIT_DRIFT, EXIT_OK, EXIT_REBOOT_PENDING, EXIT_UNKNOWN, UsageError
 from hwmgr.host import capture
@@ -186,10 +187,23 @@ def governed(host: Host, cat: Catalog, scan: Scan) -> list[Governed]:
 def _missing(host: Host, record: str, what: str) -> str:
     """Why an item has no value: the snapshot lacks the record, or the read gave nothing."""
     if capture.lacks(host, record):
-        return capture.retake(what, host)
+        return capture.retake(what, host, record)
     if host.meta:
         return f"the snapshot's {what} says nothing usable"
     return f"{what} gave no usable answer"
+
+
+def _too_old(host: Host, group: str, version: str | None) -> str:
+    """Why a group's items are unknown when the host's ethtool does not know its
+    sub-command: which ethtool (its usage text, else `ethtool --version`) and what it
+    cannot report. Not drift and not the device's fault: a newer ethtool can tell."""
+    if version is None:
+        res = host.run(list(capture.ETHTOOL_VERSION_ARGV), timeout=capture.TIMEOUT)
+        version = parse_version(res.stdout) if res.ok else None
+    which = f"ethtool version {version} on the host" if version else \
+        "the host's ethtool (its version unknown)"
+    return (f"{which} does not know `ethtool {_OPTION[group]}`, so it cannot report "
+            f"{GROUP_WHAT[group]}; a newer ethtool there can")
 
 
 def setting_findings(host: Host, cat: Catalog, ifaces: list[Governed],
@@ -209,10 +223,14 @@ def setting_findings(host: Host, cat: Catalog, ifaces: list[Governed],
         if not wants:
             continue
         groups = {w.item.split(".", 1)[0] for w in wants.values()} & set(_OPTION)
-        items = read_interface(host, gov.ifname, groups=groups, links=links)
+        rejected: dict[str, str | None] = {}
+        items = read_interface(host, gov.ifname, groups=groups, links=links,
+                               rejected=rejected)
         for item in sorted(wants):
             group = item.split(".", 1)[0]
-            if group in _OPTION:
+            if group in rejected:
+                why = _too_old(host, group, rejected[group])
+            elif group in _OPTION:
                 why = _missing(host, capture.ETHTOOL, f"ethtool {_OPTION[group]} {gov.ifname}")
             else:
                 why = _missing(host, capture.IP_LINK, f"/sys/class/net/{gov.ifname}/{item}")

@@ -6,8 +6,9 @@ labels rather than line layouts, so copies whose tabs were expanded or whose lin
 joined still parse. Each returns a `Reading`: values under canonical keys, maxima where
 ethtool has them, and a `Status` — `UNSUPPORTED` when ethtool said the device cannot answer
 ("Operation not supported", "no offload info available", exit 95), `UNKNOWN` when the output
-says nothing usable (usage text, "No such device", empty). A value is None when its line is
-missing or says "n/a".
+says nothing usable (usage text, "No such device", empty); `rejected` when that is because
+this ethtool does not know the sub-command (too old: it printed its usage or "bad command line
+argument(s)"). A value is None when its line is missing or says "n/a".
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Reading:
     requested: dict[str, bool] = field(default_factory=dict)  # "[requested on|off]"
     unsupported: frozenset[str] = frozenset()  # keys ethtool said it cannot read
     reason: str | None = None  # the error line ethtool printed, if any
+    rejected: bool = False  # ethtool did not know the sub-command (an ethtool too old for it)
 
 
 # ---------------------------------------------------------------- the feature-name table
@@ -113,6 +115,27 @@ def _no_values_status(text: str, rc: int | None) -> Status:
     return Status.UNKNOWN
 
 
+# An ethtool that does not know a sub-command: the 2007 releases print their usage text
+# (exit 0), later ones "ethtool: bad command line argument(s)" (exit 1); getopt wordings too.
+_REJECTED_RE = re.compile(
+    r"^\s*usage:|bad command line argument|unrecognized option|invalid option", re.I | re.M)
+_VERSION_RE = re.compile(r"^\s*ethtool version (\S+)", re.I | re.M)
+
+
+def _empty(text: str, rc: int | None, reason: str | None,
+           unsupported: frozenset[str] = frozenset()) -> Reading:
+    """The Reading of a sub-command that gave no values, saying whether ethtool rejected it."""
+    status = _no_values_status(text, rc)
+    rejected = status is Status.UNKNOWN and bool(_REJECTED_RE.search(text))
+    return Reading(status, unsupported=unsupported, reason=reason, rejected=rejected)
+
+
+def parse_version(text: str) -> str | None:
+    """`ethtool --version` (or the usage text of old releases): "6", "3.5", "6.1"; None."""
+    m = _VERSION_RE.search(text)
+    return m[1] if m else None
+
+
 def _value(token: str) -> Value:
     """An ethtool value token as int, bool (on/off), None (n/a) or the raw string."""
     low = token.lower()
@@ -171,7 +194,7 @@ def _parse_blocks(text: str, rc: int | None, labels: tuple[str, ...],
         if target is maxima:  # one block only: it can only be the current settings
             values, maxima = maxima, {}
     if not values and not maxima:
-        return Reading(_no_values_status(text, rc), reason=reason)
+        return _empty(text, rc, reason)
     for key, top in list(maxima.items()):
         if top in (0, None):
             maxima[key] = None
@@ -197,7 +220,7 @@ def parse_pause(text: str, rc: int | None = None) -> Reading:
         val = _value(m[2])
         values.setdefault(key, val if isinstance(val, bool) or val is None else None)
     if not values:
-        return Reading(_no_values_status(text, rc), reason=reason)
+        return _empty(text, rc, reason)
     return Reading(Status.OK, values=values, reason=reason)
 
 
@@ -254,8 +277,7 @@ def parse_features(text: str, rc: int | None = None) -> Reading:
     for name in cannot:
         values.pop(name, None)
     if not values:
-        status = _no_values_status(text, rc)
-        return Reading(status, unsupported=frozenset(cannot), reason=reason)
+        return _empty(text, rc, reason, frozenset(cannot))
     return Reading(Status.OK, values=values, fixed=frozenset(fixed), requested=requested,
                    unsupported=frozenset(cannot), reason=reason)
 
@@ -277,6 +299,6 @@ def parse_coalesce(text: str, rc: int | None = None) -> Reading:
     for m in _COALESCE_KEY_RE.finditer(body):
         values.setdefault(m[1].lower(), _value(m[2]))
     if not values:
-        return Reading(_no_values_status(text, rc), reason=reason)
+        return _empty(text, rc, reason)
     return Reading(Status.OK, values=values, reason=reason)
 

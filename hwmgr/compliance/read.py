@@ -23,6 +23,7 @@ from hwmgr.compliance.ethtool import (
     parse_features,
     parse_pause,
     parse_rings,
+    parse_version,
 )
 from hwmgr.compliance.iplink import LinkInfo, parse_ip_link
 from hwmgr.compliance.items import ItemValue, Status
@@ -39,6 +40,9 @@ GROUPS: tuple[tuple[str, str, Callable[[str, int | None], Reading], tuple[str, .
     ("-c", "coalesce", parse_coalesce, (), Status.UNSUPPORTED),
 )
 GROUPS_BY_NAME = tuple(g[1] for g in GROUPS)
+# what each sub-command reports, for "this ethtool cannot report ..."
+GROUP_WHAT = {"pause": "pause settings", "ring": "ring sizes", "channels": "channel counts",
+              "features": "offload features", "coalesce": "interrupt coalescing"}
 WITH_MAXIMA = ("ring", "channels")
 
 
@@ -81,12 +85,15 @@ def _int_attr(host: Host, ifname: str, attr: str) -> int | None:
 
 def read_interface(host: Host, ifname: str, *, ethtool: str = "ethtool",
                    ip: str = "ip", groups: Iterable[str] | None = None,
-                   links: dict[str, LinkInfo] | None = None) -> dict[str, ItemValue]:
+                   links: dict[str, LinkInfo] | None = None,
+                   rejected: dict[str, str | None] | None = None) -> dict[str, ItemValue]:
     """Every readable setting of `ifname` as canonical item → value or Status.
 
     `groups` limits the ethtool sub-commands run (default: all five; check runs only those
     its rules need); `links` is an already parsed `ip -d link show` of every link, which
-    spares one `ip` call per interface (and is what a snapshot records).
+    spares one `ip` call per interface (and is what a snapshot records). `rejected`, when
+    given, receives each group whose sub-command this ethtool does not know (too old), with
+    the version its output names (old releases print it atop their usage text) or None.
     """
     check_tool_safe(ifname)
     wanted = set(GROUPS_BY_NAME if groups is None else groups)
@@ -99,6 +106,8 @@ def read_interface(host: Host, ifname: str, *, ethtool: str = "ethtool",
             reading = Reading(Status.UNKNOWN, reason=res.describe())
         else:
             reading = parser(f"{res.stdout}\n{res.stderr}", res.rc)
+            if reading.rejected and rejected is not None:
+                rejected[group] = parse_version(f"{res.stdout}\n{res.stderr}")
         items.update(_group_items(group, reading, always, none_means))
     if links is None:
         res = host.run([ip, "-d", "link", "show", "dev", ifname])

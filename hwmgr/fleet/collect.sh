@@ -226,6 +226,7 @@ for n in "$ROOT"/sys/class/net/*; do
     [ "$ifname" = lo ] || IFACES="$IFACES $ifname"
 done
 
+[ -z "$IFACES" ] || run ethtool --version  # an old one knows no -l (hwmgr says so)
 for i in $IFACES; do
     run ethtool -i "$i"
     run ethtool "$i"

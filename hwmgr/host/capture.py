@@ -24,7 +24,7 @@ CAPTURE_SINCE = "0.2.0"
 MODINFO = "modinfo"  # `modinfo -k KVER MODULE` for every bound driver and target kernel
 ROUTES = "routes"  # /proc/net/route, /proc/net/ipv6_route, `ip -o addr show`
 HEADERS = "headers"  # /lib/modules/*/build/Makefile for every kernel that has headers
-ETHTOOL = "ethtool"  # ETHTOOL_QUERIES for every interface but lo (ifname.tool_safe names)
+ETHTOOL = "ethtool"  # ETHTOOL_QUERIES for every interface but lo (ifname.tool_safe names) + version
 IP_LINK = "ip-link"  # IP_LINK_ARGV
 SYSCTL = "sysctl"  # NET_SYSCTLS as files under proc/sys/
 SECURE_BOOT = "secure-boot"  # `mokutil --sb-state`, the SecureBoot efivar, /sys/firmware/efi
@@ -52,6 +52,8 @@ ETHTOOL_QUERIES: tuple[tuple[str, ...], ...] = (
     ("-i",), ("-a",), ("-g",), ("-k",), ("-l",), ("-c",), (),
 )
 IP_LINK_ARGV = ("ip", "-d", "link", "show")
+# which ethtool answered (part of the ETHTOOL record): an old one does not know -l or -g
+ETHTOOL_VERSION_ARGV = ("ethtool", "--version")
 
 # The network sysctls that decide 10G throughput and routing, recorded as files under
 # /proc/sys/ by `snapshot` and the collector alike; both add every sysctl the catalog in
@@ -139,15 +141,19 @@ def from_collector(host: Host) -> bool:
     return bool(host.meta) and host.meta.get("collector") == COLLECTOR
 
 
-def retake(what: str, host: Host | None = None) -> str:
-    """The one wording for a snapshot that lacks something a verb needs: how to take one that
-    has it, on the snapshot's own kind of host (a collector's archive comes from a host
-    that may have no Python, so the advice is a newer collector, or what it cannot record)."""
-    if host is not None and from_collector(host):
-        return (f"the collector's archive has no recorded {what}; collect again with the "
-                f"script of `hwmgr collect-script` ≥ {CAPTURE_SINCE}, made with the catalog "
-                "you check against")
-    return f"snapshot has no recorded {what}; retake it with hwmgr ≥ {CAPTURE_SINCE}"
+def retake(what: str, host: Host | None = None, record: str | None = None) -> str:
+    """The one wording for a snapshot that lacks something a verb needs (`record`, when it is
+    one of RECORDS): how to take one that has it, on the snapshot's own kind of host. A
+    collector's archive comes from a host that may have no Python: the advice is the script
+    `hwmgr collect-script` prints, or, for what the collector never records, that fact."""
+    if host is None or not from_collector(host):
+        return f"snapshot has no recorded {what}; retake it with hwmgr ≥ {CAPTURE_SINCE}"
+    if record is not None and record not in COLLECTOR_RECORDS:
+        return (f"the collector's archive has no {what}: the shell collector does not record "
+                "it (it records what check and inventory read, for the running kernel only); "
+                "a `hwmgr snapshot` taken on the host (Python ≥ 3.9) records it")
+    return (f"the collector's archive has no recorded {what}; collect again with the script "
+            "`hwmgr collect-script` prints, made with the catalog you check against")
 
 
 def no_state(host: Host, verb: str) -> str:
@@ -156,7 +162,8 @@ def no_state(host: Host, verb: str) -> str:
         return (f"{verb} --root: the collector's archive carries no hwmgr journal or armed "
                 f"expectations (the collector cannot read them); run `hwmgr {verb}` on the host")
     return (f"{verb} --root: this snapshot carries no hwmgr journal or armed expectations; "
-            f"retake it with `hwmgr snapshot` ≥ {CAPTURE_SINCE} (it copies the state dir), or "
+            f"retake it with `hwmgr snapshot` ≥ {CAPTURE_SINCE} as root while no transaction "
+            "holds the state dir (it copies it then), or "
             f"run `hwmgr {verb}` on the host")
 
 

@@ -14,6 +14,7 @@ from hwmgr.errors import HwmgrError
 from hwmgr.host.capture import (
     BOOT_ID_PATH,
     ETHTOOL_QUERIES,
+    ETHTOOL_VERSION_ARGV,
     IP_LINK_ARGV,
     KVER,
     NET_SYSCTLS,
@@ -68,6 +69,7 @@ def record_all(host: Host, devices: Iterable[dict[str, Any]],
             host.run(["modinfo", "-k", k, m], timeout=kmod.QUICK)
     safety.default_route_interfaces(host)
     host.run(["ip", "-o", "addr", "show"], timeout=TIMEOUT)
+    host.run(list(ETHTOOL_VERSION_ARGV), timeout=TIMEOUT)
     for ifname in host.listdir("/sys/class/net", tool_safe):
         if ifname != "lo":
             for q in ETHTOOL_QUERIES:

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from hwmgr.errors import HwmgrError, UnknownError
-from hwmgr.host.capture import retake
+from hwmgr.host.capture import HEADERS, MODINFO, retake
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.seam import Host
 
@@ -45,17 +45,19 @@ class ModuleFile:
         return f"{self.path} ({self.version or 'no version'})"
 
 
-def _base_args(host: Host) -> list[str]:
+def base_args(host: Host) -> list[str]:
     """`-b ROOT` for a scratch root; none for `/` or a snapshot (whose outputs are replayed)."""
     return [] if host.live or host.meta else ["-b", str(host.root)]
 
 
 def resolve(host: Host, module: str, kver: str) -> ModuleFile:
     """Ask modinfo which file `module` is for kernel `kver` (what modprobe would load)."""
-    res = host.run(["modinfo", *_base_args(host), "-k", kver, module], timeout=QUICK)
+    res = host.run(["modinfo", *base_args(host), "-k", kver, module], timeout=QUICK)
     if res.unrecorded:  # a snapshot without it: say so, never blame the snapshot host's kmod
-
-        raise UnknownError(retake(f"output of `modinfo -k {kver} {module}`"))
+        # the shell collector runs modinfo for the running kernel only (it lists no other
+        # kernel's headers), so another kernel's output is something it never records
+        record = MODINFO if kver == host.meta.get("kernel") else HEADERS
+        raise UnknownError(retake(f"output of `modinfo -k {kver} {module}`", host, record))
     if not res.available:
         raise HwmgrError("modinfo is not available on this machine: install the 'kmod' package")
     if not res.ok:
@@ -85,7 +87,7 @@ def resolve(host: Host, module: str, kver: str) -> ModuleFile:
 
 def depmod(host: Host, kver: str) -> None:
     """Rebuild modules.dep for one kernel."""
-    res = host.run(["depmod", *_base_args(host), "-a", kver], timeout=QUICK)
+    res = host.run(["depmod", *base_args(host), "-a", kver], timeout=QUICK)
     if not res.ok:
         raise HwmgrError(f"depmod for {kver} failed: {res.describe()}")
 

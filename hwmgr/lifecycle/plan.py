@@ -34,13 +34,13 @@ from hwmgr.host import capture
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard as safety
 from hwmgr.inventory.scan import Inventory
-from hwmgr.lifecycle import kmod, record
+from hwmgr.lifecycle import kmod
 from hwmgr.lifecycle.advice import not_in_catalog
 from hwmgr.lifecycle.dkms import Dkms, headers_package, kernels_with_headers
 from hwmgr.lifecycle.recipe import load_recipe
+from hwmgr.lifecycle.record import upgrade_chain
 from hwmgr.lifecycle.steps import REGISTRY, RollbackParams, UpgradeParams, describe
-from hwmgr.output import printable
-from hwmgr.transaction.engine import Transaction, TxnResult, history
+from hwmgr.transaction.engine import Transaction, TxnResult
 from hwmgr.transaction.state import StateDir
 
 MIN_FREE = 64 << 20
@@ -129,7 +129,8 @@ def _safety(host: Host, plan: Plan, settings: Config, env: Mapping[str, str] | N
     """Add refusals for routes/SSH, Secure Boot and free space (nothing is changed)."""
     ifaces = {i for d in plan.devices for i in d["interfaces"]}
     if ifaces and capture.lacks(host, capture.ROUTES):
-        plan.refuse(capture.retake("routing table (/proc/net/route, /proc/net/ipv6_route)"),
+        plan.refuse(capture.retake("routing table (/proc/net/route, /proc/net/ipv6_route)",
+                                   host, capture.ROUTES),
                     EXIT_UNKNOWN, UNREAD)
     critical = []
     for iface in sorted(ifaces & safety.default_route_interfaces(host)):
@@ -144,7 +145,8 @@ def _safety(host: Host, plan: Plan, settings: Config, env: Mapping[str, str] | N
         else:
             plan.refuse(msg + " (use --force after arranging console access)")
     if capture.lacks(host, capture.SECURE_BOOT):
-        plan.refuse(capture.retake("Secure Boot state (mokutil --sb-state, /sys/firmware/efi)"),
+        plan.refuse(capture.retake("Secure Boot state (mokutil --sb-state, /sys/firmware/efi)",
+                                   host, capture.SECURE_BOOT),
                     EXIT_UNKNOWN, UNREAD)
         sb: bool | None = False
     else:
@@ -195,7 +197,8 @@ def _check_headers(host: Host, kernels: list[str], plan: Plan) -> None:
             d.check_headers(k)
         except NotFoundError as exc:
             if unrecorded:  # an older snapshot: absence proves nothing
-                plan.refuse(capture.retake(f"kernel headers listing (/lib/modules/{k}/build)"),
+                plan.refuse(capture.retake(f"kernel headers listing (/lib/modules/{k}/build)",
+                                           host, capture.HEADERS),
                             EXIT_UNKNOWN, UNREAD)
             else:
                 plan.refuse(str(exc), EXIT_REFUSED, KERNEL)
@@ -317,23 +320,6 @@ def plan_upgrade(
     # no steps for a string that is not a version
     plan.steps = [] if bad_version else describe(REGISTRY["upgrade"](plan.params))
     return plan
-
-
-def upgrade_chain(state: StateDir, driver: str) -> list[dict[str, Any]]:
-    """Committed upgrades of `driver` still in effect, oldest first (rollbacks pop them)."""
-    txns = [t for t in reversed(history(state, target=driver)) if t["state"] == "committed"]
-    stack: list[dict[str, Any]] = []
-    where = printable(state.journal_file)  # each record checked before it is read: record.py
-    for t in txns:
-        if t["kind"] == "upgrade":
-            stack.append(record.checked_upgrade(t, where))
-        elif t["kind"] == "rollback":
-            undo_to = record.checked_rollback(t, where)["params"].get("undo_upgrade")
-            while stack:
-                top = stack.pop()
-                if top["id"] == undo_to:
-                    break
-    return stack
 
 
 def _rollback_target(chain: list[dict[str, Any]], driver: str, to: str) -> dict[str, Any]:

@@ -12,7 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from hwmgr import safejson
+from hwmgr.output import printable
+from hwmgr.transaction.engine import history
 from hwmgr.transaction.journal import damaged
+from hwmgr.transaction.state import StateDir
 
 MODULE_FIELDS = ("path", "version", "sha256")  # each saved/replaced module file: text or null
 
@@ -78,3 +81,26 @@ def checked_rollback(txn: dict[str, Any], where: str) -> dict[str, Any]:
     if undo is not None:
         _typed(undo, int, f"{where}: transaction {txn.get('id')} params.undo_upgrade")
     return txn
+
+
+def upgrade_chain(state: StateDir, driver: str) -> list[dict[str, Any]]:
+    """Committed upgrades of `driver` still in effect, oldest first (rollbacks pop them)."""
+    return chain_of(history(state, target=driver), printable(state.journal_file))
+
+
+def chain_of(txns: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
+    """`upgrade_chain` of one target's transactions (newest first, as the journal lists
+    them), each record checked before it is read; `where` names the journal."""
+    stack: list[dict[str, Any]] = []
+    for t in reversed(txns):
+        if t["state"] != "committed":
+            continue
+        if t["kind"] == "upgrade":
+            stack.append(checked_upgrade(t, where))
+        elif t["kind"] == "rollback":
+            undo_to = checked_rollback(t, where)["params"].get("undo_upgrade")
+            while stack:
+                top = stack.pop()
+                if top["id"] == undo_to:
+                    break
+    return stack

@@ -19,7 +19,7 @@ from typing import Any
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError
-from hwmgr.host.capture import boot_id, retake
+from hwmgr.host.capture import BOOT_ID, boot_id, retake
 from hwmgr.host.seam import Host
 from hwmgr.transaction.state import StateDir
 
@@ -68,7 +68,7 @@ def reboot_pending(host: Host, state_dir: str) -> list[dict[str, Any]]:
         entry = {"driver": target, "target": target, "txn": int(row["id"]),
                  "kind": str(row["kind"]), "committed": row["ended"]}
         if now is None:
-            why = retake("boot id (/proc/sys/kernel/random/boot_id)") if host.meta \
+            why = retake("boot id (/proc/sys/kernel/random/boot_id)", host, BOOT_ID) if host.meta \
                 else "the current boot id cannot be read"
             entry.update(status="unknown",
                          reason=f"{row['kind']} #{row['id']} of {target}: {why}")

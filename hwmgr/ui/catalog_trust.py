@@ -20,7 +20,7 @@ from hwmgr.lifecycle import keyfile, trust
 from hwmgr.lifecycle.recipe import load_recipe
 from hwmgr.lifecycle.signature import keyring_path, verify_in_keyring
 from hwmgr.output import Outcome, printable
-from hwmgr.ui.lifecycle import confirm
+from hwmgr.ui.lifecycle import ProgressUI, confirm
 
 NAME = "catalog"
 
@@ -69,8 +69,12 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     if args.action == "trust":
         return _trust(args, ctx, loc)
     if args.action == "update":
-        data = update(_local(ctx, loc), args.url, loc, config=ctx.config,
-                      allow_older=args.allow_older)
+        progress = ProgressUI()  # stderr: a bar per download on a terminal, lines otherwise
+        try:
+            data = update(_local(ctx, loc), args.url, loc, config=ctx.config,
+                          allow_older=args.allow_older, ui=progress)
+        finally:
+            progress.close()
         return Outcome(NAME, data=data, render=lambda c: c.print(
             f"installed catalog {data['catalog_version']} (was {data['previous_version']}), "
             f"signed by {data['signed_by']}: {data['installed']}", markup=False,

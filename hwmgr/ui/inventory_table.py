@@ -1,7 +1,9 @@
 """The human `hwmgr inventory` table: one table that fits the terminal, verdict notes, a hint.
 
-Versions, IDs and addresses are never split: a column either fits whole or its values move
-under the device name as "details"; only names are shortened (with …). On a terminal the
+No value is ever cut. Versions, IDs and addresses are never split: a column either fits
+whole or its values move under the device name as "details"; a long device name wraps
+between words (`wrap`, which the check table shares), onto as many lines as it needs. On a
+terminal the
 table is box-drawn and coloured by rich; piped, it is plain aligned text like lspci or dnf.
 Every host- or catalog-supplied string passes through `printable()` before it is measured.
 """
@@ -176,11 +178,12 @@ def _layout(rows: list[Row], width: int, gap: int) -> tuple[list[str], dict[str,
     widths = {k: natural(k) for k in keys if k != "device"}
     for key, wants in [*MOVE, (None, 0)]:
         budget = width - sum(widths[k] for k in keys if k != "device") - gap * (len(keys) - 1)
-        if key is None or budget >= max(wants, _detail_min(rows, _moved(keys))):
+        if key is None or budget >= max(wants, _detail_min(rows, _moved(keys)),
+                                        _name_min(rows)):
             break
         keys.remove(key)
     moved = _moved(keys)
-    detail_min = _detail_min(rows, moved)
+    detail_min = max(_detail_min(rows, moved), _name_min(rows))
     longest = max(cell_len(head["device"]), *(cell_len(r.cells["device"]) for r in rows),
                   *(cell_len(", ".join(DETAIL[k].format(r.cells[k]) for k in moved))
                     for r in rows))
@@ -200,9 +203,15 @@ def _detail_min(rows: list[Row], moved: list[str]) -> int:
     return max((cell_len(w) + 1 for w in words), default=0)
 
 
+def _name_min(rows: list[Row]) -> int:
+    """The longest word of a device name: the device column's floor, so names wrap between
+    words and never inside one."""
+    return max((cell_len(w) for r in rows for w in r.cells["device"].split()), default=0)
+
+
 def _device_lines(r: Row, w: int) -> list[str]:
-    """The device name shortened to one line, then the details."""
-    return [_clip(r.cells["device"], w), *_pack(r.details, w)]
+    """The device name wrapped between words, then the details."""
+    return [*wrap(r.cells["device"], w), *_pack(r.details, w)]
 
 
 def _pack(details: list[str], w: int) -> list[str]:
@@ -221,14 +230,6 @@ def _pack(details: list[str], w: int) -> list[str]:
     if cur:
         lines.append(cur)
     return lines
-
-
-def _clip(text: str, w: int) -> str:
-    """`text` cut to `w` cells with a trailing … (names only: never used on versions)."""
-    if cell_len(text) <= w:
-        return text
-    keep = text[:fit(text, w - 1)] if w > 1 else ""
-    return (keep if cell_len(keep) <= w - 1 else "").rstrip() + "…"
 
 
 def wrap(text: str, w: int, indent: int = 0) -> list[str]:
@@ -265,7 +266,8 @@ def _prose(console: Any, text: str, width: int, style: str | None = None,
 def _plain_table(rows: list[Row], keys: list[str], widths: dict[str, int],
                  width: int) -> list[str]:
     """Aligned text, two spaces between columns, no trailing blanks (for pipes and logs);
-    details run under the row from the device column to the right margin."""
+    the rest of a wrapped device name, then the details, run under the row from the device
+    column (the details to the right margin)."""
     head = dict(COLUMNS)
     indent = sum(widths[k] + 2 for k in keys[: keys.index("device")])
 
@@ -274,8 +276,9 @@ def _plain_table(rows: list[Row], keys: list[str], widths: dict[str, int],
 
     out = [line([head[k] for k in keys])]
     for r in rows:
-        out.append(line([_clip(r.cells[k], widths[k]) if k == "device" else r.cells[k]
-                          for k in keys]))
+        name = wrap(r.cells["device"], min(widths["device"], max(width - indent, DEVICE_MIN)))
+        out.append(line([name[0] if k == "device" else r.cells[k] for k in keys]))
+        out += [" " * indent + n for n in name[1:]]
         out += [" " * indent + d for d in _pack(r.details, max(width - indent, DEVICE_MIN))]
     return out
 
@@ -288,7 +291,7 @@ def _rich_table(console: Any, rows: list[Row], keys: list[str], widths: dict[str
     head = dict(COLUMNS)
     t = Table(show_edge=False, pad_edge=False, header_style="bold", expand=False)
     for k in keys:
-        t.add_column(head[k], width=widths[k], no_wrap=True, overflow="ellipsis")
+        t.add_column(head[k], width=widths[k], no_wrap=True, overflow="fold")
     for r in rows:
         cells = []
         for k in keys:

@@ -23,6 +23,7 @@ EXIT_BAD_INPUT = 8
 EXIT_REFUSED = 9
 EXIT_LOCKED = 10
 EXIT_UNKNOWN = 11
+EXIT_NOT_READY = 12
 EXIT_PERMISSION = 13
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
@@ -39,6 +40,7 @@ EXIT_NAMES = {
     9: 'refused',
     10: 'locked by another hwmgr',
     11: 'unknown',
+    12: 'not ready',
     13: 'permission denied',
     70: 'internal error',
     130: 'interrupted',
@@ -65,6 +67,7 @@ VERB_EXIT_CODES = {
     'recipe': (0, 1, 2, 3, 8, 9, 13, 70, 130),
     'fleet-report': (0, 2, 5, 6, 7, 8, 11, 70, 130),
     'collect-script': (0, 2, 3, 8, 70, 130),
+    'kernel-gate': (0, 1, 2, 3, 8, 9, 10, 12, 13, 70, 130),
 }
 # END exit codes
 # a check's exit code -> the host status of the fleet-report input format

@@ -1,0 +1,157 @@
+"""What the kernel gate keeps in the state dir, and what `check` shows from it.
+
+Managed drivers (an upgrade still in effect in the journal; a rollback to inbox ends it), the
+per-kernel records `<state>/kernels/KVER.json` and the hold `<state>/kernels/hold.json`. Kept
+apart from the gate itself (lifecycle/kernelgate.py) so `check` reads them without importing
+the DKMS build and download machinery; with no managed driver it reads only the journal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from hwmgr import safejson
+from hwmgr.errors import BadInputError, HwmgrError
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.dkms import INSTALL_TREE
+from hwmgr.lifecycle.recipe import load_recipe
+from hwmgr.lifecycle.record import chain_of
+from hwmgr.output import printable
+from hwmgr.transaction.state import StateDir
+
+KERNELS = "kernels"  # under the state dir: KVER.json per gated kernel, hold.json
+HOLD = "hold.json"
+MAX_RECORD = 1 << 20
+
+
+@dataclass
+class Managed:
+    """A driver hwmgr installed and still manages: what the gate rebuilds."""
+
+    driver: str
+    version: str
+    modules: list[str]
+    storage: bool
+    sign_key: str | None = None
+    sign_cert: str | None = None
+
+
+def managed_drivers(state: StateDir) -> list[Managed]:
+    """The drivers an upgrade still in effect installed, by name (damaged journal: exit 8).
+    The journal is opened read-only: `check` reads this, and never changes the journal."""
+    journal = state.query_journal()
+    if journal is None:
+        return []
+    where = printable(f"{state.path}/journal.sqlite")
+    try:
+        targets = sorted({t["target"] for t in journal.transactions(kind="upgrade",
+                                                                    state="committed")})
+        chains = {d: chain_of(journal.transactions(target=d), where) for d in targets}
+    except sqlite3.DatabaseError as exc:
+        raise BadInputError(f"{where}: not a usable hwmgr journal ({exc})") from None
+    out = []
+    for driver in targets:
+        chain = chains[driver]
+        if not chain:
+            continue  # rolled back to inbox: not managed any more
+        p = chain[-1]["params"]
+        try:
+            storage = load_recipe(driver, p.get("drivers_dir")).initramfs
+        except HwmgrError:  # the recipe moved: the upgrade's own initramfs decision stands
+            storage = bool(p.get("initramfs"))
+        out.append(Managed(driver, p["version"], list(p["modules"]), bool(storage),
+                           p.get("sign_key"), p.get("sign_cert")))
+    return out
+
+
+def installed(host: Host, kver: str) -> bool:
+    """True when `kver` is installed: its modules dir and its kernel image are there (in
+    /boot, or beside its modules where kernel-install hosts keep it)."""
+    return host.is_dir(f"{INSTALL_TREE}/{kver}") and (
+        host.exists(f"/boot/vmlinuz-{kver}") or host.exists(f"{INSTALL_TREE}/{kver}/vmlinuz"))
+
+
+def record_path(state: StateDir, kver: str) -> str:
+    return f"{state.path}/{KERNELS}/{kver}.json"
+
+
+def read(host: Host, path: str) -> dict[str, Any] | None:
+    """A record the gate wrote, or None; anything else there is exit 8 naming it."""
+    data = host.read_bytes(path, limit=MAX_RECORD)
+    if data is None:
+        return None
+    obj = safejson.load(data, path)
+    if not isinstance(obj, dict):
+        raise BadInputError(f"{path}: not a kernel-gate record (expected a JSON object)")
+    return obj
+
+
+def write(host: Host, path: str, obj: dict[str, Any]) -> None:
+    host.makedirs(path.rsplit("/", 1)[0])
+    host.write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def read_record(host: Host, state: StateDir, kver: str) -> dict[str, Any] | None:
+    rec = read(host, record_path(state, kver))
+    if rec is not None and not isinstance(rec.get("drivers"), dict):
+        raise BadInputError(f"{record_path(state, kver)}: field drivers: expected an object")
+    return rec
+
+
+def read_hold(host: Host, state: StateDir) -> dict[str, Any] | None:
+    path = f"{state.path}/{KERNELS}/{HOLD}"
+    hold = read(host, path)
+    if hold is not None and (not isinstance(hold.get("backend"), str)
+                             or not isinstance(hold.get("kernels"), list)
+                             or not isinstance(hold.get("saved"), dict)):
+        raise BadInputError(f"{path}: not a kernel-gate hold (backend, kernels, saved)")
+    return hold
+
+
+# ------------------------------------------------------------------ what check shows
+def _newer(a: str, b: str) -> bool:
+    """True when kernel release `a` sorts after `b` (numbers compared as numbers)."""
+    def key(s: str) -> list[tuple[int, Any]]:
+        return [(0, int(p)) if p.isdigit() else (1, p) for p in re.findall(r"\d+|[^\d.+~-]+", s)]
+    return key(a) > key(b)
+
+
+def check_items(host: Host, state_dir: str, running: str | None) -> list[dict[str, Any]]:
+    """One item per managed driver and kernel, installed and not running, that is newer than
+    `running` (as check read it) or has a record: {driver, kernel, status (ok|drift|unknown),
+    reason}. The journal is read only when there is such a kernel (most checks: none)."""
+    state = StateDir(host, state_dir)
+    names = [f[:-len(".json")] for f in host.listdir(f"{state.path}/{KERNELS}")
+             if f.endswith(".json") and f != HOLD]
+    kernels = sorted({k for k in [*host.listdir(INSTALL_TREE), *names]
+                      if k != running and (k in names or not running or _newer(k, running))
+                      and installed(host, k)})
+    if not kernels:
+        return []
+    try:
+        drivers = managed_drivers(state)
+        out = []
+        for k in kernels if drivers else []:
+            rec = read_record(host, state, k)
+            for m in drivers:
+                out.append(_item(m, k, (rec or {}).get("drivers", {}).get(m.driver)))
+        return out
+    finally:
+        state.close()
+
+
+def _item(m: Managed, kver: str, got: Any) -> dict[str, Any]:
+    head = f"{m.driver} ready for kernel {kver}"
+    if not isinstance(got, dict) or got.get("version") != m.version:
+        was = f" (gated for {got.get('version')})" if isinstance(got, dict) else ""
+        return {"driver": m.driver, "kernel": kver, "status": "unknown",
+                "reason": f"{head}: unknown: {m.driver} {m.version} not gated{was}; run "
+                          f"hwmgr kernel-gate {kver}"}
+    if got.get("ready") is True:
+        return {"driver": m.driver, "kernel": kver, "status": "ok", "reason": f"{head}: yes"}
+    return {"driver": m.driver, "kernel": kver, "status": "drift",
+            "reason": f"{head}: no: {got.get('why')} (then: hwmgr kernel-gate {kver})"}

@@ -1,0 +1,211 @@
+"""The kernel gate: every hwmgr-managed driver built, installed and checked for a newly
+installed kernel before that kernel may become the boot default.
+
+A driver is managed when the journal has an upgrade of it still in effect (`upgrade_chain`:
+a rollback to inbox ends it). For each one, `gate_driver` builds the same version with DKMS
+for KVER only, installs it for KVER only, runs depmod for KVER, rebuilds KVER's initramfs for
+a storage driver, and checks what can be checked without booting: `modinfo -k KVER` (vermagic,
+version, signer), `depmod -e -E Module.symvers` (no unknown symbol) and the initramfs listing.
+The outcome is kept per kernel in `<state>/kernels/KVER.json`, which `check` reads; the boot
+default is held (lifecycle/bootloader.py) while a driver is not ready, the hold kept in
+`<state>/kernels/hold.json` so a later passing run restores exactly what was there.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from hwmgr.errors import BadInputError, HwmgrError, NotFoundError
+from hwmgr.host.seam import Host
+from hwmgr.inventory import guard
+from hwmgr.lifecycle import bootloader, gaterecord, kmod
+from hwmgr.lifecycle.buildlog import BuildFailed, keep_log
+from hwmgr.lifecycle.dkms import INSTALL_TREE, Dkms
+from hwmgr.transaction.journal import utcnow
+from hwmgr.transaction.state import StateDir
+
+QUICK = 120.0
+
+
+@dataclass
+class Readiness:
+    """One driver's outcome for one kernel."""
+
+    driver: str
+    version: str
+    ready: bool
+    why: str
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def _modinfo(host: Host, kver: str, module: str, fld: str) -> str:
+    """One `modinfo -k KVER -F FIELD` value of the module modprobe resolves ('' if none)."""
+    argv = ["modinfo", *kmod.base_args(host), "-k", kver, "-F", fld, module]
+    res = host.run(argv, timeout=QUICK)
+    return res.stdout.strip() if res.ok else ""
+
+
+def _unknown_symbols(host: Host, kver: str, kos: list[str]) -> tuple[str | None, list[str]]:
+    """(the Module.symvers used, depmod's complaints about `kos`): `depmod -n -e -E` resolves
+    every symbol against the kernel's own export list without writing anything."""
+    symvers = f"{INSTALL_TREE}/{kver}/build/Module.symvers"
+    if not host.exists(symvers):
+        return None, []
+    argv = ["depmod", *kmod.base_args(host), "-n", "-e", "-E", str(host.path(symvers)), kver]
+    res = host.run(argv, timeout=QUICK)
+    if not res.available:
+        raise HwmgrError("depmod is not available on this machine: install the 'kmod' package")
+    names = tuple("/" + ko.rsplit("/", 1)[-1] for ko in kos)  # depmod names each by path
+    bad = [ln.strip() for ln in res.stderr.splitlines()
+           if any(n in ln for n in names) and re.search(r"unknown symbol|disagrees", ln)]
+    return symvers, bad
+
+
+def _signing(host: Host, kver: str, module: str, secure_boot: bool | None) -> tuple[str, bool]:
+    """(what the signature state is, whether it is acceptable): DKMS signs on its own when
+    it has a key (its mok_signing_key); Secure Boot on and no signature is not ready."""
+    signer = _modinfo(host, kver, module, "signer")
+    if signer:
+        return f"signed by {signer}", True
+    if secure_boot:
+        return ("unsigned while Secure Boot is on: the module would not load (give DKMS a "
+                "module-signing key: HWMGR_SIGN_KEY/HWMGR_SIGN_CERT at upgrade, or "
+                f"{guard.DKMS_MOK_KEY})"), False
+    if secure_boot is False:
+        return "unsigned: Secure Boot off", True
+    return "unsigned: Secure Boot state unknown (mokutil and efivars unreadable)", True
+
+
+def _check(host: Host, m: gaterecord.Managed, kver: str, kos: dict[str, str],
+           secure_boot: bool | None) -> tuple[dict[str, Any], str | None]:
+    """What modinfo, depmod and the initramfs say for KVER; (facts, why not ready or None)."""
+    facts: dict[str, Any] = {}
+    for mod in m.modules:
+        got = kmod.resolve(host, mod, kver)
+        magic = (got.vermagic or "").split()
+        sign, sign_ok = _signing(host, kver, mod, secure_boot)
+        facts[mod] = {"path": got.path, "version": got.version,
+                      "vermagic": got.vermagic, "signature": sign}
+        if got.path is None:
+            return facts, f"modinfo -k {kver} {mod} finds no module"
+        if got.version != m.version:
+            return facts, f"modinfo -k {kver} {mod} says version {got.version}, not {m.version}"
+        if magic[:1] != [kver]:
+            return facts, f"{got.path} vermagic is {got.vermagic!r}, not for {kver}"
+        if not sign_ok:
+            return facts, f"{mod}: {sign}"
+    symvers, bad = _unknown_symbols(host, kver, list(kos.values()))
+    facts["symvers"] = symvers or "none (no Module.symvers in the headers: not checked)"
+    if bad:
+        return facts, f"depmod -e -E {symvers}: {bad[0]}"
+    if m.storage:
+        listing = kmod.initramfs_files(host, kver)
+        facts["initramfs"] = kmod.initramfs_image(host, kver)
+        for mod in m.modules:
+            path = facts[mod]["path"]
+            if listing is None or not kmod.image_holds(listing, path):
+                return facts, f"the initramfs of {kver} does not hold {path}"
+    return facts, None
+
+
+def gate_driver(host: Host, state: StateDir, m: gaterecord.Managed, kver: str,
+                secure_boot: bool | None, dkms: Dkms | None = None) -> Readiness:
+    """Build, install (KVER only), depmod, initramfs and check one managed driver."""
+    d = dkms or Dkms(host, mok_key=m.sign_key, mok_cert=m.sign_cert)
+
+    def no(why: str, **facts: Any) -> Readiness:
+        return Readiness(m.driver, m.version, False, why, facts)
+
+    try:
+        d.check_headers(kver)
+    except NotFoundError as exc:
+        return no(exc.message)
+    if not d.is_added(m.driver, m.version):
+        src = d.source_dir(m.driver, m.version)
+        return no(f"DKMS has no {m.driver}/{m.version} (its source {src} is gone): run "
+                  f"hwmgr upgrade {m.driver} --to {m.version} again")
+    try:
+        d.build(m.driver, m.version, kver)
+    except BuildFailed as exc:
+        dest = f"{state.path}/logs/gate-{kver}-{m.driver}-{m.version}.make.log"
+        kept = keep_log(host, exc, dest)
+        exc = exc.kept_at(kept) if kept else exc
+        return no(exc.message, make_line=exc.make_line, first_error=exc.facts.first_error,
+                  make_log=kept or exc.log)
+    except HwmgrError as exc:
+        return no(exc.message)
+    try:
+        for e in d.status(m.driver):  # one DKMS version per kernel, as upgrade keeps it
+            if e.kernel == kver and e.version != m.version and e.state == "installed":
+                d.uninstall(m.driver, e.version, kver, depmod=False)
+        kos = {mod: str(p) for mod, p in d.install(m.driver, m.version, kver,
+                                                   force=True).items()}
+        kmod.depmod(host, kver)
+        if m.storage:
+            kmod.rebuild_initramfs(host, kver)
+    except HwmgrError as exc:
+        return no(exc.message)
+    facts, why = _check(host, m, kver, kos, secure_boot)
+    if why:
+        return no(why, **facts)
+    return Readiness(m.driver, m.version, True, "built, installed and checked", facts)
+
+
+# ------------------------------------------------------------------ records
+def write_record(host: Host, state: StateDir, kver: str, running: str | None,
+                 results: list[Readiness]) -> dict[str, Any]:
+    """Keep the gate's outcome for `kver` in `<state>/kernels/KVER.json` (what `check`
+    shows): per driver its version, ready, why and the facts checked, with the time."""
+    rec = {"kernel": kver, "running": running, "checked": utcnow(),
+           "ready": all(r.ready for r in results),
+           "drivers": {r.driver: {k: v for k, v in asdict(r).items() if k != "driver"}
+                       for r in results}}
+    gaterecord.write(host, gaterecord.record_path(state, kver), rec)
+    return rec
+
+
+# ------------------------------------------------------------------ the hold
+def hold(host: Host, state: StateDir, kver: str, running: str) -> dict[str, Any]:
+    """Keep the boot default on `running` while `kver` is not ready; the first hold keeps
+    what the boot loader had, a later one only adds its kernel."""
+    current = gaterecord.read_hold(host, state)
+    if current is None:
+        backend = bootloader.detect(host)
+        if backend is None:
+            raise HwmgrError("no boot loader hwmgr can hold was found (GRUB, grubby, "
+                             "systemd-boot)")
+        saved = backend.hold(host, running)
+        current = {"backend": backend.name, "held_on": running, "kernels": [],
+                   "saved": saved, "since": utcnow()}
+    elif current.get("held_on") != running:  # a hold from another boot: hold this one now
+        backend = bootloader.by_name(current["backend"])
+        if backend is None:
+            where = f"{state.path}/{gaterecord.KERNELS}/{gaterecord.HOLD}"
+            raise BadInputError(f"{where}: unknown back-end {current['backend']!r}")
+        fresh = backend.hold(host, running)
+        current["held_on"], current["saved"]["held_entry"] = running, fresh.get("held_entry")
+    if kver not in current["kernels"]:
+        current["kernels"].append(kver)
+    gaterecord.write(host, f"{state.path}/{gaterecord.KERNELS}/{gaterecord.HOLD}", current)
+    return current
+
+
+def release(host: Host, state: StateDir, kver: str) -> dict[str, Any] | None:
+    """Drop `kver` from the hold; with no kernel left held, restore exactly what the boot
+    loader had and forget the hold. Returns the hold as it was, or None when none."""
+    current = gaterecord.read_hold(host, state)
+    if current is None:
+        return None
+    left = [k for k in current["kernels"] if k != kver]
+    path = f"{state.path}/{gaterecord.KERNELS}/{gaterecord.HOLD}"
+    if left:
+        gaterecord.write(host, path, {**current, "kernels": left})
+        return current
+    backend = bootloader.by_name(current["backend"])
+    if backend is None:
+        raise BadInputError(f"{path}: unknown back-end {current['backend']!r}")
+    backend.restore(host, current["saved"])
+    host.remove(path)
+    return current
