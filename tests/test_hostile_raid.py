@@ -1,0 +1,49 @@
+"""RAID-tool output parsers (hwmgr/inventory/raid.py) on hostile text (issue 25 §2): long
+runs of blank lines or spaces, lines without the expected terminator, unterminated or deep
+JSON. Each input is ~100 KB; a parser that backtracks quadratically on it runs for minutes,
+which the module's timeout turns into a failure. The assertions are on what was parsed."""
+
+from __future__ import annotations
+
+import pytest
+
+from hwmgr.inventory.raid import ADAPTERS, MegaCli, StorCli
+
+pytestmark = pytest.mark.timeout(30)
+
+N = 100_000
+MEGACLI = ("Adapter #0\n\n====\nVersions\n                ================\n"
+           "Product Name    : PERC H710P Mini\nFW Package Build: 21.3.2-0005\n\n"
+           "                    Mfg. Data\nFW Version         : 3.131.05-4520\n")
+# (name, text, what MegaCli finds, what storcli finds)
+HOSTILE: list[tuple[str, str, list, list]] = [
+    ("blank-lines", "\n" * N, [], []),
+    ("spaces", " " * N, [], []),
+    ("spaces-and-newlines", " \n" * (N // 2), [], []),
+    ("adapter-then-blank-lines", "Adapter #0" + "\n" * N, [(None, None)], []),
+    ("value-without-end", "Adapter #0\nFW Version : 1" + " " * N + "2",
+     [(None, "1" + " " * N + "2")], []),
+    ("key-without-value", "Adapter #0\nFW Version :" + " \n" * (N // 2), [(None, None)], []),
+    ("colons", "Adapter #0\n" + ":" * N, [(None, None)], []),
+    ("many-adapters", "Adapter #1\n" * (N // 11), [(None, None)] * (N // 11), []),
+    ("json-unterminated", '{"Controllers": [' + " " * N, [], []),
+    ("json-deep", "[" * N, [], []),
+    ("json-long-string", '{"Controllers": [{"Response Data": {"Version": {"Firmware Version'
+     '": "' + "\\u0020" * (N // 6) + '"}}}]}', [], [(None, " " * (N // 6))]),
+]
+
+
+@pytest.mark.parametrize("name,text,megacli,storcli", HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_output_parses_linearly(name: str, text: str, megacli: list,
+                                        storcli: list) -> None:
+    assert MegaCli().parse(text) == megacli
+    assert StorCli().parse(text) == storcli
+
+
+def test_every_adapter_is_covered() -> None:
+    assert {type(a) for a in ADAPTERS} == {MegaCli, StorCli}  # a new adapter: add its cases
+
+
+def test_a_real_block_after_hostile_text_still_parses() -> None:
+    text = "\n" * N + " " * N + "\n" + MEGACLI + "Adapter #1\nFW Package Build: 23.34.0-0019\n"
+    assert MegaCli().parse(text) == [(None, "3.131.05-4520"), (None, "23.34.0-0019")]
