@@ -13,6 +13,7 @@ import contextlib
 import socket
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:  # requests is imported only when a download starts (annotatio
     import requests
 
 MAX_REDIRECTS = 5  # hops a download follows; the whole chain counts against one deadline
+_GUARDED: weakref.WeakKeyDictionary[Any, Watchdog] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -113,13 +115,17 @@ def _guarded(base: Any, dog: Watchdog) -> Any:
 
 
 def guard(session: requests.Session) -> Watchdog:
-    """Mount adapters on `session` whose connections register with one Watchdog (returned),
-    and bound its redirects to MAX_REDIRECTS."""
+    """Mount adapters on `session` whose connections register with one Watchdog (returned;
+    the same one when the session was guarded before), and bound its redirects to
+    MAX_REDIRECTS."""
     import requests.adapters  # only downloads need requests (see lifecycle/http.py)
     import urllib3.connection
     import urllib3.connectionpool
 
-    dog = Watchdog()
+    known = _GUARDED.get(session)
+    if known is not None:
+        return known
+    dog = _GUARDED[session] = Watchdog()
 
     class Pool(urllib3.connectionpool.HTTPConnectionPool):
         ConnectionCls = _guarded(urllib3.connection.HTTPConnection, dog)
