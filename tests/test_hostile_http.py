@@ -135,8 +135,8 @@ def test_partial_download_that_is_not_a_file_is_replaced(
 
 
 # --------------------------------------------------------------- the total deadline (§2)
-DRIP = 0.1  # seconds between two bytes: far inside every per-read timeout below
-TOTAL = 0.6  # seconds: the whole transfer's deadline in these tests
+DRIP = 0.05  # seconds between two bytes: far inside every per-read timeout below
+TOTAL = 0.4  # seconds: the whole transfer's deadline in these tests
 
 
 def drip_headers(req: BaseHTTPRequestHandler, hit: int) -> None:
