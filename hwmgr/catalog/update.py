@@ -33,6 +33,7 @@ from hwmgr.host.seam import Host
 MAX_SIG_BYTES = 64 << 10
 TIMEOUT = 30.0  # seconds per read
 DEADLINE = 300.0  # seconds for one whole download: headers, redirects and body
+NOTHING = "nothing installed"  # what a refused or failed update leaves
 _CALVER = re.compile(r"^(\d{4})\.(\d{1,2})\.(\d+)$")
 Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
 
@@ -81,7 +82,7 @@ def _get(session: Any, url: str, limit: int, what: str, progress: Progress | Non
                            "nothing installed") from None
     except requests.RequestException as exc:
         if deadline.passed():
-            raise deadline.exceeded(url, "before the headers arrived") from None
+            raise deadline.exceeded(url, "before the headers arrived", NOTHING) from None
         raise HwmgrError(f"{what} {url}: download failed: "
                          f"{network_reason(exc, url, TIMEOUT)}") from None
     with resp:
@@ -104,11 +105,11 @@ def _get(session: Any, url: str, limit: int, what: str, progress: Progress | Non
                     progress(min(len(body), total), total)
         except requests.RequestException:
             if deadline.passed():
-                raise deadline.exceeded(url, f"after {len(body)} bytes") from None
+                raise deadline.exceeded(url, f"after {len(body)} bytes", NOTHING) from None
             raise RefusedError(f"{what} {url}: truncated download ({len(body)} bytes of "
                                f"{announced or 'unknown'}); nothing installed") from None
         if deadline.passed():
-            raise deadline.exceeded(url, f"after {len(body)} bytes")
+            raise deadline.exceeded(url, f"after {len(body)} bytes", NOTHING)
         if announced and digits and int(announced) != len(body):
             raise RefusedError(f"{what} {url}: truncated download ({len(body)} of {announced} "
                                "bytes); nothing installed")

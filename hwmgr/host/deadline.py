@@ -47,10 +47,11 @@ class Deadline:
         """'the 2 s deadline' for a one-line error."""
         return f"the {self.seconds:g} s deadline"
 
-    def exceeded(self, url: str, when: str) -> HwmgrError:
-        """The one-line error of a download stopped by this deadline (exit 1)."""
+    def exceeded(self, url: str, when: str, outcome: str) -> HwmgrError:
+        """The one-line error of a download stopped by this deadline (exit 1); `outcome`
+        says what the caller left behind ("nothing installed")."""
         return HwmgrError(f"download of {url} stopped: {self.words()} passed {when} (a "
-                          "server dripping bytes, or a slow redirect chain); nothing written")
+                          f"server dripping bytes, or a slow redirect chain); {outcome}")
 
 
 class Watchdog:

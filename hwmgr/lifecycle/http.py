@@ -26,6 +26,7 @@ MAX_BACKOFF = 30.0
 MIN_RATE = 16 * 1024  # bytes/s: a slower download is stopped at its deadline
 MIN_DEADLINE = 300.0  # seconds every download gets, however small
 _REDIRECTS = (301, 302, 303, 307, 308)
+NO_FILE = "nothing placed in the cache"  # what a download stopped at its deadline left
 _ERRNO_TEXT = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
 
 
@@ -107,7 +108,7 @@ def open_get(
     origin = url
     for _hop in range(MAX_REDIRECTS + 1):
         if deadline is not None and deadline.passed():
-            raise deadline.exceeded(origin, "before the headers arrived")
+            raise deadline.exceeded(origin, "before the headers arrived", NO_FILE)
         wait = timeout if deadline is None else max(min(timeout, deadline.left()), 0.001)
         try:
             resp = session.get(
@@ -121,7 +122,7 @@ def open_get(
             )
         except requests.RequestException as exc:
             if deadline is not None and deadline.passed():  # the watchdog cut the socket
-                raise deadline.exceeded(origin, "before the headers arrived") from exc
+                raise deadline.exceeded(origin, "before the headers arrived", NO_FILE) from exc
             _request_error(exc, url, timeout)
         code = resp.status_code
         if code in _REDIRECTS:
