@@ -247,3 +247,24 @@ def test_catalog_update_download_has_a_total_deadline(
         line = str(exc.value)
         assert exc.value.exit_code == 1 and server.url(path) in line, line
         assert f"the {TOTAL:g} s deadline" in line and "\n" not in line, line
+
+
+def test_a_dripping_mirror_is_skipped_at_its_deadline(
+        server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mirror sync` and every fetch try the site mirror first: one that drips its headers
+    is given up at the deadline and the vendor's URL serves the file."""
+    from hwmgr.host.deadline import Deadline
+    from hwmgr.host.runner import SubprocessRunner
+    from hwmgr.host.seam import Host
+    from hwmgr.lifecycle import fetch as fetch_mod
+    from hwmgr.lifecycle.mirror import fetch_mirrored
+
+    monkeypatch.setattr(fetch_mod, "deadline_for", lambda size, timeout: Deadline.after(TOTAL))
+    server.routes[f"/m/sha256/{DIGEST}/{NAME}"] = drip_headers
+    server.routes[f"/m/{NAME}"] = drip_headers
+    server.routes["/" + NAME] = body()
+    host = Host("/", SubprocessRunner(), writable=[tmp_path])
+    res = fetch_mirrored(host, src(server.url("/" + NAME)), str(tmp_path),
+                         mirror=server.url("/m"))
+    assert res.origin == "network" and res.path.read_bytes() == PAYLOAD
+    assert server.hits(f"/m/sha256/{DIGEST}/{NAME}") == 1 and server.hits(f"/m/{NAME}") == 1
