@@ -75,3 +75,15 @@ def test_progress_lines_escape_what_servers_and_tools_say() -> None:
     ui.retry("pkg.rpm: HTTP 503 \x1b[2Jbusy\r; retry 1 of 4 in 0.5 s")
     ui.close()
     assert not RAW.search(stream.getvalue()) and "\\x1b[2Jbusy\\r" in stream.getvalue()
+
+
+def test_a_carriage_return_cannot_forge_a_line_in_modinfo_or_dkms_status() -> None:
+    from hwmgr.lifecycle.dkms import parse_status
+    from hwmgr.lifecycle.kmod import modinfo_fields
+
+    got = modinfo_fields("filename: /lib/modules/k/extra/vend.ko\nversion: 1.0\rsrcversion: "
+                         "FORGED\nsrcversion: 0123ABC\nvermagic: 6.1.0 SMP\n")
+    assert got["version"] == "1.0\rsrcversion: FORGED" and got["srcversion"] == "0123ABC"
+    status = parse_status("vend/1.0\rvend/2.0, 6.1.0, x86_64: installed\n"
+                          "vend/1.0, 6.1.0, x86_64: built\n")
+    assert [(e.version, e.state) for e in status] == [("1.0", "built")]

@@ -103,10 +103,11 @@ def render_dkms_conf(recipe: Recipe, version: str) -> str:
 def parse_status(text: str) -> list[DkmsEntry]:
     """Parse `dkms status` output: 3.0 `n/v, kver, arch: state` and 2.x `n, v, kver, arch: state`.
 
-    Lines that are not status lines (warnings) are skipped.
+    Lines that are not status lines (warnings) are skipped. Lines end at newlines only: a
+    \r in a vendor's version string cannot start a forged status line.
     """
     entries = []
-    for line in text.splitlines():
+    for line in text.split("\n"):
         mo = _STATUS_RE.match(line.strip())
         if mo is None:
             continue
