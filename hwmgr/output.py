@@ -63,8 +63,14 @@ def printable(text: object) -> str:
     return str(text).translate(_CONTROL or _control())
 
 
+# DEL and the C1 controls (U+0080-U+009F, CSI among them), which json.dumps leaves raw
+# without ensure_ascii: written as \u escapes, the same JSON value and no terminal action
+_JSON_RAW = {c: f"\\u{c:04x}" for c in range(0x7F, 0xA0)}
+
+
 def write_json(obj: Any, stream: TextIO) -> None:
-    """Indented for a terminal; compact (C encoder, one write) for pipes and files."""
+    """Indented for a terminal; compact (C encoder, one write) for pipes and files. No raw
+    control character is written: json.dumps escapes C0, `_JSON_RAW` the rest."""
     pretty = hasattr(stream, "isatty") and stream.isatty()
     text = json.dumps(obj, indent=2 if pretty else None, ensure_ascii=False)
     if not text.isascii():
@@ -72,6 +78,8 @@ def write_json(obj: Any, stream: TextIO) -> None:
             text.encode("utf-8")
         except UnicodeEncodeError:  # a file name that was not UTF-8 (surrogateescape)
             text = json.dumps(obj, indent=2 if pretty else None)  # \udcff: still valid JSON
+        else:
+            text = text.translate(_JSON_RAW)
     stream.write(text + "\n")
 
 

@@ -141,6 +141,24 @@ def fifo_cases() -> list[Case]:
     return out
 
 
+# the shapes that hung a reader (issue 25) besides FIFOs and link loops (their own kinds):
+# an endless device, a huge sparse file, a socket and a directory where a file belongs
+SHAPES: dict[str, object] = {"zero": Special("chr", 1, 5), "sparse": Special("sparse", 1024),
+                             "socket": Special("sock"), "dir": DIR}
+
+
+def shape_cases() -> list[Case]:
+    """Each shape at every file location: sys/ and proc/ attributes, recorded command
+    outputs, the index, metadata and state; refused in one line or read as unknown."""
+    out, i = [], 0
+    for rel, refuse in FILE_LOCS:
+        for shape, node in SHAPES.items():
+            out.append(dir_case("dir-shape", f"{rel}:{shape}", put(rel, node),
+                                STATE_VERB.get(rel, _rot(i)), refuse, (file_of(rel),)))
+            i += 1
+    return out
+
+
 def _targets() -> list[tuple[str, Callable[[Sandbox, Path], str]]]:
     return [
         ("abs-file", lambda sb, root: str(sb.canary / "secret")),
@@ -550,7 +568,7 @@ def dir_kinds(tar: bool = False) -> dict[str, list[Case]]:
     except FIFOs, which an archive cannot hand over (a FIFO member is refused: tar-fifo)."""
     kinds = [symlink_out_cases, symlink_loop_cases, deep_json_cases, huge_number_cases,
              meta_type_cases, index_type_cases, control_cases, state_cases, misc_cases]
-    out = {} if tar else {"dir-fifo": fifo_cases()}
+    out = {} if tar else {"dir-fifo": fifo_cases(), "dir-shape": shape_cases()}
     for make in kinds:
         cases = make(tar=tar)
         out[cases[0].kind] = cases

@@ -45,7 +45,8 @@ class Link:
 
 @dataclass(frozen=True)
 class Special:
-    """A FIFO ('fifo') or device node ('chr', 'blk')."""
+    """A FIFO ('fifo'), a device node ('chr', 'blk': 1:5 reads like /dev/zero, without
+    end), a UNIX socket ('sock'), or a sparse regular file of `major` GiB ('sparse')."""
 
     kind: str
     major: int = 1
@@ -128,6 +129,14 @@ def write_dir(tree: Tree, root: Path) -> Path:
         elif isinstance(node, Special):
             if node.kind == "fifo":
                 os.mkfifo(p)
+            elif node.kind == "sock":
+                import socket
+
+                with socket.socket(socket.AF_UNIX) as sock:
+                    sock.bind(str(p))  # the socket file stays; nobody listens on it
+            elif node.kind == "sparse":
+                with open(p, "wb") as fh:
+                    fh.truncate(node.major << 30)  # holes: no disk used, endless to read
             else:
                 import stat
 

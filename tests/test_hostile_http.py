@@ -43,14 +43,13 @@ def drip(every: float) -> object:
 
 
 def test_dripping_server_is_stopped_at_the_total_deadline(
-        server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # the deadline is 1 s of per-read timeout + 1 s; every byte arrives within the timeout
-    monkeypatch.setattr(http, "MIN_DEADLINE", 1.0)
-    monkeypatch.setattr(http, "MIN_RATE", 10 ** 12)
+        server: Server, tmp_path: Path) -> None:
+    # a 0.6 s deadline; every byte arrives within the 1 s per-read timeout
     server.routes["/d"] = drip(0.05)  # type: ignore[assignment]
     started = time.monotonic()
     with pytest.raises(HwmgrError) as exc:
-        fetch(src(server.url("/d")), tmp_path, timeout=1.0, retries=0, backoff=0.01)
+        fetch(src(server.url("/d")), tmp_path, timeout=1.0, retries=0, backoff=0.01,
+              deadline=0.6)
     took = time.monotonic() - started
     line = str(exc.value)
     assert "too slow" in line and "deadline" in line and "\n" not in line
@@ -59,10 +58,9 @@ def test_dripping_server_is_stopped_at_the_total_deadline(
 
 
 def test_deadline_grows_with_the_size() -> None:
-    now = time.monotonic()
     small, big = http.deadline_for(1, 30.0), http.deadline_for(10 * 1024 ** 3, 30.0)
-    assert small - now >= http.MIN_DEADLINE + 30.0 - 1
-    assert big - now >= 10 * 1024 ** 3 / http.MIN_RATE
+    assert small.seconds == http.MIN_DEADLINE + 30.0
+    assert big.seconds == 30.0 + 10 * 1024 ** 3 / http.MIN_RATE
 
 
 @pytest.mark.parametrize("value", ["\u0663", "\u00b2", "1e3", "-5", "9" * 400, " ", "\u0661\u0662"])
@@ -134,3 +132,139 @@ def test_partial_download_that_is_not_a_file_is_replaced(
     else:
         assert res.path.read_bytes() == PAYLOAD and not res.path.is_symlink()
     assert outside.read_bytes() == PAYLOAD[:1000]  # never appended to
+
+
+# --------------------------------------------------------------- the total deadline (§2)
+DRIP = 0.05  # seconds between two bytes: far inside every per-read timeout below
+TOTAL = 0.4  # seconds: the whole transfer's deadline in these tests
+
+
+def drip_headers(req: BaseHTTPRequestHandler, hit: int) -> None:
+    """A status line and an endless header, one byte per DRIP (until the client hangs up)."""
+    head = b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 600
+    for i in range(len(head)):
+        try:
+            req.wfile.write(head[i:i + 1])
+            req.wfile.flush()
+        except OSError:
+            return
+        time.sleep(DRIP)
+
+
+def slow_redirects(req: BaseHTTPRequestHandler, hit: int) -> None:
+    """Each hop answers on time (3 DRIPs) with a redirect to the next: a chain of five hops
+    takes longer than TOTAL without one slow read."""
+    time.sleep(3 * DRIP)
+    hop = int(req.path.rsplit("/", 1)[-1]) + 1
+    req.send_response(302)
+    req.send_header("Location", f"/hop/{hop}")
+    req.send_header("Content-Length", "0")
+    req.end_headers()
+
+
+def routes_for(server: Server) -> None:
+    server.routes["/h"] = drip_headers
+    for n in range(8):
+        server.routes[f"/hop/{n}"] = slow_redirects
+    server.routes["/d"] = drip(DRIP)  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("path,when", [("/h", "before the headers arrived"),
+                                       ("/hop/0", "before the headers arrived"),
+                                       ("/d", "not done within")])
+def test_total_deadline_covers_headers_redirects_and_body(
+        server: Server, tmp_path: Path, path: str, when: str) -> None:
+    """A server dripping its headers, a redirect chain slow hop by hop, or a dripping body:
+    each is cut at the one total deadline, with one line naming the URL and the deadline,
+    and no file under the cache's final name."""
+    routes_for(server)
+    started = time.monotonic()
+    with pytest.raises(HwmgrError) as exc:
+        fetch(src(server.url(path)), tmp_path, timeout=1.0, retries=2, backoff=0.01,
+              deadline=TOTAL)
+    took = time.monotonic() - started
+    line = str(exc.value)
+    assert exc.value.exit_code == 1 and "\n" not in line, line
+    assert server.url(path) in line and f"the {TOTAL:g} s deadline" in line, line
+    assert when in line, line
+    assert not cache_path(tmp_path, DIGEST, NAME).exists()
+    assert took < 10 * TOTAL, took  # a guard against a hang, not a timing assertion
+
+
+def test_a_redirect_chain_is_bounded(server: Server, tmp_path: Path) -> None:
+    def fast(req: BaseHTTPRequestHandler, hit: int) -> None:
+        req.send_response(302)
+        req.send_header("Location", f"/hop/{int(req.path.rsplit('/', 1)[-1]) + 1}")
+        req.send_header("Content-Length", "0")
+        req.end_headers()
+
+    for n in range(10):
+        server.routes[f"/hop/{n}"] = fast
+    with pytest.raises(HwmgrError) as exc:
+        fetch(src(server.url("/hop/0")), tmp_path, timeout=1.0, retries=0, backoff=0.01)
+    assert f"more than {http.MAX_REDIRECTS} redirects" in str(exc.value)
+    assert server.hits("/hop/6") == 0
+
+
+def test_fetch_verb_names_the_url_and_deadline(
+        server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the CLI: exit 1 (the fetch verb's documented "download failed"), one line on
+    stderr, nothing in the cache."""
+    from lifecycle_env import MODULE, write_catalog
+    from support import run_cli
+
+    from hwmgr.host.deadline import Deadline
+    from hwmgr.lifecycle import fetch as fetch_mod
+
+    routes_for(server)
+    pkg = tmp_path / NAME
+    pkg.write_bytes(PAYLOAD)
+    catalog = write_catalog(tmp_path / "catalog.json", server.url("/hop"), {"1.0": pkg})
+    doc = catalog.read_text().replace(f"/hop/{NAME}", "/h")
+    catalog.write_text(doc)
+    (tmp_path / "hwmgr.json").write_text("{}\n")
+    monkeypatch.setattr(fetch_mod, "deadline_for", lambda size, timeout: Deadline.after(TOTAL))
+    cache = tmp_path / "cache"
+    res = run_cli("fetch", MODULE, "--to", "1.0", "--catalog", str(catalog),
+                  env={"HWMGR_STATE_DIR": str(tmp_path / "state"), "HWMGR_CACHE_DIR": str(cache),
+                       "HWMGR_SITE_CATALOG_DIR": str(tmp_path / "catalog.d"),
+                       "HWMGR_CONFIG": str(tmp_path / "hwmgr.json")})
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("hwmgr fetch: ")]
+    assert res.returncode == 1 and len(errors) == 1, res.stderr
+    assert server.url("/h") in errors[0] and f"the {TOTAL:g} s deadline" in errors[0]
+    assert not [p for p in cache.rglob("*") if p.is_file() and NAME in p.name]
+
+
+def test_catalog_update_download_has_a_total_deadline(
+        server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hwmgr.catalog import update
+
+    routes_for(server)
+    monkeypatch.setattr(update, "DEADLINE", TOTAL)
+    for path in ("/h", "/hop/0"):
+        with pytest.raises(HwmgrError) as exc:
+            update.download(server.url(path), 1 << 20, "catalog")
+        line = str(exc.value)
+        assert exc.value.exit_code == 1 and server.url(path) in line, line
+        assert f"the {TOTAL:g} s deadline" in line and "\n" not in line, line
+
+
+def test_a_dripping_mirror_is_skipped_at_its_deadline(
+        server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mirror sync` and every fetch try the site mirror first: one that drips its headers
+    is given up at the deadline and the vendor's URL serves the file."""
+    from hwmgr.host.deadline import Deadline
+    from hwmgr.host.runner import SubprocessRunner
+    from hwmgr.host.seam import Host
+    from hwmgr.lifecycle import fetch as fetch_mod
+    from hwmgr.lifecycle.mirror import fetch_mirrored
+
+    monkeypatch.setattr(fetch_mod, "deadline_for", lambda size, timeout: Deadline.after(TOTAL))
+    server.routes[f"/m/sha256/{DIGEST}/{NAME}"] = drip_headers
+    server.routes[f"/m/{NAME}"] = drip_headers
+    server.routes["/" + NAME] = body()
+    host = Host("/", SubprocessRunner(), writable=[tmp_path])
+    res = fetch_mirrored(host, src(server.url("/" + NAME)), str(tmp_path),
+                         mirror=server.url("/m"))
+    assert res.origin == "network" and res.path.read_bytes() == PAYLOAD
+    assert server.hits(f"/m/sha256/{DIGEST}/{NAME}") == 1 and server.hits(f"/m/{NAME}") == 1

@@ -27,10 +27,13 @@ from hwmgr.errors import (
     RefusedError,
     network_reason,
 )
+from hwmgr.host.deadline import Deadline, guard
 from hwmgr.host.seam import Host
 
 MAX_SIG_BYTES = 64 << 10
-TIMEOUT = 30.0
+TIMEOUT = 30.0  # seconds per read
+DEADLINE = 300.0  # seconds for one whole download: headers, redirects and body
+NOTHING = "nothing installed"  # what a refused or failed update leaves
 _CALVER = re.compile(r"^(\d{4})\.(\d{1,2})\.(\d+)$")
 Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
 
@@ -53,17 +56,33 @@ def calver(text: Any) -> tuple[int, int, int]:
 
 
 def download(url: str, limit: int, what: str, progress: Progress | None = None) -> bytes:
-    """GET `url` (bounded, no redirect to another scheme); a short body is refused (exit 9).
+    """GET `url` (bounded in size, in redirects and in total time: DEADLINE covers headers,
+    redirects and body); a short body is refused (exit 9), a late one is exit 1.
     `progress(done, total)` follows the bytes (once, at the end, when no length is announced)."""
     import requests  # ~45 ms: only a catalog update downloads (every verb imports this module)
 
     if not url.startswith(("https://", "http://")):
         raise BadInputError(f"{url}: not an http(s) URL")
+    deadline = Deadline.after(DEADLINE)
+    with requests.Session() as session, guard(session).armed(deadline):
+        return _get(session, url, limit, what, progress, deadline)
+
+
+def _get(session: Any, url: str, limit: int, what: str, progress: Progress | None,
+         deadline: Deadline) -> bytes:
+    """The body of `url` through a guarded session (see `download`)."""
+    import requests
+
     try:
-        resp = requests.get(url, stream=True, timeout=TIMEOUT,
-                            headers={"User-Agent": f"hwmgr/{__version__}",
-                                     "Accept-Encoding": "identity"})
+        resp = session.get(url, stream=True, timeout=TIMEOUT,
+                           headers={"User-Agent": f"hwmgr/{__version__}",
+                                    "Accept-Encoding": "identity"})
+    except requests.TooManyRedirects:
+        raise RefusedError(f"{what} {url}: more than {session.max_redirects} redirects; "
+                           "nothing installed") from None
     except requests.RequestException as exc:
+        if deadline.passed():
+            raise deadline.exceeded(url, "before the headers arrived", NOTHING) from None
         raise HwmgrError(f"{what} {url}: download failed: "
                          f"{network_reason(exc, url, TIMEOUT)}") from None
     with resp:
@@ -72,7 +91,8 @@ def download(url: str, limit: int, what: str, progress: Progress | None = None) 
         if resp.status_code != 200:
             raise HwmgrError(f"{what} {url}: HTTP {resp.status_code}")
         announced = resp.headers.get("Content-Length")
-        total = int(announced) if announced and announced.isdigit() else 0
+        digits = announced is not None and announced.isascii() and announced.isdigit()
+        total = int(announced) if announced and digits else 0
         body = bytearray()
         if progress is not None and total:
             progress(0, total)
@@ -84,9 +104,13 @@ def download(url: str, limit: int, what: str, progress: Progress | None = None) 
                 if progress is not None and total:
                     progress(min(len(body), total), total)
         except requests.RequestException:
+            if deadline.passed():
+                raise deadline.exceeded(url, f"after {len(body)} bytes", NOTHING) from None
             raise RefusedError(f"{what} {url}: truncated download ({len(body)} bytes of "
                                f"{announced or 'unknown'}); nothing installed") from None
-        if announced and announced.isdigit() and int(announced) != len(body):
+        if deadline.passed():
+            raise deadline.exceeded(url, f"after {len(body)} bytes", NOTHING)
+        if announced and digits and int(announced) != len(body):
             raise RefusedError(f"{what} {url}: truncated download ({len(body)} of {announced} "
                                "bytes); nothing installed")
         if progress is not None and not total:

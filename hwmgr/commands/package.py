@@ -16,7 +16,7 @@ from hwmgr.errors import (
     EXIT_REFUSED,
 )
 from hwmgr.lifecycle.package import DEFAULT_PACKAGER, build_dkms_rpm
-from hwmgr.output import Outcome
+from hwmgr.output import Outcome, printable
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
 
@@ -74,11 +74,13 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     data = res.as_dict()
 
     def render(console: Any) -> None:
+        from rich.markup import escape  # rich: only drawing needs it
+
         console.print(f"{res.path} ({res.size} bytes, sha256 {res.sha256})", markup=False,
                       soft_wrap=True)
         if res.spec_path:
             console.print(f"spec: {res.spec_path}", markup=False)
         for w in res.warnings:
-            console.print(f"[yellow]warning:[/] {w}")
+            console.print(f"[yellow]warning:[/] {escape(printable(w))}")
 
     return Outcome(NAME, data=data, render=render)

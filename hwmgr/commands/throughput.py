@@ -15,7 +15,7 @@ from hwmgr.errors import (
     EXIT_UNKNOWN,
     UsageError,
 )
-from hwmgr.output import Outcome
+from hwmgr.output import Outcome, printable
 from hwmgr.ui.options import common_options, lifecycle_options
 from hwmgr.ui.throughput import floor_catalog, hard_timeout, options_from
 from hwmgr.ui.verbhelp import Example
@@ -154,7 +154,7 @@ def _serve(args: argparse.Namespace, host: Any, cfg: Any) -> Outcome:
     def each(out: dict[str, Any]) -> None:
         tests.append(out)
         if not args.json:
-            print(_served_line(out), file=sys.stderr, flush=True)
+            print(printable(_served_line(out)), file=sys.stderr, flush=True)
 
     if not args.json:
         until = f"{args.count} test(s)" if args.count else "Ctrl-C"

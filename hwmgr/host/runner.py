@@ -143,8 +143,14 @@ class RecordingRunner:
         return res
 
 
+MAX_RECORDED_BYTES = 16 << 20  # a recorded output (or the index) larger than this is refused
+
+
 class ReplayRunner:
     """Serves a snapshot's `commands/index.json` by exact argv match.
+
+    `read_file` reads a snapshot file (up to MAX_RECORDED_BYTES + 1 bytes, so one that is
+    larger, such as a huge sparse file, shows as such and is refused instead of cut).
 
     argv[0] is matched as a bare command name, so `/usr/sbin/ethtool -i eth0` and
     `ethtool -i eth0` are the same call. Unrecorded calls answer rc 127 ("not available")
@@ -158,6 +164,8 @@ class ReplayRunner:
         if raw is None:
             return
         index = f"{printable(root)}/commands/index.json"
+        if len(raw) > MAX_RECORDED_BYTES:
+            raise BadInputError(f"{index}: larger than {MAX_RECORDED_BYTES >> 20} MiB")
         entries = safejson.load(raw, index)
         if not isinstance(entries, list):
             raise BadInputError(f"{index}: expected a list of entries")
@@ -195,6 +203,9 @@ class ReplayRunner:
         if data is None:
             raise BadInputError(f"{where}: recorded output file '{printable(ref)}' is missing "
                                 "or not a regular file")
+        if len(data) > MAX_RECORDED_BYTES:
+            raise BadInputError(f"{where}: recorded output file '{printable(ref)}' is larger "
+                                f"than {MAX_RECORDED_BYTES >> 20} MiB")
         return data.decode("utf-8", errors="replace")
 
     @property

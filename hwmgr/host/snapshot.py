@@ -21,7 +21,13 @@ from typing import Any, Callable, cast
 from hwmgr import __version__, safejson
 from hwmgr.errors import BadInputError, NotFoundError, UsageError
 from hwmgr.host.archive import extract
-from hwmgr.host.runner import RC_NOT_AVAILABLE, RecordingRunner, ReplayRunner, SubprocessRunner
+from hwmgr.host.runner import (
+    MAX_RECORDED_BYTES,
+    RC_NOT_AVAILABLE,
+    RecordingRunner,
+    ReplayRunner,
+    SubprocessRunner,
+)
 from hwmgr.host.seam import Host, Recorder, SnapshotMeta
 from hwmgr.output import printable
 
@@ -61,7 +67,7 @@ def _open_dir(root: Path, label: str | None = None) -> Host:
     host.meta = meta
 
     def read_file(rel: str) -> bytes | None:
-        return host.read_bytes("/" + rel)
+        return host.read_bytes("/" + rel, MAX_RECORDED_BYTES + 1)
 
     host.runner = ReplayRunner(Path(label), read_file)
     return host

@@ -16,6 +16,7 @@ from hwmgr.host.seam import Host
 
 # (PCI address or None, firmware or None); a runtime alias, so in Python 3.9's spelling
 Found = Tuple[Optional[str], Optional[str]]
+_ADAPTER = re.compile(r"Adapter #\d")  # a MegaCli block's first line (matched, stripped)
 
 
 class RaidTool:
@@ -70,15 +71,22 @@ class MegaCli(RaidTool):
     drivers = ("megaraid_sas",)
     binaries = ("MegaCli64", "MegaCli", "megacli")
     args = ("-AdpAllInfo", "-aALL", "-NoLog")
+    _FIRMWARE_KEYS = ("FW Version", "FW Package Build")
 
     def parse(self, stdout: str) -> list[Found]:
-        out: list[Found] = []
-        for chunk in re.split(r"(?m)^\s*Adapter #\d+", stdout)[1:]:
-            m = re.search(r"(?m)^\s*FW Version\s*:\s*(\S.*?)\s*$", chunk) or re.search(
-                r"(?m)^\s*FW Package Build\s*:\s*(\S.*?)\s*$", chunk
-            )
-            out.append((None, m.group(1) if m else None))
-        return out
+        # line by line with str methods: the regexes this replaced (`^\s*` under re.M,
+        # `\S.*?\s*$`) backtracked quadratically on long runs of blank lines or spaces
+        blocks: list[dict[str, str]] = []
+        for line in stdout.splitlines():
+            text = line.strip()
+            if _ADAPTER.match(text):
+                blocks.append({})
+                continue
+            key, colon, value = text.partition(":")
+            key, value = key.strip(), value.strip()
+            if blocks and colon and value and key in self._FIRMWARE_KEYS:
+                blocks[-1].setdefault(key, value)
+        return [(None, b.get("FW Version") or b.get("FW Package Build")) for b in blocks]
 
 
 # in the order they are tried: the newer tool first

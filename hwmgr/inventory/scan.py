@@ -65,9 +65,11 @@ def _int(raw: str | None) -> int | None:
 
 
 def parse_ethtool_i(text: str) -> dict[str, str | None]:
-    """Parse `ethtool -i` output into {driver, version, firmware-version, bus-info, ...}."""
+    """Parse `ethtool -i` output into {driver, version, firmware-version, bus-info, ...}.
+    Lines end at newlines only: a \r (or another break splitlines knows) inside a firmware
+    string is part of it, shown escaped, never a line of its own that could set a key."""
     out: dict[str, str | None] = {}
-    for line in text.splitlines():
+    for line in text.split("\n"):
         key, sep, value = line.partition(":")
         if not sep or not key or key != key.strip() or " " in key:
             continue

@@ -18,7 +18,10 @@ TAIL_LINES = 20
 MAX_LOG_BYTES = 16 << 20  # a make.log larger than this is kept whole, but read only so far
 # DKMS prints each command it runs, dots while it runs, then "(bad exit status: N)" when it
 # fails: "make -j2 KERNELRELEASE=6.1.0-56-amd64 -C ... modules.....(bad exit status: 2)"
-_FAILED_CMD_RE = re.compile(r"^\s*(\S.*?)\.*\(bad exit status: \d+\)\s*$")
+# (split with str methods: the single regex this was, `\S.*?\.*\(`, backtracked
+# quadratically on a long run of dots)
+_BAD_EXIT = "(bad exit status: "
+_EXIT_TAIL = re.compile(r"\d+\)\s*")  # what follows _BAD_EXIT, to the end of the line
 # what make, the compiler and kbuild print when they stop, most telling first: a vendor
 # Makefile's own "*** note" banners (signing disabled, ...) come last
 _ERROR_RES = tuple(re.compile(p) for p in (
@@ -38,9 +41,11 @@ def make_command(dkms_output: str) -> str:
     """The build command DKMS ran and saw fail (it rewrites a leading `make` into
     `make -jN KERNELRELEASE=...`); '' when its output names none."""
     for line in dkms_output.splitlines():
-        mo = _FAILED_CMD_RE.match(line)
-        if mo and not mo.group(1).startswith("Cleaning build area"):
-            return mo.group(1).strip()
+        head, sep, tail = line.rpartition(_BAD_EXIT)
+        command = head.rstrip(".").strip()
+        if (sep and command and _EXIT_TAIL.fullmatch(tail)
+                and not command.startswith("Cleaning build area")):
+            return command
     return ""
 
 

@@ -52,6 +52,7 @@ _STATUS_RE = re.compile(
     r":\s*(?P<state>[A-Za-z-]+)\s*(?P<note>.*)$"
 )
 _PLACEHOLDER_RE = re.compile(r"@[A-Z_]+@")
+_DEST_LOCATION = re.compile(r'\s*DEST_MODULE_LOCATION\[\d+\]="?(/[A-Za-z0-9_./+-]+?)"?\s*$')
 
 
 @dataclass(frozen=True)
@@ -102,10 +103,11 @@ def render_dkms_conf(recipe: Recipe, version: str) -> str:
 def parse_status(text: str) -> list[DkmsEntry]:
     """Parse `dkms status` output: 3.0 `n/v, kver, arch: state` and 2.x `n, v, kver, arch: state`.
 
-    Lines that are not status lines (warnings) are skipped.
+    Lines that are not status lines (warnings) are skipped. Lines end at newlines only: a
+    \r in a vendor's version string cannot start a forged status line.
     """
     entries = []
-    for line in text.splitlines():
+    for line in text.split("\n"):
         mo = _STATUS_RE.match(line.strip())
         if mo is None:
             continue
@@ -247,8 +249,12 @@ class Dkms:
         text = self.host.read_text(f"{self._source(name, version)}/dkms.conf") or ""
         found: dict[int, str] = {}
         for key in ("BUILT_MODULE_NAME", "DEST_MODULE_NAME"):
-            for idx, value in re.findall(rf'^\s*{key}\[(\d+)\]="?([A-Za-z0-9_-]+)"?', text, re.M):
-                found[int(idx)] = value
+            # line by line: `^\s*` under re.M crossed blank lines, quadratic on many of them
+            pattern = re.compile(rf'\s*{key}\[(\d+)\]="?([A-Za-z0-9_-]+)"?')
+            for line in text.split("\n"):
+                mo = pattern.match(line)
+                if mo:
+                    found[int(mo.group(1))] = mo.group(2)
         return [found[i] for i in sorted(found)] or [name]
 
     def _find_ko(self, directory: str, module: str) -> Path | None:
@@ -440,8 +446,10 @@ class Dkms:
         """Where DKMS may install this module version: the distro override, then dkms.conf."""
         locs = [loc for i in _os_ids(self.host) if (loc := _DISTRO_DEST.get(i))]
         text = self.host.read_text(f"{self._source(name, version)}/dkms.conf") or ""
-        locs += re.findall(r'^\s*DEST_MODULE_LOCATION\[\d+\]="?(/[A-Za-z0-9_./+-]+?)"?\s*$',
-                           text, re.M)
+        for line in text.split("\n"):  # per line: see modules_of
+            mo = _DEST_LOCATION.match(line)
+            if mo:
+                locs.append(mo.group(1))
         locs += ["/updates/dkms", "/extra", "/updates"]
         return list(dict.fromkeys(loc.rstrip("/") for loc in locs))
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from urllib.parse import unquote, urlsplit
 
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
+from hwmgr.host.deadline import Deadline, guard
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.cache import (
     CacheFile,
@@ -31,7 +32,6 @@ from hwmgr.lifecycle.cache import (
 )
 from hwmgr.lifecycle.http import (
     MAX_BACKOFF,
-    MIN_RATE,
     DeadlineExceeded,
     Transient,
     content_length,
@@ -161,7 +161,7 @@ class _Job:
     timeout: float
     progress: Progress | None
     on_retry: Callable[[str], None] | None = None  # told each retry before its back-off
-    deadline: float | None = None  # time.monotonic() after which no attempt reads on
+    deadline: Deadline | None = None  # of every attempt, headers and redirects included
 
     @property
     def part(self) -> CacheFile:
@@ -230,10 +230,10 @@ def _stream(job: _Job, resp: requests.Response, served: str, sink: Sink, done: i
         done += n
         if job.progress is not None and n:
             job.progress(done, size)
-        if isinstance(error, DeadlineExceeded):
+        if isinstance(error, DeadlineExceeded) and job.deadline is not None:
             raise HwmgrError(f"download of {served} too slow: {size} bytes not done within "
-                             f"the deadline (at least {MIN_RATE // 1024} KiB/s; partial "
-                             f"kept in {job.part.name} for a resume)")
+                             f"{job.deadline.words()} (partial kept in {job.part.name} for "
+                             "a resume)")
         if error is not None:
             if stalled(error):
                 reason = f"stalled: no data for {job.timeout:g} s after {done} bytes"
@@ -248,7 +248,8 @@ def _attempt(job: _Job) -> str:
     offset, hasher = _resume_point(job)
     if offset < 0:
         return job.url
-    resp, served = open_get(job.session, job.url, offset, job.allow_http, job.timeout)
+    resp, served = open_get(job.session, job.url, offset, job.allow_http, job.timeout,
+                            job.deadline)
     with contextlib.ExitStack() as stack:
         stack.callback(resp.close)
         start = _body_start(job, resp, served, offset)
@@ -299,7 +300,7 @@ def _download(job: _Job, retries: int, backoff: float) -> tuple[str, int]:
             if job.on_retry is not None:
                 job.on_retry(f"{job.final.name}: {exc.reason}; retry {attempts} of {retries} "
                              f"in {delay:.1f} s")
-            time.sleep(delay)
+            time.sleep(delay if job.deadline is None else min(delay, job.deadline.left()))
 
 
 # ------------------------------------------------------------------ public entry point
@@ -316,10 +317,14 @@ def fetch(
     progress: Progress | None = None,
     session: requests.Session | None = None,
     on_retry: Callable[[str], None] | None = None,
+    deadline: float | None = None,
 ) -> FetchResult:
     """Return a verified local copy of `source`: from the cache, a mirror, or the network.
 
     `cache_dir` is a host path (the run's cache dir); every write goes through `host`.
+
+    Every attempt, headers and redirects included, ends within one total `deadline` (seconds;
+    default `deadline_for` the size): requests' `timeout` is per read.
 
     Raises NotFoundError (404, or offline miss), RefusedError (checksum/size/scheme/redirect
     refusals) or HwmgrError (network failure after `retries` retries); never leaves a file
@@ -327,8 +332,8 @@ def fetch(
     """
     started = time.monotonic()
     url, hexsum, size, name = _validate(source)
-    if timeout <= 0 or retries < 0 or backoff < 0:
-        raise BadInputError("fetch: timeout must be > 0, retries and backoff >= 0")
+    if timeout <= 0 or retries < 0 or backoff < 0 or (deadline is not None and deadline <= 0):
+        raise BadInputError("fetch: timeout and deadline must be > 0, retries and backoff >= 0")
     final = CacheFile(host, str(cache_path(Path(cache_dir), hexsum, name)))
 
     def result(origin: str, served: str | None, attempts: int = 0) -> FetchResult:
@@ -372,7 +377,9 @@ def fetch(
         with contextlib.ExitStack() as stack:
             if session is None:  # our own, closed when done
                 session = stack.enter_context(new_session())
+            total = deadline_for(size, timeout) if deadline is None else Deadline.after(deadline)
             job = _Job(session, url, hexsum, size, final, source.allow_http, timeout, progress,
-                       on_retry, deadline_for(size, timeout))
+                       on_retry, total)
+            stack.enter_context(guard(session).armed(total))
             served, attempts = _download(job, retries, backoff)
     return result("network", served, attempts)

@@ -9,12 +9,12 @@ from __future__ import annotations
 import http.client
 import re
 import socket
-import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import urljoin, urlsplit
 
 from hwmgr import __version__
 from hwmgr.errors import HwmgrError, NotFoundError, RefusedError, network_reason
+from hwmgr.host.deadline import MAX_REDIRECTS, Deadline
 
 # requests (and urllib3 under it) costs tens of milliseconds to import: it is imported when
 # a download starts, so the verbs that only plan or inspect never pay for it
@@ -22,11 +22,11 @@ from hwmgr.errors import HwmgrError, NotFoundError, RefusedError, network_reason
 if TYPE_CHECKING:
     import requests
 
-MAX_REDIRECTS = 5
 MAX_BACKOFF = 30.0
 MIN_RATE = 16 * 1024  # bytes/s: a slower download is stopped at its deadline
 MIN_DEADLINE = 300.0  # seconds every download gets, however small
 _REDIRECTS = (301, 302, 303, 307, 308)
+NO_FILE = "nothing placed in the cache"  # what a download stopped at its deadline left
 _ERRNO_TEXT = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
 
 
@@ -95,9 +95,11 @@ def _retry_after(resp: requests.Response) -> float:
 
 
 def open_get(
-    session: requests.Session, url: str, offset: int, allow_http: bool, timeout: float
+    session: requests.Session, url: str, offset: int, allow_http: bool, timeout: float,
+    deadline: Deadline | None = None,
 ) -> tuple[requests.Response, str]:
-    """GET `url` (from byte `offset`), following at most MAX_REDIRECTS checked hops."""
+    """GET `url` (from byte `offset`), following at most MAX_REDIRECTS checked hops, all
+    within `deadline` (whose watchdog, `host.deadline`, cuts a read that drips past it)."""
     import requests
 
     headers = {"Accept-Encoding": "identity", "User-Agent": f"hwmgr/{__version__}"}
@@ -105,24 +107,23 @@ def open_get(
         headers["Range"] = f"bytes={offset}-"
     origin = url
     for _hop in range(MAX_REDIRECTS + 1):
+        if deadline is not None and deadline.passed():
+            raise deadline.exceeded(origin, "before the headers arrived", NO_FILE)
+        wait = timeout if deadline is None else max(min(timeout, deadline.left()), 0.001)
         try:
             resp = session.get(
                 url,
                 headers=headers,
                 stream=True,
                 allow_redirects=False,
-                timeout=(timeout, timeout),
+                timeout=(wait, wait),
                 # pass the session's own CA choice: REQUESTS_CA_BUNDLE would override it
                 verify=getattr(session, "verify", True),
             )
-        except requests.Timeout as exc:
-            raise Transient(network_reason(exc, url, timeout)) from exc
-        except requests.exceptions.SSLError as exc:
-            raise HwmgrError(f"{url}: TLS error: {_short(exc)}") from exc
-        except requests.ConnectionError as exc:
-            raise Transient(network_reason(exc, url)) from exc
         except requests.RequestException as exc:
-            raise HwmgrError(f"{url}: {_short(exc)}") from exc
+            if deadline is not None and deadline.passed():  # the watchdog cut the socket
+                raise deadline.exceeded(origin, "before the headers arrived", NO_FILE) from exc
+            _request_error(exc, url, timeout)
         code = resp.status_code
         if code in _REDIRECTS:
             location = resp.headers.get("Location")
@@ -147,6 +148,19 @@ def open_get(
     raise RefusedError(f"refusing more than {MAX_REDIRECTS} redirects starting at {origin}")
 
 
+def _request_error(exc: requests.RequestException, url: str, timeout: float) -> NoReturn:
+    """Raise what a failed request means: Transient (worth a retry) or HwmgrError."""
+    import requests
+
+    if isinstance(exc, requests.Timeout):
+        raise Transient(network_reason(exc, url, timeout)) from exc
+    if isinstance(exc, requests.exceptions.SSLError):
+        raise HwmgrError(f"{url}: TLS error: {_short(exc)}") from exc
+    if isinstance(exc, requests.ConnectionError):
+        raise Transient(network_reason(exc, url)) from exc
+    raise HwmgrError(f"{url}: {_short(exc)}") from exc
+
+
 def content_length(resp: requests.Response) -> int | None:
     value = resp.headers.get("Content-Length")
     if value is None or "chunked" in resp.headers.get("Transfer-Encoding", "").lower():
@@ -159,18 +173,20 @@ class DeadlineExceeded(OSError):
     timeout); the bytes that arrived are kept for a resume."""
 
 
-def deadline_for(size: int, timeout: float) -> float:
-    """The total time one download may take, as a `time.monotonic()` deadline: the per-read
-    timeout plus `size` at MIN_RATE (a dripping server cannot hold a fetch forever)."""
-    return time.monotonic() + timeout + max(size / MIN_RATE, MIN_DEADLINE)
+def deadline_for(size: int, timeout: float) -> Deadline:
+    """The total time one download may take, headers, redirects and retries included: the
+    per-read timeout plus `size` at MIN_RATE, at least MIN_DEADLINE (a dripping server
+    cannot hold a fetch forever)."""
+    return Deadline.after(timeout + max(size / MIN_RATE, MIN_DEADLINE))
 
 
-def read_body(resp: requests.Response, amount: int, deadline: float | None = None,
+def read_body(resp: requests.Response, amount: int, deadline: Deadline | None = None,
               ) -> tuple[bytes, Exception | None]:
     """Up to `amount` bytes of the body as sent (no content decoding), fewer only at its end,
-    where the connection failed or at `deadline` (monotonic): (the bytes that arrived, the
-    network error if any). Reads return what one receive brought (`read1`, urllib3 2) so
-    the deadline is checked between them; urllib3 1.26 (RHEL 9) blocks for a whole read."""
+    where the connection failed or at `deadline`: (the bytes that arrived, the network error
+    if any; DeadlineExceeded once the deadline passed, also when its watchdog cut the read
+    short). Reads return what one receive brought (`read1`, urllib3 2), so the deadline is
+    checked between them; on urllib3 1.26 (RHEL 9) the watchdog ends a blocked read."""
     import urllib3
 
     parts: list[bytes] = []
@@ -178,9 +194,8 @@ def read_body(resp: requests.Response, amount: int, deadline: float | None = Non
     read = getattr(resp.raw, "read1", None) if deadline is not None else None
     try:
         while got < amount:
-            if deadline is not None and time.monotonic() > deadline:
-                return b"".join(parts), DeadlineExceeded(
-                    f"the download's deadline passed after {got} more bytes")
+            if deadline is not None and deadline.passed():
+                break
             data = (read(amount - got, decode_content=False) if read is not None
                     else resp.raw.read(amount - got, decode_content=False))
             if not data:
@@ -188,7 +203,11 @@ def read_body(resp: requests.Response, amount: int, deadline: float | None = Non
             parts.append(data)
             got += len(data)
     except (OSError, http.client.HTTPException, urllib3.exceptions.HTTPError) as exc:
-        return b"".join(parts), exc
+        if deadline is None or not deadline.passed():
+            return b"".join(parts), exc
+    if deadline is not None and deadline.passed():
+        return b"".join(parts), DeadlineExceeded(
+            f"the download's deadline passed after {got} more bytes")
     return b"".join(parts), None
 
 

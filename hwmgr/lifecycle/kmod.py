@@ -50,6 +50,18 @@ def base_args(host: Host) -> list[str]:
     return [] if host.live or host.meta else ["-b", str(host.root)]
 
 
+def modinfo_fields(text: str) -> dict[str, str]:
+    """filename, version, srcversion and vermagic from modinfo's output, the first of each.
+    Lines end at newlines only: a vendor's version string holding a \r cannot start a
+    `srcversion:` line of its own (splitlines would let it forge one)."""
+    fields: dict[str, str] = {}
+    for line in text.split("\n"):
+        key, sep, value = line.partition(":")
+        if sep and key in ("filename", "version", "srcversion", "vermagic") and key not in fields:
+            fields[key] = value.strip()
+    return fields
+
+
 def resolve(host: Host, module: str, kver: str) -> ModuleFile:
     """Ask modinfo which file `module` is for kernel `kver` (what modprobe would load)."""
     res = host.run(["modinfo", *base_args(host), "-k", kver, module], timeout=QUICK)
@@ -62,11 +74,7 @@ def resolve(host: Host, module: str, kver: str) -> ModuleFile:
         raise HwmgrError("modinfo is not available on this machine: install the 'kmod' package")
     if not res.ok:
         return ModuleFile(module, kver)
-    fields: dict[str, str] = {}
-    for line in res.stdout.splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key in ("filename", "version", "srcversion", "vermagic") and key not in fields:
-            fields[key] = value.strip()
+    fields = modinfo_fields(res.stdout)
     filename = fields.get("filename", "")
     if filename == "(builtin)":
         return ModuleFile(module, kver, builtin=True, version=fields.get("version"))

@@ -117,6 +117,8 @@ class ProgressUI:
         return self._console
 
     def _line(self, msg: str) -> None:
+        # retries quote a server's reason phrase and a tool's words: escaped, like errors
+        msg = printable(msg)
         if self.tty:
             self.console.print(msg, markup=False)
         else:
