@@ -13,16 +13,20 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+from lifecycle_env import newest_kernels_first
 
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.dkms import Dkms
+from hwmgr.lifecycle.dkms import Dkms, kernels_with_headers
 
 VENDOR_ENV = "HWMGR_VENDOR_DIR"
 SUMS = "SUMS.txt"
 # "<sha256>  <file>  <bytes> bytes [...]"; lines for files inside a package say "(inside ...)"
 _SUM_LINE = re.compile(r"([0-9a-f]{64})\s+(\S+)\s+(\d+) bytes(.*)")
 _SRPM = re.compile(r"(?P<name>[a-z0-9_]+)-(?P<version>[0-9][0-9.]*)-(?P<release>[^-]+)\.src\.rpm")
+# Linux 6.1 dropped netif_napi_add's weight argument; Intel's igb kcompat copes from 5.13.20 on
+# (drivers/igb/README.md): an older release does not compile for a 6.1 or newer kernel.
+IGB_KCOMPAT_6_1 = "5.13.20"
 
 
 class VendorFile(NamedTuple):
@@ -82,6 +86,21 @@ def srpms(name: str) -> dict[str, Path]:
 def newest_first(versions: list[str]) -> list[str]:
     """Dotted numeric versions, newest first (5.18.7 before 5.9.3)."""
     return sorted(versions, key=lambda v: [int(p) for p in v.split(".")], reverse=True)
+
+
+def igb_predates(version: str, kver: str) -> bool:
+    """True when igb `version` is known not to compile for kernel `kver` (IGB_KCOMPAT_6_1)."""
+    major_minor = tuple(int(p) for p in kver.split("-")[0].split(".")[:2])
+    return major_minor >= (6, 1) and newest_first([version, IGB_KCOMPAT_6_1])[0] != version
+
+
+def igb_kernels(versions: list[str]) -> list[str]:
+    """The kernels with headers here that every igb release of `versions` builds for, newest
+    first: Debian 12's 6.1 for releases from IGB_KCOMPAT_6_1 on, and Debian 11's 5.10, which
+    make test installs (scripts/apt-bullseye-kernel), for the older ones."""
+    found = kernels_with_headers(Host("/", SubprocessRunner()))
+    return [k for k in newest_kernels_first(found)
+            if not any(igb_predates(v, k) for v in versions)]
 
 
 def remove_versions(driver: str, kver: str, versions: list[str]) -> None:
