@@ -27,6 +27,7 @@ from hwmgr.commands import (
     fleet_report,
     history,
     inventory,
+    kernel_gate,
     mirror,
     package,
     plan,
@@ -64,7 +65,7 @@ EPILOG = ("Run 'hwmgr VERB --help' for a verb's options, examples and exit codes
 VERBS: dict[str, ModuleType] = {mod.NAME: mod for mod in (
     inventory, check, snapshot, catalog, vercmp, plan, fetch, upgrade, rollback, apply,
     revert, recover, history, verify, throughput, mirror, package, recipe, fleet_report,
-    collect_script,
+    collect_script, kernel_gate,
 )}
 
 

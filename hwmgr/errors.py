@@ -22,6 +22,7 @@ EXIT_BAD_INPUT = 8
 EXIT_REFUSED = 9
 EXIT_LOCKED = 10
 EXIT_UNKNOWN = 11
+EXIT_NOT_READY = 12
 EXIT_PERMISSION = 13
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
@@ -32,6 +33,7 @@ EXIT_NAMES: dict[int, str] = {
     EXIT_NOTHING_TO_DO: "nothing to do", EXIT_DRIFT: "drift", EXIT_PARTIAL: "partial",
     EXIT_REBOOT_PENDING: "reboot pending", EXIT_BAD_INPUT: "bad input data",
     EXIT_REFUSED: "refused", EXIT_LOCKED: "locked by another hwmgr", EXIT_UNKNOWN: "unknown",
+    EXIT_NOT_READY: "not ready",
     EXIT_PERMISSION: "permission denied", EXIT_INTERNAL: "internal error",
     EXIT_INTERRUPTED: "interrupted",
 }
@@ -52,6 +54,8 @@ EXIT_MEANINGS: dict[int, str] = {
     EXIT_LOCKED: "another hwmgr holds the host lock",
     EXIT_UNKNOWN: "unknown: something could not be read (e.g. a snapshot lacks a recorded "
                   "output: retake it)",
+    EXIT_NOT_READY: "not ready: a managed driver is not ready for a new kernel (the boot "
+                    "default is held on the running one)",
     EXIT_PERMISSION: "permission denied (needs root)",
     EXIT_INTERNAL: "internal error (a bug: rerun with --debug for the traceback)",
     EXIT_INTERRUPTED: "interrupted",

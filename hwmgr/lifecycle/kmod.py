@@ -45,14 +45,14 @@ class ModuleFile:
         return f"{self.path} ({self.version or 'no version'})"
 
 
-def _base_args(host: Host) -> list[str]:
+def base_args(host: Host) -> list[str]:
     """`-b ROOT` for a scratch root; none for `/` or a snapshot (whose outputs are replayed)."""
     return [] if host.live or host.meta else ["-b", str(host.root)]
 
 
 def resolve(host: Host, module: str, kver: str) -> ModuleFile:
     """Ask modinfo which file `module` is for kernel `kver` (what modprobe would load)."""
-    res = host.run(["modinfo", *_base_args(host), "-k", kver, module], timeout=QUICK)
+    res = host.run(["modinfo", *base_args(host), "-k", kver, module], timeout=QUICK)
     if res.unrecorded:  # a snapshot without it: say so, never blame the snapshot host's kmod
 
         raise UnknownError(retake(f"output of `modinfo -k {kver} {module}`"))
@@ -85,7 +85,7 @@ def resolve(host: Host, module: str, kver: str) -> ModuleFile:
 
 def depmod(host: Host, kver: str) -> None:
     """Rebuild modules.dep for one kernel."""
-    res = host.run(["depmod", *_base_args(host), "-a", kver], timeout=QUICK)
+    res = host.run(["depmod", *base_args(host), "-a", kver], timeout=QUICK)
     if not res.ok:
         raise HwmgrError(f"depmod for {kver} failed: {res.describe()}")
 

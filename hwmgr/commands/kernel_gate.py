@@ -1,0 +1,132 @@
+"""Gate a newly installed kernel: every managed driver built, installed and checked for it,
+or the boot default held on the running kernel (docs/kernel-gate.md)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from hwmgr.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_LOCKED,
+    EXIT_NOT_FOUND,
+    EXIT_NOT_READY,
+    EXIT_OK,
+    EXIT_PERMISSION,
+    EXIT_REFUSED,
+    NotFoundError,
+    RefusedError,
+)
+from hwmgr.inventory import guard
+from hwmgr.lifecycle import kernelgate as gate
+from hwmgr.lifecycle.plan import running_kernel
+from hwmgr.lifecycle.recipe import check_kernel
+from hwmgr.output import Outcome, printable
+from hwmgr.transaction.state import StateDir
+from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.verbhelp import Example
+
+NAME = "kernel-gate"
+HELP = "build and check every managed driver for a new kernel; hold the boot default if not"
+EXAMPLES = (
+    Example("hwmgr kernel-gate 6.1.0-58-amd64", "what the kernel postinst hook runs"),
+    Example("hwmgr kernel-gate 6.1.0-58-amd64 --allow-unready",
+            "boot it anyway: warn, do not hold (and release an earlier hold)"),
+    Example("hwmgr kernel-gate 5.14.0-427.el9.x86_64 --json"),
+)
+EXIT_CODES = {
+    EXIT_OK: "every managed driver is ready for KVER (or none is managed); a hold released",
+    EXIT_FAILED: "an operation failed (e.g. the boot loader command)",
+    EXIT_NOT_FOUND: "KVER is not installed (/lib/modules/KVER or /boot/vmlinuz-KVER absent)",
+    EXIT_BAD_INPUT: "a bad KVER, journal or kernel-gate record (named)",
+    EXIT_REFUSED: "KVER is the running kernel; --root names a snapshot (read-only)",
+    EXIT_LOCKED: "another hwmgr holds the lock",
+    EXIT_NOT_READY: "not ready for kernel KVER: boot default held on the running kernel",
+    EXIT_PERMISSION: "not root",
+}
+
+
+def option_parents() -> list[argparse.ArgumentParser]:
+    return ui.parents(mutating=True, root=True)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("kernel", metavar="KVER", help="an installed kernel release, not the "
+                   "running one")
+    p.add_argument("--allow-unready", action="store_true",
+                   help="exit 0 although a driver is not ready: warn, do not hold the default")
+
+
+def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+    host = ctx.host
+    ui.require_root(host, "builds modules for another kernel and may hold the boot default")
+    kver = check_kernel(args.kernel)
+    running = running_kernel(host)
+    if kver == running:
+        raise RefusedError(f"{kver} is the running kernel: the gate is for a kernel installed "
+                           "but not yet booted")
+    if host.meta:
+        raise RefusedError("kernel-gate builds modules and holds the boot default on this "
+                           "machine; a --root snapshot is only read (hwmgr check --root shows "
+                           "its gate records)")
+    state = StateDir(host, ctx.config.state_dir)
+    state.ensure()
+    with state.lock(command=f"hwmgr kernel-gate {kver}", wait=args.wait):
+        if not gate.installed(host, kver):
+            raise NotFoundError(f"kernel {kver} is not installed (no {gate.INSTALL_TREE}/{kver} "
+                                f"or /boot/vmlinuz-{kver})")
+        drivers = gate.managed_drivers(state)
+        sb = guard.secure_boot(host) if drivers else None
+        results = [gate.gate_driver(host, state, m, kver, sb) for m in drivers]
+        record = gate.write_record(host, state, kver, running, results)
+        unready = [r for r in results if not r.ready]
+        data: dict[str, Any] = {"kernel": kver, "running": running, "ready": not unready,
+                                "drivers": record["drivers"], "held": None, "released": None}
+        if unready and not args.allow_unready:
+            held = gate.hold(host, state, kver, running or "")
+            data["held"] = held
+        else:
+            data["released"] = gate.release(host, state, kver)
+    state.close()
+    return _outcome(data, unready, running or "unknown", args.allow_unready)
+
+
+def _outcome(data: dict[str, Any], unready: list[Any], running: str,
+             allowed: bool) -> Outcome:
+    kver = data["kernel"]
+    first = f"{unready[0].driver} {unready[0].version}: {unready[0].why}" if unready else ""
+    errors: list[str] = []
+    code = EXIT_OK
+    if unready and not allowed:
+        code = EXIT_NOT_READY
+        more = f" (and {len(unready) - 1} more)" if len(unready) > 1 else ""
+        errors = [f"not ready for kernel {kver}: {first}{more}; boot default held on "
+                  f"{running} ({data['held']['backend']})"]
+    elif unready:
+        errors = [f"warning: not ready for kernel {kver} (--allow-unready: default not "
+                  f"held): {r.driver} {r.version}: {r.why}" for r in unready]
+
+    def render(c: Any) -> None:
+        if not data["drivers"]:
+            c.print(printable(f"no hwmgr-managed drivers: kernel {kver} needs nothing built"),
+                    markup=False)
+        for name, r in sorted(data["drivers"].items()):
+            word = "yes" if r["ready"] else f"no: {r['why']}"
+            c.print(printable(f"{name} {r['version']} ready for kernel {kver}: {word}"),
+                    markup=False)
+        held = data["held"]
+        if held:
+            entry = held["saved"].get("held_entry")
+            c.print(printable(f"boot default held on {running} ({held['backend']}: {entry})"),
+                    markup=False)
+        if data["released"]:
+            rel = data["released"]
+            left = [k for k in rel["kernels"] if k != kver]
+            c.print(printable(f"hold kept for {', '.join(left)}" if left else
+                              f"boot default restored ({rel['backend']}): the hold is released"),
+                    markup=False)
+
+    status = "ok" if code == EXIT_OK else "not-ready"
+    return Outcome(NAME, status=status, data=data, errors=errors, exit_code=code,
+                   render=render)
