@@ -129,7 +129,7 @@ class Lab:
         """Make the SRPMs and catalog, start the HTTP server and the iperf3 server."""
         t0 = time.monotonic()
         served = self.run_dir / "served"
-        self.srpms = srpms.build_all(self.img.e1000e_src, served)
+        self.srpms = srpms.build_all(self.img.e1000e_src, served, self.img.kver2)
         self.srpms[raidsrpm.VERSION] = raidsrpm.build_srpm(self.img.megaraid_src, served)
         handler = functools.partial(_Quiet, directory=str(served))
         self._http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
