@@ -113,8 +113,11 @@ GUARD = ("modprobe bonding && modprobe 8021q\n"
 
 
 def step_upgrade(version: str) -> str:
-    return (f"rec upgrade hwmgr upgrade e1000e --to {version} --yes --json\nfacts_end\n"
-            "reboot_after")
+    # for the running kernel only: the image's second kernel has headers too (the kernel
+    # gate's runs, test_kernel_gate.py), and without --kernel every upgrade would build for
+    # both; building for that kernel is the gate's job
+    return (f"rec upgrade hwmgr upgrade e1000e --to {version} --kernel \"$(uname -r)\" --yes "
+            "--json\nfacts_end\nreboot_after")
 
 
 DKMS_INSTALL = "LAB-MARK dkms-install"
