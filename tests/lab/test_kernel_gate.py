@@ -43,9 +43,12 @@ def _steps(lab: Lab) -> dict[str, str]:
     entry = f"Advanced options for Debian GNU/Linux>Debian GNU/Linux, with Linux {k2}"
     grub_state = ("grep ^GRUB_DEFAULT= /etc/default/grub > /lab/out/grub-default.txt\n"
                   "grub-editenv /boot/grub/grubenv list > /lab/out/grubenv.txt\n")
-    gate = (f"rec gate hwmgr kernel-gate {k2}\n"
-            f"rec gate-json hwmgr kernel-gate {k2} --json\n" + grub_state)
+    gate_json = f"rec gate-json hwmgr kernel-gate {k2} --json\n"
+    # runs b and c fail before any build, so the human form (one stderr line) runs too; run a
+    # builds, so it runs the gate once (its "ready" line is checked in `hwmgr check`)
+    gate = f"rec gate hwmgr kernel-gate {k2}\n" + gate_json + grub_state
     return {
+        "gate_once": gate_json + grub_state,
         # the admin's choice: boot KVER2 next (it is older than the running kernel, so GRUB's
         # entry 0 would not be it); update-grub writes the grub.cfg the gate reads entries from
         "point": ("sed -i 's/^GRUB_DEFAULT=.*/GRUB_DEFAULT=saved/' /etc/default/grub\n"
@@ -62,7 +65,7 @@ def _steps(lab: Lab) -> dict[str, str]:
 
 def plan_g(lab: Lab) -> Plan:
     s = _steps(lab)
-    return [(s["point"] + s["gate"] + s["k2_module"] + "rec check hwmgr check\nreboot_after",
+    return [(s["point"] + s["gate_once"] + s["k2_module"] + "rec check hwmgr check\nreboot_after",
              {"timeout": BUILD_BOOT}),
             ("rec verify hwmgr verify --json\nrec check hwmgr check", {})]
 
@@ -141,12 +144,9 @@ def test_gate_a_ready_kernel_boots_with_the_vendor_driver(lab: Lab,
         (b1.text("update-grub.err"), b1.text("set-default.err"))
     assert any(k2 in ln for ln in (b1.text("grub-menu.txt") or "").splitlines()), \
         b1.text("grub-menu.txt")
-    doc = ok(b1, "gate-json")
-    assert b1.rc_of("gate") == 0, b1.text("gate.err")
-    data = doc["data"]
+    data = ok(b1, "gate-json")["data"]
     assert (data["kernel"], data["running"], data["ready"], data["held"]) == (k2, k1, True, None)
     assert data["drivers"]["e1000e"]["version"] == V1 and data["drivers"]["e1000e"]["ready"]
-    assert f"e1000e {V1} ready for kernel {k2}: yes" in (b1.text("gate.out") or "")
     # what the gate installed for KVER2 only, as modinfo -k reads it
     assert (b1.text("k2-version.txt") or "").strip() == V1
     assert (b1.text("k2-vermagic.txt") or "").split()[0] == k2
