@@ -5,6 +5,8 @@ installed but not running."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -387,6 +389,20 @@ def test_real_gate_for_a_kernel_installed_but_not_running(
                                     else "unsigned: Secure Boot off")
         assert r.facts["symvers"] == f"/lib/modules/{kver}/build/Module.symvers"
         assert rec["ready"] is True and rec["drivers"][name]["ready"] is True
+        # an armed expectation of the same version gains KVER, so `verify` after booting it
+        # checks the files the gate installed (and one of another version is left alone)
+        exp_dir = tmp_path / "state/expectations"
+        exp_dir.mkdir(parents=True, exist_ok=True)
+        armed = {"format": "hwmgr-expectation", "version": 1, "driver": name,
+                 "expected_version": version, "modules": [name], "kernels": {"other": {}}}
+        (exp_dir / f"{name}.json").write_text(json.dumps(armed))
+        assert kernelgate.extend_expectation(host, state, kver, r) == str(exp_dir / f"{name}.json")
+        files = json.loads((exp_dir / f"{name}.json").read_text())["kernels"]
+        assert set(files) == {"other", kver}
+        assert files[kver][name]["path"] == ko and files[kver][name]["version"] == version
+        assert files[kver][name]["sha256"] == hashlib.sha256(Path(ko).read_bytes()).hexdigest()
+        (exp_dir / f"{name}.json").write_text(json.dumps({**armed, "expected_version": "0.9"}))
+        assert kernelgate.extend_expectation(host, state, kver, r) is None
         assert not Path(f"/lib/modules/{os.uname().release}/updates/dkms/{name}.ko").exists()
     finally:
         dkms.remove(name, version, "all", delete_source=True, depmod=False)

@@ -83,6 +83,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         drivers = gaterecord.managed_drivers(state)
         sb = guard.secure_boot(host) if drivers else None
         results = [gate.gate_driver(host, state, m, kver, sb) for m in drivers]
+        for r in results:  # `verify` after booting KVER checks the modules the gate installed
+            gate.extend_expectation(host, state, kver, r)
         record = gate.write_record(host, state, kver, running, results)
         unready = [r for r in results if not r.ready]
         data: dict[str, Any] = {"kernel": kver, "running": running, "ready": not unready,

@@ -13,6 +13,7 @@ default is held (lifecycle/bootloader.py) while a driver is not ready, the hold 
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ from hwmgr.inventory import guard
 from hwmgr.lifecycle import bootloader, gaterecord, kmod
 from hwmgr.lifecycle.buildlog import BuildFailed, keep_log
 from hwmgr.lifecycle.dkms import INSTALL_TREE, Dkms
+from hwmgr.lifecycle.expect import parse_expectation
 from hwmgr.transaction.journal import utcnow
 from hwmgr.transaction.state import StateDir
 
@@ -86,8 +88,8 @@ def _check(host: Host, m: gaterecord.Managed, kver: str, kos: dict[str, str],
         got = kmod.resolve(host, mod, kver)
         magic = (got.vermagic or "").split()
         sign, sign_ok = _signing(host, kver, mod, secure_boot)
-        facts[mod] = {"path": got.path, "version": got.version,
-                      "vermagic": got.vermagic, "signature": sign}
+        facts[mod] = {"path": got.path, "version": got.version, "srcversion": got.srcversion,
+                      "sha256": got.sha256, "vermagic": got.vermagic, "signature": sign}
         if got.path is None:
             return facts, f"modinfo -k {kver} {mod} finds no module"
         if got.version != m.version:
@@ -151,6 +153,24 @@ def gate_driver(host: Host, state: StateDir, m: gaterecord.Managed, kver: str,
     if why:
         return no(why, **facts)
     return Readiness(m.driver, m.version, True, "built, installed and checked", facts)
+
+
+def extend_expectation(host: Host, state: StateDir, kver: str, r: Readiness) -> str | None:
+    """Let `verify` on KVER check what the gate installed: a ready driver's armed expectation
+    for the same version gains KVER's module files (as the upgrade records them for its
+    kernels). Returns the expectation's path when it was extended."""
+    path = f"{state.expectations}/{r.driver}.json"
+    raw = host.read_bytes(path)
+    if not r.ready or raw is None:
+        return None
+    exp = parse_expectation(raw, path)
+    if exp.get("expected_version") != r.version:
+        return None
+    exp.setdefault("kernels", {})[kver] = {
+        mod: {k: r.facts[mod].get(k) for k in ("path", "version", "srcversion", "sha256")}
+        for mod in exp["modules"] if isinstance(r.facts.get(mod), dict)}
+    host.write_bytes(path, (json.dumps(exp, indent=1) + "\n").encode())
+    return path
 
 
 # ------------------------------------------------------------------ records
