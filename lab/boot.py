@@ -24,6 +24,7 @@ class Boot:
     wall: float
     rc: int | None
     lines: list[str] = field(default_factory=list)
+    grub: tuple[str, str] | None = None  # (kernel, why) when the harness played GRUB
 
     def text(self, name: str) -> str | None:
         p = self.out / name

@@ -5,8 +5,32 @@ Used by tests/lab: a failure marks the chain broken so later scenarios say why t
 
 from __future__ import annotations
 
+import os
 import threading
-from typing import Any
+from typing import Any, Callable
+
+CHAINS_ENV = "HWMGR_LAB_CHAINS"  # comma list of the forked chains to start (unset: all)
+Plan = list[tuple[str, dict[str, Any]]]
+# forked chains that scenario modules other than test_lab.py add: fork point ("a1": chain
+# a's disk after its boot 1, "a2": after boot 2) -> [(chain, VM keywords, plan from the lab)];
+# test_lab.py starts them where it forks chains b and c
+FORKS: dict[str, list[tuple[str, dict[str, Any], Callable[[Any], Plan]]]] = {}
+
+
+def wanted(name: str) -> bool:
+    """Whether this run starts forked chain `name` ($HWMGR_LAB_CHAINS, e.g. "g,h" to run only
+    the kernel gate's chains beside chain a; unset: every chain)."""
+    only = os.environ.get(CHAINS_ENV, "").strip()
+    return not only or name in {n.strip() for n in only.split(",")}
+
+
+def start_forks(lab: Any, chains: dict[str, Chain], point: str, parent: Any) -> None:
+    """Fork and start, in the background, every registered chain of fork point `point`."""
+    for name, kw, plan in FORKS.get(point, []):
+        if wanted(name):
+            c = chains.setdefault(name, Chain(name))
+            c.vm = lab.vm(name, fork_of=parent, **kw)
+            c.start(plan(lab))
 
 
 class Chain:

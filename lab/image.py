@@ -5,6 +5,12 @@ The rootfs also has Debian's initramfs-tools and its own `/boot/initrd.img-KVER`
 2108's megaraid_sas, as an admin lists a boot controller); the storage scenario boots with
 that image instead of the busybox one (a copy is cached as `initrd-distro.img`).
 
+A second kernel, another 6.1 ABI the guest does not run (`second_kernel()`: the newest one
+below the main kernel with an image and headers on the mirror), is installed with its headers,
+its pruned module tree and its own initramfs, and `grub2-common` gives the guest a real
+`/etc/default/grub` and `/boot/grub/grubenv`: the kernel gate's scenario (tests/lab/
+test_kernel_gate.py) boots it the way lab/grub.py says GRUB would.
+
 Everything lands in `$HWMGR_LAB_CACHE` (default /var/cache/hwmgr-lab), outside the repo. The
 image is keyed on the kernel release, the package lists and the PID-1 stub, so a change to any
 of them rebuilds it; otherwise `ensure_image()` returns at once. No loop mounts: the rootfs is
@@ -29,7 +35,7 @@ from typing import Iterator, Sequence
 
 CACHE_ENV = "HWMGR_LAB_CACHE"
 DEFAULT_CACHE = "/var/cache/hwmgr-lab"
-BUILDER_VERSION = 6
+BUILDER_VERSION = 7
 GUEST_DIR = Path(__file__).resolve().parent / "guest"
 DISK_SIZE = "4G"
 # debootstrap --include (minbase) and then apt-get install in the chroot
@@ -38,7 +44,7 @@ DEBOOTSTRAP_PACKAGES = (
 )
 CHROOT_PACKAGES = (
     "dkms", "rpm", "gcc", "make", "python3-requests", "python3-jsonschema", "python3-rich",
-    "systemd", "udev", "initramfs-tools",
+    "systemd", "udev", "initramfs-tools", "grub2-common",
 )
 INITRD_MODULES = ("virtio_pci", "virtio_blk", "ext4")
 INITRD_APPLETS = ("sh", "mount", "umount", "insmod", "switch_root", "mkdir", "cat", "sleep",
@@ -66,6 +72,11 @@ PRUNED_MODULES = (
     "net/wireless", "net/6lowpan", "net/netfilter", "net/ipv4/netfilter", "net/ipv6/netfilter",
     "net/bridge",
 )
+# /etc/default/grub as Debian's grub-pc postinst writes it, for when grub2-common does not
+# ship the template (/usr/share/grub/default/grub)
+GRUB_DEFAULTS = ("GRUB_DEFAULT=0\nGRUB_TIMEOUT=5\n"
+                 "GRUB_DISTRIBUTOR=`lsb_release -i -s 2> /dev/null || echo Debian`\n"
+                 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX=""\n')
 KEPT_ETHERNET = "intel"  # of drivers/net/ethernet/*, only Intel's (e1000e) stays
 
 
@@ -87,6 +98,7 @@ class Image:
     key: str
     megaraid_src: Path
     distro_initrd: Path  # what update-initramfs made in the image (the guest's /boot copy)
+    kver2: str = ""  # the second kernel: installed in the image, not the one the lab boots
 
 
 def log(msg: str) -> None:
@@ -152,9 +164,27 @@ def apt_sources() -> tuple[Path, str, str]:
     raise LabError("no Debian mirror found in /etc/apt/sources.list(.d)")
 
 
-def _key(kver: str) -> str:
+def second_kernel(kver: str) -> tuple[str, str]:
+    """(release, package version) of the newest other 6.1 ABI on the mirror, below `kver`,
+    whose linux-image and linux-headers both have a candidate in apt's indexes."""
+    m = re.fullmatch(r"(\d+\.\d+\.\d+)-(\d+)-(\w+)", kver)
+    if not m:
+        raise LabError(f"cannot read the ABI number from the kernel release {kver!r}")
+    base, abi, flavour = m.group(1), int(m.group(2)), m.group(3)
+    for n in range(abi - 1, max(abi - 20, 0), -1):
+        k2 = f"{base}-{n}-{flavour}"
+        out = run(["apt-cache", "policy", f"linux-image-{k2}", f"linux-headers-{k2}"],
+                  what="apt-cache policy (second kernel)")
+        cands = re.findall(r"Candidate:\s*(\S+)", out)
+        if len(cands) == 2 and "(none)" not in cands and cands[0] == cands[1]:
+            return k2, cands[0]
+    raise LabError(f"no other {base} kernel with headers below {kver} in apt's indexes "
+                   "(apt-get update?)")
+
+
+def _key(kver: str, kver2: str) -> str:
     stub = (GUEST_DIR / "lab-init").read_bytes()
-    doc = json.dumps([BUILDER_VERSION, kver, DEBOOTSTRAP_PACKAGES, CHROOT_PACKAGES,
+    doc = json.dumps([BUILDER_VERSION, kver, kver2, DEBOOTSTRAP_PACKAGES, CHROOT_PACKAGES,
                       INITRD_MODULES, DISK_SIZE, DISTRO_INITRD_MODULES, DISTRO_INITRD_CONF,
                       PRUNED_MODULES, KEPT_ETHERNET, NETDEVSIM_SUBDIR,
                       hashlib.sha256(stub).hexdigest()])
@@ -181,14 +211,16 @@ def _image_from(cache: Path, meta: dict) -> Image:
     return Image(cache=cache, kver=meta["kver"], kernel_version=meta["kernel_version"],
                  vmlinuz=cache / "vmlinuz", initrd=cache / "initrd.img",
                  disk=cache / "disk.img", e1000e_src=cache / "e1000e-src", key=meta["key"],
-                 megaraid_src=cache / "megaraid-src", distro_initrd=cache / "initrd-distro.img")
+                 megaraid_src=cache / "megaraid-src", distro_initrd=cache / "initrd-distro.img",
+                 kver2=meta.get("kver2", ""))
 
 
 def ensure_image(cache: Path | None = None, *, rebuild: bool = False) -> Image:
     """Return the cached guest, building what is missing or stale first."""
     cache = Path(cache or cache_dir())
     kver, kversion = host_kernel()
-    key = _key(kver)
+    kver2, kversion2 = second_kernel(kver)
+    key = _key(kver, kver2)
     with _Lock(cache / ".lock"):
         meta_path = cache / "image.json"
         if meta_path.is_file() and not rebuild:
@@ -198,8 +230,9 @@ def ensure_image(cache: Path | None = None, *, rebuild: bool = False) -> Image:
                                                    "e1000e-src", "megaraid-src",
                                                    "initrd-distro.img")):
                 return _image_from(cache, meta)
-        log(f"building the lab guest for {kver} in {cache} (cold cache: a few minutes)")
-        meta = _build(cache, kver, kversion, key)
+        log(f"building the lab guest for {kver} (second kernel {kver2}) in {cache} "
+            "(cold cache: a few minutes)")
+        meta = _build(cache, (kver, kversion), (kver2, kversion2), key)
         meta_path.write_text(json.dumps(meta, indent=1) + "\n")
         return _image_from(cache, meta)
 
@@ -275,8 +308,9 @@ def _initrd(kimg: Path, kver: str, busybox: Path, out: Path, work: Path) -> None
     shutil.rmtree(w, ignore_errors=True)
 
 
-def _prune_modules(mods: Path, root: Path, kver: str) -> None:
-    """Drop module trees for hardware the guest cannot have, then re-run depmod."""
+def _prune_modules(mods: Path, root: Path, kver: str, *, lab_built: bool = True) -> None:
+    """Drop module trees for hardware the guest cannot have, then re-run depmod.
+    `lab_built`: the tree has the lab's netdevsim.ko (the main kernel's only)."""
     kernel = mods / "kernel"
     doomed = [kernel / p for p in PRUNED_MODULES]
     doomed += [e for e in (kernel / "drivers/net/ethernet").iterdir()
@@ -284,7 +318,8 @@ def _prune_modules(mods: Path, root: Path, kver: str) -> None:
     for d in doomed:
         shutil.rmtree(d, ignore_errors=True)
     run(["/sbin/depmod", "-b", str(root), kver], what="depmod -b (pruned modules)")
-    for mod in ("e1000e", "megaraid_sas", "sch_tbf", "netdevsim", *INITRD_MODULES):
+    for mod in ("e1000e", "megaraid_sas", "sch_tbf", *INITRD_MODULES,
+                *(("netdevsim",) if lab_built else ())):
         run(["/sbin/modprobe", "-d", str(root), "-S", kver, "--show-depends", mod],
             what=f"modprobe --show-depends {mod} after pruning")
 
@@ -297,7 +332,8 @@ def _chroot(root: Path, script: str, what: str) -> None:
         what=what, timeout=3600)
 
 
-def _build(cache: Path, kver: str, kversion: str, key: str) -> dict:
+def _build(cache: Path, main: tuple[str, str], second: tuple[str, str], key: str) -> dict:
+    (kver, kversion), (kver2, kversion2) = main, second
     timings: dict[str, float] = {}
     t0 = time.monotonic()
     work = cache / "work"
@@ -308,11 +344,12 @@ def _build(cache: Path, kver: str, kversion: str, key: str) -> dict:
     sources, mirror, codename = apt_sources()
     with _timed(timings, "download kernel, linux-source, busybox"):
         _download(debs, [f"linux-image-{kver}={kversion}", f"linux-source-{series}={kversion}",
-                         "busybox-static"])
-    kimg = work / "kimg"
-    with _timed(timings, "unpack kernel + depmod"):
+                         "busybox-static", f"linux-image-{kver2}={kversion2}"])
+    kimg, kimg2 = work / "kimg", work / "kimg2"
+    with _timed(timings, "unpack kernels + depmod"):
         run(["dpkg-deb", "-x", str(_one(debs, f"linux-image-{kver}_*.deb")), str(kimg)])
         run(["/sbin/depmod", "-b", str(kimg), kver], what="depmod -b")
+        run(["dpkg-deb", "-x", str(_one(debs, f"linux-image-{kver2}_*.deb")), str(kimg2)])
         shutil.copy2(kimg / "boot" / f"vmlinuz-{kver}", cache / "vmlinuz.new")
     bbx = work / "bbx"
     with _timed(timings, "initramfs"):
@@ -346,7 +383,8 @@ def _build(cache: Path, kver: str, kversion: str, key: str) -> dict:
         policy = root / "usr/sbin/policy-rc.d"
         policy.write_text("#!/bin/sh\nexit 101\n")
         policy.chmod(0o755)
-        pkgs = " ".join([*CHROOT_PACKAGES, f"linux-headers-{kver}={kversion}"])
+        pkgs = " ".join([*CHROOT_PACKAGES, f"linux-headers-{kver}={kversion}",
+                         f"linux-headers-{kver2}={kversion2}"])
         _chroot(root, "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
                 f"--no-install-recommends {pkgs} && apt-get clean", "chroot apt-get install")
         policy.unlink()
@@ -362,12 +400,27 @@ def _build(cache: Path, kver: str, kversion: str, key: str) -> dict:
         if not (root / "lib/modules" / kver / "build").exists() and hdr.is_symlink():
             (root / "lib/modules" / kver / "build").symlink_to(os.readlink(hdr))
         run(["cp", "-a", str(kimg / "boot") + "/.", str(root / "boot/")])
+        # the second kernel: its pruned modules next to its headers' build link, its /boot
+        mods2 = root / "lib/modules" / kver2
+        shutil.rmtree(mods2, ignore_errors=True)
+        run(["cp", "-a", str(kimg2 / "lib/modules" / kver2), str(root / "lib/modules/")])
+        _prune_modules(mods2, root, kver2, lab_built=False)
+        if not (mods2 / "build").is_symlink():  # what linux-headers-KVER2 had put there
+            (mods2 / "build").symlink_to(f"/usr/src/linux-headers-{kver2}")
+        run(["cp", "-a", str(kimg2 / "boot") + "/.", str(root / "boot/")])
+        # GRUB as Debian's grub-pc postinst leaves it (the defaults file; an empty grubenv)
+        grub_default, shipped = root / "etc/default/grub", root / "usr/share/grub/default/grub"
+        if not grub_default.exists():
+            grub_default.parent.mkdir(parents=True, exist_ok=True)
+            grub_default.write_text(shipped.read_text() if shipped.is_file() else GRUB_DEFAULTS)
+        (root / "boot/grub").mkdir(parents=True, exist_ok=True)
         shutil.copy2(GUEST_DIR / "lab-init", root / "sbin/lab-init")
         (root / "sbin/lab-init").chmod(0o755)
         conf = root / "etc/initramfs-tools"
         (conf / "conf.d/hwmgr-lab.conf").write_text(DISTRO_INITRD_CONF)
         (conf / "modules").write_text("\n".join(DISTRO_INITRD_MODULES) + "\n")
-        _chroot(root, f"update-initramfs -c -k {kver}", "update-initramfs in the chroot")
+        _chroot(root, f"update-initramfs -c -k {kver} && update-initramfs -c -k {kver2} && "
+                "grub-editenv /boot/grub/grubenv create", "update-initramfs in the chroot")
         shutil.copy2(root / "boot" / f"initrd.img-{kver}", cache / "initrd-distro.img.new")
         (root / "etc/hostname").write_text("lab\n")
         (root / "etc/machine-id").write_text("")
@@ -393,7 +446,8 @@ def _build(cache: Path, kver: str, kversion: str, key: str) -> dict:
     shutil.rmtree(work, ignore_errors=True)
     timings["total"] = round(time.monotonic() - t0, 1)
     log(f"lab guest built in {timings['total']} s; cache {cache_size(cache) >> 20} MiB")
-    return {"key": key, "kver": kver, "kernel_version": kversion, "mirror": mirror,
+    return {"key": key, "kver": kver, "kernel_version": kversion, "kver2": kver2,
+            "kernel_version2": kversion2, "mirror": mirror,
             "built": time.strftime("%Y-%m-%dT%H:%M:%S"), "timings": timings}
 
 

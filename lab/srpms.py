@@ -4,7 +4,10 @@ Each SRPM is shaped like Intel's: `e1000e-<version>.tar.gz` with `e1000e-<versio
 driver and a kbuild Makefile) and the spec, built with the real `rpmbuild -bs`. The version
 string is patched in where tools read it: MODULE_VERSION (modinfo, /sys/module/e1000e/version)
 and the ethtool drvinfo (`ethtool -i`). The `broken` build's PCI probe fails with -ENODEV, so
-the module loads but binds nothing: exactly what boot-time verification must catch.
+the module loads but binds nothing: exactly what boot-time verification must catch. The
+`3.8.8_lab` Makefile stops with an error when kbuild builds it for the image's second kernel
+(a lab construct: a vendor release that does not build on a newer kernel), so the kernel
+gate's refusal costs no DKMS build (tests/lab/test_kernel_gate.py, run b).
 
 RPM forbids '-' in Version and hwmgr requires SRPM Version == catalog version == module
 version, so lab versions use '_' (3.8.7_lab, not 3.8.7-lab).
@@ -33,11 +36,13 @@ class LabVersion:
     version: str
     broken: bool = False
     note: str = ""
+    refuses_second_kernel: bool = False  # kbuild stops with an error for the image's kver2
 
 
 VERSIONS = (
     LabVersion("3.8.7_lab", note="first lab vendor release"),
-    LabVersion("3.8.8_lab", note="second lab vendor release"),
+    LabVersion("3.8.8_lab", note="second lab vendor release; does not build on the lab's "
+               "second kernel", refuses_second_kernel=True),
     LabVersion("3.8.9_lab_broken", broken=True,
                note="builds and loads, but its PCI probe fails with -ENODEV"),
 )
@@ -46,7 +51,7 @@ MAKEFILE = """\
 # e1000e @VERSION@ (hwmgr lab build of the Linux 6.1 in-tree driver, Intel-style src/ tree).
 # kbuild part: used by `make -C <kernel build dir> M=<this dir> modules` (what DKMS runs).
 ifneq ($(KERNELRELEASE),)
-obj-m += e1000e.o
+@REFUSE@obj-m += e1000e.o
 e1000e-objs := 82571.o ich8lan.o 80003es2lan.o mac.o manage.o nvm.o phy.o param.o \\
 	ethtool.o netdev.o ptp.o
 else
@@ -116,8 +121,16 @@ def _patch(text: str, old: str, new: str, fname: str) -> str:
     return text.replace(old, new)
 
 
-def patched_sources(src: Path, lv: LabVersion) -> dict[str, bytes]:
-    """The driver files of `lv`: Debian's e1000e with the lab version (and breakage) patched in."""
+REFUSE = """\
+ifeq ($(KERNELRELEASE),@KVER2@)
+$(error e1000e @VERSION@ does not support kernel @KVER2@ (hwmgr lab construct))
+endif
+"""
+
+
+def patched_sources(src: Path, lv: LabVersion, kver2: str = "") -> dict[str, bytes]:
+    """The driver files of `lv`: Debian's e1000e with the lab version (and breakage) patched in;
+    `kver2`: the kernel a `refuses_second_kernel` release does not build for."""
     files: dict[str, bytes] = {}
     for p in sorted(src.iterdir()):
         if p.suffix in (".c", ".h"):
@@ -138,13 +151,15 @@ def patched_sources(src: Path, lv: LabVersion) -> dict[str, bytes]:
         files["ethtool.c"].decode(), line,
         line + f'\tstrscpy(drvinfo->version, "{v}", sizeof(drvinfo->version));\n',
         "ethtool.c").encode()
-    files["Makefile"] = MAKEFILE.replace("@VERSION@", v).encode()
+    refuse = REFUSE.replace("@KVER2@", kver2) if lv.refuses_second_kernel and kver2 else ""
+    files["Makefile"] = MAKEFILE.replace("@REFUSE@", refuse).replace("@VERSION@", v).encode()
     return files
 
 
-def _tarball(src: Path, lv: LabVersion, spec: str, dest: Path) -> None:
+def _tarball(src: Path, lv: LabVersion, spec: str, dest: Path, kver2: str) -> None:
     top = f"{NAME}-{lv.version}"
-    members: dict[str, bytes] = {f"src/{k}": d for k, d in patched_sources(src, lv).items()}
+    members: dict[str, bytes] = {f"src/{k}": d
+                                 for k, d in patched_sources(src, lv, kver2).items()}
     members["e1000e.spec"] = spec.encode()
     members["README"] = (f"e1000e {lv.version}: hwmgr lab build of the Linux 6.1 e1000e driver "
                          f"({lv.note}).\nBuild: make -C src KVER=<kernel release>\n").encode()
@@ -160,7 +175,7 @@ def _tarball(src: Path, lv: LabVersion, spec: str, dest: Path) -> None:
             tar.addfile(ti, io.BytesIO(members[name]))
 
 
-def build_srpm(src: Path, lv: LabVersion, out_dir: Path) -> Path:
+def build_srpm(src: Path, lv: LabVersion, out_dir: Path, kver2: str = "") -> Path:
     """Write e1000e-<version>-1.src.rpm into `out_dir` with `rpmbuild -bs`; returns its path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     top = Path(tempfile.mkdtemp(prefix="lab-srpm-"))
@@ -168,7 +183,7 @@ def build_srpm(src: Path, lv: LabVersion, out_dir: Path) -> Path:
         (top / "SOURCES").mkdir()
         (top / "SPECS").mkdir()
         spec = SPEC.replace("@VERSION@", lv.version).replace("@NOTE@", lv.note)
-        _tarball(src, lv, spec, top / "SOURCES" / f"{NAME}-{lv.version}.tar.gz")
+        _tarball(src, lv, spec, top / "SOURCES" / f"{NAME}-{lv.version}.tar.gz", kver2)
         (top / "SPECS" / f"{NAME}.spec").write_text(spec)
         res = subprocess.run(
             ["rpmbuild", "-bs", "--nodeps", "--define", f"_topdir {top}",
@@ -185,6 +200,6 @@ def build_srpm(src: Path, lv: LabVersion, out_dir: Path) -> Path:
         shutil.rmtree(top, ignore_errors=True)
 
 
-def build_all(src: Path, out_dir: Path) -> dict[str, Path]:
-    """All lab releases: version -> SRPM path."""
-    return {lv.version: build_srpm(src, lv, out_dir) for lv in VERSIONS}
+def build_all(src: Path, out_dir: Path, kver2: str = "") -> dict[str, Path]:
+    """All lab releases: version -> SRPM path (`kver2`: the image's second kernel)."""
+    return {lv.version: build_srpm(src, lv, out_dir, kver2) for lv in VERSIONS}

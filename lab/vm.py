@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from lab import grub, raidsrpm, srpms
 from lab import image as labimage
-from lab import raidsrpm, srpms
 from lab.boot import RESTART, Boot, e1000e_versions  # noqa: F401 - re-exported
 from lab.catalog import TRUSTED_BY_SITE, lab_catalog
 from lab.image import Image, LabError, log, run
@@ -129,7 +129,7 @@ class Lab:
         """Make the SRPMs and catalog, start the HTTP server and the iperf3 server."""
         t0 = time.monotonic()
         served = self.run_dir / "served"
-        self.srpms = srpms.build_all(self.img.e1000e_src, served)
+        self.srpms = srpms.build_all(self.img.e1000e_src, served, self.img.kver2)
         self.srpms[raidsrpm.VERSION] = raidsrpm.build_srpm(self.img.megaraid_src, served)
         handler = functools.partial(_Quiet, directory=str(served))
         self._http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -208,10 +208,12 @@ class VM:
 
     def __init__(self, lab: Lab, name: str, *, floor_mbps: float = FLOOR_MBPS,
                  on_failure: str = "rollback", fork_of: VM | None = None,
-                 power_cut: bool = False, storage: bool = False) -> None:
+                 power_cut: bool = False, storage: bool = False, grub: bool = False) -> None:
         """A fresh disk, a copy of powered-off `fork_of`'s disk, or with `power_cut` the disk
         of running `fork_of` as it is this instant (what a power cut leaves behind).
-        `storage`: boot the guest's own initramfs (see `_argv`), a data disk on the SAS 2108."""
+        `storage`: boot the guest's own initramfs (see `_argv`), a data disk on the SAS 2108.
+        `grub`: boot the kernel GRUB would choose from the disk, with its own /boot files
+        (lab/grub.py)."""
         self.lab, self.name = lab, name
         self.dir = lab.run_dir / name
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -242,7 +244,7 @@ class VM:
         }
         self.boots: list[Boot] = []
         self._proc: subprocess.Popen | None = None
-        self.storage = storage
+        self.storage, self.grub = storage, grub
         if storage:
             run(["truncate", "-s", "64M", str(self.dir / "sas.img")])
 
@@ -282,10 +284,16 @@ class VM:
              str(img)], what="mkfs.ext4 payload")
         return img
 
-    def _argv(self, payload: Path, smp: int) -> list[str]:
+    def next_kernel(self) -> grub.Choice:
+        """The kernel GRUB boots next from this (powered-off) disk, and why."""
+        return grub.next_boot(self.overlay, self.dir / "grub-next")
+
+    def _argv(self, payload: Path, smp: int, choice: grub.Choice | None) -> list[str]:
         img = self.lab.img
         mac = "52:54:00:12:34:56"
-        initrd, sas = img.initrd, []
+        vmlinuz, initrd, sas = img.vmlinuz, img.initrd, []
+        if choice is not None and choice.vmlinuz and choice.initrd:  # as GRUB reads /boot
+            vmlinuz, initrd = choice.vmlinuz, choice.initrd
         if self.storage:  # as a boot loader reads /boot: the image update-initramfs made
             # in the chroot, then the copy of /boot/initrd.img-KVER the last boot left
             left = [b.out / "initrd.img" for b in self.boots if (b.out / "initrd.img").is_file()]
@@ -297,7 +305,7 @@ class VM:
             "-smp", str(smp),
             "-m", "1536", "-display", "none", "-serial", "stdio", "-monitor", "none",
             "-qmp", f"unix:{self.qmp},server=on,wait=off",
-            "-no-reboot", "-kernel", str(img.vmlinuz), "-initrd", str(initrd),
+            "-no-reboot", "-kernel", str(vmlinuz), "-initrd", str(initrd),
             "-append", "console=ttyS0 root=/dev/vda rw init=/sbin/lab-init quiet loglevel=3 "
                        "panic=-1 net.ifnames=0",
             "-drive", f"file={self.overlay},format=qcow2,if=virtio,cache=writeback",
@@ -328,6 +336,9 @@ class VM:
         n = len(self.boots) + 1
         if self.lab.closed:
             raise LabError(f"{self.name} boot {n}: the lab is closed")
+        choice = grub.next_boot(self.overlay, self.dir / f"grub{n}") if self.grub else None
+        if choice is not None:
+            log(f"{self.name} boot {n}: GRUB (emulated) boots {choice.kernel}: {choice.why}")
         payload = self._payload(n, step, shape)
         logp = self.dir / f"boot{n}.log"
         lines: list[str] = []
@@ -335,7 +346,7 @@ class VM:
         log(f"{self.name} boot {n}: starting QEMU ({smp} vCPU)")
         self.qmp.unlink(missing_ok=True)
         with open(logp, "w") as logf:
-            self._proc = subprocess.Popen(_die_with_parent(self._argv(payload, smp)),
+            self._proc = subprocess.Popen(_die_with_parent(self._argv(payload, smp, choice)),
                                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                           stderr=subprocess.STDOUT, start_new_session=True)
             proc = self._proc
@@ -365,7 +376,8 @@ class VM:
         timed_out = getattr(proc, "_lab_timed_out", False)
         out = self.dir / f"out{n}"
         self._read_out(payload, out, dirty=timed_out)
-        b = Boot(self.name, n, logp, out, wall, rc, lines)
+        b = Boot(self.name, n, logp, out, wall, rc, lines,
+                 grub=(choice.kernel, choice.why) if choice else None)
         self.boots.append(b)
         log(f"{self.name} boot {n}: QEMU exited rc={rc} after {wall} s")
         if timed_out:
