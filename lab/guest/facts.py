@@ -107,12 +107,12 @@ def files(*paths):
 
 def ifupdown(ifnames):
     """ifupdown's own view (not hwmgr's): the interfaces ifup has brought up (`ifquery
-    --state`, from /run/network/ifstate), each one's ifup@IF.service state and when it
-    started, and the post-up commands ifquery reads for it."""
+    --state`, from /run/network/ifstate), each one's ifup@IF.service state (SubState "exited":
+    its ifup has run) and when it started, and the post-up commands ifquery reads for it."""
     rc, out = sh("ifquery", "--state")
     doc = {"state": out.split() if rc == 0 else None, "ifaces": {}}
     for i in ifnames:
-        rc, unit = sh("systemctl", "show", "-p", "ActiveState", "-p", "Result",
+        rc, unit = sh("systemctl", "show", "-p", "ActiveState", "-p", "SubState", "-p", "Result",
                       "-p", "ExecMainStartTimestampMonotonic", f"ifup@{i}.service")
         props = dict(ln.split("=", 1) for ln in unit.splitlines() if "=" in ln) if rc == 0 \
             else {}

@@ -17,14 +17,15 @@ if [ -e /sys/class/net/eth0 ]; then
   modprobe netdevsim && echo "1 1 4" > /sys/bus/netdevsim/new_device && udevadm settle --timeout=30
   say "netdevsim: $(ls /sys/bus/netdevsim/devices/netdevsim1/net 2>/dev/null | tr '\n' ' ')"
   # eth1 is `allow-hotplug` in /etc/network/interfaces.d/eth1: ifupdown's udev rule queued
-  # ifup@eth1.service (--no-block) on the add event; wait for it, so the facts below show what
+  # ifup@eth1.service (--no-block) on the add event; wait until its ifup has exited (the unit
+  # is "active" from its start: Type=simple, RemainAfterExit), so the facts below show what
   # its post-up lines set (it is ordered before network-online.target anyway)
   if [ -n "$(ifquery --allow hotplug -l eth1 2>/dev/null)" ]; then
     for _ in $(seq 120); do
-      case "$(systemctl show -P ActiveState ifup@eth1.service)" in active|failed) break;; esac
+      case "$(systemctl show -P SubState ifup@eth1.service)" in exited|failed) break;; esac
       sleep 0.5
     done
-    say "ifupdown: ifup@eth1.service $(systemctl show -P ActiveState ifup@eth1.service)," \
+    say "ifupdown: ifup@eth1.service $(systemctl show -P SubState ifup@eth1.service)," \
         "ifquery --state: $(ifquery --state eth1)"
   fi
 fi

@@ -483,7 +483,8 @@ def assert_persisted_by_their_consumers(b: Boot, where: str) -> None:
     assert not [f for f in facts["files"] if "hwmgr" in f and "eth1" in f], (where, facts["files"])
     ifu = facts["ifupdown"]
     assert "eth1=eth1" in (ifu["state"] or []) and "eth0=eth0" not in ifu["state"], (where, ifu)
-    assert ifu["ifaces"]["eth1"]["unit"].get("ActiveState") == "active", (where, ifu)
+    unit = ifu["ifaces"]["eth1"]["unit"]  # its ifup has run and exited 0
+    assert (unit.get("SubState"), unit.get("Result")) == ("exited", "success"), (where, ifu)
     assert set(ifu["ifaces"]["eth1"]["up"]) == ETH1_POST_UP, (where, ifu)
     assert facts["sysctl"]["net.core.rmem_max"] == "4194304", (where, facts["sysctl"])
     assert ok(b, "check-boot")["data"]["compliant"] is True, (where, b.text("check-boot.out"))
