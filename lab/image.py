@@ -44,8 +44,13 @@ DEBOOTSTRAP_PACKAGES = (
 )
 CHROOT_PACKAGES = (
     "dkms", "rpm", "gcc", "make", "python3-requests", "python3-jsonschema", "python3-rich",
-    "systemd", "udev", "initramfs-tools", "grub2-common",
+    "systemd", "udev", "initramfs-tools", "grub2-common", "ifupdown",
 )
+# Debian ifupdown owns eth1 (the netdevsim net.sh creates each boot), so settings persist
+# through two backends: hwmgr picks ifupdown `post-up` lines for eth1 (it has a stanza) and a
+# systemd .link file for eth0 (no stanza: net.sh configures it, ifupdown leaves it alone).
+# `allow-hotplug`: ifupdown's udev rule starts ifup@eth1.service when the device appears.
+IFUPDOWN_STANZAS = {"eth1": "allow-hotplug eth1\niface eth1 inet manual\n"}
 INITRD_MODULES = ("virtio_pci", "virtio_blk", "ext4")
 INITRD_APPLETS = ("sh", "mount", "umount", "insmod", "switch_root", "mkdir", "cat", "sleep",
                   "echo", "ls", "poweroff", "grep")
@@ -186,7 +191,7 @@ def _key(kver: str, kver2: str) -> str:
     stub = (GUEST_DIR / "lab-init").read_bytes()
     doc = json.dumps([BUILDER_VERSION, kver, kver2, DEBOOTSTRAP_PACKAGES, CHROOT_PACKAGES,
                       INITRD_MODULES, DISK_SIZE, DISTRO_INITRD_MODULES, DISTRO_INITRD_CONF,
-                      PRUNED_MODULES, KEPT_ETHERNET, NETDEVSIM_SUBDIR,
+                      PRUNED_MODULES, KEPT_ETHERNET, NETDEVSIM_SUBDIR, IFUPDOWN_STANZAS,
                       hashlib.sha256(stub).hexdigest()])
     return hashlib.sha256(doc.encode()).hexdigest()[:16]
 
@@ -422,6 +427,8 @@ def _build(cache: Path, main: tuple[str, str], second: tuple[str, str], key: str
         _chroot(root, f"update-initramfs -c -k {kver} && update-initramfs -c -k {kver2} && "
                 "grub-editenv /boot/grub/grubenv create", "update-initramfs in the chroot")
         shutil.copy2(root / "boot" / f"initrd.img-{kver}", cache / "initrd-distro.img.new")
+        for ifname, stanza in IFUPDOWN_STANZAS.items():
+            (root / "etc/network/interfaces.d" / ifname).write_text(stanza)
         (root / "etc/hostname").write_text("lab\n")
         (root / "etc/machine-id").write_text("")
         for junk in ("var/lib/apt/lists", "var/cache/apt/archives", "usr/share/doc",

@@ -89,13 +89,37 @@ def settings(ifname):
             "link_file": link[0] if link else None}
 
 
-def files(*dirs):
-    """{path: content} of the persistence files hwmgr may write (or restore)."""
+def files(*paths):
+    """{path: content} of the persistence files hwmgr may write (or restore): each file named,
+    and every file of each directory named."""
     found = {}
-    for d in dirs:
-        for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
-            found[f"{d}/{name}"] = read(f"{d}/{name}")
+    for p in paths:
+        names = [p] if os.path.isfile(p) else \
+            [f"{p}/{n}" for n in sorted(os.listdir(p))] if os.path.isdir(p) else []
+        for f in names:
+            try:
+                with open(f, "rb") as fh:  # every byte: revert must restore them exactly
+                    found[f] = fh.read().decode("utf-8", "backslashreplace")
+            except OSError:
+                found[f] = None
     return found
+
+
+def ifupdown(ifnames):
+    """ifupdown's own view (not hwmgr's): the interfaces ifup has brought up (`ifquery
+    --state`, from /run/network/ifstate), each one's ifup@IF.service state (SubState "exited":
+    its ifup has run) and when it started, and the post-up commands ifquery reads for it."""
+    rc, out = sh("ifquery", "--state")
+    doc = {"state": out.split() if rc == 0 else None, "ifaces": {}}
+    for i in ifnames:
+        rc, unit = sh("systemctl", "show", "-p", "ActiveState", "-p", "SubState", "-p", "Result",
+                      "-p", "ExecMainStartTimestampMonotonic", f"ifup@{i}.service")
+        props = dict(ln.split("=", 1) for ln in unit.splitlines() if "=" in ln) if rc == 0 \
+            else {}
+        rc, conf = sh("ifquery", i)
+        doc["ifaces"][i] = {"unit": props, "up": [ln[4:] for ln in conf.splitlines()
+                                                   if ln.startswith("up: ")] if rc == 0 else None}
+    return doc
 
 
 doc = {"kernel": os.uname().release, "pci": pci(),
@@ -107,7 +131,9 @@ doc = {"kernel": os.uname().release, "pci": pci(),
 doc["settings"] = {i: settings(i) for i in doc["ethtool"]}
 doc["sysctl"] = {n: read("/proc/sys/" + n.replace(".", "/")) for n in
                  ("net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem")}
-doc["files"] = files("/etc/systemd/network", "/etc/sysctl.d")
+doc["files"] = files("/etc/systemd/network", "/etc/sysctl.d", "/etc/network/interfaces",
+                     "/etc/network/interfaces.d", "/etc/udev/rules.d")
+doc["ifupdown"] = ifupdown(doc["ethtool"])
 rc, out = sh("dkms", "status", "e1000e")
 doc["dkms_status"] = out.strip().splitlines() if rc == 0 else []
 rc, out = sh("dmesg")

@@ -16,6 +16,18 @@ fi
 if [ -e /sys/class/net/eth0 ]; then
   modprobe netdevsim && echo "1 1 4" > /sys/bus/netdevsim/new_device && udevadm settle --timeout=30
   say "netdevsim: $(ls /sys/bus/netdevsim/devices/netdevsim1/net 2>/dev/null | tr '\n' ' ')"
+  # eth1 is `allow-hotplug` in /etc/network/interfaces.d/eth1: ifupdown's udev rule queued
+  # ifup@eth1.service (--no-block) on the add event; wait until its ifup has exited (the unit
+  # is "active" from its start: Type=simple, RemainAfterExit), so the facts below show what
+  # its post-up lines set (it is ordered before network-online.target anyway)
+  if [ -n "$(ifquery --allow hotplug -l eth1 2>/dev/null)" ]; then
+    for _ in $(seq 120); do
+      case "$(systemctl show -P SubState ifup@eth1.service)" in exited|failed) break;; esac
+      sleep 0.5
+    done
+    say "ifupdown: ifup@eth1.service $(systemctl show -P SubState ifup@eth1.service)," \
+        "ifquery --state: $(ifquery --state eth1)"
+  fi
 fi
 [ -x /lab/shape.sh ] && { say "shaping eth0: $(tail -1 /lab/shape.sh)"; /lab/shape.sh; }
 say "facts: $(python3 /lab/facts.py $OUT/facts-boot.json 2>$OUT/facts-boot.err)"

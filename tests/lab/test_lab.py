@@ -7,12 +7,14 @@ hwmgr-verify.service. DKMS builds of e1000e cost about 260 CPU-seconds each unde
 the scenarios share boots and disks, and build each version once:
 
   chain a: 1 inventory, trust the obtained 3.8.7 SRPM, plan, upgrade 3.8.7 (issue 14)
-           | 2 verify + upgrade 3.8.8 | 3 verify, apply settings, rollback
-           | 4 verify; settings compliant after the reboot, revert, rollback to inbox
-           | 5 inbox verified; the original settings are back (issue 12)
+           | 2 verify, apply settings (eth0: .link, eth1: ifupdown), upgrade 3.8.8
+           | 3 settings compliant after the reboot, 3.8.8 verified, rollback
+           | 4 3.8.7 verified; settings still compliant after that driver change, revert,
+           rollback to inbox | 5 inbox verified; the original settings are back (issues 12, 27)
   chain b (a's disk after boot 1): 4 3.8.7 verified; broken 3.8.9 → verify fails →
            auto-rollback → 3.8.7 verified
-  chain c (a's disk after boot 2): 5 shaped link → throughput fails → auto-rollback once
+  chain c (a's disk after boot 2, settings applied): 5 shaped link → throughput fails →
+           auto-rollback once
   chain d (a's disk at the power cut): 6 the disk as it was 1 s into the `dkms install` of
            a's boot 2 (QEMU paused, disk copied: what a power cut leaves) → boot → recover
 Chain a keeps one of the lab's slots (HWMGR_LAB_JOBS, default 2 guests at once); the other
@@ -36,6 +38,7 @@ KVER_GLOB = "6.1.0-"
 V1, V2, BROKEN = "3.8.7_lab", "3.8.8_lab", "3.8.9_lab_broken"
 SHAPE = "tc qdisc add dev eth0 root tbf rate 20mbit burst 32kbit latency 400ms"
 BUILD_BOOT = 900  # seconds: a boot that fetches, builds (~100 s) and installs under TCG
+APPLY_TIME = 120  # seconds a#2's settings apply adds to its build boot (~40 s measured alone)
 WAIT = 2400  # a forked chain's test waits for boots that started while chain a ran
 
 
@@ -89,16 +92,21 @@ TRUST_STORY = (f"rec refused hwmgr plan upgrade e1000e --to {V1} --json\n"
                f"rec trust hwmgr catalog trust e1000e {V1} --file /lab/obtained/*.src.rpm "
                "--yes --json\nshow cat /etc/hwmgr/catalog.d/50-trusted.json\n"
                f"rec plan hwmgr plan upgrade e1000e --to {V1} --json\n")
-# issue 12: the site states settings (lab/site/70-lab-settings.json) for the 82574L and for
-# netdevsim (no PCI device); apply in a#3, compliant after the reboot in a#4, then revert
+# issues 12 and 27: the site states settings (lab/site/70-lab-settings.json) for the 82574L
+# (eth0: no ifupdown stanza, so a systemd .link file) and for netdevsim (eth1: its ifupdown
+# stanza, so post-up lines); apply in a#2 before the upgrade to 3.8.8, compliant after that
+# reboot (a#3) and after the rollback's (a#4), revert in a#4, the originals in a#5
 CHECK = "hwmgr check --layer settings,sysctl --json"
 APPLY = ("install -D -m644 /lab/site/70-lab-settings.json "
          "/etc/hwmgr/catalog.d/70-lab-settings.json\n"
          f"rec check-before {CHECK}\nrec apply-plan hwmgr apply --dry-run --json\n"
          "show hwmgr apply --dry-run\nrec apply hwmgr apply --yes --json\n"
-         f"rec check-applied {CHECK}\nfacts_as applied\n")
-REVERT = (f"rec check-boot {CHECK}\nshow hwmgr check --layer settings,sysctl\n"
-          f"rec revert hwmgr revert --yes --json\nrec check-reverted {CHECK}\n"
+         f"rec check-applied {CHECK}\nfacts_as applied\n"
+         "show cat /etc/network/interfaces.d/eth1 /etc/systemd/network/10-hwmgr-eth0.link\n")
+# before hwmgr touches anything this boot: what udev, ifupdown and systemd-sysctl made of it
+CHECK_BOOT = (f"rec check-boot {CHECK}\nshow hwmgr check --layer settings,sysctl\n"
+              "show systemctl status --no-pager ifup@eth1.service\n")
+REVERT = (f"rec revert hwmgr revert --yes --json\nrec check-reverted {CHECK}\n"
           "facts_as reverted\n")
 # issue 12's guard through a stack this host's kernel cannot build: the default route via a
 # VLAN on a bond whose member is eth1 (bonding and 8021q load in the guest)
@@ -127,6 +135,11 @@ BUILT = f"/var/lib/dkms/e1000e/{V2}/*/*/module/e1000e.ko*"
 UPGRADE_WATCHED = (f"mark_when_running 'dkms install -m e1000e' dkms-install '{BUILT}' &\n"
                    "WATCH=$!\n"
                    f"{step_upgrade(V2)}\nkill $WATCH 2>/dev/null || true")
+# the lines ifquery reads for eth1 once apply has written them (ifupdown's alias of post-up)
+ETH1_POST_UP = {"/sbin/ethtool -L eth1 combined 2 || true", "/sbin/ethtool -A eth1 rx on || true",
+                "/sbin/ethtool -A eth1 tx on || true", "/sbin/ethtool -G eth1 rx 2048 || true",
+                "/sbin/ethtool -G eth1 tx 2048 || true",
+                "/sbin/ip link set dev eth1 txqueuelen 5000 || true"}
 HISTORY = "rec history hwmgr history e1000e --json\nshow hwmgr history e1000e"
 PLAN_B = [(step_upgrade(BROKEN), {"timeout": BUILD_BOOT}),
           ("echo this step must not run", {}),
@@ -243,9 +256,10 @@ def test_1b_site_trusts_the_obtained_srpm(lab: Lab, chains: dict[str, Chain]) ->
     assert fetch["data"]["sha256"] == pkg["sha256"], fetch
 
 
-@pytest.mark.timeout(BUILD_BOOT + 300)
+@pytest.mark.timeout(BUILD_BOOT + APPLY_TIME + 300)
 def test_2_upgrade_reboot_verify(lab: Lab, chains: dict[str, Chain]) -> None:
-    """Scenario 2: upgrade → reboot → boot-time verify passes (versions and throughput)."""
+    """Scenario 2: upgrade → reboot → boot-time verify passes (versions and throughput);
+    then this boot applies the site's settings (scenario 7) and upgrades to 3.8.8."""
     a = chains["a"]
     b1 = a.data.get("boot1")
     assert b1 is not None, "scenario 1 did not boot"
@@ -263,8 +277,8 @@ def test_2_upgrade_reboot_verify(lab: Lab, chains: dict[str, Chain]) -> None:
         if DKMS_INSTALL in line and chains["d"].vm is None and wanted("d"):
             threading.Timer(CUT_DELAY, power_cut).start()
 
-    b = guarded(a, lambda: a.vm.boot(UPGRADE_WATCHED, timeout=BUILD_BOOT, slot=False,
-                                     on_line=on_line))
+    b = guarded(a, lambda: a.vm.boot(APPLY + UPGRADE_WATCHED, timeout=BUILD_BOOT + APPLY_TIME,
+                                     slot=False, on_line=on_line))
     a.data["boot2"] = b
     if b.rc_of("upgrade") == 0:  # 3.8.8 armed, not yet booted: chain c starts here
         if wanted("c"):
@@ -299,8 +313,8 @@ def test_3_upgrade_again_then_rollback_twice(lab: Lab, chains: dict[str, Chain])
 
 
 def _rollbacks(a: Chain, kver: str) -> None:
-    b3 = guarded(a, lambda: a.vm.boot(APPLY + "rec rollback hwmgr rollback e1000e --yes --json\n"
-                                      "reboot_after", slot=False))
+    b3 = guarded(a, lambda: a.vm.boot(CHECK_BOOT + "rec rollback hwmgr rollback e1000e --yes "
+                                      "--json\nreboot_after", slot=False))
     a.data["boot3"] = b3
     assert_vendor(versions(b3, boot_time=True), V2, "a#3 after reboot")
     exp = expectation(b3)
@@ -309,7 +323,8 @@ def _rollbacks(a: Chain, kver: str) -> None:
     assert rb["plan"]["to_version"] == V1 and rb["transaction"]["state"] == "committed"
 
     b4 = guarded(a, lambda: a.vm.boot(
-        REVERT + "rec rollback hwmgr rollback e1000e --to inbox --yes --json\nreboot_after",
+        CHECK_BOOT + REVERT + "rec rollback hwmgr rollback e1000e --to inbox --yes --json\n"
+        "reboot_after",
         slot=False))
     a.data["boot4"] = b4
     # the previous *vendor* version is back, not the inbox driver
@@ -447,50 +462,84 @@ def test_6_power_cut_during_dkms_install(lab: Lab, chains: dict[str, Chain]) -> 
     assert story == [("upgrade", V1, "committed"), ("upgrade", V2, state)]
 
 
-# ----------------------------------------------------------------------------- chain a, issue 12
+# --------------------------------------------------------------------------- chain a, issues 12, 27
+ETH0_LINK = "/etc/systemd/network/10-hwmgr-eth0.link"
+ETH1_STANZA = "/etc/network/interfaces.d/eth1"
+ETH0_APPLIED = {"ring": ("1024", "1024"), "txqueuelen": "10000", "gro": "off",
+                "tso": ("off", "off"), "link_file": ETH0_LINK}
+ETH1_APPLIED = {"ring": ("2048", "2048"), "pause": ("on", "on"), "channels": "2",
+                "txqueuelen": "5000"}
+
+
+def assert_persisted_by_their_consumers(b: Boot, where: str) -> None:
+    """After a reboot, before hwmgr touched anything: eth0's values are what udev applied from
+    hwmgr's .link file (ID_NET_LINK_FILE), eth1's what ifup@eth1 ran from the post-up lines of
+    its stanza (udev chose only the default .link for it, and no udev rule of ours exists)."""
+    facts = b.boot_facts
+    eth0, eth1 = nic_settings(facts, "eth0"), nic_settings(facts, "eth1")
+    assert {k: eth0[k] for k in ETH0_APPLIED} == ETH0_APPLIED, (where, eth0)
+    assert {k: eth1[k] for k in ETH1_APPLIED} == ETH1_APPLIED, (where, eth1)
+    assert (eth1["link_file"] or "").endswith("/99-default.link"), (where, eth1)
+    assert not [f for f in facts["files"] if "hwmgr" in f and "eth1" in f], (where, facts["files"])
+    ifu = facts["ifupdown"]
+    assert "eth1=eth1" in (ifu["state"] or []) and "eth0=eth0" not in ifu["state"], (where, ifu)
+    unit = ifu["ifaces"]["eth1"]["unit"]  # its ifup has run and exited 0
+    assert (unit.get("SubState"), unit.get("Result")) == ("exited", "success"), (where, ifu)
+    assert set(ifu["ifaces"]["eth1"]["up"]) == ETH1_POST_UP, (where, ifu)
+    assert facts["sysctl"]["net.core.rmem_max"] == "4194304", (where, facts["sysctl"])
+    assert ok(b, "check-boot")["data"]["compliant"] is True, (where, b.text("check-boot.out"))
+
+
 @pytest.mark.timeout(60)
 def test_7_settings_apply_reboot_revert(lab: Lab, chains: dict[str, Chain]) -> None:
-    """Issue 12 on chain a's boots 3-5: apply → reboot → compliant (udev applied the .link
-    files, systemd-sysctl the sysctl.d file) → revert → reboot → the original settings."""
+    """Issues 12 and 27 on chain a's boots 2-5, two persistence backends: apply (eth0 → .link,
+    eth1 → ifupdown post-up, sysctls → sysctl.d) + upgrade 3.8.8 → reboot → compliant from
+    udev, ifup and systemd-sysctl alone → rollback (a driver change) → reboot → still
+    compliant → revert → reboot → every value and every file as before the apply."""
     a = chains["a"]
-    b3, b4, b5 = (a.data.get(f"boot{n}") for n in (3, 4, 5))
-    assert b3 and b4 and b5, "chain a did not reach boot 5 (see scenario 3)"
-    before = {i: nic_settings(b3.boot_facts, i) for i in ("eth0", "eth1")}
+    b2, b3, b4, b5 = (a.data.get(f"boot{n}") for n in (2, 3, 4, 5))
+    assert b2 and b3 and b4 and b5, "chain a did not reach boot 5 (see scenarios 2 and 3)"
+    before = {i: nic_settings(b2.boot_facts, i) for i in ("eth0", "eth1")}
     assert before["eth0"]["ring"] == ("256", "256") and before["eth1"]["channels"] == "4"
+    # ifupdown's hotplug brought eth1 up (its stanza has no post-up line yet); eth0 untouched
+    ifu = b2.boot_facts["ifupdown"]
+    assert "eth1=eth1" in (ifu["state"] or []) and "eth0=eth0" not in ifu["state"], ifu
+    assert ifu["ifaces"]["eth1"]["up"] == [], ifu
     want = {("eth0", "features.generic-receive-offload"),
             ("eth0", "features.tcp-segmentation-offload"), ("eth0", "ring.rx"),
             ("eth0", "ring.tx"), ("eth0", "txqueuelen"), ("eth1", "channels.combined"),
             ("eth1", "pause.rx"), ("eth1", "pause.tx"), ("eth1", "ring.rx"),
             ("eth1", "ring.tx"), ("eth1", "txqueuelen"), (None, "sysctl.net.core.rmem_max"),
             (None, "sysctl.net.core.wmem_max")}
-    assert b3.rc_of("check-before") == 5 and drifted(b3.json("check-before.out")) == want
-    plan = ok(b3, "apply-plan")["data"]
+    assert b2.rc_of("check-before") == 5 and drifted(b2.json("check-before.out")) == want
+    plan = ok(b2, "apply-plan")["data"]
     assert {(c["interface"], c["item"]) for c in plan["changes"]} == want
-    assert all(c["persist"].get("backend") in ("systemd-link", "sysctl.d")
-               for c in plan["changes"]), plan["changes"]
-    assert ok(b3, "apply")["data"]["transaction"]["state"] == "committed"
-    assert ok(b3, "check-applied")["data"]["compliant"] is True
+    backends = {(c["interface"], c["persist"].get("backend"), c["persist"].get("file"))
+                for c in plan["changes"]}
+    assert backends == {("eth0", "systemd-link", ETH0_LINK), ("eth1", "ifupdown", ETH1_STANZA),
+                        (None, "sysctl.d", "/etc/sysctl.d/90-hwmgr.conf")}, plan["changes"]
+    assert ok(b2, "apply")["data"]["transaction"]["state"] == "committed"
+    assert ok(b2, "check-applied")["data"]["compliant"] is True
+    assert_upgraded(b2, V2)  # the driver change comes after the apply, on the same boot
 
-    # after the reboot: udev and systemd-sysctl made it so, hwmgr did nothing this boot
-    after = {i: nic_settings(b4.boot_facts, i) for i in ("eth0", "eth1")}
-    assert after["eth0"] | {"channels": None, "pause": None} == {
-        "ring": ("1024", "1024"), "pause": None, "channels": None, "txqueuelen": "10000",
-        "gro": "off", "tso": ("off", "off"),
-        "link_file": "/etc/systemd/network/10-hwmgr-eth0.link"}, after["eth0"]
-    assert after["eth1"] | {"gro": None, "tso": None} == {
-        "ring": ("2048", "2048"), "pause": ("on", "on"), "channels": "2", "txqueuelen": "5000",
-        "gro": None, "tso": None, "link_file": "/etc/systemd/network/10-hwmgr-eth1.link"}
-    assert b4.boot_facts["sysctl"]["net.core.rmem_max"] == "4194304"
-    assert ok(b4, "check-boot")["data"]["compliant"] is True, b4.text("check-boot.out")
+    # after the upgrade's reboot (3.8.8 live), then after the rollback's (3.8.7 live): udev,
+    # ifup@eth1 and systemd-sysctl made it so, hwmgr did nothing yet on either boot
+    assert_vendor(versions(b3, boot_time=True), V2, "a#3 settings after the upgrade")
+    assert_persisted_by_their_consumers(b3, "a#3 after the upgrade to 3.8.8 and its reboot")
+    assert_vendor(versions(b4, boot_time=True), V1, "a#4 settings after the rollback")
+    assert_persisted_by_their_consumers(b4, "a#4 after the rollback to 3.8.7 and its reboot")
     revert = ok(b4, "revert")["data"]
     assert revert["transaction"]["state"] == "committed"
     assert b4.rc_of("check-reverted") == 5
     assert drifted(b4.json("check-reverted.out")) == want
 
-    # after the next reboot: exactly the original values, the persistence files as they were
+    # after the next reboot: exactly the original values, every persistence file (the .link
+    # and sysctl.d dirs, /etc/network/interfaces*, the udev rules) byte for byte as it was
     assert {i: nic_settings(b5.boot_facts, i) for i in ("eth0", "eth1")} == before
-    assert b5.boot_facts["sysctl"] == b3.boot_facts["sysctl"]
-    assert b5.boot_facts["files"] == b3.boot_facts["files"]
+    assert b5.boot_facts["sysctl"] == b2.boot_facts["sysctl"]
+    assert b5.boot_facts["files"] == b2.boot_facts["files"]
+    assert ETH1_STANZA in b5.boot_facts["files"] and ETH0_LINK not in b5.boot_facts["files"]
+    assert b5.boot_facts["ifupdown"]["ifaces"]["eth1"]["up"] == [], b5.boot_facts["ifupdown"]
     assert drifted(b5.json("check-after.out")) == want
     guard = b5.json("guard.out") or {}
     assert b5.rc_of("guard") == 9, guard
