@@ -265,3 +265,25 @@ def test_collector_archive_says_what_the_collector_cannot_record(
     assert "collect again with the script `hwmgr collect-script` prints" in got[1]
     assert "Secure Boot state" in got[2] and "does not record it" in got[2]
     assert not any("retake" in r for r in got)
+
+
+def test_plan_names_an_in_tree_module_without_a_version_field() -> None:
+    """An in-tree module with no `version:` field (5.10's igb) is a module, not 'no module':
+    the plan said 'now no module' and then 'keeps: ... igb.ko' for the same kernel."""
+    from rich.console import Console
+
+    from hwmgr.ui.lifecycle import render_plan
+
+    ko = "/lib/modules/5.10.0-32-amd64/kernel/drivers/net/ethernet/intel/igb/igb.ko"
+    d = {"action": "upgrade", "driver": "igb", "to_version": "5.9.3",
+         "kernels": ["5.10.0-32-amd64", "6.1.0-56-amd64"],
+         "from_versions": {"5.10.0-32-amd64": None, "6.1.0-56-amd64": None}, "initramfs": {},
+         "devices": [], "steps": [], "reboot_required": False, "warnings": [], "refusals": [],
+         "backups": [{"kernel": "5.10.0-32-amd64", "module": "igb", "path": ko, "version": None},
+                     {"kernel": "6.1.0-56-amd64", "module": "igb", "path": None,
+                      "version": None}]}
+    console = Console(record=True, width=200)
+    render_plan(console, d)
+    out = console.export_text()
+    assert f"target kernel 5.10.0-32-amd64: now a module without a version field ({ko})" in out
+    assert "target kernel 6.1.0-56-amd64: now no module" in out

@@ -59,8 +59,10 @@ def render_plan(console: Any, d: dict[str, Any]) -> None:
     if not d["kernels"]:
         console.print("  target kernel: none", markup=False)
     for k in d["kernels"]:
+        path = next((b["path"] for b in d["backups"] if b["kernel"] == k and b["path"]), None)
         now = ("unknown (not in the snapshot)" if k in d.get("unread", [])
-               else d["from_versions"].get(k) or "no module")
+               else d["from_versions"].get(k)
+               or (f"a module without a version field ({path})" if path else "no module"))
         console.print(printable(f"  target kernel {k}: now {now}")
                       + ("  (module is in the initramfs)" if d["initramfs"].get(k) else ""),
                       markup=False)
