@@ -5,11 +5,19 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 from support import HOSTS
+
+# A suite started in the background of a non-interactive shell (`make test &`, a CI wrapper,
+# scripts/run-tests' lab job) gets SIGINT ignored, and every hwmgr it starts inherits that, so
+# the tests that press Ctrl-C on hwmgr would see it ignored (as hwmgr rightly honours). Give
+# the children SIGINT as a terminal delivers it: a handled signal is reset to default on exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 LAB = Path(__file__).resolve().parent / "lab"
 # a module marked slow as a whole (module-level `pytestmark = pytest.mark.slow`)
