@@ -19,7 +19,7 @@ Each back-end's `hold` returns what it found (a JSON object the caller keeps in 
 from __future__ import annotations
 
 import re
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from hwmgr.errors import HwmgrError
 from hwmgr.host.seam import Host
@@ -37,6 +37,21 @@ _ENTRY_RE = re.compile(r"^\s*(menuentry|submenu)\s+'((?:[^'\\]|\\.|'\\'')*)'(.*)
 _ID_RE = re.compile(r"\$menuentry_id_option\s+'([^']*)'")
 _LINUX_RE = re.compile(r"^\s*linux(?:efi|16)?\s+\S*vmlinuz-(\S+)")
 
+
+
+def _put_line(host: Host, path: str, matches: Callable[[str], bool], line: str | None,
+              last: bool) -> None:
+    """Put `line` in `path` in place of the first (or `last`) line `matches` accepts, append it
+    when none does, or delete that line when `line` is None; every other byte is kept."""
+    lines = (host.read_text(path) or "").splitlines()
+    found = [i for i, ln in enumerate(lines) if matches(ln)]
+    if not found:
+        lines += [line] if line is not None else []
+    elif line is None:
+        del lines[found[-1] if last else found[0]]
+    else:
+        lines[found[-1] if last else found[0]] = line
+    host.write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
 
 class Backend(Protocol):
     """A boot loader hwmgr can hold on the running kernel."""
@@ -138,15 +153,7 @@ class Grub:
     def _set_default_line(self, host: Host, line: str | None) -> None:
         """Put `line` (a whole GRUB_DEFAULT=... line, or None: no such line) in
         /etc/default/grub in place of the last GRUB_DEFAULT line, keeping everything else."""
-        lines = (host.read_text(GRUB_DEFAULTS) or "").splitlines()
-        idx = max((i for i, ln in enumerate(lines) if _DEFAULT_RE.match(ln)), default=None)
-        if idx is None:
-            lines += [line] if line is not None else []
-        elif line is None:
-            del lines[idx]
-        else:
-            lines[idx] = line
-        host.write_bytes(GRUB_DEFAULTS, ("\n".join(lines) + "\n").encode("utf-8"))
+        _put_line(host, GRUB_DEFAULTS, lambda ln: bool(_DEFAULT_RE.match(ln)), line, last=True)
 
     def _editenv(self, host: Host, *args: str) -> None:
         _run(host, ["grub-editenv", str(host.writable_path(GRUBENV)), *args], "grub-common")
@@ -266,15 +273,7 @@ class SystemdBoot:
 
     @staticmethod
     def _set_line(host: Host, conf: str, line: str | None) -> None:
-        lines = (host.read_text(conf) or "").splitlines()
-        idx = next((i for i, ln in enumerate(lines) if ln.split()[:1] == ["default"]), None)
-        if idx is None:
-            lines += [line] if line is not None else []
-        elif line is None:
-            del lines[idx]
-        else:
-            lines[idx] = line
-        host.write_bytes(conf, ("\n".join(lines) + "\n").encode("utf-8"))
+        _put_line(host, conf, lambda ln: ln.split()[:1] == ["default"], line, last=False)
 
     def hold(self, host: Host, running: str) -> dict[str, Any]:
         conf = loader_conf(host)
