@@ -32,6 +32,28 @@ def test_timeout_is_bounded() -> None:
     assert time.monotonic() - t0 < 3
 
 
+def _alive(pid: int) -> bool:
+    """A process that exists and is not a zombie waiting for init to reap it."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_timeout_stops_what_the_command_started(tmp_path: Path) -> None:
+    """dkms's make and gcc must not build on after hwmgr gave up on dkms: the whole session
+    the command leads is killed, not just its first process."""
+    pidfile = tmp_path / "child.pid"
+    res = SubprocessRunner().run(
+        ["sh", "-c", f"sleep 60 & echo $! > {pidfile}; echo started; wait"], timeout=1)
+    assert res.rc == 124 and res.stdout == "started\n"
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid), f"the command's child {pid} outlived the timeout"
+
+
 def test_recording_runner_keeps_calls() -> None:
     rec = RecordingRunner(SubprocessRunner())
     rec.run(["true"])

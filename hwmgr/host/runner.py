@@ -12,6 +12,7 @@ store exactly what the tool ran.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,28 +99,47 @@ class SubprocessRunner:
         full_env["LC_ALL"] = "C"
         full_env.pop("LANGUAGE", None)
         try:
-            proc = subprocess.run(  # noqa: S603 - argv list, never a shell
+            # its own session, so a timeout or Ctrl-C stops the whole tree it started (dkms's
+            # make and gcc), not just the first process while the build runs on orphaned
+            proc = subprocess.Popen(  # noqa: S603 - argv list, never a shell
                 args,
-                input=input.encode() if input is not None else None,
-                stdin=None if input is not None else subprocess.DEVNULL,
-                capture_output=True,
-                timeout=timeout,
+                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 env=full_env,
                 cwd=cwd,
-                check=False,
+                start_new_session=True,
             )
         except FileNotFoundError:
             return Result(args, RC_NOT_AVAILABLE, "", f"{args[0]}: command not found")
         except PermissionError as exc:
             return Result(args, 126, "", f"{args[0]}: {exc.strerror}")
-        except subprocess.TimeoutExpired as exc:
-            return Result(
-                args,
-                RC_TIMEOUT,
-                _decode(exc.stdout),
-                f"{args[0]}: timed out after {timeout:g}s",
-            )
-        return Result(args, proc.returncode, _decode(proc.stdout), _decode(proc.stderr))
+        out: bytes | None
+        with proc:
+            try:
+                out, err = proc.communicate(
+                    input.encode() if input is not None else None, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _kill_tree(proc)
+                try:
+                    out, _ = proc.communicate(timeout=5)
+                except subprocess.TimeoutExpired as late:  # one left the session, pipe open
+                    out = late.stdout
+                return Result(args, RC_TIMEOUT, _decode(out),
+                              f"{args[0]}: timed out after {timeout:g}s")
+            except BaseException:  # Ctrl-C, SIGTERM: nothing hwmgr started outlives it
+                _kill_tree(proc)
+                raise
+        return Result(args, proc.returncode, _decode(out), _decode(err))
+
+
+def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the session `proc` leads (it and everything it started), then reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.wait()
 
 
 @dataclass
