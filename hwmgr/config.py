@@ -11,7 +11,7 @@ import json
 import math
 import os
 import sys
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -24,6 +24,9 @@ DEFAULT_STATE_DIR = "/var/lib/hwmgr"
 DEFAULT_CACHE_DIR = "/var/cache/hwmgr"
 DEFAULT_SITE_CATALOG_DIR = "/etc/hwmgr/catalog.d"
 DEFAULT_TRUSTED_KEYS_DIR = "/etc/hwmgr/trusted.gpg.d"
+# seconds one `dkms build` may take before hwmgr stops it (site key build_timeout_seconds):
+# a vendor driver builds in 1-3 min on a server; an emulated or busy machine needs more
+DEFAULT_BUILD_TIMEOUT = 600.0
 INSTALLED_CATALOG = "catalog/current.json"  # under the state dir (`hwmgr catalog update`)
 ON_FAILURE = ("report", "rollback")
 
@@ -40,6 +43,7 @@ class Config:
     drivers_dir: str | None = None
     sign_key: str | None = None
     sign_cert: str | None = None
+    build_timeout: float = DEFAULT_BUILD_TIMEOUT  # the site config's build_timeout_seconds
     site_catalog_dir: str = DEFAULT_SITE_CATALOG_DIR
     trusted_keys_dir: str = DEFAULT_TRUSTED_KEYS_DIR
     catalog_dir: str | None = None  # HWMGR_CATALOG_DIR: a base catalog dir used alone
@@ -127,6 +131,7 @@ class SiteConfig:
     bind_dev: str | None = None
     max_boot_attempts: int = 3
     link_wait_seconds: float = 20.0
+    build_timeout_seconds: float = DEFAULT_BUILD_TIMEOUT
     mirror: str | None = None  # internal mirror base URL (or directory) for vendor packages
     source: str | None = None  # the file these settings came from (None: defaults only)
 
@@ -177,6 +182,8 @@ def _check(key: str, value: Any, where: str) -> Any:
             raise bad("an http(s) URL, a file:/// URL or an absolute directory, or null")
     elif key == "link_wait_seconds" and not (_is_num(value) and 0 <= value <= 600):
         raise bad("a number of seconds between 0 and 600")
+    elif key == "build_timeout_seconds" and not (_is_num(value) and 60 <= value <= 86400):
+        raise bad("a number of seconds between 60 and 86400")
     return value
 
 
@@ -194,6 +201,13 @@ def parse_config(raw: bytes, where: str) -> SiteConfig:
             f"{where}: unknown key '{unknown[0]}' (known: {', '.join(KNOWN_KEYS)})")
     values = {k: _check(k, v, where) for k, v in doc.items() if k != "comment"}
     return SiteConfig(**values, source=where)
+
+
+def with_site(config: Config, site: SiteConfig) -> Config:
+    """The run's settings with the site config's share in them: its mirror (unless --mirror
+    named one) and its DKMS build timeout. The one place the two join; plans journal it."""
+    return replace(config, mirror=config.mirror or site.mirror,
+                   build_timeout=float(site.build_timeout_seconds))
 
 
 def config_path(env: Mapping[str, str] | None = None) -> str:

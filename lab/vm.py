@@ -241,6 +241,8 @@ class VM:
             "throughput_peer": HOST_IP, "throughput_port": self.iperf_port,
             "throughput_floor_mbps": floor_mbps, "throughput_duration": 3,
             "link_wait_seconds": 10, "mirror": lab.mirror,
+            # DKMS builds e1000e in 2-5 min under TCG, up to ~10 beside other guests
+            "build_timeout_seconds": 2400,
         }
         self.boots: list[Boot] = []
         self._proc: subprocess.Popen | None = None

@@ -242,6 +242,23 @@ def test_build_failure_names_make_log(added: Added, dkms: Dkms, kver: str, tmp_p
     assert "this_does_not_compile" in Path(log).read_text()
 
 
+def test_a_build_over_its_timeout_says_which_setting_to_raise(
+        added: Added, dkms: Dkms, kver: str, tmp_path: Path) -> None:
+    """A build stopped by the site's build_timeout_seconds is named as such, not as a broken
+    driver, and its make is stopped with it (the runner kills the session dkms leads)."""
+    recipe = _renamed("hwmgrtest_slow")
+    v = f"0.3.{PID}"
+    added.add(recipe, v, tmp_path)
+    slow = Dkms(HOST, mok_key=dkms.env["mok_signing_key"],
+                mok_cert=dkms.env["mok_certificate"], build_timeout=0.5)
+    with pytest.raises(HwmgrError) as exc:
+        slow.build("hwmgrtest_slow", v, kver)
+    assert "stopped after 0.5 s" in str(exc.value) and "build_timeout_seconds" in str(exc.value)
+    assert HOST.run(["pgrep", "-f", f"hwmgrtest_slow/{v}"]).rc == 1  # nothing builds on
+    kos = dkms.build("hwmgrtest_slow", v, kver)  # the default timeout: the same source builds
+    assert kos["hwmgrtest_slow"].is_file()
+
+
 def test_install_and_the_silent_skip(added: Added, dkms: Dkms, kver: str, tmp_path: Path) -> None:
     """Install, then hit dkms 3.0's "not newer" skip: it exits 0 and marks itself installed."""
     name = "hwmgrtest_inst"

@@ -173,6 +173,8 @@ def test_bad_expectation_is_one_line(tmp_path: Path, content: str, needle: str) 
     ({"on_falure": "rollback"}, "unknown key 'on_falure'"),
     ({"on_failure": "reboot"}, "'on_failure' must be one of report, rollback"),
     ({"reboot_command": "systemctl reboot"}, "'reboot_command' must be a non-empty list"),
+    ({"build_timeout_seconds": 5},
+     "'build_timeout_seconds' must be a number of seconds between 60 and 86400"),
 ])
 def test_bad_config_is_one_line(tmp_path: Path, config: dict, needle: str) -> None:
     cfg = tmp_path / "hwmgr.json"

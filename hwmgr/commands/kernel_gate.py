@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hwmgr.config import load_config
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -82,7 +83,9 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         gaterecord.read_hold(host, state)  # a damaged hold is exit 8 before anything is built
         drivers = gaterecord.managed_drivers(state)
         sb = guard.secure_boot(host) if drivers else None
-        results = [gate.gate_driver(host, state, m, kver, sb) for m in drivers]
+        timeout = load_config(host).build_timeout_seconds
+        results = [gate.gate_driver(host, state, m, kver, sb, build_timeout=timeout)
+                   for m in drivers]
         for r in results:  # `verify` after booting KVER checks the modules the gate installed
             gate.extend_expectation(host, state, kver, r)
         record = gate.write_record(host, state, kver, running, results)

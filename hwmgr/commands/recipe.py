@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hwmgr.config import load_config
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -93,7 +94,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     recipe = load_recipe(args.driver, ctx.config.drivers_dir)
     report = check_recipe(ctx.host, recipe, args.file,
                           state_dir=ctx.config.state_dir,
-                          kernels=args.kernel, version=args.version)
+                          kernels=args.kernel, version=args.version,
+                          build_timeout=load_config(ctx.host).build_timeout_seconds)
     data = report.as_dict()
     errors = [p for k in report.kernels for p in k.problems]
     return Outcome(NAME, status="ok" if report.ok else "failed", data=data, errors=errors,

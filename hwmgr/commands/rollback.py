@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hwmgr.config import load_config, with_site
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -54,7 +55,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     host = ctx.host
     ui.require_root(host)
-    settings = ctx.config
+    settings = with_site(ctx.config, load_config(host))  # a reinstall may build
     plan = plan_rollback(host, args.driver, settings=settings, to=args.to, force=args.force)
     if plan.refusals:
         return ui.plan_outcome(NAME, plan)

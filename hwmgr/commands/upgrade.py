@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from typing import Any
 
 from hwmgr.catalog.load import Catalog, load_catalog
-from hwmgr.config import SiteConfig, load_config
+from hwmgr.config import SiteConfig, load_config, with_site
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -67,8 +66,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     host = ctx.host
     ui.require_root(host)
     site = load_config(host)
-    # the one place the site's mirror joins --mirror: the plan journals the result
-    settings = replace(ctx.config, mirror=ctx.config.mirror or site.mirror)
+    settings = with_site(ctx.config, site)  # the plan journals the result
     catalog = load_catalog(args.catalog, config=settings)
     plan = plan_upgrade(host, catalog, args.driver, args.to,
                         settings=settings, kernels=args.kernel, force=args.force)

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from hwmgr.config import DEFAULT_BUILD_TIMEOUT
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
-from hwmgr.host.runner import Result
+from hwmgr.host.runner import RC_TIMEOUT, Result
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.buildlog import BuildFailed, log_facts, make_command
 from hwmgr.lifecycle.recipe import Recipe, check_kernel, check_name, check_version
@@ -29,7 +30,6 @@ SOURCE_TREE = "/usr/src"
 DKMS_TREE = "/var/lib/dkms"
 INSTALL_TREE = "/lib/modules"
 OS_RELEASE = "/etc/os-release"
-BUILD_TIMEOUT = 600.0
 INSTALL_TIMEOUT = 600.0
 QUICK_TIMEOUT = 120.0
 KO_SUFFIXES = (".ko", ".ko.xz", ".ko.gz", ".ko.zst")
@@ -181,8 +181,10 @@ class Dkms:
         mok_key: str | os.PathLike[str] | None = None,
         mok_cert: str | os.PathLike[str] | None = None,
         scratch: str | None = None,
+        build_timeout: float = DEFAULT_BUILD_TIMEOUT,
     ) -> None:
         self.host = host
+        self.build_timeout = build_timeout
         self.scratch = scratch.rstrip("/") if scratch else None
         top = self.scratch or ""
         self.source_tree, self.dkms_tree = top + SOURCE_TREE, top + DKMS_TREE
@@ -371,7 +373,7 @@ class Dkms:
         check each module's .ko (with `verify`, its modinfo version and kernel too); returns
         module -> .ko. A failed build raises `BuildFailed` naming the make line and the log."""
         args = self._kernel_args(name, version, kver, force=force)
-        res = self._dkms("build", *args, timeout=BUILD_TIMEOUT)
+        res = self._dkms("build", *args, timeout=self.build_timeout)
         if not res.ok:
             if "headers for kernel" in res.stdout + res.stderr:
                 raise NotFoundError(
@@ -382,6 +384,9 @@ class Dkms:
             facts = log_facts(self.host, log)
             line = make_command(res.stdout + "\n" + res.stderr)
             said = facts.first_error or _tail(res)
+            if res.rc == RC_TIMEOUT:  # a slow machine, not a broken driver: say what to raise
+                said = (f"stopped after {self.build_timeout:g} s; a slow machine may raise "
+                        "build_timeout_seconds in the site config")
             raise BuildFailed(
                 f"dkms build of {name}/{version} for kernel {kver} failed (exit {res.rc})"
                 + (f" running `{line}`" if line else "") + f": {said}",

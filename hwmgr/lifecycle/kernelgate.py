@@ -18,6 +18,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from hwmgr.config import DEFAULT_BUILD_TIMEOUT
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard
@@ -113,9 +114,11 @@ def _check(host: Host, m: gaterecord.Managed, kver: str, kos: dict[str, str],
 
 
 def gate_driver(host: Host, state: StateDir, m: gaterecord.Managed, kver: str,
-                secure_boot: bool | None, dkms: Dkms | None = None) -> Readiness:
+                secure_boot: bool | None, dkms: Dkms | None = None,
+                build_timeout: float = DEFAULT_BUILD_TIMEOUT) -> Readiness:
     """Build, install (KVER only), depmod, initramfs and check one managed driver."""
-    d = dkms or Dkms(host, mok_key=m.sign_key, mok_cert=m.sign_cert)
+    d = dkms or Dkms(host, mok_key=m.sign_key, mok_cert=m.sign_cert,
+                     build_timeout=build_timeout)
 
     def no(why: str, **facts: Any) -> Readiness:
         return Readiness(m.driver, m.version, False, why, facts)

@@ -315,6 +315,7 @@ def plan_upgrade(
         "drivers_dir": str(recipe.directory.parent), "cache_dir": settings.cache_dir,
         "offline": settings.offline, "mirror": settings.mirror,
         "sign_key": settings.sign_key, "sign_cert": settings.sign_cert,
+        "build_timeout": settings.build_timeout,
     }
     plan.params = dict(params)
     # no steps for a string that is not a version
@@ -389,6 +390,7 @@ def plan_rollback(
         "initramfs": [k for k in ks if plan.initramfs.get(k)],
         "devices": plan.devices,
         "sign_key": settings.sign_key, "sign_cert": settings.sign_cert,
+        "build_timeout": settings.build_timeout,
     }
     plan.params = dict(params)
     plan.steps = describe(REGISTRY["rollback"](plan.params))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hwmgr.config import DEFAULT_BUILD_TIMEOUT
 from hwmgr.errors import HwmgrError, NotFoundError, NotPermittedError, RefusedError
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.advice import RECIPE_DOC
@@ -123,7 +124,8 @@ def _build_one(host: Host, dkms: Dkms, recipe: Recipe, version: str, kver: str,
 
 def check_recipe(host: Host, recipe: Recipe, srpm: str | os.PathLike[str], *,
                  state_dir: str, kernels: list[str] | None = None,
-                 version: str | None = None) -> CheckReport:
+                 version: str | None = None,
+                 build_timeout: float = DEFAULT_BUILD_TIMEOUT) -> CheckReport:
     """Build `srpm` with `recipe` for each target kernel in a scratch DKMS tree and report."""
     srpm = Path(srpm)
     if version is not None:
@@ -148,7 +150,7 @@ def check_recipe(host: Host, recipe: Recipe, srpm: str | os.PathLike[str], *,
                                 "you can write") from None
     try:
         tree = unpack_srpm(host, srpm, f"{work}/unpack", recipe, version)
-        dkms = Dkms(host, scratch=f"{work}/dkms")
+        dkms = Dkms(host, scratch=f"{work}/dkms", build_timeout=build_timeout)
         dkms.add(tree, recipe.driver, version, dkms_conf=render_dkms_conf(recipe, version))
         results = [_build_one(host, dkms, recipe, version, kver, f"{state.path}/logs")
                    for kver in targets]

@@ -14,6 +14,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable, Optional, TypedDict
 
+from hwmgr.config import DEFAULT_BUILD_TIMEOUT
 from hwmgr.errors import HwmgrError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.lifecycle import initramfs, kmod
@@ -41,6 +42,7 @@ UpgradeParams = TypedDict("UpgradeParams", {
     "cache_dir": str, "offline": bool,
     "mirror": Optional[str],  # --mirror, else the site config's mirror
     "sign_key": Optional[str], "sign_cert": Optional[str],  # DKMS's module-signing pair
+    "build_timeout": float,  # seconds one dkms build may take (site build_timeout_seconds)
 })
 
 
@@ -59,6 +61,7 @@ class RollbackParams(TypedDict):
     reinstall: dict[str, list[str]]  # kernel -> DKMS versions to install again
     sign_key: Optional[str]
     sign_cert: Optional[str]
+    build_timeout: float  # a reinstall may build: seconds one dkms build may take
 
 
 # Journals written before the params held these values kept a copy of the whole Config
@@ -74,7 +77,8 @@ def _value(ctx: Ctx, key: str) -> Any:
 
 
 def _dkms(ctx: Ctx) -> Dkms:
-    return Dkms(ctx.host, mok_key=_value(ctx, "sign_key"), mok_cert=_value(ctx, "sign_cert"))
+    return Dkms(ctx.host, mok_key=_value(ctx, "sign_key"), mok_cert=_value(ctx, "sign_cert"),
+                build_timeout=_value(ctx, "build_timeout") or DEFAULT_BUILD_TIMEOUT)
 
 
 def _recipe(ctx: Ctx) -> Recipe:
