@@ -241,8 +241,10 @@ def semantic_errors(data: Mapping[str, Any]) -> list[Finding]:
         out += schemes
         if schemes:
             continue  # versions cannot be judged under a scheme that does not exist
+        devices = [r for r in (device_ref(d) for d in drv["devices"]) if r]
+        refs = set(devices) | {r[:9] for r in devices}
         for ver, ve in drv["versions"].items():
-            out += _version_errors(name, drv, ver, ve)
+            out += _version_errors(name, drv, ver, ve, refs)
         out += _recommended_errors(name, drv)
     out += _v2_errors(data)
     return sorted(set(out))
@@ -312,13 +314,13 @@ def _scheme_errors(name: str, drv: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-def _version_errors(name: str, drv: Mapping[str, Any], ver: str,
-                    ve: Mapping[str, Any]) -> list[Finding]:
+def _version_errors(name: str, drv: Mapping[str, Any], ver: str, ve: Mapping[str, Any],
+                    refs: set[str]) -> list[Finding]:
+    """One version's problems; `refs` is the driver's device refs and their 'v:d' prefixes,
+    made once per driver (a driver has hundreds of versions and dozens of devices)."""
     out: list[Finding] = []
     where = ["drivers", name, "versions", ver]
     scheme = drv["version_scheme"]
-    refs = [device_ref(r) for r in drv["devices"]]
-    pairs = {r[:9] for r in refs if r}
     try:
         versions.parse(ver, scheme)
     except VersionError as exc:
@@ -330,7 +332,7 @@ def _version_errors(name: str, drv: Mapping[str, Any], ver: str,
         except VersionError as exc:
             out.append((json_path(where + ["firmware", "min"]), str(exc)))
     for i, ref in enumerate(ve.get("applies_to", [])):
-        if ref not in refs and ref[:9] not in pairs:  # 'v:d' prefix narrows a rule
+        if ref not in refs and ref[:9] not in refs:  # 'v:d' prefix narrows a rule
             out.append((json_path(where + ["applies_to", i]),
                         f"{ref} is not one of the devices of {name!r}"))
     for k, glob in enumerate(ve.get("kernels", [])):
