@@ -18,8 +18,9 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.mark.parametrize("argv", [["bench/fetch", "--size-mb", "2", "--runs", "1",
                                    "--cut-mb", "1", "--warmup", "0"],
                                   ["bench/inventory", "--runs", "1"],
-                                  ["bench/fleet", "--report", "200"]],
-                         ids=["fetch", "inventory", "fleet-report"])
+                                  ["bench/fleet", "--report", "200"],
+                                  ["bench/fleet", "--snapshots", "5"]],
+                         ids=["fetch", "inventory", "fleet-report", "fleet-snapshots"])
 def test_bench_script_runs(argv: list[str]) -> None:
     if os.geteuid() != 0:
         pytest.skip("the benches run as root (make bench)")
@@ -27,7 +28,9 @@ def test_bench_script_runs(argv: list[str]) -> None:
                          timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "Traceback" not in res.stderr
-    if argv[0] == "bench/fleet":  # each goal printed with its ratio
+    if argv[1:2] == ["--snapshots"]:  # the playbook, then the batch check alone
+        assert "of which check --roots-from" in res.stdout, res.stdout
+    elif argv[0] == "bench/fleet":  # each goal printed with its ratio
         for what in ("fleet-report    ", "fleet-report peak RSS", "fleet-report CPU"):
             line = next((ln for ln in res.stdout.splitlines() if what in ln), "")
             assert "x the goal" in line, (what, res.stdout)
