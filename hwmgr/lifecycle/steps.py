@@ -10,6 +10,7 @@ the steps need (`UpgradeParams`, `RollbackParams`; docs/formats.md, "Journal").
 from __future__ import annotations
 
 import json
+import math
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable, Optional, TypedDict
@@ -77,8 +78,11 @@ def _value(ctx: Ctx, key: str) -> Any:
 
 
 def _dkms(ctx: Ctx) -> Dkms:
+    limit = _value(ctx, "build_timeout")  # a journal is read back: only a usable number counts
+    usable = (isinstance(limit, (int, float)) and not isinstance(limit, bool)
+              and math.isfinite(limit) and limit > 0)
     return Dkms(ctx.host, mok_key=_value(ctx, "sign_key"), mok_cert=_value(ctx, "sign_cert"),
-                build_timeout=_value(ctx, "build_timeout") or DEFAULT_BUILD_TIMEOUT)
+                build_timeout=float(limit) if usable else DEFAULT_BUILD_TIMEOUT)
 
 
 def _recipe(ctx: Ctx) -> Recipe:
