@@ -138,21 +138,26 @@ class Fleet:
         return (f"s=$(date +%s%N)\n{command}\nrc=$?\n"
                 f"echo {what} $s $(date +%s%N) $rc - >> {self.timing_log}\nexit $rc\n")
 
-    def wrappers(self, ns: str) -> tuple[Path, Path]:
-        """Python and sh wrappers that run inside namespace `ns` (sh runs the collector)."""
+    def wrappers(self, ns: str, *, installed: bool = False) -> tuple[Path, Path]:
+        """Python and sh wrappers that run inside namespace `ns` (sh runs the collector);
+        `installed`: hwmgr importable by that Python, as the RPM or deb installs it."""
+        env = f"PYTHONPATH={REPO} " if installed else ""
         py = write_exec(self.bin / f"py-{ns}",
-                        f"#!/bin/sh\nexec {IP} netns exec {ns} /usr/bin/python3 \"$@\"\n")
+                        f"#!/bin/sh\n{env}exec {IP} netns exec {ns} /usr/bin/python3 \"$@\"\n")
         shell = write_exec(self.bin / f"sh-{ns}", "#!/bin/sh\n" + self.timed(
             f"{IP} netns exec {ns} /bin/sh \"$@\"", f"collector-{ns}"))
         return py, shell
 
     # ------------------------------------------------------------------ hosts
     def live(self, name: str, expected: str, *, ssh: bool = False, collector: bool = False,
-             no_python: bool = False, **ns_args: int) -> None:
-        """A namespace host, checked live (Python) or through the collector."""
+             no_python: bool = False, installed: bool = False, **ns_args: int) -> None:
+        """A namespace host, checked live (Python) or through the collector. `installed`:
+        hwmgr is importable by the host's Python and `hwmgr_executable` is left unset, so
+        hwmgr_check runs the check in its own process (via=auto); otherwise the host runs
+        this fleet's hwmgr command."""
         ns = self.namespace(**ns_args)
-        py, shell = self.wrappers(ns)
-        host: dict[str, Any] = {"hwmgr_executable": str(self.hwmgr)}
+        py, shell = self.wrappers(ns, installed=installed)
+        host: dict[str, Any] = {} if installed else {"hwmgr_executable": str(self.hwmgr)}
         host.update(self.ssh_vars() if ssh else {"ansible_connection": "local"})
         host["ansible_python_interpreter"] = "/nonexistent/python3" if no_python else str(py)
         if collector:
@@ -290,10 +295,10 @@ def build_collection(tmp: Path) -> Path:
 def standard_fleet(fleet: Fleet, *, scale: int = 1) -> None:
     """The mixed test fleet (35 hosts at scale 1): compliant, drifted, old, SSH, snapshot,
     unreadable, failing and unreachable hosts; `scale` multiplies the namespace hosts."""
-    for i in range(12 * scale):
-        fleet.live(f"web-{i + 1:02d}", "compliant")
+    for i in range(12 * scale):  # every other one checked inside the module's process
+        fleet.live(f"web-{i + 1:02d}", "compliant", installed=bool(i % 2))
     for i in range(4 * scale):
-        fleet.live(f"db-{i + 1:02d}", "drift", window_scaling=0)
+        fleet.live(f"db-{i + 1:02d}", "drift", window_scaling=0, installed=i == 0)
     for i in range(3 * scale):
         fleet.live(f"lb-{i + 1:02d}", "drift", txqueuelen=TXQ_DRIFTED)
     fleet.live("ssh-ok", "compliant", ssh=True)

@@ -283,6 +283,47 @@ def test_check_module_results_facts_and_failures(small_fleet: af.Fleet,
     assert "\n" not in bad["msg"]
 
 
+def _verdict(result: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """What a check judged, without what differs from run to run (times, the host block)."""
+    return [(f["item"], f.get("interface"), f["status"], f.get("expected"), f.get("actual"))
+            for f in result["data"]["findings"]]
+
+
+@needs_check
+def test_check_module_runs_in_process_where_hwmgr_is_installed(small_fleet: af.Fleet,
+                                                               collections: Path) -> None:
+    f = small_fleet
+    f.live("installed", "drift", window_scaling=0, installed=True)
+    f.live("plain", "drift", window_scaling=0)
+    args = {"catalogs": [str(f.catalog)]}
+    inproc = adhoc(f, collections, "installed", "hwmgr.fleet.hwmgr_check", args)
+    assert inproc["ansible_exit"] == 0 and inproc["via"] == "import", inproc["stdout"][-2000:]
+    # the same host through the command: one verdict whichever way the check ran
+    cmd = adhoc(f, collections, "installed", "hwmgr.fleet.hwmgr_check",
+                {**args, "via": "command", "executable": str(f.hwmgr)})
+    assert cmd["via"] == "command"
+    assert (inproc["rc"], inproc["status"], inproc["summary"]) == (
+        cmd["rc"], cmd["status"], cmd["summary"]) == (5, "drift", cmd["summary"])
+    assert _verdict(inproc) == _verdict(cmd) and inproc["summary"]["drift"] == 1
+    # a given executable is the command asked for, even where hwmgr is importable
+    named = adhoc(f, collections, "installed", "hwmgr.fleet.hwmgr_check",
+                  {**args, "executable": str(f.hwmgr)})
+    assert named["via"] == "command" and _verdict(named) == _verdict(cmd)
+    # in-process errors are hwmgr's own one line and exit code, as from the command
+    bad = adhoc(f, collections, "installed", "hwmgr.fleet.hwmgr_check",
+                {**args, "root": str(af.FIXTURE_HOSTS / "broken" / "garbled")})
+    assert bad["ansible_exit"] != 0 and bad["rc"] == 8
+    assert bad["msg"].startswith("hwmgr check failed (exit 8, bad input data): ")
+    # via=import where this Python cannot import hwmgr: one line, nothing run
+    refused = adhoc(f, collections, "plain", "hwmgr.fleet.hwmgr_check",
+                    {**args, "via": "import"})
+    assert refused["ansible_exit"] != 0 and refused["rc"] is None
+    assert refused["msg"].startswith("hwmgr cannot be imported by this host's Python (")
+    auto = adhoc(f, collections, "plain", "hwmgr.fleet.hwmgr_check",
+                 {**args, "executable": str(f.hwmgr)})
+    assert auto["via"] == "command" and _verdict(auto) == _verdict(cmd)
+
+
 @needs_check
 def test_facts_role_shows_ansible_local(small_fleet: af.Fleet, collections: Path) -> None:
     f = small_fleet

@@ -6,8 +6,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import io
 import json
 import os
+import sys
 
 # BEGIN exit codes: made by scripts/gen-exit-codes from hwmgr/errors.py and the verbs
 # (the modules run on managed hosts, maybe without hwmgr importable)
@@ -107,12 +109,13 @@ COMMON_ARGUMENT_SPEC = dict(
 )
 
 
-def base_argv(module, verb):
+def base_argv(module, verb, executable=None):
     """`hwmgr VERB --json` plus one --site-catalog per layer (files, then inline content):
     layers over the host's own catalog (shipped or installed, and its catalog.d), never
-    instead of it, so a partial site file is enough and the base's verdicts still apply."""
+    instead of it, so a partial site file is enough and the base's verdicts still apply.
+    `executable` is argv[0] as given (an in-process run needs no hwmgr command at all)."""
     p = module.params
-    argv = [find_hwmgr(module, p["executable"]), verb, "--json"]
+    argv = [executable or find_hwmgr(module, p["executable"]), verb, "--json"]
     for path in p["catalogs"] + write_catalogs(module, p["catalog_content"]):
         argv += ["--site-catalog", path]
     return argv
@@ -135,11 +138,40 @@ def write_catalogs(module, contents):
     return paths
 
 
-def run_hwmgr(module, argv, ok_codes):
-    """Run hwmgr; returns (rc, envelope). Any exit not in `ok_codes`, or output that is not
-    one JSON envelope, fails the module with a one-line msg and hwmgr's exit code as rc."""
-    # LC_ALL=C: hwmgr's parsers read tool output in the C locale; no terminal, no colour
-    rc, out, err = module.run_command(argv, environ_update={"LC_ALL": "C", "NO_COLOR": "1"})
+def importable_hwmgr():
+    """hwmgr's CLI entry point when hwmgr is installed for this module's own Python (the
+    RPM or deb puts it there), else None: an older Python, no hwmgr or a broken one."""
+    try:
+        from hwmgr.cli import main  # pylint: disable=import-outside-toplevel
+    except Exception:  # noqa: BLE001 - SyntaxError on an old Python too: use the command
+        return None
+    return main
+
+
+def run_in_process(main, argv):
+    """`hwmgr ARGV[1:]` run by `main` in this process, its stdout and stderr captured:
+    (rc, out, err) as run_command gives them, without a second interpreter's start-up and
+    imports. hwmgr's own runner still runs every tool it reads (ethtool, ip) as a command."""
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        rc = main(list(argv[1:]))
+    finally:
+        sys.stdout, sys.stderr = saved
+    return rc, out.getvalue(), err.getvalue()
+
+
+def run_hwmgr(module, argv, ok_codes, main=None):
+    """Run hwmgr (in this process with `main`, else as the command argv[0]); returns (rc,
+    envelope). Any exit not in `ok_codes`, or output that is not one JSON envelope, fails
+    the module with a one-line msg and hwmgr's exit code as rc."""
+    if main is not None:
+        rc, out, err = run_in_process(main, argv)
+    else:
+        # LC_ALL=C: hwmgr's parsers read tool output in the C locale; no terminal, no colour
+        rc, out, err = module.run_command(argv, environ_update={"LC_ALL": "C",
+                                                                "NO_COLOR": "1"})
     envelope = None
     try:
         envelope = json.loads(out) if out.strip() else None

@@ -15,6 +15,9 @@ description:
   - Runs C(hwmgr check --json) on the managed host, or on a snapshot given by O(root), and
     returns the check's data once (RV(data)); also sets a small C(ansible_facts.hwmgr)
     (status and counts, not the findings again).
+  - Where hwmgr is installed for the module's own Python (the hwmgr RPM or deb), the check
+    runs inside the module's process (O(via)), sparing a second interpreter's start-up and
+    imports on every host; the verdict is the same as the command's.
   - Read-only, so never C(changed) and the same in check mode.
   - Drift (hwmgr exit 5), reboot pending (7) and unknown (11) are results, not failures.
     The module fails only when hwmgr itself fails (usage, bad input, not found, internal
@@ -48,6 +51,17 @@ options:
         C(/usr/local/bin), C(/usr/sbin)) or an absolute path.
     type: str
     default: hwmgr
+  via:
+    description:
+      - How the check runs. V(import) runs hwmgr inside the module's own Python (hwmgr must
+        be importable there, else the module fails); V(command) runs O(executable).
+      - V(auto) imports hwmgr when O(executable) is left at V(hwmgr) and the module's
+        Python can import it (an older Python, or hwmgr installed for another Python,
+        cannot), and runs the command otherwise.
+    type: str
+    choices: [auto, import, command]
+    default: auto
+    version_added: "0.2.0"
 attributes:
   check_mode:
     support: full
@@ -94,6 +108,11 @@ data:
     in memory on the control node).
   returned: success
   type: dict
+via:
+  description: How the check ran here, V(import) or V(command) (see O(via)).
+  returned: success
+  type: str
+  version_added: "0.2.0"
 errors:
   description: Non-fatal errors hwmgr reported in its envelope (for example an unreadable file).
   returned: success
@@ -106,14 +125,31 @@ ansible_facts:
   type: dict
 """
 
+import sys
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hwmgr.fleet.plugins.module_utils.hwmgr import (
     CHECK_STATUS,
     COMMON_ARGUMENT_SPEC,
     base_argv,
+    importable_hwmgr,
     run_hwmgr,
 )
+
+
+def choose_main(module):
+    """hwmgr's entry point to run in this process, or None to run the command (see `via`)."""
+    p = module.params
+    if p["via"] == "command" or (p["via"] == "auto" and p["executable"] != "hwmgr"):
+        return None
+    main = importable_hwmgr()
+    if main is None and p["via"] == "import":
+        module.fail_json(msg="hwmgr cannot be imported by this host's Python (%s %s); install "
+                             "it for that Python or use via=command"
+                             % (sys.executable, ".".join(map(str, sys.version_info[:3]))),
+                         rc=None)
+    return main
 
 
 def main():
@@ -121,15 +157,17 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             root=dict(type="path"),
+            via=dict(type="str", choices=["auto", "import", "command"], default="auto"),
             **COMMON_ARGUMENT_SPEC,
         ),
         supports_check_mode=True,
     )
     p = module.params
-    argv = base_argv(module, "check")
+    main = choose_main(module)
+    argv = base_argv(module, "check", executable="hwmgr" if main else None)
     if p["root"]:
         argv += ["--root", p["root"]]
-    rc, envelope = run_hwmgr(module, argv, ok_codes=tuple(CHECK_STATUS))
+    rc, envelope = run_hwmgr(module, argv, ok_codes=tuple(CHECK_STATUS), main=main)
     data = envelope["data"]
     status = CHECK_STATUS[rc]
     facts = dict(rc=rc, status=status, compliant=data.get("compliant"),
@@ -138,7 +176,7 @@ def main():
     module.exit_json(
         changed=False, failed=False, rc=rc, status=status, compliant=data.get("compliant"),
         summary=data.get("summary"), data=data, errors=envelope.get("errors") or [],
-        ansible_facts={"hwmgr": facts})
+        via="import" if main else "command", ansible_facts={"hwmgr": facts})
 
 
 if __name__ == "__main__":
