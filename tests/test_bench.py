@@ -19,8 +19,10 @@ REPO = Path(__file__).resolve().parent.parent
                                    "--cut-mb", "1", "--warmup", "0"],
                                   ["bench/inventory", "--runs", "1"],
                                   ["bench/fleet", "--report", "200"],
-                                  ["bench/fleet", "--snapshots", "5"]],
-                         ids=["fetch", "inventory", "fleet-report", "fleet-snapshots"])
+                                  ["bench/fleet", "--snapshots", "5"],
+                                  ["bench/fleet", "--contacted", "4"]],
+                         ids=["fetch", "inventory", "fleet-report", "fleet-snapshots",
+                              "fleet-contacted"])
 def test_bench_script_runs(argv: list[str]) -> None:
     if os.geteuid() != 0:
         pytest.skip("the benches run as root (make bench)")
@@ -30,6 +32,9 @@ def test_bench_script_runs(argv: list[str]) -> None:
     assert "Traceback" not in res.stderr
     if argv[1:2] == ["--snapshots"]:  # the playbook, then the batch check alone
         assert "of which check --roots-from" in res.stdout, res.stdout
+    elif argv[1:2] == ["--contacted"]:  # the playbook's ratio to ping, its hosts checked
+        assert "ratio playbook/ping" in res.stdout and "compliant 3, drift 1" in res.stdout, \
+            res.stdout
     elif argv[0] == "bench/fleet":  # each goal printed with its ratio
         for what in ("fleet-report    ", "fleet-report peak RSS", "fleet-report CPU"):
             line = next((ln for ln in res.stdout.splitlines() if what in ln), "")
