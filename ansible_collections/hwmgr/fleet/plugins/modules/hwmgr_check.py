@@ -143,13 +143,13 @@ def choose_main(module):
     p = module.params
     if p["via"] == "command" or (p["via"] == "auto" and p["executable"] != "hwmgr"):
         return None
-    main = importable_hwmgr()
-    if main is None and p["via"] == "import":
+    hwmgr_main = importable_hwmgr()
+    if hwmgr_main is None and p["via"] == "import":
         module.fail_json(msg="hwmgr cannot be imported by this host's Python (%s %s); install "
                              "it for that Python or use via=command"
                              % (sys.executable, ".".join(map(str, sys.version_info[:3]))),
                          rc=None)
-    return main
+    return hwmgr_main
 
 
 def main():
@@ -163,11 +163,11 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    main = choose_main(module)
-    argv = base_argv(module, "check", executable="hwmgr" if main else None)
+    hwmgr_main = choose_main(module)
+    argv = base_argv(module, "check", executable="hwmgr" if hwmgr_main else None)
     if p["root"]:
         argv += ["--root", p["root"]]
-    rc, envelope = run_hwmgr(module, argv, ok_codes=tuple(CHECK_STATUS), main=main)
+    rc, envelope = run_hwmgr(module, argv, ok_codes=tuple(CHECK_STATUS), main=hwmgr_main)
     data = envelope["data"]
     status = CHECK_STATUS[rc]
     facts = dict(rc=rc, status=status, compliant=data.get("compliant"),
@@ -176,7 +176,7 @@ def main():
     module.exit_json(
         changed=False, failed=False, rc=rc, status=status, compliant=data.get("compliant"),
         summary=data.get("summary"), data=data, errors=envelope.get("errors") or [],
-        via="import" if main else "command", ansible_facts={"hwmgr": facts})
+        via="import" if hwmgr_main else "command", ansible_facts={"hwmgr": facts})
 
 
 if __name__ == "__main__":
