@@ -32,6 +32,7 @@ from hwmgr.fleet.html import embed_json, render_html  # noqa: E402
 from hwmgr.fleet.junit import junit_xml  # noqa: E402
 from hwmgr.fleet.results import load_host  # noqa: E402
 from hwmgr.fleet.trend import news  # noqa: E402
+from hwmgr.output import printable  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -207,6 +208,19 @@ def test_junit_strips_control_characters() -> None:
     assert root.find("testsuite").get("name") == "h\\x07"
     assert "\\x1b[31m\\x00" in root.find(".//error").get("message")
     assert root.find(".//testcase").get("classname") == "hwmgr.site_one.h\\x07"
+
+
+def test_junit_escapes_markup_quotes_and_newlines_in_attributes_and_text() -> None:
+    why = 'ssh: "host" <down> & \'gone\'\n\tsecond line'
+    host = load_host({"status": "unreachable", "check": None, "error": why}, "h")
+    xml = junit_xml(fr.build_report({'a&b"<c>': host}), {'a&b"<c>': "g'1"})
+    root = ET.fromstring(xml)
+    err = root.find(".//error")
+    # control characters are written visibly (printable), the markup escaped and read back
+    assert err.get("message") == printable(f"unreachable: {why}")
+    assert err.text == "\n".join(printable(line) for line in why.split("\n"))
+    assert root.find("testsuite").get("name") == 'a&b"<c>'
+    assert root.find(".//testcase").get("classname") == "hwmgr.g'1.a&b\"<c>"
 
 
 # ------------------------------------------------------------------------ HTML, static
@@ -582,3 +596,30 @@ if __name__ == "__main__":
                   env={"SOURCE_DATE_EPOCH": str(NOW)})
             page = tmp / "out" / "fleet-report.html"
         screenshot(page, Path(sys.argv[1]).resolve())
+
+
+def test_the_cycle_collector_is_back_on_after_a_report_and_after_a_refusal(
+        tmp_path: Path) -> None:
+    """fleet-report pauses Python's cycle collector while it builds; a caller of cli.main
+    (the Ansible module calls it in-process) gets it back as it was, on success and on error."""
+    import gc
+
+    from hwmgr.cli import main
+
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"hosts": fleet_data.big_fleet(20)}))
+    assert gc.isenabled()
+    assert main(["fleet-report", "--results", str(results), "--out", str(tmp_path / "out"),
+                 "--json"]) in (0, 5, 6, 7, 11)
+    assert gc.isenabled() and (tmp_path / "out" / "fleet-report.json").is_file()
+    results.write_text('{"hosts": {"h": {"status": "sideways"}}}')
+    assert main(["fleet-report", "--results", str(results), "--out", str(tmp_path / "o2"),
+                 "--json"]) == 8
+    assert gc.isenabled() and not (tmp_path / "o2").exists()
+    gc.disable()
+    try:  # a caller that had it off keeps it off
+        main(["fleet-report", "--results", str(results), "--out", str(tmp_path / "o2"),
+              "--json"])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from hwmgr.compliance.prom import write_registry
 from hwmgr.errors import (
@@ -99,10 +101,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="when the fleet run started (Unix time), for the run's duration metric")
 
 
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused while the report is built: the results are millions of
+    acyclic dicts and lists (reference counting frees them), yet each allocation burst made
+    the collector walk all of them again, a quarter of fleet-report's CPU at 10,000 hosts."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     """Read and check every input first; write only when all of it is good."""
     try:
-        return _run(args, ctx)
+        with _no_cycle_collection():
+            return _run(args, ctx)
     except HwmgrError as exc:
         if args.prom:  # the metrics say the run failed; the report files stay as they were
             why = exc.message

@@ -10,9 +10,9 @@ last dot, so `hwmgr.web01.example.net` grouped every `*.example.net` host as cla
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 from collections import Counter
 from typing import Any
+from xml.sax.saxutils import escape, quoteattr
 
 from hwmgr.fleet.report import NO_CHECK, Report, finding_name
 from hwmgr.output import printable
@@ -21,7 +21,7 @@ COUNTS = ("tests", "failures", "errors", "skipped")
 
 
 def _x(value: Any) -> str:
-    """Text safe for XML 1.0 (no control characters); ElementTree escapes the markup."""
+    """Text safe for XML 1.0 (no control characters); the writers below escape the markup."""
     if isinstance(value, str):
         return printable(value)
     return printable(json.dumps(value, ensure_ascii=False))
@@ -31,65 +31,75 @@ def _x_lines(text: str) -> str:
     return "\n".join(printable(line) for line in text.split("\n"))
 
 
+def _a(value: str) -> str:
+    """An attribute value, quoted, with newlines and tabs as character references."""
+    return quoteattr(value, {"\n": "&#10;", "\r": "&#13;", "\t": "&#09;"})
+
+
 def class_name(group: str, host: str) -> str:
     """`hwmgr.<group>.<host>`, dots inside each part made `_` (Jenkins: package.Class)."""
     return ".".join(("hwmgr", _x(group).replace(".", "_"), _x(host).replace(".", "_")))
 
 
-def _case(suite: ET.Element, cls: str, name: str) -> ET.Element:
-    return ET.SubElement(suite, "testcase", classname=cls, name=name)
+def _case(cls: str, name: str, inner: str = "") -> str:
+    head = f"<testcase classname={_a(cls)} name={_a(name)}"
+    return f"{head}>{inner}</testcase>" if inner else f"{head} />"
 
 
-def _host_cases(suite: ET.Element, cls: str, host: Any, counts: Counter[str]) -> None:
+def _host_cases(cls: str, host: Any, counts: Counter[str]) -> list[str]:
+    """The host's testcases as XML text; `counts` gets their tally."""
     if host["status"] in NO_CHECK:
-        err = ET.SubElement(_case(suite, cls, "hwmgr check"), "error",
-                            message=_x(f"{host['status']}: {host['error']}"), type=host["status"])
-        err.text = _x_lines(host["error"] or "")
+        why = _x(f"{host['status']}: {host['error']}")
+        err = (f"<error message={_a(why)} type={_a(host['status'])}>"
+               f"{escape(_x_lines(host['error'] or ''))}</error>")
         counts.update(tests=1, errors=1)
-        return
+        return [_case(cls, "hwmgr check", err)]
+    cases = []
     if host["status"] == "reboot-pending":
-        ET.SubElement(_case(suite, cls, "reboot"), "skipped",
-                      message="reboot pending: the armed state is not live yet")
+        cases.append(_case(cls, "reboot", '<skipped message="reboot pending: the armed state '
+                                          'is not live yet" />'))
         counts.update(tests=1, skipped=1)
     ok = 0
     for f in host["findings"]:
         if f["status"] == "ok":
             ok += 1
             continue
-        case = _case(suite, cls, _x(finding_name(f)))
         counts.update(tests=1)
         if f["status"] == "drift":
             msg = f"expected {_x(f['expected'])}, actual {_x(f['actual'])}"
-            fail = ET.SubElement(case, "failure", message=msg, type="drift")
             body = [msg]
             if f.get("reason"):
                 body.append(f"reason: {f['reason']}")
             body.append(f"fix: {f['fix']}" if f.get("fix") else "fix: none known")
-            fail.text = _x_lines("\n".join(body))
+            text = escape(_x_lines("\n".join(body)))
+            inner = f'<failure message={_a(msg)} type="drift">{text}</failure>'
             counts.update(failures=1)
         else:  # unknown, uncatalogued, unsupported: not judged, so not a pass
-            ET.SubElement(case, "skipped",
-                          message=_x(f"{f['status']}: {f.get('reason') or 'no reason given'}"))
+            why = _x(f"{f['status']}: {f.get('reason') or 'no reason given'}")
+            inner = f"<skipped message={_a(why)} />"
             counts.update(skipped=1)
+        cases.append(_case(cls, _x(finding_name(f)), inner))
     if ok or not host["findings"]:
-        _case(suite, cls, f"compliant items ({ok})")
+        cases.append(_case(cls, f"compliant items ({ok})"))
         counts.update(tests=1)
+    return cases
 
 
 def junit_xml(report: Report, groups: dict[str, str]) -> bytes:
-    """JUnit XML of `report`; `groups` maps a host to its group (site) for the class name."""
-    root = ET.Element("testsuites", name="hwmgr fleet compliance")
-    root.text = "\n"
+    """JUnit XML of `report`; `groups` maps a host to its group (site) for the class name.
+    Written as text with the standard library's XML escaping: an ElementTree of 10,000
+    suites took twice as long to build and serialise."""
+    suites = []
     totals: Counter[str] = Counter()
+    stamp = _a(report["generated"])
     for name, host in report["hosts"].items():
-        suite = ET.SubElement(root, "testsuite", name=_x(name), timestamp=report["generated"])
-        suite.tail = "\n"
         counts: Counter[str] = Counter()
-        _host_cases(suite, class_name(groups.get(name, "ungrouped"), name), host, counts)
-        for key in COUNTS:
-            suite.set(key, str(counts.get(key, 0)))
+        cases = _host_cases(class_name(groups.get(name, "ungrouped"), name), host, counts)
+        tally = " ".join(f'{key}="{counts.get(key, 0)}"' for key in COUNTS)
+        suites.append(f"<testsuite name={_a(_x(name))} timestamp={stamp} {tally}>"
+                      f"{''.join(cases)}</testsuite>")
         totals.update(counts)
-    for key in COUNTS:
-        root.set(key, str(totals.get(key, 0)))
-    xml: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
-    return xml + b"\n"
+    tally = " ".join(f'{key}="{totals.get(key, 0)}"' for key in COUNTS)
+    return (f"<?xml version='1.0' encoding='utf-8'?>\n"
+            f'<testsuites name="hwmgr fleet compliance" {tally}>\n'
+            + "\n".join(suites) + "\n</testsuites>\n").encode("utf-8")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import calendar
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from hwmgr.fleet.report import HOST_STATUSES, Report
 from hwmgr.fleet.view import FleetItem, fleet_items
@@ -24,6 +24,7 @@ from hwmgr.output import printable
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
+    from prometheus_client.metrics_core import Metric
 
 
 def epoch(stamp: str) -> float:
@@ -47,10 +48,7 @@ def fleet_registry(report: Report, groups: dict[str, str], started: float | None
                  ("layer", "item", "status"), registry=reg)
     for row in fleet_items(report, str) if items is None else items:
         item.labels(row["layer"], printable(row["item"]), row["status"]).set(row["hosts"])
-    host = Gauge("hwmgr_fleet_host_status", "1 for each host, labelled with its status",
-                 ("host", "group", "status"), registry=reg)
-    for name, h in report["hosts"].items():
-        host.labels(printable(name), printable(groups.get(name, "")), h["status"]).set(1)
+    reg.register(_HostStatus(report, groups))
     generated = epoch(report["generated"])
     Gauge("hwmgr_fleet_report_timestamp_seconds", "When the fleet report was generated",
           registry=reg).set(generated)
@@ -60,6 +58,25 @@ def fleet_registry(report: Report, groups: dict[str, str], started: float | None
     Gauge("hwmgr_fleet_report_success", "1 when the fleet report was built",
           registry=reg).set(1)
     return reg
+
+
+class _HostStatus:
+    """hwmgr_fleet_host_status as one metric family built at collection: a Gauge child per
+    host (10,000 label sets, each validated and locked) took twice as long."""
+
+    def __init__(self, report: Report, groups: dict[str, str]) -> None:
+        self.report, self.groups = report, groups
+
+    def collect(self) -> Iterator[Metric]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        fam = GaugeMetricFamily("hwmgr_fleet_host_status",
+                                "1 for each host, labelled with its status",
+                                labels=("host", "group", "status"))
+        for name, h in self.report["hosts"].items():
+            fam.add_metric((printable(name), printable(self.groups.get(name, "")),
+                            h["status"]), 1)
+        yield fam
 
 
 def failure_registry(reason: str, started: float | None = None) -> CollectorRegistry:

@@ -100,13 +100,22 @@ def compact(report: Report, groups: dict[str, str], news: News,
     findings (most compliant ones) share one. `new` is 1 when the host drifts on something
     it did not drift on last time; `n` lists the new drift keys per host index."""
     strings: dict[str, int] = {}
+    shown_idx: dict[tuple[type, Any], int] = {}  # a scalar's index: 190,000 findings, few values
+    fs = {x: i for i, x in enumerate(FINDING_STATUSES)}
+    ly = {x: i for i, x in enumerate(LAYERS)}
 
     def s(value: str | None) -> int:
         if value is None or value == "":
             return -1
-        idx = strings.get(value)
+        return strings.setdefault(value, len(strings))
+
+    def v(value: Any) -> int:
+        if isinstance(value, (dict, list)):
+            return s(shown(value))
+        key = (type(value), value)  # 1 and True are equal keys; their types tell them apart
+        idx = shown_idx.get(key)
         if idx is None:
-            idx = strings[value] = len(strings)
+            idx = shown_idx[key] = s(shown(value))
         return idx
 
     hosts = []
@@ -119,9 +128,8 @@ def compact(report: Report, groups: dict[str, str], news: News,
             where = f.get("interface") or f.get("device")
             ok = f["status"] == "ok"
             note = None if ok else (f.get("fix") or f.get("reason"))
-            flat += [FINDING_STATUSES.index(f["status"]), LAYERS.index(f["layer"]), s(where),
-                     s(f["item"]), -1 if ok else s(shown(f["expected"])),
-                     s(shown(f["actual"])), s(note)]
+            flat += [fs[f["status"]], ly[f["layer"]], s(where), s(f["item"]),
+                     -1 if ok else v(f["expected"]), v(f["actual"]), s(note)]
         new = news["items"].get(name)
         if new:
             new_keys[str(i)] = [s(k) for k in new]
