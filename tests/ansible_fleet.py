@@ -140,10 +140,12 @@ class Fleet:
 
     def wrappers(self, ns: str, *, installed: bool = False) -> tuple[Path, Path]:
         """Python and sh wrappers that run inside namespace `ns` (sh runs the collector);
-        `installed`: hwmgr importable by that Python, as the RPM or deb installs it."""
-        env = f"PYTHONPATH={REPO} " if installed else ""
+        `installed`: the Python that has hwmgr and its dependencies, as the RPM or deb
+        installs them (this run's venv; the system Python with only hwmgr on its path failed
+        whenever the catalog's schema verdict was not cached yet: no jsonschema there)."""
+        python = sys.executable if installed else "/usr/bin/python3"
         py = write_exec(self.bin / f"py-{ns}",
-                        f"#!/bin/sh\n{env}exec {IP} netns exec {ns} /usr/bin/python3 \"$@\"\n")
+                        f"#!/bin/sh\nexec {IP} netns exec {ns} {python} \"$@\"\n")
         shell = write_exec(self.bin / f"sh-{ns}", "#!/bin/sh\n" + self.timed(
             f"{IP} netns exec {ns} /bin/sh \"$@\"", f"collector-{ns}"))
         return py, shell
@@ -251,6 +253,10 @@ class Fleet:
             "ANSIBLE_RETRY_FILES_ENABLED": "False",
             "ANSIBLE_CONFIG": str(self.tmp / "no-ansible.cfg"),
             "PATH": f"{BIN}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            # the catalog's schema verdict starts unknown, as on a fresh host, in every run:
+            # the hosts' first checks then validate it in full (a warm ~/.cache hid a host
+            # Python without jsonschema until the cache lost its key)
+            "XDG_CACHE_HOME": str(self.tmp / "cache"),
         })
         return env
 
