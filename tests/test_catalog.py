@@ -351,6 +351,41 @@ def test_cache_second_load_does_not_import_jsonschema(tmp_path: Path) -> None:
     assert len(verdicts) == 1
 
 
+def test_remembered_verdict_spares_the_value_walk_and_the_semantic_rules(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_cache: None) -> None:
+    """Issue 26: they are two thirds of a catalog load on every fleet host's check. Counted
+    on the real functions: run on the first load, not on the second, again on changed bytes;
+    a changed file with an error is still caught."""
+    from hwmgr.catalog import validate
+
+    calls = {"values": 0, "semantic": 0}
+    values, semantic = validate._value_errors, catmod.semantic_errors
+
+    def count_values(*a: Any, **kw: Any) -> Any:
+        calls["values"] += 1
+        return values(*a, **kw)
+
+    def count_semantic(*a: Any, **kw: Any) -> Any:
+        calls["semantic"] += 1
+        return semantic(*a, **kw)
+
+    monkeypatch.setattr(validate, "_value_errors", count_values)
+    monkeypatch.setattr(catmod, "semantic_errors", count_semantic)
+    f = tmp_path / "c.json"
+    shutil.copy(MINI, f)
+    first = load_catalog([f])
+    assert calls["values"] == 1 and calls["semantic"] == 1
+    second = load_catalog([f])
+    assert calls == {"values": 1, "semantic": 1}  # the remembered verdict
+    assert second.names() == first.names() and second.doc == first.doc
+    data = json.loads(f.read_text())
+    data["drivers"]["be2net"]["versions"]["4.1.307r"]["reason"] = "bad \u0007 bell"
+    f.write_text(json.dumps(data))
+    with pytest.raises(BadInputError, match="control character"):
+        load_catalog([f])
+    assert calls["values"] == 2
+
+
 def test_changed_file_is_revalidated(tmp_path: Path, fresh_cache: None) -> None:
     f = tmp_path / "c.json"
     shutil.copy(MINI, f)

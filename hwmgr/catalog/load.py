@@ -4,7 +4,8 @@ Catalog files are hwmgr's own data (not the analysed host's), so they are read d
 but as untrusted input: `catalog.validate` reads only regular files of bounded size, parses
 strictly and checks the facts the schema cannot express; `catalog.schema` applies the JSON
 Schema, whose passed verdict is remembered by content hash so everyday commands never import
-jsonschema. The strict parse and the semantic checks (cheap) run on every load.
+jsonschema. The verdict covers the per-value checks and the semantic rules too; JSON syntax,
+the merge and the device index are redone on every load.
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ class _Check:
     path: Path
     partial: bool = False  # layered over earlier files: its own shape only (required relaxed)
     digest: str = ""
+    raw: bytes | None = None  # read, not parsed yet
     data: Any = None
     errors: list[str] = field(default_factory=list)
 
@@ -116,16 +118,23 @@ class _Check:
 
 
 def _read_file(path: Path) -> _Check:
-    """Read and strictly parse one file (every load: cheap, and never trusted from a cache)."""
+    """Read one file and take its bytes' SHA-256 (the remembered verdicts' key)."""
     chk = _Check(path)
     raw, why = read_catalog(path)
     if raw is None:
         chk.errors.append(f"{path}: {why}")
         return chk
-    chk.digest = hashlib.sha256(raw).hexdigest()
-    chk.data, errs = parse(raw)
-    chk.fail(errs)
+    chk.digest, chk.raw = hashlib.sha256(raw).hexdigest(), raw
     return chk
+
+
+def _parse_file(chk: _Check, values: bool) -> None:
+    """Parse the bytes read: always as strict JSON; with `values` (no remembered verdict for
+    these very bytes) every value is checked too (duplicate keys, numbers, text, depth)."""
+    if chk.raw is not None:
+        chk.data, errs = parse(chk.raw, values=values)
+        chk.raw = None
+        chk.fail(errs)
 
 
 def _check_file(chk: _Check, schema: bool) -> None:
@@ -140,7 +149,7 @@ def _check_file(chk: _Check, schema: bool) -> None:
                                 chk.partial))
     if schema and not chk.errors:  # a remembered verdict covers the per-file rules too
         chk.fail(v3_errors(chk.data))
-    if not chk.errors and not chk.partial:
+    if schema and not chk.errors and not chk.partial:  # and the semantic rules
         chk.fail(semantic_errors(chk.data))
 
 
@@ -234,7 +243,11 @@ class Catalog(RuleData):
         chks = [_read_file(Path(p)) for p in paths]
         key = verdicts.key([c.digest for c in chks]) if verdicts is not None and not any(
             c.errors for c in chks) else None
+        # a remembered verdict: these exact bytes passed every check below before, under the
+        # same schema and CHECKS_VERSION (the key), so only what the catalog needs is redone
         known = key is not None and verdicts is not None and verdicts.passed(key)
+        for chk in chks:
+            _parse_file(chk, values=not known)
         cat = Catalog()
         errors: list[str] = []
         for chk in chks:
@@ -259,7 +272,7 @@ class Catalog(RuleData):
     def _finish(self, schema: bool) -> list[str]:
         """The checks of the layered whole: merged schema, cross-layer rules, the index."""
         errors = self._merged_errors() if schema else []
-        if not errors and len(self.files) > 1:
+        if schema and not errors and len(self.files) > 1:
             errors = [f"merged catalog: {p}: {m}" for p, m in semantic_errors(self.doc)]
         if not errors:
             errors = self._index_all()

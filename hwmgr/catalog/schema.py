@@ -4,8 +4,11 @@ jsonschema costs ~170 ms to import and ~0.8 s to walk a catalog of 3,000 device 
 everyday commands load the same catalog again and again. So a passed check is remembered in
 the analysing user's cache (`catalog-valid.json`, the KEEP most recent keys), keyed by the
 SHA-256 of the schema, CHECKS_VERSION and every layer's bytes in order: any change to any of
-them is a new key, checked in full. The strict parse and the semantic rules are cheap and run
-on every load (`hwmgr.catalog.load`).
+them is a new key, checked in full. A remembered verdict also covers the per-value checks of
+the strict parse and the semantic rules (functions of the same bytes, under the same
+CHECKS_VERSION): two thirds of a catalog load, 30 ms of each `check` on every fleet host.
+The JSON syntax, the merge and the device index are redone on every load
+(`hwmgr.catalog.load`).
 """
 
 from __future__ import annotations

@@ -108,9 +108,11 @@ def _float(text: str) -> float | BadNumber:
     return value if math.isfinite(value) else BadNumber(text)
 
 
-def parse(raw: bytes) -> tuple[Any, list[Finding]]:
+def parse(raw: bytes, values: bool = True) -> tuple[Any, list[Finding]]:
     """JSON bytes -> (data, findings); data is None when the text is not JSON at all.
-    (Not safejson.parse: unusable numbers become placeholders so errors can name their path.)"""
+    (Not safejson.parse: unusable numbers become placeholders so errors can name their path.)
+    `values=False` leaves out the walk over every value (`_value_errors`): only for bytes
+    that passed it before (a remembered verdict, `hwmgr.catalog.schema`)."""
     if len(raw) > MAX_FILE_BYTES:
         return None, [("$", f"file is larger than {MAX_FILE_BYTES} bytes")]
     try:
@@ -128,6 +130,8 @@ def parse(raw: bytes) -> tuple[Any, list[Finding]]:
     # \u0000, \ud800) or as a raw DEL or C1 character (strict JSON refuses raw C0; UTF-8
     # refuses surrogates): a text with neither needs no per-string check. Catalogs hold
     # backslashes (regexes, Windows-style paths) but almost never such an escape.
+    if not values:
+        return data, []
     texts = _CONTROL_ESCAPE.search(text) is not None or _C1.search(text) is not None
     return data, _value_errors(data, texts=texts)
 
