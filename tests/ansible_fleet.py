@@ -144,8 +144,21 @@ class Fleet:
         installs them (this run's venv; the system Python with only hwmgr on its path failed
         whenever the catalog's schema verdict was not cached yet: no jsonschema there)."""
         python = sys.executable if installed else "/usr/bin/python3"
-        py = write_exec(self.bin / f"py-{ns}",
-                        f"#!/bin/sh\nexec {IP} netns exec {ns} {python} \"$@\"\n")
+        if self.timing_log is None:
+            text = f"#!/bin/sh\nexec {IP} netns exec {ns} {python} \"$@\"\n"
+        else:  # bench/fleet: the host side's CPU (the module's process and what it runs), and
+            # this wrapper's own, apart from the control node's
+            argv = [IP, "netns", "exec", ns, python]
+            text = (f"#!{sys.executable} -S\nimport os, resource, sys, time\n"
+                    "t = time.monotonic_ns()\npid = os.fork()\nif pid == 0:\n"
+                    f"    os.execv({IP!r}, [*{argv!r}, *sys.argv[1:]])\n"
+                    "_, status, ru = os.wait4(pid, 0)\nrc = os.waitstatus_to_exitcode(status)\n"
+                    "me = resource.getrusage(resource.RUSAGE_SELF)\nend = time.monotonic_ns()\n"
+                    f"with open({str(self.timing_log)!r}, 'a') as fh:\n"
+                    "    fh.write(f'host-python {t} {end} {rc} {ru.ru_utime + ru.ru_stime}\\n'\n"
+                    "             f'wrapper {t} {end} 0 {me.ru_utime + me.ru_stime}\\n')\n"
+                    "sys.exit(rc)\n")
+        py = write_exec(self.bin / f"py-{ns}", text)
         shell = write_exec(self.bin / f"sh-{ns}", "#!/bin/sh\n" + self.timed(
             f"{IP} netns exec {ns} /bin/sh \"$@\"", f"collector-{ns}"))
         return py, shell
