@@ -32,6 +32,7 @@ from hwmgr.errors import (
 from hwmgr.host.seam import Host
 from hwmgr.host.snapshot import open_host
 from hwmgr.output import Outcome, make_console, make_safe, printable, write_json
+from hwmgr.transaction import interrupt
 from hwmgr.ui.options import common_options
 from hwmgr.ui.verbhelp import all_codes, epilog, sub_action_examples
 
@@ -210,6 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if ctx is not None:
             ctx.close()
+        for name in interrupt.release():  # a transaction ended and its result stood
+            print(f"hwmgr {verb}: {name} after the transaction ended: its result stands",
+                  file=sys.stderr)
 
 
 def _same_terminal() -> bool:

@@ -438,3 +438,38 @@ def test_corrupt_journal_is_a_one_line_error(tmp_path: Path) -> None:
     (tmp_path / "state/journal.sqlite").write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(BadInputError, match=r"journal.sqlite: not a usable hwmgr journal"):
         history(st)
+
+
+def test_a_signal_after_the_transaction_ended_is_held_until_the_command_ends(
+        tmp_path: Path) -> None:
+    """A Ctrl-C between a commit and the command's result (the lock's release, the outcome)
+    made a committed apply exit 130, "interrupted" (test_apply_signals caught it): the
+    transaction's handlers stay, noting the signal, until cli.main calls release()."""
+    st = StateDir(Host(tmp_path, SubprocessRunner()), "/state")
+    step = Step("one", lambda c: c.host.write_bytes("/out/one", b"x") and None,
+                lambda c: None, lambda c: c.host.exists("/out/one"))
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)  # as a command has it
+    try:
+        _held_then_released(st, step)
+    finally:
+        signal.signal(signal.SIGINT, outer)  # pytest-xdist's worker has its own
+
+
+def _held_then_released(st: StateDir, step: Step) -> None:
+    from hwmgr.transaction import interrupt
+
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        with st.lock(command="test"):
+            res = Transaction(st, {"k": lambda p: [step]}, "k", {}, target="t").run()
+        assert res.ok and res.state == "committed"
+        os.kill(os.getpid(), signal.SIGINT)  # after the commit: noted, not raised
+        time.sleep(0.05)
+    finally:
+        late = interrupt.release()
+    assert late == ["SIGINT"]
+    assert signal.getsignal(signal.SIGINT) is before  # the command's own handler is back
+    assert interrupt.release() == []
+    with pytest.raises(KeyboardInterrupt):  # and a signal now interrupts as usual
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)

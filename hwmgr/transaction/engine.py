@@ -28,7 +28,8 @@ should `ctx.save()` what undo needs (e.g. `ctx.backup(path)`) BEFORE changing an
 
 Signals (`interrupt`): SIGINT, SIGTERM, SIGHUP are deferred while a transaction runs or
 recovers; the running step finishes (or fails), the steps done are undone in reverse, and it
-ends `rolled-back` naming the signal. SIGKILL or power loss leave it for `hwmgr recover`.
+ends `rolled-back` naming the signal; after it ends, they stay deferred until the command
+ends (`interrupt.release`). SIGKILL or power loss leave it for `hwmgr recover`.
 
 Test hook: env `HWMGR_CRASH_AT="<step-name|seq>:<phase>[:INT|TERM|HUP][,...]"` SIGKILLs the
 process at a boundary (or sends it the named signal); phases: before (journaled started),
@@ -242,7 +243,8 @@ class Transaction:
         """Run all steps; on failure undo in reverse. Refuses while another txn is open."""
         if self.id is not None:
             raise TransactionError(f"transaction {self.id} ({self.kind}) has already run")
-        with deferring_signals(self._note_signal):  # from the journal's first row on
+        # from the journal's first row on, and held until the command ends (cli.main)
+        with deferring_signals(self._note_signal, hold=True):
             return self._begin()
 
     def _begin(self) -> TxnResult:
@@ -401,7 +403,7 @@ class Transaction:
         txn._recovered = True
         txn._states = [s["state"] for s in row["steps"]]
         txn._data = [s["data"] for s in row["steps"]]
-        with deferring_signals(txn._note_signal):
+        with deferring_signals(txn._note_signal, hold=True):
             return txn._finish(row["error"])
 
     def _finish(self, prior_error: str | None) -> TxnResult:

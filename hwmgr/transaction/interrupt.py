@@ -15,10 +15,23 @@ from typing import Any, Callable, Iterator
 DEFERRED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
+# After a transaction ends, its command still releases the lock and builds its result: a
+# signal there must not turn a committed transaction into "interrupted" (exit 130). So the
+# handlers a transaction installs stay, noting into LATE, until the command ends (`release`,
+# called by cli.main); _HELD keeps the handlers from before the first transaction.
+LATE: list[str] = []
+_HELD: dict[signal.Signals, Any] = {}
+
+
+def _late(signum: int, _frame: Any) -> None:
+    LATE.append(signal.Signals(signum).name)
+
+
 @contextlib.contextmanager
-def deferring_signals(note: Callable[[str], None]) -> Iterator[None]:
+def deferring_signals(note: Callable[[str], None], *, hold: bool = False) -> Iterator[None]:
     """Within the block, each deferred signal calls `note("SIGINT")` etc. instead of its
-    handler; the previous handlers are back afterwards."""
+    handler; the previous handlers are back afterwards, or with `hold` (a transaction) only
+    at `release`: until then a signal is noted in LATE."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -35,4 +48,20 @@ def deferring_signals(note: Callable[[str], None]) -> Iterator[None]:
         yield
     finally:
         for sig, previous in old.items():
+            if hold:  # one step, never the default handler in between
+                if sig not in _HELD and previous is not _late:
+                    _HELD[sig] = previous
+                signal.signal(sig, _late)
+            else:
+                signal.signal(sig, previous)
+
+
+def release() -> list[str]:
+    """The command has ended: the handlers from before its transactions are back; the
+    signals that came after a transaction ended, in order (LATE emptied)."""
+    if threading.current_thread() is threading.main_thread():
+        for sig, previous in _HELD.items():
             signal.signal(sig, previous)
+    _HELD.clear()
+    late, LATE[:] = list(LATE), []
+    return late
