@@ -169,6 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ctx: Context | None = None
     make_safe(sys.stdout)  # PYTHONIOENCODING=ascii: escapes, never UnicodeEncodeError
     outcome: Outcome | None = None
+    interrupt.command()  # a transaction's signals stay deferred until this call ends
     try:
         parser = build_parser(verb if verb in VERBS else None)
         args = parser.parse_args(_verb_first(argv))

@@ -459,6 +459,10 @@ def _held_then_released(st: StateDir, step: Step) -> None:
     from hwmgr.transaction import interrupt
 
     before = signal.getsignal(signal.SIGINT)
+    with st.lock(command="test"):  # outside a command: the handler is back at once
+        assert Transaction(st, {"k": lambda p: [step]}, "k", {}, target="t").run().ok
+    assert signal.getsignal(signal.SIGINT) is before
+    interrupt.command()  # as cli.main opens one
     try:
         with st.lock(command="test"):
             res = Transaction(st, {"k": lambda p: [step]}, "k", {}, target="t").run()

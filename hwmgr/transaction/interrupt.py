@@ -16,11 +16,18 @@ DEFERRED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
 # After a transaction ends, its command still releases the lock and builds its result: a
-# signal there must not turn a committed transaction into "interrupted" (exit 130). So the
-# handlers a transaction installs stay, noting into LATE, until the command ends (`release`,
-# called by cli.main); _HELD keeps the handlers from before the first transaction.
+# signal there must not turn a committed transaction into "interrupted" (exit 130). So within
+# a command (`command`, opened by cli.main) the handlers a transaction installs stay, noting
+# into LATE, until `release`; _HELD keeps the handlers from before the first transaction.
+# Outside a command (a library caller, a test) a transaction puts its handlers back at once.
 LATE: list[str] = []
 _HELD: dict[signal.Signals, Any] = {}
+_COMMANDS: list[int] = []  # open commands (cli.main calls; one, unless nested in-process)
+
+
+def command() -> None:
+    """A command starts: a transaction's deferred signals are held until its `release`."""
+    _COMMANDS.append(1)
 
 
 def _late(signum: int, _frame: Any) -> None:
@@ -48,7 +55,7 @@ def deferring_signals(note: Callable[[str], None], *, hold: bool = False) -> Ite
         yield
     finally:
         for sig, previous in old.items():
-            if hold:  # one step, never the default handler in between
+            if hold and _COMMANDS:  # one step, never the default handler in between
                 if sig not in _HELD and previous is not _late:
                     _HELD[sig] = previous
                 signal.signal(sig, _late)
@@ -59,6 +66,10 @@ def deferring_signals(note: Callable[[str], None], *, hold: bool = False) -> Ite
 def release() -> list[str]:
     """The command has ended: the handlers from before its transactions are back; the
     signals that came after a transaction ended, in order (LATE emptied)."""
+    if _COMMANDS:
+        _COMMANDS.pop()
+    if _COMMANDS:  # an outer command is still running: it releases them
+        return []
     if threading.current_thread() is threading.main_thread():
         for sig, previous in _HELD.items():
             signal.signal(sig, previous)
