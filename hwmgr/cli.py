@@ -123,17 +123,20 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
-    """`hwmgr` and one sub-parser per verb. Only the `verb` a command line names gets its
-    options, help and epilog (from its module, imported now); the others are listed by name
-    and their line in `VERBS`: a run pays for the verb it runs, not for all of them."""
+    """`hwmgr` and its sub-parsers. Given the `verb` a command line names (moved first by
+    `_verb_first`, so it is the one argparse dispatches to), only that verb's sub-parser is
+    built, with its options, help and epilog from its module (imported now); without one,
+    every verb is listed by name and its line in `VERBS` for `hwmgr --help`. A run pays for
+    the verb it runs, not for all of them (each sub-parser costs argparse a locale lookup)."""
     parser: argparse.ArgumentParser = Parser(prog="hwmgr", description=DESCRIPTION,
                                              epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"hwmgr {__version__}")
     parser.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     for name, summary in VERBS.items():
-        if name != verb:
+        if verb is None:
             sub.add_parser(name, help=summary)
+        if name != verb:
             continue
         mod = verb_module(name)
         parents: list[argparse.ArgumentParser] = (

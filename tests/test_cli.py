@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -43,7 +44,6 @@ def test_json_errors_keep_the_envelope() -> None:
 
 def test_top_help_is_argparse_help_of_the_verb_table() -> None:
     """`hwmgr --help` is plain argparse: every verb with its one line from `cli.VERBS`."""
-    import argparse
     import contextlib
     import io
 
@@ -76,6 +76,35 @@ def test_each_verb_runs_from_its_own_module_and_imports_no_other() -> None:
                          cwd=REPO, check=False)
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == ["<", "['hwmgr.commands.vercmp']"]
+
+
+def test_a_check_imports_no_lifecycle_machinery_and_builds_only_its_own_parser() -> None:
+    """`check` runs on every fleet host each night, so it pays for what it reads and no more:
+    no DKMS, recipe, build-log or transaction-engine module (the kernel gate's records are
+    read through `gaterecord` alone), and argparse builds the `check` sub-parser only
+    (each sub-parser costs a locale lookup); `hwmgr --help` still lists every verb."""
+    from hwmgr import cli
+
+    probe = ("import io, sys; from hwmgr import cli; out = io.StringIO(); sys.stdout = out; "
+             "rc = cli.main(['check', '--json', '--root', 'tests/fixtures/hosts/seed002-after']);"
+             " sys.stdout = sys.__stdout__; print(rc); "
+             "print(sorted(m for m in sys.modules if m.startswith(('hwmgr.lifecycle.', "
+             "'hwmgr.transaction.'))))")
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         cwd=REPO, check=False)
+    assert res.returncode == 0, res.stderr
+    rc, mods = res.stdout.splitlines()
+    assert rc in {"0", "5"}, res.stderr
+    assert "hwmgr.lifecycle.gaterecord" in mods and "hwmgr.transaction.state" in mods
+    for heavy in ("dkms", "recipe", "buildlog", "kernelgate", "plan", "engine"):
+        assert f".{heavy}'" not in mods, (heavy, mods)
+
+    def choices(parser: argparse.ArgumentParser) -> list[str]:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return list(sub.choices)
+
+    assert choices(cli.build_parser("check")) == ["check"]
+    assert choices(cli.build_parser()) == list(cli.VERBS)
 
 
 def test_verb_help_shows_its_examples_and_exit_codes() -> None:

@@ -158,14 +158,14 @@ def test_no_boot_loader_is_detected_on_an_empty_root(tmp_path: Path) -> None:
 def test_managed_drivers_follow_the_journal(tmp_path: Path) -> None:
     host = fixture_root(tmp_path, "grub")
     state = StateDir(host, STATE)
-    assert gaterecord.managed_drivers(state) == []
+    assert kernelgate.managed_drivers(state) == []
     txn = manage(host)
-    got = gaterecord.managed_drivers(state)
+    got = kernelgate.managed_drivers(state)
     assert [(m.driver, m.version, m.modules, m.storage) for m in got] == [
         ("e1000e", "3.8.7-lab", ["e1000e"], False)]
     j = state.journal()  # a rollback to inbox undoes it: no longer managed
     j.set_txn(j.begin("rollback", "e1000e", {"undo_upgrade": txn}, []), state="committed")
-    assert gaterecord.managed_drivers(state) == []
+    assert kernelgate.managed_drivers(state) == []
     state.close()
 
 
@@ -181,7 +181,7 @@ def test_missing_headers_record_hold_check_and_release(tmp_path: Path) -> None:
         {"driver": "e1000e", "kernel": NEW, "status": "unknown",
          "reason": f"e1000e ready for kernel {NEW}: unknown: e1000e 3.8.7-lab not gated; run "
                    f"hwmgr kernel-gate {NEW}"}]
-    (m,) = gaterecord.managed_drivers(state)
+    (m,) = kernelgate.managed_drivers(state)
     r = kernelgate.gate_driver(host, state, m, NEW, secure_boot=False)
     assert not r.ready and f"install linux-headers-{NEW}" in r.why
     kernelgate.write_record(host, state, NEW, RUNNING, [r])
@@ -363,7 +363,7 @@ def test_real_gate_for_a_kernel_installed_but_not_running(
         params = {"driver": name, "version": version, "modules": [name], "kernels": [kver],
                   "initramfs": [], "drivers_dir": str(tmp_path / "no-recipes")}
         j.set_txn(j.begin("upgrade", name, params, []), state="committed")
-        (m,) = gaterecord.managed_drivers(state)
+        (m,) = kernelgate.managed_drivers(state)
         r = kernelgate.gate_driver(host, state, m, kver, guard.secure_boot(host), dkms=dkms)
         rec = kernelgate.write_record(host, state, kver, os.uname().release, [r])
         state.close()

@@ -30,8 +30,8 @@ from hwmgr.errors import (
 )
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.transaction.engine import Ctx, Step, Transaction, TransactionError, history
-from hwmgr.transaction.state import BACKUP_RECORD, StateDir
+from hwmgr.transaction.engine import Ctx, Step, Transaction, TransactionError
+from hwmgr.transaction.state import BACKUP_RECORD, StateDir, history
 
 HERE = Path(__file__).resolve().parent
 HELPER = HERE / "helpers_crash.py"

@@ -21,9 +21,8 @@ from hwmgr.errors import (
     RefusedError,
 )
 from hwmgr.inventory import guard
-from hwmgr.lifecycle import gaterecord
+from hwmgr.lifecycle import INSTALL_TREE, gaterecord
 from hwmgr.lifecycle import kernelgate as gate
-from hwmgr.lifecycle.dkms import INSTALL_TREE
 from hwmgr.lifecycle.plan import running_kernel
 from hwmgr.lifecycle.recipe import check_kernel
 from hwmgr.output import Outcome, printable
@@ -81,7 +80,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
                        else f"/boot/vmlinuz-{kver} (nor {INSTALL_TREE}/{kver}/vmlinuz)")
             raise NotFoundError(f"kernel {kver} is not installed: no {missing}")
         gaterecord.read_hold(host, state)  # a damaged hold is exit 8 before anything is built
-        drivers = gaterecord.managed_drivers(state)
+        drivers = gate.managed_drivers(state)
         sb = guard.secure_boot(host) if drivers else None
         timeout = load_config(host).build_timeout_seconds
         results = [gate.gate_driver(host, state, m, kver, sb, build_timeout=timeout)

@@ -23,12 +23,12 @@ from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.runner import RC_TIMEOUT, Result
 from hwmgr.host.seam import Host
+from hwmgr.lifecycle import INSTALL_TREE
 from hwmgr.lifecycle.buildlog import BuildFailed, log_facts, make_command
 from hwmgr.lifecycle.recipe import Recipe, check_kernel, check_name, check_version
 
 SOURCE_TREE = "/usr/src"
 DKMS_TREE = "/var/lib/dkms"
-INSTALL_TREE = "/lib/modules"
 OS_RELEASE = "/etc/os-release"
 INSTALL_TIMEOUT = 600.0
 QUICK_TIMEOUT = 120.0

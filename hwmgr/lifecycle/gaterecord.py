@@ -11,14 +11,12 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from dataclasses import dataclass
 from typing import Any
 
 from hwmgr import safejson
-from hwmgr.errors import BadInputError, HwmgrError
+from hwmgr.errors import BadInputError
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.dkms import INSTALL_TREE
-from hwmgr.lifecycle.recipe import load_recipe
+from hwmgr.lifecycle import INSTALL_TREE
 from hwmgr.lifecycle.record import chain_of
 from hwmgr.output import printable
 from hwmgr.transaction.state import StateDir
@@ -28,21 +26,10 @@ HOLD = "hold.json"
 MAX_RECORD = 1 << 20
 
 
-@dataclass
-class Managed:
-    """A driver hwmgr installed and still manages: what the gate rebuilds."""
-
-    driver: str
-    version: str
-    modules: list[str]
-    storage: bool
-    sign_key: str | None = None
-    sign_cert: str | None = None
-
-
-def managed_drivers(state: StateDir) -> list[Managed]:
-    """The drivers an upgrade still in effect installed, by name (damaged journal: exit 8).
-    The journal is opened read-only: `check` reads this, and never changes the journal."""
+def in_effect(state: StateDir) -> list[tuple[str, dict[str, Any]]]:
+    """(driver, params of its newest upgrade) for each driver an upgrade still in effect
+    installed, by name (damaged journal: exit 8): the drivers the gate manages. The journal
+    is opened read-only: `check` reads this, and never changes the journal."""
     journal = state.query_journal()
     if journal is None:
         return []
@@ -53,19 +40,8 @@ def managed_drivers(state: StateDir) -> list[Managed]:
         chains = {d: chain_of(journal.transactions(target=d), where) for d in targets}
     except sqlite3.DatabaseError as exc:
         raise BadInputError(f"{where}: not a usable hwmgr journal ({exc})") from None
-    out = []
-    for driver in targets:
-        chain = chains[driver]
-        if not chain:
-            continue  # rolled back to inbox: not managed any more
-        p = chain[-1]["params"]
-        try:
-            storage = load_recipe(driver, p.get("drivers_dir")).initramfs
-        except HwmgrError:  # the recipe moved: the upgrade's own initramfs decision stands
-            storage = bool(p.get("initramfs"))
-        out.append(Managed(driver, p["version"], list(p["modules"]), bool(storage),
-                           p.get("sign_key"), p.get("sign_cert")))
-    return out
+    # a driver rolled back to inbox has an empty chain: not managed any more
+    return [(d, chains[d][-1]["params"]) for d in targets if chains[d]]
 
 
 def installed(host: Host, kver: str) -> bool:
@@ -133,25 +109,26 @@ def check_items(host: Host, state_dir: str, running: str | None) -> list[dict[st
     if not kernels:
         return []
     try:
-        drivers = managed_drivers(state)
+        drivers = [(d, p["version"]) for d, p in in_effect(state)]
         out = []
         for k in kernels if drivers else []:
             rec = read_record(host, state, k)
-            for m in drivers:
-                out.append(_item(m, k, (rec or {}).get("drivers", {}).get(m.driver)))
+            for driver, version in drivers:
+                got = (rec or {}).get("drivers", {}).get(driver)
+                out.append(_item(driver, version, k, got))
         return out
     finally:
         state.close()
 
 
-def _item(m: Managed, kver: str, got: Any) -> dict[str, Any]:
-    head = f"{m.driver} ready for kernel {kver}"
-    if not isinstance(got, dict) or got.get("version") != m.version:
+def _item(driver: str, version: str, kver: str, got: Any) -> dict[str, Any]:
+    head = f"{driver} ready for kernel {kver}"
+    if not isinstance(got, dict) or got.get("version") != version:
         was = f" (gated for {got.get('version')})" if isinstance(got, dict) else ""
-        return {"driver": m.driver, "kernel": kver, "status": "unknown",
-                "reason": f"{head}: unknown: {m.driver} {m.version} not gated{was}; run "
+        return {"driver": driver, "kernel": kver, "status": "unknown",
+                "reason": f"{head}: unknown: {driver} {version} not gated{was}; run "
                           f"hwmgr kernel-gate {kver}"}
     if got.get("ready") is True:
-        return {"driver": m.driver, "kernel": kver, "status": "ok", "reason": f"{head}: yes"}
-    return {"driver": m.driver, "kernel": kver, "status": "drift",
+        return {"driver": driver, "kernel": kver, "status": "ok", "reason": f"{head}: yes"}
+    return {"driver": driver, "kernel": kver, "status": "drift",
             "reason": f"{head}: no: {got.get('why')} (then: hwmgr kernel-gate {kver})"}

@@ -22,14 +22,41 @@ from hwmgr.config import DEFAULT_BUILD_TIMEOUT
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard
-from hwmgr.lifecycle import bootloader, gaterecord, kmod
+from hwmgr.lifecycle import INSTALL_TREE, bootloader, gaterecord, kmod
 from hwmgr.lifecycle.buildlog import BuildFailed, keep_log
-from hwmgr.lifecycle.dkms import INSTALL_TREE, Dkms
+from hwmgr.lifecycle.dkms import Dkms
 from hwmgr.lifecycle.expect import parse_expectation
+from hwmgr.lifecycle.recipe import load_recipe
 from hwmgr.transaction.journal import utcnow
 from hwmgr.transaction.state import StateDir
 
 QUICK = 120.0
+
+
+@dataclass
+class Managed:
+    """A driver hwmgr installed and still manages: what the gate rebuilds."""
+
+    driver: str
+    version: str
+    modules: list[str]
+    storage: bool
+    sign_key: str | None = None
+    sign_cert: str | None = None
+
+
+def managed_drivers(state: StateDir) -> list[Managed]:
+    """The drivers an upgrade still in effect installed (`gaterecord.in_effect`), each with
+    whether its recipe says it is a storage driver (initramfs)."""
+    out = []
+    for driver, p in gaterecord.in_effect(state):
+        try:
+            storage = load_recipe(driver, p.get("drivers_dir")).initramfs
+        except HwmgrError:  # the recipe moved: the upgrade's own initramfs decision stands
+            storage = bool(p.get("initramfs"))
+        out.append(Managed(driver, p["version"], list(p["modules"]), bool(storage),
+                           p.get("sign_key"), p.get("sign_cert")))
+    return out
 
 
 @dataclass
@@ -81,7 +108,7 @@ def _signing(host: Host, kver: str, module: str, secure_boot: bool | None) -> tu
     return "unsigned: Secure Boot state unknown (mokutil and efivars unreadable)", True
 
 
-def _check(host: Host, m: gaterecord.Managed, kver: str, kos: dict[str, str],
+def _check(host: Host, m: Managed, kver: str, kos: dict[str, str],
            secure_boot: bool | None) -> tuple[dict[str, Any], str | None]:
     """What modinfo, depmod and the initramfs say for KVER; (facts, why not ready or None)."""
     facts: dict[str, Any] = {}
@@ -113,7 +140,7 @@ def _check(host: Host, m: gaterecord.Managed, kver: str, kos: dict[str, str],
     return facts, None
 
 
-def gate_driver(host: Host, state: StateDir, m: gaterecord.Managed, kver: str,
+def gate_driver(host: Host, state: StateDir, m: Managed, kver: str,
                 secure_boot: bool | None, dkms: Dkms | None = None,
                 build_timeout: float = DEFAULT_BUILD_TIMEOUT) -> Readiness:
     """Build, install (KVER only), depmod, initramfs and check one managed driver."""

@@ -13,9 +13,8 @@ from typing import Any
 
 from hwmgr import safejson
 from hwmgr.output import printable
-from hwmgr.transaction.engine import history
 from hwmgr.transaction.journal import damaged
-from hwmgr.transaction.state import StateDir
+from hwmgr.transaction.state import StateDir, history
 
 MODULE_FIELDS = ("path", "version", "sha256")  # each saved/replaced module file: text or null
 

@@ -439,21 +439,6 @@ class Transaction:
         return "interrupted before its first step"
 
 
-def history(
-    state: StateDir,
-    *,
-    limit: int | None = None,
-    kind: str | None = None,
-    target: str | None = None,
-    events: bool = False,
-) -> list[dict[str, Any]]:
-    """Transactions newest first, each with its steps (for `hwmgr history`); [] if none."""
-    journal = state.read_journal()
-    if journal is None:
-        return []
-    return journal.transactions(kind=kind, target=target, limit=limit, events=events)
-
-
 def _build_steps(registry: Registry, kind: str, params: dict[str, Any]) -> list[Step]:
     factory = registry.get(kind)
     if factory is None:

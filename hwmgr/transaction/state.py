@@ -209,3 +209,18 @@ class StateDir:
         self.host.copy_file(record["backup"], path)
         if sha256_file(real) != record["sha256"]:
             raise HwmgrError(f"restored {path} does not match its backup sha256")
+
+
+def history(
+    state: StateDir,
+    *,
+    limit: int | None = None,
+    kind: str | None = None,
+    target: str | None = None,
+    events: bool = False,
+) -> list[dict[str, Any]]:
+    """Transactions newest first, each with its steps (for `hwmgr history`); [] if none."""
+    journal = state.read_journal()
+    if journal is None:
+        return []
+    return journal.transactions(kind=kind, target=target, limit=limit, events=events)
