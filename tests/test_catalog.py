@@ -355,11 +355,20 @@ def test_remembered_verdict_spares_the_value_walk_and_the_semantic_rules(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_cache: None) -> None:
     """Issue 26: they are two thirds of a catalog load on every fleet host's check. Counted
     on the real functions: run on the first load, not on the second, again on changed bytes;
-    a changed file with an error is still caught."""
+    a changed file with an error is still caught. The JSON hooks that find duplicate keys
+    and unusable numbers are spared too (plain `json` parses remembered bytes), and a
+    changed file with a duplicate key is still caught."""
     from hwmgr.catalog import validate
 
     calls = {"values": 0, "semantic": 0}
-    values, semantic = validate._value_errors, catmod.semantic_errors
+    values, semantic, pairs = validate._value_errors, catmod.semantic_errors, validate._pairs
+    hooked: list[int] = []
+
+    def count_pairs(*a: Any, **kw: Any) -> Any:
+        hooked.append(1)
+        return pairs(*a, **kw)
+
+    monkeypatch.setattr(validate, "_pairs", count_pairs)
 
     def count_values(*a: Any, **kw: Any) -> Any:
         calls["values"] += 1
@@ -375,8 +384,11 @@ def test_remembered_verdict_spares_the_value_walk_and_the_semantic_rules(
     shutil.copy(MINI, f)
     first = load_catalog([f])
     assert calls["values"] == 1 and calls["semantic"] == 1
+    assert hooked
+    hooked.clear()
     second = load_catalog([f])
     assert calls == {"values": 1, "semantic": 1}  # the remembered verdict
+    assert not hooked  # parsed by json alone
     assert second.names() == first.names() and second.doc == first.doc
     data = json.loads(f.read_text())
     data["drivers"]["be2net"]["versions"]["4.1.307r"]["reason"] = "bad \u0007 bell"
@@ -384,6 +396,9 @@ def test_remembered_verdict_spares_the_value_walk_and_the_semantic_rules(
     with pytest.raises(BadInputError, match="control character"):
         load_catalog([f])
     assert calls["values"] == 2
+    f.write_text(MINI.read_text().replace('{', '{"drivers": {}, ', 1))  # "drivers" twice
+    with pytest.raises(BadInputError, match="duplicate key 'drivers'"):
+        load_catalog([f])
 
 
 def test_changed_file_is_revalidated(tmp_path: Path, fresh_cache: None) -> None:

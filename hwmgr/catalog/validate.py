@@ -112,16 +112,20 @@ def parse(raw: bytes, values: bool = True) -> tuple[Any, list[Finding]]:
     """JSON bytes -> (data, findings); data is None when the text is not JSON at all.
     (Not safejson.parse: unusable numbers become placeholders so errors can name their path.)
     `values=False` leaves out the walk over every value (`_value_errors`): only for bytes
-    that passed it before (a remembered verdict, `hwmgr.catalog.schema`)."""
+    that passed it before (a remembered verdict, `hwmgr.catalog.schema`). Those bytes hold
+    no duplicate key and no unusable number, so they are parsed by `json` alone, without the
+    hooks that would find them: the same data, in less than half the time."""
     if len(raw) > MAX_FILE_BYTES:
         return None, [("$", f"file is larger than {MAX_FILE_BYTES} bytes")]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, [("$", f"not UTF-8 text (byte {exc.start})")]
+    hooks: dict[str, Any] = {} if not values else {
+        "object_pairs_hook": _pairs, "parse_int": _int, "parse_float": _float,
+        "parse_constant": BadNumber}
     try:
-        data = json.loads(text, object_pairs_hook=_pairs, parse_int=_int, parse_float=_float,
-                          parse_constant=BadNumber)
+        data = json.loads(text, **hooks)
     except json.JSONDecodeError as exc:
         return None, [("$", f"invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})")]
     except RecursionError:
