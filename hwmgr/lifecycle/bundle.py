@@ -26,7 +26,7 @@ from hwmgr.host.capture import (
 from hwmgr.host.ifname import tool_safe
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard as safety
-from hwmgr.lifecycle import kmod
+from hwmgr.lifecycle import INSTALL_TREE, kmod
 from hwmgr.lifecycle.dkms import kernels_with_headers
 from hwmgr.lifecycle.recipe import load_recipe
 
@@ -61,8 +61,8 @@ def record_all(host: Host, devices: Iterable[dict[str, Any]],
     (`capture.sysctls_to_record`: the fixed list and the catalog's) are copied."""
     kernels = target_kernels(host)  # lists /lib/modules: HEADERS
     for k in kernels:
-        if host.exists(f"/lib/modules/{k}/build/Makefile"):
-            host.read_bytes(f"/lib/modules/{k}/build/Makefile")
+        if host.exists(f"{INSTALL_TREE}/{k}/build/Makefile"):
+            host.read_bytes(f"{INSTALL_TREE}/{k}/build/Makefile")
     modules = bound_modules(devices, drivers_dir)
     for k in kernels:
         for m in modules:
