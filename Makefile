@@ -11,7 +11,7 @@ APT_TEST  := $(APT_RUN) rpm rpmlint dkms linux-headers-amd64 iperf3 lshw curl op
              openssh-server openssh-client \
              ifupdown initramfs-tools grub-common
 PYTEST_ARGS ?=
-LINT_PATHS := hwmgr tests bench lab scripts ansible_collections
+LINT_PATHS := hwmgr tests bench lab scripts ansible_collections catalog-src
 # Real vendor source RPMs for the tests (tests/vendor_env.py, docs/testing.md): never in the
 # repository, kept in the directory beside the checkout that holds them with a SUMS.txt (a
 # checkout with no such directory beside it leaves the variable empty: those tests skip, saying so)

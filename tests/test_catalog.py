@@ -216,9 +216,9 @@ def test_uncatalogued_is_no_opinion_unknown_is_not_read(mini: Catalog) -> None:
     v = mini.verdict(dev("19a2", "0710", "be2net", "11.0.0.0"), el7)
     assert (v["status"], v["reason"]) == ("uncatalogued", "be2net 11.0.0.0 is not in the catalog")
     v = mini.verdict(dev("19a2", "0710", "be2net", DEB12), DEB12)
-    assert v["status"] == "uncatalogued" and "no policy for in-tree builds" in v["reason"]
+    assert v["status"] == "uncatalogued" and "uncatalogued kernel build" in v["reason"]
     v = mini.verdict(dev("8086", "10d3", "e1000e", "5.10.0-20-amd64"), "5.10.0-20-amd64")
-    assert v["status"] == "uncatalogued" and "in-tree policy covers" in v["reason"]
+    assert v["status"] == "uncatalogued" and "uncatalogued kernel build" in v["reason"]
     v = mini.verdict(dev("19a2", "0710", "be2net", "  "), EL6)
     assert (v["status"], v["reason"]) == ("unknown", "be2net version is unknown")
 
@@ -301,9 +301,13 @@ def test_seed_002_and_lab_verdicts_with_shipped_catalog() -> None:
     assert (v["status"], v["match"]) == ("ok", "subsystem")
     e1k = dev("8086", "10d3", "e1000e", DEB12)
     assert cat.verdict(e1k, DEB12)["status"] == "ok"
-    igb = cat.verdict(dev("8086", "1533", "igb", "5.6.0-k"), DEB12)  # RHEL 7.7-8.3's in-tree
+    # RHEL 7.7-8.3's in-tree igb: judged on RHEL 8.1's kernel, never on Debian's
+    igb = cat.verdict(dev("8086", "1533", "igb", "5.6.0-k"), "4.18.0-147.el8.x86_64")
     assert (igb["status"], igb["listed_status"]) == ("ok", "baseline")
-    assert "no known issue" in igb["reason"]
+    assert "rhel-8.1" in igb["reason"] and "no known issue" in igb["reason"]
+    assert "rhel-7.7" not in igb["reason"]
+    assert cat.verdict(dev("8086", "1533", "igb", "5.6.0-k"), "3.10.0-957.el7.x86_64")[
+        "status"] == "uncatalogued"  # RHEL 7.6 is not among the releases that ship it
     assert cat.verdict(dev("8086", "1533", "igb", "5.6.0.1-k"), DEB12)["status"] == "uncatalogued"
 
 

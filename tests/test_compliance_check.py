@@ -74,10 +74,11 @@ def test_seed002_before_drifts_on_every_seed_item() -> None:
 
 def test_seed002_after_is_compliant_and_layers_filter() -> None:
     findings = check("seed002-after")
-    # the ixgbevf VFs' version has no catalog verdict: uncatalogued, which is still exit 0
+    # CentOS 7.6's in-tree builds (the ixgbevf VFs among them) have no catalog verdict:
+    # uncatalogued kernel build, which is still exit 0
     assert findings and {x.status for x in findings} == {"ok", "uncatalogued"}
-    assert [x.device for x in findings if x.status == "uncatalogued"] == [
-        "0000:01:10.0", "0000:01:10.2"]
+    assert {"0000:01:10.0", "0000:01:10.2"} <= {
+        x.device for x in findings if x.status == "uncatalogued"}
     assert exit_code(findings, []) == 0
     assert {x.layer for x in check("seed002-after", "sysctl")} == {"sysctl"}
 

@@ -163,7 +163,8 @@ def test_seed000_at_80_columns_reads_well() -> None:
     note = " ".join(text[text.index("[1] be2net"):].split())
     assert note.startswith("[1] be2net 4.1.307r is known-bad (recommended: 10.2.470.14): "
                            "about 100 MB/s")
-    assert "[2] e1000e 1.9.5-k is uncatalogued: e1000e 1.9.5-k is not in the catalog" in lines
+    assert "[2] e1000e 1.9.5-k is uncatalogued: uncatalogued kernel build: in-tree e1000e " \
+        "1.9.5-k on 2.6.32-279.el6.x86_64;" in " ".join(text.split())
     assert lines[-1] == "Next: hwmgr plan upgrade be2net --to 10.2.470.14  (dry run of the upgrade)"
     assert not any("RAID bus controller" in ln or "PCI bridge" in ln for ln in lines)
 
@@ -192,7 +193,7 @@ def test_all_lists_every_function_in_one_table(name: str) -> None:
 
 def test_no_hint_when_nothing_is_flagged() -> None:
     text = piped(HOSTS / "seed002-router", 80)
-    assert "Next:" not in text and "ok [1]" in text
+    assert "Next:" not in text and re.search(r"\bok \[\d\]", text)
 
 
 def test_class_filter_lists_what_it_matched() -> None:

@@ -3,7 +3,8 @@
 Later layers win. Objects merge key by key; lists and scalars replace; `null` deletes a key.
 Two top-level lists merge by a key instead of replacing: `sysctl` rules by `name` (a later rule
 replaces the earlier one whole: one rule is one constraint) and `conditional_settings` by `id`
-(merged key by key, so a site can write `{"id": "...", "enabled": false}`). Every value
+(merged key by key, so a site can write `{"id": "...", "enabled": false}`); a driver's
+`known_issues` and `firmware_requirements` merge by `id` (a layer adds or replaces one). Every value
 remembers the file it came from, for `hwmgr catalog show --effective`.
 
 A layer after the first may be partial: it is checked against the catalog schema with every
@@ -20,6 +21,9 @@ from typing import Any, Iterator, Mapping
 Key = tuple[Any, ...]  # a JSON path as its parts
 
 KEYED_LISTS = {"sysctl": ("name", False), "conditional_settings": ("id", True)}
+# lists of a driver entry merged by id (a layer adds or replaces a known issue, never wipes
+# the base's others); an item replaced whole: one issue is one statement of its sources
+DRIVER_KEYED_LISTS = {"known_issues": "id", "firmware_requirements": "id"}
 _RELAX = ("required", "minProperties", "dependentRequired")
 
 
@@ -87,20 +91,25 @@ def _merge_obj(dst: dict[str, Any], src: Mapping[str, Any], source: Path, prov: 
             prov.record(here, source)  # the deletion is this layer's doing
         elif isinstance(val, dict) and isinstance(dst.get(key), dict):
             _merge_obj(dst[key], val, source, prov, here, take)
+        elif (len(path) == 2 and path[0] == "drivers" and key in DRIVER_KEYED_LISTS
+              and isinstance(val, list) and isinstance(dst.get(key), list)):
+            _merge_keyed(dst[key], val, DRIVER_KEYED_LISTS[key], False, source, prov, here,
+                         take)
         else:
             dst[key] = _own(val, take)
             prov.record(here, source)
 
 
 def _merge_keyed(dst: list[Any], src: list[Any], key: str, deep: bool, source: Path,
-                 prov: Provenance, top: str, take: bool) -> None:
-    """Merge list items by `key`: a new key appends, a known one replaces or merges."""
+                 prov: Provenance, top: Key, take: bool) -> None:
+    """Merge list items by `key`: a new key appends, a known one replaces or merges; `top`
+    is the list's path (provenance is recorded per item)."""
     index = {item.get(key): i for i, item in enumerate(dst) if isinstance(item, dict)}
     for item in src:
         if not isinstance(item, dict) or item.get(key) is None:
             dst.append(_own(item, take))  # the schema check of the merged result names it
             continue
-        here = (top, item[key])
+        here = (*top, item[key])
         if item[key] in index and deep:
             _merge_obj(dst[index[item[key]]], item, source, prov, here, take)
         elif item[key] in index:
@@ -120,11 +129,11 @@ def merge(dst: dict[str, Any], layer: Mapping[str, Any], source: Path,
     for key, val in layer.items():
         if key in KEYED_LISTS and isinstance(val, list) and isinstance(dst.get(key), list):
             ident, deep = KEYED_LISTS[key]
-            _merge_keyed(dst[key], val, ident, deep, source, prov, key, take)
+            _merge_keyed(dst[key], val, ident, deep, source, prov, (key,), take)
         elif key in KEYED_LISTS and isinstance(val, list):
             dst[key] = []
             _merge_keyed(dst[key], val, KEYED_LISTS[key][0], KEYED_LISTS[key][1], source, prov,
-                         key, take)
+                         (key,), take)
         else:
             _merge_obj(dst, {key: val}, source, prov, (), take)
 

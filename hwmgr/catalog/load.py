@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from hwmgr.catalog import layers, versions
+from hwmgr.catalog import kbuild, layers, versions
 from hwmgr.catalog.discover import ENV_DIR, PathLike, catalog_files, discover
+from hwmgr.catalog.kbuild import KernelBuild
+from hwmgr.catalog.model import Knowledge
 from hwmgr.catalog.refs import driver_key, json_path, ref_hits
 from hwmgr.catalog.rules import RuleData
 from hwmgr.catalog.schema import VerdictCache, findings
@@ -166,6 +168,8 @@ class Catalog(RuleData):
         # rule key -> (driver, rule index) of every entry claiming it: several drivers may
         # drive one device (mpt2sas/mpt3sas, r8168/r8169, mlx4_core/mlx4_en)
         self._index: dict[tuple[str | None, ...], list[tuple[str, int]]] = {}
+        self._knowledge: dict[str, Knowledge] = {}  # typed known issues, built on first use
+        self._builds: dict[tuple[str | None, ...], KernelBuild] = {}
 
     # ---------------------------------------------------------------- building
     def _layer(self, chk: _Check, take: bool = False) -> None:
@@ -384,13 +388,57 @@ class Catalog(RuleData):
             best = sorted(recs)[-1]
         return best, m.entry["versions"][best]
 
-    def verdict(self, dev: Mapping[str, Any], kernel: str | None = None) -> Verdict | None:
+    def knowledge(self, name: str) -> Knowledge:
+        """The typed known issues and firmware requirements of one driver entry."""
+        know = self._knowledge.get(name)
+        if know is None:
+            know = self._knowledge[name] = Knowledge.from_entry(name, self.drivers.get(name, {}))
+        return know
+
+    def kernel_builds(self) -> dict[str, Any]:
+        """The merged `kernel_builds` tables (distribution ABIs, EL streams)."""
+        got = self.doc.get("kernel_builds")
+        return got if isinstance(got, dict) else {}
+
+    def kernel_build(self, kernel: str | None, proc_version: str | None = None,
+                     signature: str | None = None) -> KernelBuild:
+        """The host's kernel build placed on a line (kbuild.identify with the catalog's
+        ABI tables), once per distinct input."""
+        key = (kernel, proc_version, signature)
+        hit = self._builds.get(key)
+        if hit is None:
+            tables = {fam: t.get("abi", {}) for fam, t in self.kernel_builds().items()
+                      if isinstance(t, dict)}
+            hit = self._builds[key] = kbuild.identify(kernel, proc_version=proc_version,
+                                                      signature=signature, builds=tables)
+        return hit
+
+    def distribution(self, build: KernelBuild) -> str | None:
+        """The distribution release a kernel build belongs to (`rhel-7.9`, `debian-12`,
+        `ubuntu-22.04`) by the catalog's `kernel_builds` tables, or None."""
+        tables = self.kernel_builds()
+        rel = build.release or ""
+        if build.family == "rhel" and build.line:
+            minor = kbuild.el_minor(rel) or tables.get("el", {}).get("streams", {}).get(
+                build.line, {}).get(kbuild.stream(build.line, rel))
+            return f"rhel-{minor}" if minor else None
+        fam = {"Debian": "debian", "Ubuntu": "ubuntu"}.get(build.family or "")
+        if fam is None:
+            return None
+        base = ".".join(rel.split(".")[:2])
+        release = tables.get(fam, {}).get("releases", {}).get(base)
+        return f"{fam}-{release}" if release else None
+
+    def verdict(self, dev: Mapping[str, Any], kernel: str | None = None,
+                proc_version: str | None = None,
+                signature: str | None = None) -> Verdict | None:
         """{entry, status, recommended_version, reason, ...} for an inventory device, or None
-        when no entry matches. status: one of VERDICTS."""
+        when no entry matches. status: one of VERDICTS. `proc_version` and `signature` (the
+        host's /proc/version and /proc/version_signature) place a distribution kernel."""
         m = self.match(dev)
         if m is None:
             return None
-        return decide(self, m, dev, kernel)
+        return decide(self, m, dev, kernel, self.kernel_build(kernel, proc_version, signature))
 
 
 # ----------------------------------------------------------------------------- loading

@@ -8,7 +8,10 @@ from collections import Counter
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
+from hwmgr.catalog import issues as issue_match
+from hwmgr.catalog.model import Knowledge
 from hwmgr.catalog.refs import inbox_policies
+from hwmgr.errors import VersionError
 
 # distribution names as the catalog writes them: rhel-7.7, centos-7.9, debian-12, ubuntu-22.04
 _FAMILY = re.compile(r"^(?P<name>[a-z]+)-(?P<major>[0-9]+)")
@@ -86,7 +89,54 @@ def catalog_stats(drivers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
             "distributions": sorted(families, key=_dist_order),
             "evidence_by_kind": dict(sorted(sources.items())),
             "distinct_urls": len(urls),
-            "per_driver": per_driver}
+            "per_driver": per_driver,
+            **knowledge_stats(drivers)}
+
+
+def knowledge_stats(drivers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Known issues by driver, severity and source kind; firmware requirements; and the
+    share of catalogued versions the catalog knows more of than "baseline" (a status of its
+    own, or a known issue whose driver-version range holds it)."""
+    by_driver: Counter[str] = Counter()
+    by_severity: Counter[str] = Counter()
+    by_kind: Counter[str] = Counter()
+    firmware: Counter[str] = Counter()
+    versions_known = versions_total = 0
+    for name, entry in sorted(drivers.items()):
+        know = Knowledge.from_entry(name, entry)
+        for issue in know.issues:
+            by_driver[name] += 1
+            by_severity[issue.severity] += 1
+            for kind in {s.kind or "other" for s in issue.sources}:
+                by_kind[kind] += 1
+        if know.firmware:
+            firmware[name] = len(know.firmware)
+        scheme = entry.get("version_scheme", "driver")
+        for ver, ve in (entry.get("versions") or {}).items():
+            versions_total += 1
+            if ve.get("status") != "baseline" or _in_any_range(know, ver, scheme):
+                versions_known += 1
+    return {"known_issues": sum(by_driver.values()),
+            "known_issues_by_driver": dict(sorted(by_driver.items())),
+            "known_issues_by_severity": dict(sorted(by_severity.items())),
+            "known_issues_by_source_kind": dict(sorted(by_kind.items())),
+            "firmware_requirements": sum(firmware.values()),
+            "firmware_requirements_by_driver": dict(sorted(firmware.items())),
+            "versions_beyond_baseline": versions_known,
+            "versions_beyond_baseline_share": round(versions_known / versions_total, 4)
+            if versions_total else 0.0}
+
+
+def _in_any_range(know: Knowledge, version: str, scheme: str) -> bool:
+    """Whether a known issue's driver-version range holds this version."""
+    for issue in know.issues:
+        for rng in issue.driver_versions:
+            try:
+                if issue_match.in_range(version, rng, scheme, None):
+                    return True
+            except VersionError:
+                continue
+    return False
 
 
 def _dist_order(fam: str) -> tuple[str, float]:

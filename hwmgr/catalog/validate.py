@@ -20,7 +20,7 @@ import stat
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from hwmgr.catalog import versions
+from hwmgr.catalog import kbuild, versions
 from hwmgr.catalog.refs import FIRMWARE_SCHEME, device_ref, inbox_policies, json_path, ref_hits
 from hwmgr.errors import VersionError
 
@@ -254,6 +254,7 @@ def semantic_errors(data: Mapping[str, Any]) -> list[Finding]:
         for ver, ve in drv["versions"].items():
             out += _version_errors(name, drv, ver, ve, refs)
         out += _recommended_errors(name, drv)
+        out += _knowledge_errors(name, drv, refs)
     out += _v2_errors(data)
     return sorted(set(out))
 
@@ -278,7 +279,8 @@ def _v2_errors(data: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-V3_DRIVER_KEYS = ("version_formats", "vendor_releases", "advice")
+V3_DRIVER_KEYS = ("version_formats", "vendor_releases", "advice", "known_issues",
+                  "firmware_requirements")
 
 
 def v3_errors(data: Mapping[str, Any]) -> list[Finding]:
@@ -295,7 +297,8 @@ def v3_errors(data: Mapping[str, Any]) -> list[Finding]:
         elif not v3 and (key == "distributions" or (key == "evidence" and isinstance(value, list))
                          or (key == "status" and value == "baseline")
                          or (key == "inbox" and isinstance(value, list))
-                         or (key in V3_DRIVER_KEYS and len(path) == 3)):
+                         or (key in V3_DRIVER_KEYS and len(path) == 3)
+                         or (key == "kernel_builds" and len(path) == 1)):
             out.append((json_path(path), "needs schema_version 3"))
     return out
 
@@ -351,6 +354,62 @@ def _version_errors(name: str, drv: Mapping[str, Any], ver: str, ve: Mapping[str
         bad = _date_problem(ve["released"])
         if bad:
             out.append((json_path(where + ["released"]), bad))
+    return out
+
+
+def _knowledge_errors(name: str, drv: Mapping[str, Any], refs: set[str]) -> list[Finding]:
+    """Known issues and firmware requirements: unique ids, bounds that parse in the driver's
+    scheme (and kernel versions on their line), a published source, devices of the entry."""
+    out: list[Finding] = []
+    scheme = drv["version_scheme"]
+    for key in ("known_issues", "firmware_requirements"):
+        seen: set[str] = set()
+        for i, item in enumerate(drv.get(key, [])):
+            where = ["drivers", name, key, i]
+            if item["id"] in seen:
+                out.append((json_path(where + ["id"]), f"{item['id']!r} is listed twice"))
+            seen.add(item["id"])
+            if not any(src.get("url") for src in item["sources"]):
+                out.append((json_path(where + ["sources"]), "no published source (a url) "
+                            "states the affected version and the fix"))
+            affected = item.get("affected", {})
+            ranges = item.get("driver_versions") or affected.get("driver_versions", [])
+            sub = ["driver_versions"] if key == "firmware_requirements" else [
+                "affected", "driver_versions"]
+            for j, rng in enumerate(ranges):
+                out += _range_errors(where + sub + [j], rng, scheme)
+            for line, krange in affected.get("kernels", {}).items():
+                bounds: list[tuple[list[Any], str]] = [
+                    (["introduced"], krange["introduced"])] if "introduced" in krange else []
+                bounds += [(["fixed", k], v) for k, v in enumerate(krange["fixed"])]
+                for at, v in bounds:
+                    if not kbuild.valid(line, v):
+                        out.append((json_path(where + ["affected", "kernels", line, *at]),
+                                    f"{v!r} is not a kernel version of the {line} line"))
+            for k, ref in enumerate(item.get("applies_to", [])):
+                if ref not in refs and ref[:9] not in refs:
+                    out.append((json_path(where + ["applies_to", k]),
+                                f"{ref} is not one of the devices of {name!r}"))
+    return out
+
+
+def _range_errors(where: list[Any], rng: Mapping[str, Any], scheme: str) -> list[Finding]:
+    """Both bounds parse in the driver's scheme and the range is not empty."""
+    out: list[Finding] = []
+    for k in ("introduced", "fixed"):
+        if k in rng:
+            try:
+                versions.parse(rng[k], scheme)
+            except VersionError as exc:
+                out.append((json_path(where + [k]), f"does not parse under scheme "
+                            f"{scheme!r}: {exc}"))
+    if not out and "introduced" in rng and "fixed" in rng:
+        try:
+            if versions.compare(rng["introduced"], rng["fixed"], scheme) >= 0:
+                out.append((json_path(where), f"empty range: {rng['introduced']} is not "
+                            f"before {rng['fixed']}"))
+        except VersionError as exc:
+            out.append((json_path(where), str(exc)))
     return out
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 from typing import Any, Mapping, Protocol, Sequence, TypedDict
 
-from hwmgr.catalog import versions
+from hwmgr.catalog import issues, versions
+from hwmgr.catalog.kbuild import KernelBuild
+from hwmgr.catalog.model import Knowledge
 from hwmgr.catalog.refs import FIRMWARE_SCHEME, driver_key, inbox_policies
 from hwmgr.errors import VersionError
 
@@ -33,6 +36,12 @@ class Catalog(Protocol):
     def applicable(self, m: Any, dev: Mapping[str, Any],
                    kernel: str | None) -> dict[str, dict[str, Any]]: ...
 
+    def knowledge(self, name: str) -> Knowledge: ...
+
+    def kernel_build(self, kernel: str | None) -> KernelBuild: ...
+
+    def distribution(self, build: KernelBuild) -> str | None: ...
+
 
 class Firmware(TypedDict, total=False):
     """The recommended version's firmware floor against what the device runs."""
@@ -52,12 +61,38 @@ class _VerdictKeys(TypedDict):
     device_name: str
 
 
+class IssueRef(TypedDict):
+    """A known issue a device runs into, compactly: the catalog holds the rest."""
+
+    id: str
+    severity: str
+    symptom: str
+    on: str  # driver or kernel
+    fixed: str | None  # the fix this device needs
+    url: str | None
+
+
+class FirmwareFloor(TypedDict):
+    """A firmware requirement of the driver version the device runs."""
+
+    id: str
+    min: str
+    ok: bool | None
+    url: str | None
+    feature: str | None  # the floor holds for this feature only
+
+
 class Verdict(_VerdictKeys, total=False):
     """A device's catalog verdict, as inventory and check report it."""
 
     firmware: Firmware
     listed_status: str  # the catalog status of the version found, when it is listed
-    in_tree: bool  # judged by the entry's in-tree (inbox) policy
+    in_tree: bool  # judged as the kernel's own build (by kernel build or in-tree policy)
+    kernel_build: str  # the build judged, as people read it
+    known_issues: list[IssueRef]
+    target: str  # the way out: a driver version or kernel version at or past every fix
+    fix: str  # the command (or step) that gets there
+    firmware_floors: list[FirmwareFloor]
 
 
 def _kernel_ok(globs: Sequence[str] | None, kernel: str | None) -> bool:
@@ -70,13 +105,21 @@ _FROM_STATUS = {"recommended": "ok", "known-good": "ok", "baseline": "ok",
                 "deprecated": "outdated", "known-bad": "known-bad"}
 
 
-def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -> Verdict:
-    """Apply the verdict rules: driver binding, in-tree (inbox) policy, listed status, then
-    order against the recommended version (never across schemes). `unknown` when something
-    could not be read (no driver, no version); `uncatalogued` when the version was read but
-    the catalog has no verdict on it (not listed, not comparable, no in-tree policy)."""
+# in-kernel markers: Intel's -k (5.1.0-k, 2.8.20-k), RHEL's backport tag (00.00.06.14-rh1)
+_K_MARK = re.compile(r"-k(?:$|[-_.])|-rh\d[\d.]*$")
+
+
+def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None,
+           build: KernelBuild | None = None) -> Verdict:
+    """Apply the verdict rules: driver binding, then the known issues the device runs into
+    (by its driver version, and for an in-tree build by the kernel build), then the in-tree
+    build's identity (kernel build, in-tree policy, the host's own distribution), then the
+    listed status and the order against the recommended version (never across schemes).
+    `unknown` when something could not be read (no driver, no version); `uncatalogued` when
+    the version was read but the catalog has no verdict on it."""
     entry, name = m.entry, m.driver
     scheme = entry["version_scheme"]
+    build = build or cat.kernel_build(kernel)
     rec = cat.recommended(dev, kernel)
     rec_ver = rec[0] if rec else None
     out: Verdict = {"entry": name, "status": "unknown", "recommended_version": rec_ver,
@@ -114,22 +157,31 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -
     if not raw:
         return unknown(f"{name} version is unknown")
     try:
-        in_tree = versions.parse_driver_version(raw, kernel).kernel_release
+        kernel_release = versions.parse_driver_version(raw, kernel).kernel_release
     except VersionError:
-        in_tree = False
-    if in_tree:
-        policies = inbox_policies(entry)
-        if not policies:
-            return uncatalogued(f"{name} reports the kernel release {raw} (distro in-tree "
-                                "build); the catalog has no policy for in-tree builds")
-        inbox = next((p for p in policies if _kernel_ok(p.get("kernels"), kernel)), None)
-        if inbox is None:
-            covered = ", ".join(g for p in policies for g in p.get("kernels", []))
-            return uncatalogued(f"{name} in-tree build on kernel {kernel}: the catalog's "
-                                f"in-tree policy covers {covered} only")
-        out["listed_status"], out["in_tree"] = inbox["status"], True
-        return settle(_FROM_STATUS[inbox["status"]], inbox["reason"])
-    listed = _listed(cat.applicable(m, dev, kernel), raw, scheme, kernel)
+        kernel_release = False
+    if kernel_release and not build.release:  # the driver names the kernel it belongs to
+        build = cat.kernel_build(raw)
+    listed = None if kernel_release else _listed(cat.applicable(m, dev, kernel), raw, scheme,
+                                                 kernel)
+    in_tree = kernel_release or bool(_K_MARK.search(raw)) or bool(
+        listed and listed.get("distributions"))
+    know = cat.knowledge(name)
+    ids = tuple(dev.get(k) for k in ("vendor_id", "device_id", "subsystem_vendor_id",
+                                     "subsystem_device_id"))
+    if build.release:
+        out["kernel_build"] = build.label()
+    if not kernel_release:
+        _floors(out, know, ids, raw, scheme, kernel, dev, entry)
+    found = issues.hits(know, ids, raw, scheme, build, kernel_release=kernel_release,
+                        in_tree=in_tree)
+    if found:
+        return _known(out, found, name, raw, scheme, build, rec)
+    if in_tree and (listed is None or listed.get("distributions")):
+        # (a listed verdict of its own, from a field note or a vendor, speaks of the
+        # version string wherever it runs)
+        return _in_tree(out, cat, know, name, raw, build, kernel, listed, entry,
+                        kernel_release)
     try:
         cmp_rec = versions.compare(raw, rec_ver, scheme, kernel=kernel) if rec_ver else None
     except VersionError as exc:
@@ -143,11 +195,145 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None) -
             return settle("outdated", f"known-good, but {rec_ver} is recommended")
         return settle(_FROM_STATUS[st], listed["reason"])
     if cmp_rec is None:
+        checked = issues.judged_versions(know, raw, scheme, kernel)
+        if checked:
+            return settle("ok", f"{name} {raw} is not listed; none of the {checked} known "
+                          "issues stated in driver versions affects it")
         return uncatalogued(f"{name} {raw} is not in the catalog")
     if cmp_rec < 0:
         return settle("outdated", f"{raw} is older than the recommended {rec_ver}")
     word = "the same as" if cmp_rec == 0 else "newer than"
     return settle("ok", f"{raw} is not listed but {word} the recommended {rec_ver}")
+
+
+def _known(out: Verdict, found: list[issues.Hit], name: str, raw: str, scheme: str,
+           build: KernelBuild, rec: tuple[str, dict[str, Any]] | None) -> Verdict:
+    """The verdict of a device that runs into known issues: known-bad for data loss, crash,
+    link down or security, else outdated; the way out past every fix."""
+    worst = found[0].issue
+    out["status"] = "known-bad" if worst.bad else "outdated"
+    out["known_issues"] = [{"id": h.issue.id, "severity": h.issue.severity,
+                            "symptom": h.issue.symptom, "on": h.on, "fixed": h.fixed,
+                            "url": h.issue.url} for h in found]
+    more = f" and {len(found) - 1} more known issue(s)" if len(found) > 1 else ""
+    drv_target = issues.driver_target(found, scheme, build.release)
+    krn_target = issues.kernel_target(found, build)
+    ways = []
+    if drv_target:
+        upgradable = False
+        if rec is not None:
+            try:
+                upgradable = versions.compare(rec[0], drv_target, scheme) >= 0
+            except VersionError:
+                upgradable = False
+        target = rec[0] if upgradable and rec else drv_target
+        out["target"], out["fix"] = target, issues.driver_fix(name, target, upgradable)
+        ways.append(f"{name} {target}")
+    if krn_target:
+        out.setdefault("target", krn_target)
+        out.setdefault("fix", issues.kernel_fix(build, krn_target))
+        ways.append(f"a kernel built on {krn_target} or later")
+    way = " or ".join(ways) if ways else "no fix is known yet"
+    out["reason"] = (f"{worst.id} ({worst.severity}): {worst.symptom}{more}; "
+                     f"{found[0].how}; the way out: {way}")
+    return out
+
+
+def _in_tree(out: Verdict, cat: Catalog, know: Knowledge, name: str, raw: str,
+             build: KernelBuild, kernel: str | None, listed: Mapping[str, Any] | None,
+             entry: Mapping[str, Any], kernel_release: bool) -> Verdict:
+    """An in-tree build with no known issue: judged by the kernel build it belongs to, never
+    by another distribution's verdict."""
+    out["in_tree"] = True
+    if build.known and build.line in know.kernel_lines:
+        n = sum(1 for i in know.issues for k in i.kernels if k.line == build.line)
+        out["status"], out["reason"] = "ok", (
+            f"in-tree {name} of {build.label()}: none of the {n} known issues of {name} on "
+            f"the {build.line} line affects it")
+        return out
+    policies = inbox_policies(entry) if kernel_release else []
+    inbox = next((p for p in policies if _kernel_ok(p.get("kernels"), kernel)), None)
+    dist = cat.distribution(build)
+    if inbox is not None:  # named by this very kernel (its globs); its text may name others
+        out["listed_status"] = inbox["status"]
+        whose = f"{_pretty(dist)} ({build.release})" if dist else build.label()
+        reason = inbox["reason"] if inbox["status"] != "baseline" else (
+            f"the in-tree {name} of {whose}, a kernel the catalog's in-tree policy covers "
+            f"({', '.join(inbox.get('kernels', []))}); no known issue recorded")
+        out["status"], out["reason"] = _FROM_STATUS[inbox["status"]], reason
+        return out
+    if listed is not None and listed.get("kernels") and _kernel_ok(listed["kernels"], kernel):
+        out["listed_status"] = listed["status"]
+        out["status"], out["reason"] = _FROM_STATUS[listed["status"]], listed["reason"]
+        return out
+    if listed is not None and dist and _same_release(dist, listed.get("distributions", ())):
+        out["listed_status"] = listed["status"]
+        word = "no known issue recorded" if listed["status"] == "baseline" else listed["reason"]
+        out["status"], out["reason"] = _FROM_STATUS[listed["status"]], (
+            f"the in-tree {name} {raw} of {dist}, the distribution this kernel "
+            f"({build.release}) belongs to; {word}")
+        return out
+    if not build.release:
+        why = "the host's kernel release is not recorded"
+    elif build.known:
+        where = dist
+        why = (f"the catalog states no {name} issue ranges for {build.line} kernel builds and "
+               f"does not list {raw} as {where}'s build" if dist else
+               f"the catalog states no {name} issue ranges for {build.line} kernel builds")
+    else:
+        why = build.how
+    out["status"], out["reason"] = "uncatalogued", (
+        f"uncatalogued kernel build: in-tree {name} {raw} on {build.label()}; {why}")
+    return out
+
+
+_PRETTY = {"rhel": "RHEL", "debian": "Debian", "ubuntu": "Ubuntu"}
+
+
+def _pretty(dist: str | None) -> str:
+    """rhel-9.4 -> RHEL 9.4, debian-12 -> Debian 12."""
+    name, _, ver = (dist or "").partition("-")
+    return f"{_PRETTY.get(name, name)} {ver}".strip()
+
+
+_REL = re.compile(r"^(rhel|centos|rocky|almalinux|alma|oracle|ol|debian|ubuntu)-(\d+(?:\.\d+)?)$")
+_EL_NAMES = {"rhel", "centos", "rocky", "almalinux", "alma", "oracle", "ol"}
+
+
+def _same_release(dist: str, listed: Any) -> bool:
+    """Whether the host's distribution (rhel-7.8, debian-12) is among a version's listed
+    ones; the RHEL rebuilds (CentOS, Rocky, Alma, Oracle's RHCK) ship the same kernel."""
+    want = _REL.match(dist)
+    if not want:
+        return False
+    fam = "el" if want.group(1) in _EL_NAMES else want.group(1)
+    for label in listed or ():
+        got = _REL.match(str(label))
+        if got and got.group(2) == want.group(2) and fam == (
+                "el" if got.group(1) in _EL_NAMES else got.group(1)):
+            return True
+    return False
+
+
+def _floors(out: Verdict, know: Knowledge, ids: tuple[Any, ...], raw: str, scheme: str,
+            kernel: str | None, dev: Mapping[str, Any], entry: Mapping[str, Any]) -> None:
+    """The firmware requirements of this driver version, each against what the device runs."""
+    reqs = issues.firmware_floors(know, ids, raw, scheme, kernel, kernel_release=False)
+    if not reqs:
+        return
+    current = dev.get("firmware_version")
+    fw_scheme = entry.get("firmware_scheme", FIRMWARE_SCHEME)
+    floors: list[FirmwareFloor] = []
+    for req in reqs:
+        ok: bool | None = None
+        if isinstance(current, str) and current.strip():
+            try:
+                ok = issues.firmware_at_least(current, req.minimum, fw_scheme)
+            except VersionError:
+                ok = None
+        floors.append({"id": req.id, "min": req.minimum, "ok": ok, "url": req.url,
+                       "feature": req.feature})
+    out["firmware_floors"] = floors
 
 
 def _normal(version: str, scheme: str, kernel: str | None) -> str | None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from hwmgr.catalog.discover import DRIVERS_SUBDIR, dir_files
 from hwmgr.catalog.load import Catalog, load_catalog
+from hwmgr.catalog.model import BAD_SEVERITIES
 from hwmgr.catalog.refs import evidence_text, inbox_policies
 from hwmgr.catalog.stats import catalog_stats
 from hwmgr.errors import (
@@ -207,10 +208,22 @@ def _stats(paths: list[str] | None, config: Any = None) -> Outcome:
                       markup=False)
         console.print(f"evidence: {data['distinct_urls']} distinct URLs; " + ", ".join(
             f"{n} {k}" for k, n in data["evidence_by_kind"].items()), markup=False)
-        t = Table("driver", "devices", "versions", "in-tree", "distributions", box=None)
+        console.print(
+            f"known issues: {data['known_issues']} ("
+            + ", ".join(f"{n} {k}" for k, n in data["known_issues_by_severity"].items())
+            + "); sources: " + ", ".join(
+                f"{n} {k}" for k, n in data["known_issues_by_source_kind"].items())
+            + f"; firmware requirements: {data['firmware_requirements']}; versions known "
+            f"beyond baseline: {data['versions_beyond_baseline']} "
+            f"({data['versions_beyond_baseline_share']:.1%})", markup=False)
+        t = Table("driver", "devices", "versions", "in-tree", "issues", "firmware",
+                  "distributions", box=None)
         for name, d in data["per_driver"].items():
             t.add_row(printable(name), str(d["devices"]), str(d["versions"]),
-                      str(d["in_tree_policies"]), printable(" ".join(d["distributions"])))
+                      str(d["in_tree_policies"]),
+                      str(data["known_issues_by_driver"].get(name, 0)),
+                      str(data["firmware_requirements_by_driver"].get(name, 0)),
+                      printable(" ".join(d["distributions"])))
         console.print(t)
 
     return Outcome(NAME, data=data, render=render)
@@ -294,6 +307,7 @@ def _render(console: Any, data: dict[str, Any]) -> None:
         style = STATUS_STYLE.get(ib["status"], "default")
         console.print(f"in-tree build{escape(kern)}: [{style}]{escape(ib['status'])}[/] — "
                       f"{escape(ib['reason'])}")
+    _render_knowledge(console, e, escape)
     if e.get("settings"):
         console.print("[bold]settings[/]")
         for key, val in e["settings"].items():
@@ -313,6 +327,34 @@ def _render(console: Any, data: dict[str, Any]) -> None:
     notes = list(e.get("notes", [])) + list(e.get("settings", {}).get("notes", []))
     for n in notes:
         console.print(f"[dim]note: {escape(n)}[/]")
+
+
+def _render_knowledge(console: Any, e: dict[str, Any], escape: Any) -> None:
+    """Known issues (affected ranges, fixes, every source with what it states) and firmware
+    requirements: the evidence a compact finding points to by id."""
+    if e.get("known_issues"):
+        console.print(f"[bold]known issues[/] ({len(e['known_issues'])})")
+    for ki in e.get("known_issues", []):
+        aff = ki["affected"]
+        spans = [f"driver {r.get('introduced', '…')} up to {r.get('fixed', '(no fix)')}"
+                 for r in aff.get("driver_versions", [])]
+        spans += [f"{line} kernels from {r.get('introduced', 'the start')}; fixed in "
+                  f"{', '.join(r['fixed']) or 'no release yet'}"
+                  for line, r in aff.get("kernels", {}).items()]
+        style = "red" if ki["severity"] in BAD_SEVERITIES else "yellow"
+        console.print(f"  [bold]{escape(ki['id'])}[/]  [{style}]{escape(ki['severity'])}[/]  "
+                      f"{escape(ki['symptom'])}")
+        console.print(f"      {escape('; '.join(spans))}"
+                      + (f" ({escape(', '.join(ki['applies_to']))})"
+                         if ki.get("applies_to") else ""))
+        console.print(f"      [dim]evidence: {escape(evidence_text(ki['sources']) or '')}[/]")
+    for fr in e.get("firmware_requirements", []):
+        reach = ", ".join(f"{r.get('introduced', '…')} up to {r.get('fixed', 'now')}"
+                          for r in fr.get("driver_versions", [])) or "every version"
+        console.print(f"firmware >= {escape(fr['min'])} for driver {escape(reach)}"
+                      + (f" ({escape(', '.join(fr['applies_to']))})"
+                         if fr.get("applies_to") else "") + f"  [dim]{escape(fr['id'])}[/]")
+        console.print(f"  [dim]evidence: {escape(evidence_text(fr['sources']) or '')}[/]")
 
 
 def _source(src: dict[str, Any] | None) -> str:

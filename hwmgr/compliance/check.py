@@ -126,10 +126,14 @@ def driver_findings(cat: Catalog, dev: Mapping[str, Any], layers: set[str]) -> l
         word = {"drift": str(v.get("status")), "ok": "ok", "unknown": "not judged",
                 "uncatalogued": "not judged by the catalog"}[status]
         reason = f"{entry} {have or 'version unknown'} is {word}: {v.get('reason') or ''}"
-        out.append(Finding("driver", addr, None, "driver_version", rec, have, status,
-                           reason.rstrip(": "), upgrade_fix(entry, rec)
-                           if status == "drift" else None,
+        fix = (v.get("fix") or upgrade_fix(entry, rec)) if status == "drift" else None
+        out.append(Finding("driver", addr, None, "driver_version", v.get("target") or rec,
+                           have, status, reason.rstrip(": "), fix,
                            _evidence(cat, entry, have, rec)))
+    if "driver" in layers:
+        out += _issue_findings(v, addr, have)
+    if "firmware" in layers:
+        out += _floor_findings(v, addr, dev.get("firmware_version"))
     fw = v.get("firmware")
     if "firmware" in layers and fw:
         ok = fw.get("ok")
@@ -144,6 +148,48 @@ def driver_findings(cat: Catalog, dev: Mapping[str, Any], layers: set[str]) -> l
                               .get("firmware", {}).get("evidence"))
         out.append(Finding("firmware", addr, None, "firmware_version", {"min": fw["min"]},
                            cur, status, reason, None, fw_ev))
+    return out
+
+
+def _issue_findings(v: Mapping[str, Any], addr: str, have: Any) -> list[Finding]:
+    """A drift finding per known issue the device runs into, compact: the issue's id, its
+    severity and symptom, the fix this device needs, the source's URL (the catalog holds the
+    rest: `hwmgr catalog show DRIVER`)."""
+    out = []
+    entry = v.get("entry") or ""
+    for ref in v.get("known_issues") or ():
+        actual = v.get("kernel_build") if ref["on"] == "kernel" else have
+        fixed = ref.get("fixed")
+        want = f"{'kernel' if ref['on'] == 'kernel' else entry} {fixed} or later" if fixed \
+            else "a fixed version (none published yet)"
+        reason = (f"{ref['id']} ({ref['severity']}): {ref['symptom']}; "
+                  + (f"fixed in {fixed}" if fixed else "no fix published yet"))
+        out.append(Finding("driver", addr, None, f"known_issue.{ref['id']}", want, actual,
+                           "drift", reason, v.get("fix"),
+                           f"{ref['id']} <{ref['url']}>" if ref.get("url") else ref["id"]))
+    return out
+
+
+def _floor_findings(v: Mapping[str, Any], addr: str, current: Any) -> list[Finding]:
+    """A finding per firmware requirement of the driver version the device runs."""
+    out = []
+    entry = v.get("entry") or ""
+    for floor in v.get("firmware_floors") or ():
+        ok, feature = floor.get("ok"), floor.get("feature")
+        # a floor stated for one feature: below it that feature is unavailable, the device
+        # is not drifting (whether the host uses the feature cannot be read here)
+        status = "ok" if ok else ("unsupported" if feature else "drift") if ok is False \
+            else "unknown"
+        what = f"{feature} with this {entry} version" if feature else f"this {entry} version"
+        reason = (f"firmware {current} meets {floor['min']}, the minimum for {what}" if ok else
+                  f"firmware {current} is older than {floor['min']}, the minimum for {what} "
+                  "(update it with the vendor's firmware tool)"
+                  if ok is False else f"firmware {current or 'unknown'} cannot be compared "
+                  f"with {floor['min']}")
+        out.append(Finding("firmware", addr, None, f"firmware_min.{floor['id']}",
+                           {"min": floor["min"]}, current, status, reason, None,
+                           f"{floor['id']} <{floor['url']}>" if floor.get("url")
+                           else floor["id"]))
     return out
 
 

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from hwmgr.catalog.kbuild import PROC_VERSION, VERSION_SIGNATURE
 from hwmgr.catalog.load import load_catalog
 from hwmgr.catalog.pciids import PciNames, default_names
 from hwmgr.config import Config
@@ -107,6 +108,13 @@ def host_identity(host: Host) -> tuple[str | None, str | None]:
     )
 
 
+def kernel_facts(host: Host) -> tuple[str | None, str | None]:
+    """What places the running kernel build beyond its release: /proc/version (Debian names
+    its package there) and /proc/version_signature (Ubuntu's upstream base); a snapshot
+    records both as it reads them."""
+    return host.read_attr(PROC_VERSION), host.read_attr(VERSION_SIGNATURE)
+
+
 class Inventory:
     """Scans a Host. `names` gives PCI names; `verdict` maps a device dict to a catalog verdict."""
 
@@ -114,7 +122,7 @@ class Inventory:
         self,
         host: Host,
         names: PciNames | None = None,
-        verdict: Callable[[dict[str, Any], str | None], Mapping[str, Any] | None] | None = None,
+        verdict: Callable[..., Mapping[str, Any] | None] | None = None,
         known_names: dict[tuple[str | None, ...], tuple[str | None, ...]] | None = None,
     ) -> None:
         self.host = host
@@ -153,8 +161,9 @@ class Inventory:
         if raid:
             self._raid_firmware(raid)
         if self.verdict is not None:
+            facts = kernel_facts(self.host)
             for dev in scan.devices:
-                dev["catalog"] = self._verdict(dev, kernel)
+                dev["catalog"] = self._verdict(dev, kernel, facts)
         scan.devices.sort(key=lambda d: _addr_key(d["address"]))
         return scan
 
@@ -264,17 +273,19 @@ class Inventory:
             )
         return hit
 
-    def _verdict(self, dev: dict[str, Any], kernel: str | None) -> Mapping[str, Any] | None:
+    def _verdict(self, dev: dict[str, Any], kernel: str | None,
+                 facts: tuple[str | None, str | None]) -> Mapping[str, Any] | None:
         """The catalog verdict, computed once per device that differs only in place fields
-        (4,096 VFs of two kinds are two verdicts); each device gets its own copy."""
+        (4,096 VFs of two kinds are two verdicts); each device gets its own copy. `facts`:
+        the host's /proc/version and /proc/version_signature (which kernel build it is)."""
         assert self.verdict is not None
         try:
             key = (kernel, *sorted((k, v) for k, v in dev.items() if k not in _PLACE_FIELDS))
             hash(key)
         except TypeError:  # a field that is not a plain value: no sharing
-            return self.verdict(dev, kernel)
+            return self.verdict(dev, kernel, *facts)
         if key not in self._verdicts:
-            self._verdicts[key] = self.verdict(dev, kernel)
+            self._verdicts[key] = self.verdict(dev, kernel, *facts)
         got = self._verdicts[key]
         if got is None:
             return None

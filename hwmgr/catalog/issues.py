@@ -1,0 +1,211 @@
+"""Which known issues and firmware floors a device runs into, and the way out of them.
+
+A driver-version range judges the version string the driver reports (vendor and in-tree
+builds alike, never a kernel release; an issue may name the builds it speaks of, and a RHEL
+kernel's in-tree build is judged only by ranges stated for it: RHEL backports fixes under
+older version strings); a kernel range judges an in-tree build by the kernel build the host
+runs (kbuild). A hit names the fix this very device needs: the first fixed
+driver version, or the fix of the host's kernel stream (else the lowest later one).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence, Tuple
+
+from hwmgr.catalog import kbuild, versions
+from hwmgr.catalog.kbuild import KernelBuild
+from hwmgr.catalog.model import FirmwareRequirement, Knowledge, KnownIssue, VersionRange
+from hwmgr.catalog.refs import ref_hits
+from hwmgr.errors import VersionError
+
+Ids = Tuple[Optional[str], ...]  # vendor, device, subvendor, subdevice
+_TOKEN = re.compile(r"\d+(?:\.\d+)+")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One known issue a device runs into: on its `driver` version or its `kernel` build."""
+
+    issue: KnownIssue
+    on: str  # "driver" or "kernel"
+    fixed: Optional[str]  # the fix this device needs (None: no fix known)
+    how: str  # why it matches, in words
+
+
+def _applies(refs: Sequence[str], ids: Ids) -> bool:
+    return not refs or any(ref_hits(r, ids) for r in refs)
+
+
+def in_range(version: str, rng: VersionRange, scheme: str, kernel: Optional[str]) -> bool:
+    """introduced <= version < fixed in the driver's scheme; VersionError when a bound cannot
+    be compared with the version (a range is never guessed across shapes)."""
+    if rng.introduced and versions.compare(version, rng.introduced, scheme, kernel=kernel) < 0:
+        return False
+    return not (rng.fixed and versions.compare(version, rng.fixed, scheme,
+                                               kernel=kernel) >= 0)
+
+
+def _driver_hit(issue: KnownIssue, version: str, scheme: str,
+                kernel: Optional[str]) -> Optional[Hit]:
+    for rng in issue.driver_versions:
+        try:
+            inside = in_range(version, rng, scheme, kernel)
+        except VersionError:
+            continue
+        if inside:
+            if rng.fixed:
+                span = f"{rng.introduced} up to {rng.fixed}" if rng.introduced else \
+                    f"before {rng.fixed}"
+            else:
+                span = f"{rng.introduced} on, no fix yet" if rng.introduced else "no fix yet"
+            return Hit(issue, "driver", rng.fixed, f"driver {version} is in the affected "
+                       f"range ({span})")
+    return None
+
+
+def _kernel_hit(issue: KnownIssue, build: KernelBuild) -> Optional[Hit]:
+    for rng in issue.kernels:
+        if rng.line != build.line or build.version is None:
+            continue
+        try:
+            if rng.introduced and kbuild.compare(rng.line, build.version, rng.introduced) < 0:
+                continue
+            covered, fix = kbuild.fix_for(rng.line, build.version, rng.fixed)
+        except ValueError:
+            continue
+        if covered:
+            continue
+        since = f" (affected since {rng.introduced})" if rng.introduced else ""
+        need = f"fixed in {fix}" if fix else "no fix yet"
+        return Hit(issue, "kernel", fix, f"kernel {build.label()} is affected{since}; {need}")
+    return None
+
+
+def hits(know: Knowledge, ids: Ids, version: str, scheme: str, build: KernelBuild, *,
+         kernel_release: bool, in_tree: bool) -> list[Hit]:
+    """Every known issue of the driver this device runs into, worst first."""
+    out: list[Hit] = []
+    for issue in know.issues:
+        if not _applies(issue.applies_to, ids):
+            continue
+        hit = None
+        own = issue.build is None or issue.build == ("in-tree" if in_tree else "vendor")
+        if in_tree and build.family == "rhel" and issue.build is None:
+            own = False  # RHEL backports into its own builds: upstream numbering misleads
+        if issue.driver_versions and not kernel_release and own:
+            hit = _driver_hit(issue, version, scheme, build.release)
+        if hit is None and issue.kernels and in_tree and build.known:
+            hit = _kernel_hit(issue, build)
+        if hit is not None:
+            out.append(hit)
+    out.sort(key=lambda h: (not h.issue.bad, h.issue.id))
+    return out
+
+
+def judged_versions(know: Knowledge, version: str, scheme: str,
+                    kernel: Optional[str]) -> int:
+    """How many of the driver's version-range issues could be compared with `version`: 0
+    means the catalog's driver-version knowledge says nothing about it."""
+    n = 0
+    for issue in know.issues:
+        for rng in issue.driver_versions:
+            try:
+                in_range(version, rng, scheme, kernel)
+            except VersionError:
+                continue
+            n += 1
+            break
+    return n
+
+
+def highest(found: Sequence[str], cmp: Callable[[str, str], int]) -> Optional[str]:
+    """The greatest of some versions under `cmp` (None for none)."""
+    best: Optional[str] = None
+    for v in found:
+        if best is None or cmp(v, best) > 0:
+            best = v
+    return best
+
+
+def driver_target(found: Sequence[Hit], scheme: str, kernel: Optional[str]) -> Optional[str]:
+    """The lowest driver version past every driver-version hit's fix."""
+    fixes = [h.fixed for h in found if h.on == "driver" and h.fixed]
+
+    def cmp(a: str, b: str) -> int:
+        try:
+            return versions.compare(a, b, scheme, kernel=kernel)
+        except VersionError:
+            return 0
+    return highest(fixes, cmp)
+
+
+def kernel_target(found: Sequence[Hit], build: KernelBuild) -> Optional[str]:
+    """The lowest kernel version (on the build's line) past every kernel hit's fix."""
+    fixes = [h.fixed for h in found if h.on == "kernel" and h.fixed]
+    line = build.line or kbuild.UPSTREAM
+    return highest(fixes, lambda a, b: kbuild.compare(line, a, b))
+
+
+def kernel_fix(build: KernelBuild, target: str) -> str:
+    """The command (or step) that puts a kernel at or past `target` on this host's family."""
+    if build.family == "Debian":
+        return f"apt-get install linux-image-amd64  # a Debian kernel built on {target} or later"
+    if build.family == "Ubuntu":
+        return (f"apt-get install linux-image-generic  # an Ubuntu kernel built on {target} "
+                "or later")
+    if build.family == "rhel":
+        return f"dnf upgrade kernel  # {target} or later"
+    return f"install a kernel {target} or later"
+
+
+def driver_fix(driver: str, target: str, upgradable: bool) -> str:
+    """`hwmgr upgrade` when the catalog can fetch the target; else the step in words."""
+    if upgradable:
+        return f"hwmgr upgrade {shlex.quote(driver)} --to {shlex.quote(target)}"
+    return f"install {driver} {target} or later from the vendor (the catalog has no " \
+        "verified source for it)"
+
+
+# ------------------------------------------------------------------ firmware floors
+def _first_token(value: str) -> Optional[str]:
+    m = _TOKEN.search(value)
+    return m.group(0) if m else None
+
+
+def firmware_at_least(current: str, minimum: str, scheme: str) -> bool:
+    """current >= minimum under the firmware scheme; when the shapes differ, the first
+    version-shaped token of each (ice's '4.30 0x8001af27 1.3429.0' against '4.30').
+    VersionError when neither way compares."""
+    try:
+        return versions.compare(current, minimum, scheme) >= 0
+    except VersionError:
+        a, b = _first_token(current), _first_token(minimum)
+        if a is None or b is None:
+            raise
+        return versions.rpmvercmp(a, b) >= 0
+
+
+def firmware_floors(know: Knowledge, ids: Ids, version: str, scheme: str,
+                    kernel: Optional[str], *,
+                    kernel_release: bool) -> list[FirmwareRequirement]:
+    """The firmware requirements that hold for this device and driver version."""
+    out = []
+    for req in know.firmware:
+        if not _applies(req.applies_to, ids):
+            continue
+        if req.driver_versions:
+            if kernel_release:
+                continue
+            inside = False
+            for rng in req.driver_versions:
+                try:
+                    inside = inside or in_range(version, rng, scheme, kernel)
+                except VersionError:
+                    continue
+            if not inside:
+                continue
+        out.append(req)
+    return out

@@ -1,0 +1,221 @@
+"""The kernel build a host runs: its release, its family and, where the family's own
+versioning states it, the upstream release it is built on.
+
+An in-tree driver is identified by the kernel build, not by its version string (many print
+the same string for years, or the kernel release). Known issues give kernel ranges per line:
+`upstream` (mainline and stable; Debian, Ubuntu and vanilla builds map to it) and the
+RHEL-family lines `el7`..`el10` (backports make upstream ranges wrong there). A build this
+module cannot place is `family=None`: the catalog then says "uncatalogued kernel build".
+
+How each family is placed (docs/known-issues.md):
+- upstream: a release `X.Y[.Z]` with no distribution marker (vanilla, NixOS, Arch's
+  `-archN`, Gentoo), Fedora's `.fcNN` (Fedora ships stable releases) or Proxmox VE's
+  `X.Y.Z-N-pve` (named after the upstream release it is built on), or Ubuntu's mainline
+  builds (`6.8.9-060809-generic`, unpatched upstream releases): its `X.Y.Z`; a stable release
+  `X.Y.Z` (Z > 0) with a local version of its own (`6.18.44-fc-v657`) as that release.
+- Debian: `/proc/version` names the package (`Debian 6.1.76-1`), whose upstream part is the
+  base; else the ABI (`6.1.0-18-amd64`) through the catalog's `kernel_builds.debian` table;
+  trixie's releases (`6.12.12+deb13-amd64`) carry the upstream version themselves.
+- Ubuntu: `/proc/version_signature` (`Ubuntu 5.15.0-91.101-generic 5.15.131`) ends with the
+  base; else the ABI (`5.15.0-91-generic`) through `kernel_builds.ubuntu`.
+- EL: `.elN` (and `.elN_M`) on the kernel base RHEL N ships (3.10.0, 4.18.0, 5.14.0, 6.12.0);
+  any other base with `.elN` (UEK's `.el9uek`, PowerKVM's 4.7.0) is not RHEL's build.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional
+
+from hwmgr.catalog.rpmver import rpmvercmp
+
+UPSTREAM = "upstream"
+EL_BASES = {"el6": "2.6.32", "el7": "3.10.0", "el8": "4.18.0", "el9": "5.14.0",
+            "el10": "6.12.0"}
+LINES = (UPSTREAM, *EL_BASES)
+# where the host says more than `uname -r` does (read through Host; recorded by snapshots)
+PROC_VERSION = "/proc/version"
+VERSION_SIGNATURE = "/proc/version_signature"
+
+_NUM = re.compile(r"^(\d{1,3})\.(\d{1,3})(?:\.(\d{1,5}))?$")
+_EL = re.compile(r"^(\d+\.\d+\.\d+)-([0-9][0-9.]*)\.(el\d+)(?:_(\d+))?(?:\.[A-Za-z0-9_.]+)?$")
+_UBUNTU_ABI = re.compile(
+    r"^(\d+\.\d+\.0-\d+)-(generic|lowlatency|aws|azure|gcp|gke|kvm|oracle|ibm|nvidia|"
+    r"generic-hwe-[0-9.]+|generic-64k|raspi|realtime)$")
+_DEBIAN_ABI = re.compile(r"^(\d+\.\d+\.0-\d+)-(amd64|arm64|686|686-pae|cloud-amd64|"
+                         r"cloud-arm64|rt-amd64|rt-arm64|armmp|armmp-lpae|powerpc64le|s390x)$")
+_DEBIAN_UPSTREAM = re.compile(r"^(\d+\.\d+\.\d+)\+deb\d+(?:\.\d+)?-[a-z0-9-]+$")
+_PLAIN = re.compile(r"^(\d+\.\d+(?:\.\d+)?)(?:-rc\d+)?(?:-(?:arch\d+-\d+|gentoo[a-z0-9-]*|"
+                    r"x86_64|amd64|default))?$")
+# a stable release built with a local version of its own (CONFIG_LOCALVERSION): 6.18.44-fc-v657;
+# not SUSE's frozen base with a six-digit build (5.14.21-150500.55.39-default)
+_LOCAL = re.compile(r"^(\d+\.\d+\.[1-9]\d*)[-+](?!\d{6}\.)[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_FEDORA = re.compile(r"^(\d+\.\d+\.\d+)-\d+\.fc\d+\.[a-z0-9_]+$")
+_PROXMOX = re.compile(r"^(\d+\.\d+\.\d+)-\d+-pve$")
+# kernel.ubuntu.com's mainline builds: unpatched upstream releases, 6.8.9 as 6.8.9-060809-generic
+_MAINLINE = re.compile(r"^(\d+)\.(\d+)\.(\d+)-(\d{2})(\d{2})(\d{2})(?:rc\d+)?"
+                       r"-(?:generic|lowlatency)$")
+_PROC_DEBIAN = re.compile(r"\bDebian (\d+\.\d+\.\d+)-\d+\S*")
+_SIGNATURE = re.compile(r"^Ubuntu \S+ (\d+\.\d+\.\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class KernelBuild:
+    """What is known of the running kernel build: `line` (upstream / elN / None) and the
+    version compared on that line (the upstream base, or the EL release itself)."""
+
+    release: Optional[str]
+    line: Optional[str] = None
+    version: Optional[str] = None  # upstream base X.Y.Z, or the EL release
+    family: Optional[str] = None  # debian / ubuntu / fedora / upstream / rhel
+    how: str = ""  # how the line and version were found, for the verdict's reason
+
+    @property
+    def known(self) -> bool:
+        """Whether the build is placed on a line known issues are stated on."""
+        return self.line is not None and self.version is not None
+
+    def label(self) -> str:
+        """`6.1.0-18-amd64 (Debian, upstream 6.1.76)` for reasons and tables."""
+        if not self.release:
+            return "an unrecorded kernel"
+        if self.line == UPSTREAM and self.family != UPSTREAM and self.version:
+            return f"{self.release} ({self.family}, upstream {self.version})"
+        return self.release
+
+
+def identify(release: Optional[str], *, proc_version: Optional[str] = None,
+             signature: Optional[str] = None,
+             builds: Optional[Mapping[str, Mapping[str, str]]] = None) -> KernelBuild:
+    """Place a kernel release on a line; `builds` is the catalog's ABI table per distribution
+    ({"debian": {"6.1.0-18": "6.1.76"}, "ubuntu": {...}})."""
+    rel = release.strip() if isinstance(release, str) else None
+    if not rel or len(rel) > 128:
+        return KernelBuild(None)
+    tables = builds or {}
+    el = _EL.match(rel)
+    if el:
+        base, _build, line = el.group(1), el.group(2), el.group(3)
+        if EL_BASES.get(line) == base:
+            return KernelBuild(rel, line, rel, "rhel", f"a {line} build")
+        return KernelBuild(rel, None, None, None, f"'.{line}' on kernel {base}, which is not "
+                           f"the kernel RHEL ships for {line}")
+    sig = _SIGNATURE.match(signature.strip()) if isinstance(signature, str) else None
+    m = _MAINLINE.match(rel)
+    if m and tuple(int(x) for x in m.group(1, 2, 3)) == tuple(int(x) for x in m.group(4, 5, 6)):
+        base = ".".join(m.group(1, 2, 3))
+        return KernelBuild(rel, UPSTREAM, base, "Ubuntu mainline",
+                           "an unpatched upstream build of kernel.ubuntu.com's mainline archive")
+    m = _UBUNTU_ABI.match(rel)
+    if m:
+        if sig:
+            return KernelBuild(rel, UPSTREAM, sig.group(1), "Ubuntu",
+                               "its /proc/version_signature names the upstream base")
+        base = tables.get("ubuntu", {}).get(m.group(1))
+        if base:
+            return KernelBuild(rel, UPSTREAM, base, "Ubuntu",
+                               f"Ubuntu ABI {m.group(1)} is built on {base} (catalog table)")
+        return KernelBuild(rel, None, None, "Ubuntu", f"Ubuntu ABI {m.group(1)} is not in the "
+                           "catalog's table of Ubuntu kernel builds")
+    m = _DEBIAN_ABI.match(rel)
+    if m:
+        deb = _PROC_DEBIAN.search(proc_version) if isinstance(proc_version, str) else None
+        if deb:
+            return KernelBuild(rel, UPSTREAM, deb.group(1), "Debian",
+                               "its /proc/version names the Debian package")
+        base = tables.get("debian", {}).get(m.group(1))
+        if base:
+            return KernelBuild(rel, UPSTREAM, base, "Debian",
+                               f"Debian ABI {m.group(1)} is built on {base} (catalog table)")
+        return KernelBuild(rel, None, None, "Debian", f"Debian ABI {m.group(1)} is not in the "
+                           "catalog's table of Debian kernel builds")
+    m = _DEBIAN_UPSTREAM.match(rel)
+    if m:
+        return KernelBuild(rel, UPSTREAM, m.group(1), "Debian",
+                           "the release names its upstream version")
+    m = _FEDORA.match(rel)
+    if m:
+        return KernelBuild(rel, UPSTREAM, m.group(1), "Fedora",
+                           "Fedora builds upstream stable releases")
+    m = _PROXMOX.match(rel)
+    if m:
+        return KernelBuild(rel, UPSTREAM, m.group(1), "Proxmox",
+                           "Proxmox VE names the upstream release its kernel is built on")
+    m = _PLAIN.match(rel)
+    if m:
+        return KernelBuild(rel, UPSTREAM, m.group(1), UPSTREAM, "an upstream release")
+    m = _LOCAL.match(rel)
+    if m:
+        return KernelBuild(rel, UPSTREAM, m.group(1), "local build",
+                           f"stable release {m.group(1)} with a local version suffix")
+    return KernelBuild(rel, None, None, None, "a kernel release of no family the catalog "
+                       "places (a derivative with its own patches)")
+
+
+# ------------------------------------------------------------------ ordering on one line
+def _upstream_key(version: str) -> tuple[int, int, int] | None:
+    m = _NUM.match(version)
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def valid(line: str, version: str) -> bool:
+    """Whether `version` is a well-formed version on `line` (catalog validation)."""
+    if line == UPSTREAM:
+        return _upstream_key(version) is not None
+    el = _EL.match(version)
+    return el is not None and el.group(3) == line and EL_BASES.get(line) == el.group(1)
+
+
+def compare(line: str, a: str, b: str) -> int:
+    """-1/0/1 of two versions on one line (upstream X.Y.Z numerically, EL as RPM versions)."""
+    if line == UPSTREAM:
+        ka, kb = _upstream_key(a), _upstream_key(b)
+        if ka is None or kb is None:
+            raise ValueError(f"not an upstream kernel version: {a if ka is None else b}")
+        return (ka > kb) - (ka < kb)
+    return rpmvercmp(a, b)
+
+
+def el_minor(release: str) -> Optional[str]:
+    """The minor release an EL z-stream build names itself (`8.4` of ...el8_4), else None."""
+    el = _EL.match(release)
+    return f"{el.group(3)[2:]}.{el.group(4)}" if el and el.group(4) else None
+
+
+def stream(line: str, version: str) -> str:
+    """The stream a fix covers: `6.1` of 6.1.84; the EL build number (`477` of
+    4.18.0-477.10.1.el8_8)."""
+    if line == UPSTREAM:
+        key = _upstream_key(version)
+        return f"{key[0]}.{key[1]}" if key else version
+    el = _EL.match(version)
+    return el.group(2).split(".")[0] if el else version
+
+
+def fix_for(line: str, version: str, fixed: tuple[str, ...]) -> tuple[bool, Optional[str]]:
+    """(covered, the fix this build needs): each fix covers its own stream from that release
+    on, and the highest fix every later stream too. When not covered, the fix named is the
+    one of the build's own stream, else the lowest fix above the build (None: no fix)."""
+    if not fixed:
+        return False, None
+    ordered = sorted(fixed, key=_sorter(line))
+    mine = stream(line, version)
+    top = ordered[-1]
+    for f in ordered:
+        if stream(line, f) == mine:
+            if compare(line, version, f) >= 0:
+                return True, f
+            return False, f
+    if compare(line, version, top) >= 0:
+        return True, top
+    above = [f for f in ordered if compare(line, f, version) > 0]
+    return False, above[0] if above else None
+
+
+def _sorter(line: str) -> Callable[[str], Any]:
+    """A sort key ordering versions of one line."""
+    return functools.cmp_to_key(lambda a, b: compare(line, a, b))
