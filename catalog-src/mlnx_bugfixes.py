@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Mine NVIDIA MLNX_OFED / MLNX_EN "Bug Fixes" tables into proposed mlx5/mlx4 known issues.
+
+Input: bug-fix pages of docs.nvidia.com saved as text, one file per page, whose first line is
+``URL: <page address>`` followed by the page text as fetched (either layout NVIDIA uses: one
+field per line, or ``|``-separated table rows). Each row of a table carries an internal
+reference number, a description, keywords, "Discovered in Release" and "Fixed in Release".
+
+The rows are parsed mechanically (reference number, discovered and fixed releases). The
+symptom, severity and driver of a row are reviewed facts in catalog-src/manual/mlnx_bugfixes.json
+(own words; nothing of the description is copied). A row becomes a known issue only when it
+is reviewed there, is complete (a fixed release), and names a "Discovered in Release": that
+release is the interval's "introduced". Rows without one are left out, because an open lower
+bound would also match the in-tree mlx5/mlx4 builds that report "3.0-1", "5.0-0" or "4.0-0".
+
+Releases are turned into the string the driver reports: the mlx5_core/mlx4 modules of an
+MLNX_OFED/MLNX_EN release report DRIVER_VERSION/DRV_VERSION of mlnx-ofa_kernel, which is the
+release without its fourth number (release 5.8-2.0.3.0 reports "5.8-2.0.3"; ethtool -i shows
+the same string). catalog-src/manual/mlnx_driver_versions.json maps every release read in a
+source tree (made with --dump-versions); an unmapped four-number release drops its last number.
+
+Commands used (from the repository root, with the project's virtualenv):
+
+    .venv/bin/python catalog-src/mlnx_bugfixes.py --dump-versions \
+        /work/.mirror/knneth+mlnx-ofa_kernel/repo > catalog-src/manual/mlnx_driver_versions.json
+    .venv/bin/python catalog-src/mlnx_bugfixes.py /tmp/mlnx-fetch/*.txt \
+        -o catalog-src/proposed/mlnx.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import kiproposal as kp
+
+HERE = Path(__file__).resolve().parent
+MANUAL = HERE / "manual" / "mlnx_bugfixes.json"
+VERSIONS = HERE / "manual" / "mlnx_driver_versions.json"
+
+REF_LINE = re.compile(r"^(\d{6,8})(?:\s+\1)?$")
+# a complete MLNX release: <major>.<minor>-<a>.<b>.<c>.<d>[.<e>...]; NVIDIA sometimes puts a
+# space after the dash ("5.8- 1.0.1.1"). A release cut short by the page excerpt does not match.
+RELEASE = r"(\d+\.\d+)\s*-\s*(\d+(?:\.\d+){3,})(?![\d.])"
+DISCOVERED = re.compile(r"Discovered in Release:\s*" + RELEASE)
+FIXED = re.compile(r"Fixed in Release:\s*" + RELEASE)
+
+
+@dataclass
+class Row:
+    """One parsed row of a bug-fix table."""
+
+    ref: str
+    url: str
+    fixed: Optional[str] = None
+    discovered: Optional[str] = None
+    lines: List[str] = field(default_factory=list)
+
+
+def _release(m: re.Match[str]) -> str:
+    return f"{m.group(1)}-{m.group(2)}"
+
+
+def read_page(path: Path) -> Tuple[str, List[str]]:
+    """(url, text lines) of a saved page: first line 'URL: ...', '|' cells split into lines."""
+    text = path.read_text(encoding="utf-8")
+    first, _, rest = text.partition("\n")
+    if not first.startswith("URL:"):
+        raise kp.ProposalError(f"{path}: first line must be 'URL: <address>'")
+    url = first[4:].strip()
+    lines = [c.strip() for line in rest.splitlines() for c in line.split("|")]
+    return url, [c for c in lines if c]
+
+
+def parse_page(path: Path) -> List[Row]:
+    """Every row of the page's bug-fix tables, complete or not."""
+    url, lines = read_page(path)
+    rows: List[Row] = []
+    cur: Optional[Row] = None
+    for line in lines:
+        m = REF_LINE.match(line)
+        if m:
+            cur = Row(ref=m.group(1), url=url)
+            rows.append(cur)
+            continue
+        if cur is None:
+            continue
+        cur.lines.append(line)
+        d = DISCOVERED.search(line)
+        if d:
+            cur.discovered = _release(d)
+        f = FIXED.search(line)
+        if f:
+            cur.fixed = _release(f)
+    return rows
+
+
+def reported_version(release: str, table: Dict[str, str]) -> str:
+    """The DRIVER_VERSION an MLNX_OFED/MLNX_EN `release` reports."""
+    if release in table:
+        return table[release]
+    head, _, tail = release.partition("-")
+    parts = tail.split(".")
+    return f"{head}-{'.'.join(parts[:3])}" if len(parts) == 4 else release
+
+
+def page_title(url: str) -> str:
+    """'NVIDIA <doc space>: <page>' from a docs.nvidia.com/networking/display/... address."""
+    m = re.search(r"/display/([^/]+)/([^/?#]+)", url)
+    if not m:
+        return f"NVIDIA documentation page {url}"
+    return f"NVIDIA {m.group(1)}: {m.group(2).replace('+', ' ')}"
+
+
+def dump_versions(gitdir: Path) -> Dict[str, Any]:
+    """Release -> DRIVER_VERSION read from every commit of an mlnx-ofa_kernel history whose
+    subject names an OFED release (one commit per release, as in knneth/mlnx-ofa_kernel)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "--git-dir", str(gitdir), *args], check=True,
+                              capture_output=True, text=True).stdout
+
+    out: Dict[str, str] = {}
+    for line in git("log", "--format=%H %s").splitlines():
+        commit, _, subject = line.partition(" ")
+        m = re.search(r"OFED (\d+\.\d+-\d+(?:\.\d+){3,})$", subject)
+        if not m:
+            continue
+        header = git("show", f"{commit}:drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.h")
+        v = re.search(r'#define\s+DRIVER_VERSION\s+"([^"]+)"', header)
+        if v:
+            out[m.group(1)] = v.group(1)
+    head = git("rev-parse", "HEAD").strip()
+    return {
+        "source": "DRIVER_VERSION in drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.h of "
+                  "each release commit of https://github.com/knneth/mlnx-ofa_kernel "
+                  f"(imports of the MLNX_OFED mlnx-ofa_kernel sources; history up to {head})",
+        "reported": dict(sorted(out.items())),
+    }
+
+
+def _merge_rows(rows: Sequence[Row]) -> Dict[str, List[Row]]:
+    """Rows by reference; one bug listed on several pages must agree on its releases."""
+    by_ref: Dict[str, List[Row]] = {}
+    for r in rows:
+        by_ref.setdefault(r.ref, []).append(r)
+    for ref, group in by_ref.items():
+        fixes = {r.fixed for r in group if r.fixed}
+        found = {r.discovered for r in group if r.discovered}
+        if len(fixes) > 1 or len(found) > 1:
+            raise kp.ProposalError(f"{ref}: pages disagree: fixed {fixes}, discovered {found}")
+    return by_ref
+
+
+def build(pages: Sequence[Path], manual: Dict[str, Any], table: Dict[str, str]
+          ) -> Tuple[Dict[str, List[kp.Entry]], List[str]]:
+    """(known issues by driver, notes on the rows left out)."""
+    rows = [r for p in pages for r in parse_page(p)]
+    by_ref = _merge_rows(rows)
+    reviewed: Dict[str, Any] = manual["rows"]
+    out: Dict[str, List[kp.Entry]] = {}
+    notes: List[str] = []
+    for ref in sorted(by_ref):
+        group = by_ref[ref]
+        fixed = next((r.fixed for r in group if r.fixed), None)
+        found = next((r.discovered for r in group if r.discovered), None)
+        fact = reviewed.get(ref)
+        if fixed is None:
+            notes.append(f"{ref}: no complete 'Fixed in Release' in the text read")
+            continue
+        if fact is None:
+            notes.append(f"{ref}: not reviewed (outside mlx5/mlx4 driver behaviour, or no "
+                         "stated consequence)")
+            continue
+        if found is None:
+            notes.append(f"{ref}: no 'Discovered in Release'; an open lower bound would hit "
+                         "in-tree builds")
+            continue
+        fixed_v = reported_version(fixed, table)
+        found_v = reported_version(found, table)
+        urls = sorted({r.url for r in group})
+        sources = [kp.make_source(
+            title=page_title(u), url=u, kind="bug-fix-table",
+            observed=(f"bug-fix table row {ref}: discovered in release {found}, fixed in "
+                      f"release {fixed}; that release's driver reports {fixed_v} and the "
+                      f"discovered one {found_v}, so the range is [{found_v}, {fixed_v})"))
+            for u in urls]
+        for driver in fact["drivers"]:
+            entry = kp.make_entry(
+                driver, f"{driver}-{ref}", fact["severity"], fact["symptom"],
+                [{"introduced": found_v, "fixed": fixed_v}], sources,
+                fact.get("applies_to"))
+            out.setdefault(driver, []).append(entry)
+    missing = sorted(set(reviewed) - set(by_ref))
+    if missing:
+        raise kp.ProposalError(f"reviewed rows not found in the pages: {', '.join(missing)}")
+    return out, notes
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("pages", nargs="*", type=Path, help="saved bug-fix pages")
+    ap.add_argument("-o", "--output", type=Path, default=HERE / "proposed" / "mlnx.json")
+    ap.add_argument("--manual", type=Path, default=MANUAL)
+    ap.add_argument("--versions", type=Path, default=VERSIONS)
+    ap.add_argument("--dump-versions", type=Path, metavar="GITDIR",
+                    help="print the release -> DRIVER_VERSION table of an mlnx-ofa_kernel "
+                         "git directory and exit")
+    args = ap.parse_args(argv)
+    if args.dump_versions:
+        json.dump(dump_versions(args.dump_versions), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    if not args.pages:
+        ap.error("no pages given")
+    table = kp.load_manual(args.versions)["reported"]
+    by_driver, notes = build(args.pages, kp.load_manual(args.manual), table)
+    source = ("NVIDIA MLNX_OFED/MLNX_EN bug-fix tables: "
+              + ", ".join(sorted({read_page(p)[0] for p in args.pages}))
+              + "; release -> reported version: DRIVER_VERSION of mlnx-ofa_kernel "
+              "(https://github.com/knneth/mlnx-ofa_kernel)")
+    kp.write_proposal(args.output, source, by_driver)
+    for note in notes:
+        print(f"left out: {note}", file=sys.stderr)
+    counts = ", ".join(f"{d}: {len(e)}" for d, e in sorted(by_driver.items()))
+    print(f"{args.output}: {counts}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
