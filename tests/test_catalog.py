@@ -304,8 +304,8 @@ def test_seed_002_and_lab_verdicts_with_shipped_catalog() -> None:
     # RHEL 7.7-8.3's in-tree igb: judged on RHEL 8.1's kernel, never on Debian's
     igb = cat.verdict(dev("8086", "1533", "igb", "5.6.0-k"), "4.18.0-147.el8.x86_64")
     assert (igb["status"], igb["listed_status"]) == ("ok", "baseline")
-    assert "rhel-8.1" in igb["reason"] and "no known issue" in igb["reason"]
-    assert "rhel-7.7" not in igb["reason"]
+    said = igb["reason"].lower().replace("-", " ")
+    assert "rhel 8.1" in said and "no known issue" in said and "rhel 7.7" not in said
     assert cat.verdict(dev("8086", "1533", "igb", "5.6.0-k"), "3.10.0-957.el7.x86_64")[
         "status"] == "uncatalogued"  # RHEL 7.6 is not among the releases that ship it
     assert cat.verdict(dev("8086", "1533", "igb", "5.6.0.1-k"), DEB12)["status"] == "uncatalogued"

@@ -106,11 +106,13 @@ def hits(know: Knowledge, ids: Ids, version: str, scheme: str, build: KernelBuil
 
 
 def judged_versions(know: Knowledge, version: str, scheme: str,
-                    kernel: Optional[str]) -> int:
-    """How many of the driver's version-range issues could be compared with `version`: 0
-    means the catalog's driver-version knowledge says nothing about it."""
+                    kernel: Optional[str], *, in_tree: bool = False) -> int:
+    """How many of the driver's version-range issues that speak of this kind of build could
+    be compared with `version`: 0 means the driver-version knowledge says nothing of it."""
     n = 0
     for issue in know.issues:
+        if issue.build not in (None, "in-tree" if in_tree else "vendor"):
+            continue
         for rng in issue.driver_versions:
             try:
                 in_range(version, rng, scheme, kernel)

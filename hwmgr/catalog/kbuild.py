@@ -46,7 +46,7 @@ _UBUNTU_ABI = re.compile(
     r"generic-hwe-[0-9.]+|generic-64k|raspi|realtime)$")
 _DEBIAN_ABI = re.compile(r"^(\d+\.\d+\.0-\d+)-(amd64|arm64|686|686-pae|cloud-amd64|"
                          r"cloud-arm64|rt-amd64|rt-arm64|armmp|armmp-lpae|powerpc64le|s390x)$")
-_DEBIAN_UPSTREAM = re.compile(r"^(\d+\.\d+\.\d+)\+deb\d+(?:\.\d+)?-[a-z0-9-]+$")
+_DEBIAN_UPSTREAM = re.compile(r"^(\d+\.\d+\.\d+)\+deb(\d+)(?:[.+]\d+)?-[a-z0-9-]+$")
 _PLAIN = re.compile(r"^(\d+\.\d+(?:\.\d+)?)(?:-rc\d+)?(?:-(?:arch\d+-\d+|gentoo[a-z0-9-]*|"
                     r"x86_64|amd64|default))?$")
 # a stable release built with a local version of its own (CONFIG_LOCALVERSION): 6.18.44-fc-v657;
@@ -178,6 +178,12 @@ def compare(line: str, a: str, b: str) -> int:
             raise ValueError(f"not an upstream kernel version: {a if ka is None else b}")
         return (ka > kb) - (ka < kb)
     return rpmvercmp(a, b)
+
+
+def debian_release(release: str) -> Optional[str]:
+    """The Debian release a `+debNN` kernel names (13 of 6.12.33+deb13-amd64), else None."""
+    m = _DEBIAN_UPSTREAM.match(release)
+    return m.group(2) if m else None
 
 
 def el_minor(release: str) -> Optional[str]:

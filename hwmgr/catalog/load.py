@@ -425,6 +425,9 @@ class Catalog(RuleData):
         fam = {"Debian": "debian", "Ubuntu": "ubuntu"}.get(build.family or "")
         if fam is None:
             return None
+        own = kbuild.debian_release(rel) if fam == "debian" else None
+        if own:  # 6.12.33+deb13-amd64 names its release
+            return f"debian-{own}"
         base = ".".join(rel.split(".")[:2])
         release = tables.get(fam, {}).get("releases", {}).get(base)
         return f"{fam}-{release}" if release else None

@@ -164,8 +164,12 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None,
         build = cat.kernel_build(raw)
     listed = None if kernel_release else _listed(cat.applicable(m, dev, kernel), raw, scheme,
                                                  kernel)
-    in_tree = kernel_release or bool(_K_MARK.search(raw)) or bool(
-        listed and listed.get("distributions"))
+    in_tree = kernel_release or bool(_K_MARK.search(raw)) or bool(listed and (
+        listed.get("distributions") or (listed["status"] == "baseline" and listed.get(
+            "kernels"))))  # a distribution's or a kernel's build, not a vendor release
+    if in_tree and listed is None and not kernel_release and any(
+            p.get("kernels") and _kernel_ok(p["kernels"], kernel) for p in inbox_policies(entry)):
+        in_tree = False  # this kernel's own build reports the release: this one is not it
     know = cat.knowledge(name)
     ids = tuple(dev.get(k) for k in ("vendor_id", "device_id", "subsystem_vendor_id",
                                      "subsystem_device_id"))
@@ -176,8 +180,9 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None,
     found = issues.hits(know, ids, raw, scheme, build, kernel_release=kernel_release,
                         in_tree=in_tree)
     if found:
-        return _known(out, found, name, raw, scheme, build, rec)
-    if in_tree and (listed is None or listed.get("distributions")):
+        return _known(out, found, name, scheme, build, rec, in_tree)
+    if in_tree and (listed is None or listed.get("distributions")
+                    or listed["status"] == "baseline"):
         # (a listed verdict of its own, from a field note or a vendor, speaks of the
         # version string wherever it runs)
         return _in_tree(out, cat, know, name, raw, build, kernel, listed, entry,
@@ -206,10 +211,12 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None,
     return settle("ok", f"{raw} is not listed but {word} the recommended {rec_ver}")
 
 
-def _known(out: Verdict, found: list[issues.Hit], name: str, raw: str, scheme: str,
-           build: KernelBuild, rec: tuple[str, dict[str, Any]] | None) -> Verdict:
+def _known(out: Verdict, found: list[issues.Hit], name: str, scheme: str,
+           build: KernelBuild, rec: tuple[str, dict[str, Any]] | None,
+           in_tree: bool) -> Verdict:
     """The verdict of a device that runs into known issues: known-bad for data loss, crash,
-    link down or security, else outdated; the way out past every fix."""
+    link down or security, else outdated; the way out past every fix (for an in-tree build
+    hit by kernel issues, a kernel first: a vendor driver is the other way)."""
     worst = found[0].issue
     out["status"] = "known-bad" if worst.bad else "outdated"
     out["known_issues"] = [{"id": h.issue.id, "severity": h.issue.severity,
@@ -230,9 +237,9 @@ def _known(out: Verdict, found: list[issues.Hit], name: str, raw: str, scheme: s
         out["target"], out["fix"] = target, issues.driver_fix(name, target, upgradable)
         ways.append(f"{name} {target}")
     if krn_target:
-        out.setdefault("target", krn_target)
-        out.setdefault("fix", issues.kernel_fix(build, krn_target))
-        ways.append(f"a kernel built on {krn_target} or later")
+        if in_tree or "target" not in out:
+            out["target"], out["fix"] = krn_target, issues.kernel_fix(build, krn_target)
+        ways.insert(0 if in_tree else len(ways), f"a kernel built on {krn_target} or later")
     way = " or ".join(ways) if ways else "no fix is known yet"
     out["reason"] = (f"{worst.id} ({worst.severity}): {worst.symptom}{more}; "
                      f"{found[0].how}; the way out: {way}")
@@ -262,9 +269,14 @@ def _in_tree(out: Verdict, cat: Catalog, know: Knowledge, name: str, raw: str,
             f"({', '.join(inbox.get('kernels', []))}); no known issue recorded")
         out["status"], out["reason"] = _FROM_STATUS[inbox["status"]], reason
         return out
-    if listed is not None and listed.get("kernels") and _kernel_ok(listed["kernels"], kernel):
+    if listed is not None and listed.get("kernels") and build.release and _kernel_ok(
+            listed["kernels"], kernel):
         out["listed_status"] = listed["status"]
-        out["status"], out["reason"] = _FROM_STATUS[listed["status"]], listed["reason"]
+        whose = f"{_pretty(dist)} ({build.release})" if dist else build.label()
+        out["status"], out["reason"] = _FROM_STATUS[listed["status"]], (
+            f"the in-tree {name} {raw} of {whose}, a kernel the catalog lists this version "
+            "for; no known issue recorded" if listed["status"] == "baseline"
+            else listed["reason"])
         return out
     if listed is not None and dist and _same_release(dist, listed.get("distributions", ())):
         out["listed_status"] = listed["status"]
@@ -272,6 +284,14 @@ def _in_tree(out: Verdict, cat: Catalog, know: Knowledge, name: str, raw: str,
         out["status"], out["reason"] = _FROM_STATUS[listed["status"]], (
             f"the in-tree {name} {raw} of {dist}, the distribution this kernel "
             f"({build.release}) belongs to; {word}")
+        return out
+    checked = 0 if build.release or kernel_release else issues.judged_versions(
+        know, raw, str(entry["version_scheme"]), None, in_tree=True)
+    if checked:  # what the version itself tells, said as no more than that
+        out["status"], out["reason"] = "ok", (
+            f"none of the {checked} known issues stated in {name} versions affects {raw}; "
+            "the host's kernel release is not recorded, so issues stated for kernel builds "
+            "were not checked")
         return out
     if not build.release:
         why = "the host's kernel release is not recorded"

@@ -7,6 +7,7 @@ The metrics (docs/check-report.md):
   hwmgr_compliance_item_expected{layer,device,interface,item}  the catalog's value, if a number
   hwmgr_compliance_item_expected_min / _max{...}               a limit's bounds ({min, max})
   hwmgr_compliance_item_actual{layer,device,interface,item}    the host's value, if a number
+  hwmgr_known_issue{device,id,severity,url}                     1 per known issue a device runs into
   hwmgr_compliance_items{status}                               items per status
   hwmgr_compliance_drift_items                                 items in drift
   hwmgr_check_compliant                                        1 compliant, 0 not
@@ -30,9 +31,10 @@ directory, then rename), so the collector never reads half a file.
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from hwmgr.compliance.judge import ITEM_KEYS, SUMMARY_KEYS, worst_per_item
 from hwmgr.errors import HwmgrError, NotFoundError, NotPermittedError, UsageError
@@ -45,6 +47,20 @@ if TYPE_CHECKING:
 
 STATUSES = SUMMARY_KEYS  # every status gets its hwmgr_compliance_items series
 ITEM_LABELS = ITEM_KEYS
+KNOWN_ISSUE = "known_issue."  # the item prefix of a known issue's finding (compliance.check)
+_SEVERITY = re.compile(r"^\S+ \(([a-z-]+)\):")  # "CVE-… (crash): …", as check words it
+_URL = re.compile(r"<(https?://[^>\s]+)>")
+
+
+def _known_issue(f: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """(id, severity, url) of a drifting known-issue finding, else None."""
+    item = str(f.get("item") or "")
+    if not item.startswith(KNOWN_ISSUE) or f.get("status") != "drift":
+        return None
+    sev = _SEVERITY.match(str(f.get("reason") or ""))
+    url = _URL.search(str(f.get("evidence") or ""))
+    return (item[len(KNOWN_ISSUE):], sev.group(1) if sev else "",
+            url.group(1) if url else "")
 
 
 def _number(value: Any) -> float | None:
@@ -107,8 +123,13 @@ def registry_for(data: dict[str, Any], now: float | None = None,
                        ITEM_LABELS, registry=reg) for k in ("min", "max")}
     actual = Gauge("hwmgr_compliance_item_actual", "The host's value, when a number",
                    ITEM_LABELS, registry=reg)
+    known = Gauge("hwmgr_known_issue", "1 per known issue (catalog id, severity, source) a "
+                  "device runs into", ("device", "id", "severity", "url"), registry=reg)
     counts = dict.fromkeys(STATUSES, 0)
     for key, f in worst_per_item(data.get("findings")).items():
+        ki = _known_issue(f)
+        if ki is not None:
+            known.labels(printable(str(f.get("device") or "")), *(printable(v) for v in ki)).set(1)
         st = str(f["status"])
         counts[st] += 1
         status.labels(*key, st).set(1)

@@ -1,0 +1,89 @@
+"""The catalog against hosts built from public bug reports, bug-fix tables and CVE records
+(tests/fixtures/defects/: each host runs a driver version or kernel build with a documented
+defect, its twin the documented fix; built from the sources, not from the catalog).
+
+Held: at least 70 % of the hosts are flagged known-bad or outdated; a target the verdict
+names is at or past the documented fix; no twin is flagged by an issue that its own fix
+closes (the fix is honoured). A twin may still be flagged by a later documented defect: the
+catalog says so, with that defect's id (counted and printed, not hidden).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hwmgr.catalog import kbuild, versions
+from hwmgr.catalog.load import Catalog, load_catalog
+from hwmgr.config import config_from
+from hwmgr.host.snapshot import open_host
+from hwmgr.inventory.scan import Inventory
+
+REPO = Path(__file__).resolve().parent.parent
+DEFECTS = REPO / "tests" / "fixtures" / "defects"
+HOSTS = sorted(p.parent for p in DEFECTS.glob("*/expect.json"))
+FLAGS = ("known-bad", "outdated")
+
+
+def verdicts(cat: Catalog, snap: Path) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(device, verdict) of every function with a driver version and a verdict."""
+    host, cleanup = open_host(str(snap))
+    try:
+        scan = Inventory(host, verdict=cat.verdict).scan()
+    finally:
+        if cleanup:
+            cleanup()
+    return [(d, d["catalog"]) for d in scan.devices if d.get("driver_version") and d["catalog"]]
+
+
+def at_or_past(target: str, fixed: str, scheme: str) -> bool:
+    """target >= fixed, on the kernel's upstream line or in the driver's scheme."""
+    if kbuild.valid(kbuild.UPSTREAM, target) and kbuild.valid(kbuild.UPSTREAM, fixed):
+        return kbuild.compare(kbuild.UPSTREAM, target, fixed) >= 0
+    return versions.compare(target, fixed, scheme) >= 0
+
+
+@pytest.fixture(scope="module")
+def cat() -> Catalog:
+    return load_catalog([REPO / "catalogs"], config=config_from(None))
+
+
+def test_there_are_defect_hosts_with_twins() -> None:
+    assert len(HOSTS) >= 20
+    for h in HOSTS:
+        exp = json.loads((h / "expect.json").read_text())
+        assert (DEFECTS / exp["twin"] / "snapshot").is_dir(), h
+        assert exp["source"].startswith("https://"), h
+        assert (h / "README.md").is_file()
+
+
+def test_defect_hosts_are_flagged_and_twins_honour_the_fix(cat: Catalog) -> None:
+    flagged, rows, twins_later = 0, [], []
+    for h in HOSTS:
+        exp = json.loads((h / "expect.json").read_text())
+        got = [v for d, v in verdicts(cat, h / "snapshot") if d["driver"] == exp["driver"]]
+        assert got, f"{h.name}: no verdict on {exp['driver']}"
+        hit = [v for v in got if v["status"] in FLAGS]
+        flagged += bool(hit)
+        scheme = cat.entry(got[0]["entry"])["version_scheme"]
+        # the issues the documented fix closes, where the catalog states that very fix
+        closing = {r["id"] for v in hit for r in v["known_issues"] if r["fixed"] == exp["fixed"]}
+        for v in hit:
+            if closing:
+                assert v.get("target") and at_or_past(v["target"], exp["fixed"], scheme), \
+                    (h.name, v)
+        rows.append((h.name, [v["status"] for v in got]))
+        for d, v in verdicts(cat, DEFECTS / exp["twin"] / "snapshot"):
+            if d["driver"] != exp["driver"]:
+                continue
+            ids = {r["id"] for r in v.get("known_issues", [])}
+            assert not ids & closing, (exp["twin"], ids & closing)  # the fix is honoured
+            if v["status"] == "known-bad":
+                twins_later.append((exp["twin"], v["known_issues"][0]["id"]))
+    share = flagged / len(HOSTS)
+    print(f"flagged {flagged} of {len(HOSTS)} defect hosts ({share:.0%}); twins flagged by a "
+          f"later documented defect: {len(twins_later)} {twins_later}")
+    assert share >= 0.7, rows

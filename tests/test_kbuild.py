@@ -1,0 +1,78 @@
+"""Kernel builds placed on a line, and the fix-stream rule known issues are stated in."""
+
+from __future__ import annotations
+
+import pytest
+
+from hwmgr.catalog import kbuild
+from hwmgr.catalog.kbuild import identify
+
+TABLES = {"debian": {"6.1.0-18": "6.1.76"}, "ubuntu": {"5.15.0-91": "5.15.131"}}
+
+
+@pytest.mark.parametrize(("release", "extra", "want"), [
+    ("6.1.0-18-amd64", {}, ("upstream", "6.1.76", "Debian")),
+    ("6.1.0-18-cloud-amd64", {}, ("upstream", "6.1.76", "Debian")),
+    ("6.1.0-99-amd64", {}, (None, None, "Debian")),  # an ABI the table lacks: not guessed
+    # /proc/version names the package, whatever the table says
+    ("6.1.0-99-amd64", {"proc_version": "Linux version 6.1.0-99-amd64 (debian-kernel@lists."
+                        "debian.org) #1 SMP PREEMPT_DYNAMIC Debian 6.1.140-1 (2025-05-22)"},
+     ("upstream", "6.1.140", "Debian")),
+    ("6.12.33+deb13-amd64", {}, ("upstream", "6.12.33", "Debian")),
+    ("5.15.0-91-generic", {}, ("upstream", "5.15.131", "Ubuntu")),
+    ("5.15.0-92-generic", {"signature": "Ubuntu 5.15.0-92.102-generic 5.15.136"},
+     ("upstream", "5.15.136", "Ubuntu")),
+    ("5.15.0-92-generic", {}, (None, None, "Ubuntu")),
+    ("6.8.9-060809-generic", {}, ("upstream", "6.8.9", "Ubuntu mainline")),
+    ("6.5.6-300.fc39.x86_64", {}, ("upstream", "6.5.6", "Fedora")),
+    ("6.17.4-2-pve", {}, ("upstream", "6.17.4", "Proxmox")),
+    ("5.10.123", {}, ("upstream", "5.10.123", "upstream")),
+    ("6.18.44-fc-v657", {}, ("upstream", "6.18.44", "local build")),
+    ("4.18.0-477.10.1.el8_8.x86_64", {}, ("el8", "4.18.0-477.10.1.el8_8.x86_64", "rhel")),
+    ("2.6.32-279.el6.x86_64", {}, ("el6", "2.6.32-279.el6.x86_64", "rhel")),
+    # not RHEL's kernel though it says .elN: Oracle's UEK, IBM PowerKVM
+    ("5.15.0-200.131.27.el9uek.x86_64", {}, (None, None, None)),
+    ("4.7.0-1.el7.centos.pkvm3_1_1.3100.0.ppc64le", {}, (None, None, None)),
+    # SUSE keeps a frozen base and backports: its X.Y.Z says little
+    ("5.14.21-150500.55.39-default", {}, (None, None, None)),
+    ("4.19.0+1", {}, (None, None, None)),
+])
+def test_identify(release: str, extra: dict, want: tuple) -> None:
+    b = identify(release, builds=TABLES, **extra)
+    assert (b.line, b.version, b.family) == want, b
+    assert b.how
+
+
+def test_unrecorded_kernel() -> None:
+    assert not identify(None).known and identify(None).label() == "an unrecorded kernel"
+    assert not identify("x" * 200).known
+
+
+@pytest.mark.parametrize(("version", "covered", "fix"), [
+    ("5.4.273", False, "5.4.274"),   # its stream has a fix it has not reached
+    ("5.4.274", True, "5.4.274"),
+    ("5.10.250", False, "6.1.84"),   # no fix in 5.10: the lowest fix above it
+    ("6.1.84", True, "6.1.84"),
+    ("6.6.30", False, "6.9"),        # 6.6 unfixed: the mainline fix
+    ("6.9", True, "6.9"),
+    ("6.12.1", True, "6.9"),         # later streams: the highest fix covers them
+])
+def test_fix_streams(version: str, covered: bool, fix: str) -> None:
+    assert kbuild.fix_for("upstream", version, ("6.9", "5.4.274", "6.1.84")) == (covered, fix)
+
+
+def test_el_streams() -> None:
+    fixed = ("4.18.0-372.52.1.el8_6", "4.18.0-477.10.1.el8_8")
+    assert kbuild.fix_for("el8", "4.18.0-372.9.1.el8", fixed) == (False, fixed[0])
+    assert kbuild.fix_for("el8", "4.18.0-372.52.1.el8_6", fixed)[0] is True
+    assert kbuild.fix_for("el8", "4.18.0-425.3.1.el8", fixed) == (False, fixed[1])  # 8.7
+    assert kbuild.fix_for("el8", "4.18.0-553.5.1.el8_10", fixed)[0] is True
+    assert kbuild.el_minor("4.18.0-305.25.1.el8_4.x86_64") == "8.4"
+    assert kbuild.el_minor("4.18.0-305.el8.x86_64") is None
+
+
+def test_valid_versions_per_line() -> None:
+    assert kbuild.valid("upstream", "6.1.84") and kbuild.valid("upstream", "6.9")
+    assert not kbuild.valid("upstream", "6.1.0-18-amd64")
+    assert kbuild.valid("el8", "4.18.0-477.10.1.el8_8")
+    assert not kbuild.valid("el8", "5.14.0-70.el9") and not kbuild.valid("el9", "6.1.84")

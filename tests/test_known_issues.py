@@ -1,0 +1,214 @@
+"""Known issues and firmware floors: validated as data, merged by id, and deciding verdicts
+about the build a host runs (driver version, or kernel build for an in-tree driver)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hwmgr.catalog.load import Catalog
+from hwmgr.compliance.check import driver_findings
+from tests.test_catalog import MINI, dev, load_catalog
+
+SRC = [{"title": "a public source", "url": "https://example.org/notes", "kind": "release-notes",
+        "observed": "states the affected release and the fixed one"}]
+DEB_PROC = ("Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian "
+            "12.2.0-14) 12.2.0) #1 SMP PREEMPT_DYNAMIC Debian {v}-1 (2024-02-01)")
+LAYER: dict[str, Any] = {"schema_version": 3, "drivers": {
+    "megaraid_sas": {
+        "known_issues": [
+            {"id": "mr-reset-hang", "severity": "crash", "symptom": "controller reset hangs",
+             "affected": {"driver_versions": [{"introduced": "07.700.00.00",
+                                               "fixed": "07.725.01.00"}]},
+             "sources": SRC},
+            {"id": "mr-slow", "severity": "performance", "symptom": "slow rebuilds",
+             "affected": {"driver_versions": [{"fixed": "07.719.04.00"}]}, "sources": SRC}],
+        "firmware_requirements": [
+            {"id": "mr-fw", "min": "2.130.400", "sources": SRC,
+             "driver_versions": [{"introduced": "07.700.00.00"}]},
+            {"id": "mr-fw-feature", "min": "9.0", "feature": "a feature", "sources": SRC}]},
+    "e1000e": {"known_issues": [
+        {"id": "CVE-2099-0001", "severity": "security", "symptom": "a kernel defect",
+         "affected": {"kernels": {"upstream": {"introduced": "5.4",
+                                               "fixed": ["6.1.80", "6.6.20", "6.8"]}}},
+         "sources": [{**SRC[0], "kind": "cve"}]}]},
+    "be2net": {"known_issues": [
+        {"id": "be-vendor-only", "severity": "link-down", "symptom": "link flaps",
+         "build": "vendor", "affected": {"driver_versions": [{"fixed": "10.2.470.14"}]},
+         "sources": SRC}]},
+}}
+DEB_TABLE = {"schema_version": 3, "kernel_builds": {"debian": {
+    "abi": {"6.1.0-18": "6.1.76", "6.1.0-20": "6.1.85"}, "releases": {"6.1": "12"},
+    "evidence": SRC}}}
+
+
+def layered(tmp_path: Path, *layers: dict[str, Any]) -> Catalog:
+    files = [MINI]
+    for i, layer in enumerate(layers):
+        f = tmp_path / f"{i}.json"
+        f.write_text(json.dumps(layer))
+        files.append(f)
+    return load_catalog(files)
+
+
+@pytest.fixture
+def cat(tmp_path: Path) -> Catalog:
+    return layered(tmp_path, DEB_TABLE, LAYER)
+
+
+def raid(version: str, **kw: Any) -> dict[str, Any]:
+    return dev("1000", "0079", "megaraid_sas", version, subsystem_vendor_id="1000",
+               subsystem_device_id="9261", **{"class": "0104", **kw})
+
+
+def test_driver_version_range_decides_and_names_the_way_out(cat: Catalog) -> None:
+    v = cat.verdict(raid("07.719.03.00-rc1"), "6.1.0-18-amd64")
+    assert v["status"] == "known-bad"  # the crash outranks the performance issue
+    assert [k["id"] for k in v["known_issues"]] == ["mr-reset-hang", "mr-slow"]
+    assert v["known_issues"][0] == {"id": "mr-reset-hang", "severity": "crash",
+                                    "symptom": "controller reset hangs", "on": "driver",
+                                    "fixed": "07.725.01.00", "url": SRC[0]["url"]}
+    assert v["target"] == "07.725.01.00"  # past every fix
+    assert "07.725.01.00" in v["fix"]
+    # at the fix: not flagged by that issue (the range's end is exclusive)
+    fixed = cat.verdict(raid("07.725.01.00"), "6.1.0-18-amd64")
+    assert "known_issues" not in fixed and fixed["status"] != "known-bad"
+    # before the introduced version only the open-ended one holds: performance is outdated
+    old = cat.verdict(raid("06.506.00.00-rc1"), "6.1.0-18-amd64")
+    assert old["status"] == "outdated"
+    assert [k["id"] for k in old["known_issues"]] == ["mr-slow"]
+
+
+def test_kernel_range_judges_the_in_tree_build_by_its_kernel(cat: Catalog) -> None:
+    e1k = dev("8086", "10d3", "e1000e", "6.1.0-18-amd64")
+    v = cat.verdict(e1k, "6.1.0-18-amd64")  # Debian ABI 18 is built on 6.1.76 (table)
+    assert v["status"] == "known-bad" and v["known_issues"][0]["fixed"] == "6.1.80"
+    assert v["target"] == "6.1.80" and v["fix"].startswith("apt-get install linux-image")
+    assert "6.1.0-18-amd64 (Debian, upstream 6.1.76)" in v["reason"]
+    # /proc/version says the package is 6.1.90: past the fix of its stream
+    ok = cat.verdict(e1k, "6.1.0-18-amd64", DEB_PROC.format(v="6.1.90"))
+    assert ok["status"] == "ok" and "none of the 1 known issues" in ok["reason"]
+    # a Debian ABI the table lacks is not guessed: only the in-tree policy whose globs name
+    # this very kernel speaks (lab-tested), and a kernel no policy names is uncatalogued
+    pol = cat.verdict(dev("8086", "10d3", "e1000e", "6.1.0-99-amd64"), "6.1.0-99-amd64")
+    assert pol["status"] == "ok" and "known_issues" not in pol
+    un = cat.verdict(dev("8086", "10d3", "e1000e", "5.10.0-99-amd64"), "5.10.0-99-amd64")
+    assert un["status"] == "uncatalogued" and "uncatalogued kernel build" in un["reason"]
+    # 6.6 and 6.8+: the 6.6 fix and the mainline fix
+    assert cat.verdict(dev("8086", "10d3", "e1000e", "6.6.19"), "6.6.19")["status"] == \
+        "known-bad"
+    assert cat.verdict(dev("8086", "10d3", "e1000e", "6.9.2"), "6.9.2")["status"] == "ok"
+
+
+def test_vendor_release_notes_do_not_judge_the_in_tree_build(cat: Catalog) -> None:
+    """be2net 10.2.470.14 fixed a link flap in Emulex's own driver: its in-tree namesake on
+    RHEL 6 (4.1.307r) is another code line, judged by the seed's own listing instead."""
+    v = cat.verdict(dev("19a2", "0710", "be2net", "4.6.62.0u"), "2.6.32-279.el6.x86_64")
+    assert v["known_issues"][0]["id"] == "be-vendor-only"
+    intree = cat.verdict(dev("19a2", "0710", "be2net", "4.6.62.0-k"),
+                         "2.6.32-279.el6.x86_64")
+    assert "known_issues" not in intree
+
+
+def test_seed000_story_reads_as_before(cat: Catalog) -> None:
+    v = cat.verdict(dev("19a2", "0710", "be2net", "4.1.307r"), "2.6.32-279.el6.x86_64")
+    assert v["status"] == "known-bad" and v["recommended_version"] == "10.2.470.14"
+
+
+def test_firmware_floors(cat: Catalog) -> None:
+    v = cat.verdict(raid("07.725.01.00", firmware_version="2.130.353-1663"), "6.1.0-18-amd64")
+    floors = {f["id"]: f for f in v["firmware_floors"]}
+    assert floors["mr-fw"]["ok"] is False and floors["mr-fw-feature"]["ok"] is False
+    dev_ = raid("07.725.01.00", firmware_version="2.130.353-1663", address="0000:01:00.0")
+    dev_["catalog"] = v
+    got = {f.item: f for f in driver_findings(cat, dev_, {"driver", "firmware"})}
+    assert got["firmware_min.mr-fw"].status == "drift"
+    assert got["firmware_min.mr-fw-feature"].status == "unsupported"  # only for its feature
+    assert "a feature" in got["firmware_min.mr-fw-feature"].reason
+    new = cat.verdict(raid("07.725.01.00", firmware_version="2.130.403-4660"), "6.1.0-18-amd64")
+    assert {f["id"]: f["ok"] for f in new["firmware_floors"]}["mr-fw"] is True
+
+
+def test_check_gives_a_compact_finding_per_known_issue(cat: Catalog) -> None:
+    d = raid("07.719.03.00-rc1", address="0000:01:00.0")
+    d["catalog"] = cat.verdict(d, "6.1.0-18-amd64")
+    got = {f.item: f for f in driver_findings(cat, d, {"driver"})}
+    hang = got["known_issue.mr-reset-hang"]
+    assert (hang.status, hang.actual, hang.expected) == (
+        "drift", "07.719.03.00-rc1", "megaraid_sas 07.725.01.00 or later")
+    assert hang.evidence == f"mr-reset-hang <{SRC[0]['url']}>"  # not the evidence text
+    assert got["driver_version"].status == "drift"
+
+
+def test_layers_merge_known_issues_by_id(tmp_path: Path) -> None:
+    site = {"schema_version": 3, "drivers": {"megaraid_sas": {"known_issues": [
+        {"id": "site-own", "severity": "cosmetic", "symptom": "ours",
+         "affected": {"driver_versions": [{"fixed": "99.0"}]}, "sources": SRC},
+        {**LAYER["drivers"]["megaraid_sas"]["known_issues"][1], "severity": "crash"}]}}}
+    cat = layered(tmp_path, LAYER, site)
+    issues = {i.id: i for i in cat.knowledge("megaraid_sas").issues}
+    assert set(issues) == {"mr-reset-hang", "mr-slow", "site-own"}  # kept, replaced, added
+    assert issues["mr-slow"].severity == "crash"
+    where = cat.provenance.of(("drivers", "megaraid_sas", "known_issues", "mr-slow"))
+    assert where is not None and where.name == "1.json"
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    (lambda i: i.update(sources=[{"title": "t", "observed": "o", "kind": "lab"}]),
+     "no published source"),
+    (lambda i: i.pop("sources"), "sources"),
+    (lambda i: i["affected"]["driver_versions"][0].update(fixed="not-a-version"),
+     "does not parse"),
+    (lambda i: i["affected"]["driver_versions"][0].update(introduced="08.0"),
+     "empty range"),
+    (lambda i: i["affected"].update(kernels={"upstream": {"fixed": ["6.1.0-18-amd64"]}}),
+     "not a kernel version of the upstream line"),
+    (lambda i: i["affected"].update(kernels={"el8": {"fixed": ["5.14.0-70.el9"]}}),
+     "not a kernel version of the el8 line"),
+    (lambda i: i.update(applies_to=["8086:1528"]), "not one of the devices"),
+    (lambda i: i.update(severity="annoying"), "severity"),
+])
+def test_validate_refuses_bad_known_issues(tmp_path: Path, change: Any, words: str) -> None:
+    layer = copy.deepcopy(LAYER)
+    change(layer["drivers"]["megaraid_sas"]["known_issues"][0])
+    f = tmp_path / "layer.json"
+    f.write_text(json.dumps(layer))
+    errors, _docs = Catalog.check_files([MINI, f])
+    assert errors and any(words in e for e in errors), errors
+
+
+def test_duplicate_ids_are_refused(tmp_path: Path) -> None:
+    layer = copy.deepcopy(LAYER)
+    issues = layer["drivers"]["megaraid_sas"]["known_issues"]
+    issues.append(copy.deepcopy(issues[0]))
+    whole = json.loads(MINI.read_text())
+    whole["schema_version"] = 3
+    whole["drivers"]["megaraid_sas"]["known_issues"] = issues
+    for drv in whole["drivers"].values():  # a v3 file cites its evidence as sources
+        for ve in drv["versions"].values():
+            ve["evidence"] = SRC
+        for ib in ([drv["inbox"]] if isinstance(drv.get("inbox"), dict) else []):
+            ib["evidence"] = SRC
+    f = tmp_path / "whole.json"
+    f.write_text(json.dumps(whole))
+    errors, _docs = Catalog.check_files([f])
+    assert any("'mr-reset-hang' is listed twice" in e for e in errors), errors
+
+
+def test_prometheus_names_each_known_issue_with_its_source(cat: Catalog) -> None:
+    from prometheus_client import generate_latest
+
+    from hwmgr.compliance.prom import registry_for
+
+    d = raid("07.719.03.00-rc1", address="0000:01:00.0")
+    d["catalog"] = cat.verdict(d, "6.1.0-18-amd64")
+    data = {"findings": [f.to_json() for f in driver_findings(cat, d, {"driver"})],
+            "compliant": False}
+    text = generate_latest(registry_for(data, now=0.0)).decode()
+    assert ('hwmgr_known_issue{device="0000:01:00.0",id="mr-reset-hang",severity="crash",'
+            f'url="{SRC[0]["url"]}"}} 1.0') in text
+    assert 'id="mr-slow",severity="performance"' in text
