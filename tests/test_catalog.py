@@ -80,7 +80,7 @@ def test_schema_is_a_valid_draft_2020_12_schema() -> None:
 def test_shipped_catalog_is_valid_and_complete() -> None:
     assert Catalog.check_files(shipped_files())[0] == []
     cat = load_catalog([SHIPPED])
-    assert cat.version == "2026.11.1"
+    assert cat.version == "2026.11.2"
     for name in ("be2net", "ixgbe", "megaraid_sas", "e1000e", "igb", "bnx2", "i40e",
                  "virtio_net"):
         assert name in cat.names()
@@ -565,7 +565,7 @@ def test_cli_validate_ok(capsys: pytest.CaptureFixture[str]) -> None:
     out, err = capsys.readouterr()
     lines = out.strip().splitlines()  # one per file: the header, then one per driver
     assert len(lines) == len(shipped_files()) > 25
-    assert lines[0].startswith(f"{SHIPPED / 'hwmgr-catalog.json'}: OK (catalog 2026.11.1")
+    assert lines[0].startswith(f"{SHIPPED / 'hwmgr-catalog.json'}: OK (catalog 2026.11.2")
     assert all(": OK (" in line for line in lines)
     assert err == ""
 

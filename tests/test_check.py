@@ -48,7 +48,7 @@ def test_seed002_before_exits_5_with_every_fix() -> None:
     assert data["summary"] == {"ok": 7, "drift": 14, "unknown": 0, "uncatalogued": 7,
                                "unsupported": 0}
     assert data["schema_version"] == 2
-    assert data["catalog_version"] == "2026.11.1" and data["host"]["hostname"] == "server"
+    assert data["catalog_version"] == "2026.11.2" and data["host"]["hostname"] == "server"
 
 
 def test_seed002_human_table_groups_drift_first_and_merges_fixes() -> None:

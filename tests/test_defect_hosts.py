@@ -87,3 +87,15 @@ def test_defect_hosts_are_flagged_and_twins_honour_the_fix(cat: Catalog) -> None
     print(f"flagged {flagged} of {len(HOSTS)} defect hosts ({share:.0%}); twins flagged by a "
           f"later documented defect: {len(twins_later)} {twins_later}")
     assert share >= 0.7, rows
+
+
+@pytest.mark.slow
+def test_committed_snapshots_equal_a_regeneration() -> None:
+    """The snapshots are generated from host.json (never hand-edited), and every
+    expect.json names a twin of the same device and driver."""
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, str(DEFECTS / "make_defect_hosts.py"), "--check"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr

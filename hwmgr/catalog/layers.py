@@ -25,18 +25,38 @@ KEYED_LISTS = {"sysctl": ("name", False), "conditional_settings": ("id", True)}
 # the base's others); an item replaced whole: one issue is one statement of its sources
 DRIVER_KEYED_LISTS = {"known_issues": "id", "firmware_requirements": "id"}
 _RELAX = ("required", "minProperties", "dependentRequired")
+# what a layer gives whole, never amends: a known issue or firmware requirement (merged by
+# id, replaced whole) and the ranges and sources inside them, so a layer's own check holds
+# them to the full schema and the merged check need not walk them again
+WHOLE_DEFS = ("known_issue", "firmware_requirement", "version_range", "kernel_range",
+              "source_ref")
+WHOLE_LISTS = tuple(DRIVER_KEYED_LISTS)
 
 
 def relaxed_schema(schema: Any) -> Any:
     """The schema with every requirement to *have* a key removed (a partial layer's shape);
     alternatives under oneOf/anyOf keep theirs, since that is how they tell themselves apart
-    (a sysctl rule is one of value/min/max/fields, and is replaced whole, never amended)."""
+    (a sysctl rule is one of value/min/max/fields, and is replaced whole, never amended), and
+    so do the definitions a layer gives whole (WHOLE_DEFS)."""
     if isinstance(schema, dict):
-        return {k: (v if k in ("oneOf", "anyOf") else relaxed_schema(v))
+        return {k: (v if k in ("oneOf", "anyOf") else
+                    {n: (d if n in WHOLE_DEFS else relaxed_schema(d)) for n, d in v.items()}
+                    if k == "$defs" and isinstance(v, dict) else relaxed_schema(v))
                 for k, v in schema.items() if k not in _RELAX}
     if isinstance(schema, list):
         return [relaxed_schema(v) for v in schema]
     return schema
+
+
+def without_whole_lists(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A shallow view of a merged catalog without the lists its layers gave whole (each item
+    passed its own layer's full check): what the merged schema check still has to walk."""
+    drivers = doc.get("drivers")
+    if not isinstance(drivers, dict):
+        return dict(doc)
+    return {**doc, "drivers": {n: ({k: v for k, v in d.items() if k not in WHOLE_LISTS}
+                                   if isinstance(d, dict) else d)
+                               for n, d in drivers.items()}}
 
 
 def without_nulls(doc: Any) -> Any:

@@ -197,7 +197,7 @@ class Catalog(RuleData):
         """The merged result of two or more layers against the full schema."""
         if len(self.files) < 2:
             return []
-        found = findings(self.doc)
+        found = findings(layers.without_whole_lists(self.doc))
         if not found:
             return []
         order = [f.path for f in self.files]
