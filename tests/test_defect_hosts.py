@@ -99,3 +99,32 @@ def test_committed_snapshots_equal_a_regeneration() -> None:
     res = subprocess.run([sys.executable, str(DEFECTS / "make_defect_hosts.py"), "--check"],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_fleet_report_and_metrics_name_the_known_issues(tmp_path: Path) -> None:
+    """A night over two defect hosts and a fixed twin: the report and the fleet metrics carry
+    each known issue as an item, drifting on the hosts that run into it."""
+    import subprocess
+    import sys
+
+    res_dir = tmp_path / "results"
+    res_dir.mkdir()
+    hosts = ["ena-2.9.1-admin-timeout-crash", "smartpqi-cve-2024-26742-deb12",
+             "ixgbe-6.2.6-vf-link-speed-fixed"]
+    for h in hosts:
+        out = subprocess.run([sys.executable, "-m", "hwmgr", "check", "--json", "--layer",
+                              "driver,firmware", "--root", str(DEFECTS / h / "snapshot")],
+                             capture_output=True, text=True, timeout=120)
+        (res_dir / f"{h}.json").write_text(out.stdout)
+    rep = subprocess.run([sys.executable, "-m", "hwmgr", "fleet-report", "--results",
+                          str(res_dir), "--out", str(tmp_path / "rep"), "--prom",
+                          str(tmp_path / "fleet.prom")], capture_output=True, text=True,
+                         timeout=120)
+    assert rep.returncode == 5, rep.stderr
+    data = json.loads((tmp_path / "rep" / "fleet-report.json").read_text())
+    pqi = data["hosts"]["smartpqi-cve-2024-26742-deb12"]
+    items = {f["item"]: f["status"] for f in pqi["findings"]}
+    assert items["known_issue.CVE-2024-26742"] == "drift"
+    assert data["hosts"]["ixgbe-6.2.6-vf-link-speed-fixed"]["status"] == "compliant"
+    prom = (tmp_path / "fleet.prom").read_text()
+    assert 'item="known_issue.CVE-2024-26742"' in prom

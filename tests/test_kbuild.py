@@ -62,11 +62,16 @@ def test_fix_streams(version: str, covered: bool, fix: str) -> None:
 
 
 def test_el_streams() -> None:
-    fixed = ("4.18.0-372.52.1.el8_6", "4.18.0-477.10.1.el8_8")
+    """A z-stream fix covers its minor release's builds from that one on; a main-line fix
+    (no _N suffix) its stream and every later minor release (they branch from main line)."""
+    fixed = ("4.18.0-372.52.1.el8_6", "4.18.0-477.10.1.el8_8", "4.18.0-490.el8")
     assert kbuild.fix_for("el8", "4.18.0-372.9.1.el8", fixed) == (False, fixed[0])
     assert kbuild.fix_for("el8", "4.18.0-372.52.1.el8_6", fixed)[0] is True
-    assert kbuild.fix_for("el8", "4.18.0-425.3.1.el8", fixed) == (False, fixed[1])  # 8.7
+    assert kbuild.fix_for("el8", "4.18.0-425.3.1.el8", fixed) == (False, fixed[2])  # 8.7
+    assert kbuild.fix_for("el8", "4.18.0-477.27.1.el8_8.x86_64", fixed)[0] is True
     assert kbuild.fix_for("el8", "4.18.0-553.5.1.el8_10", fixed)[0] is True
+    # without a main-line fix a later minor release is not assumed fixed
+    assert kbuild.fix_for("el8", "4.18.0-553.5.1.el8_10", fixed[:2]) == (False, None)
     assert kbuild.el_minor("4.18.0-305.25.1.el8_4.x86_64") == "8.4"
     assert kbuild.el_minor("4.18.0-305.el8.x86_64") is None
 

@@ -204,22 +204,23 @@ def stream(line: str, version: str) -> str:
 
 def fix_for(line: str, version: str, fixed: tuple[str, ...]) -> tuple[bool, Optional[str]]:
     """(covered, the fix this build needs): each fix covers its own stream from that release
-    on, and the highest fix every later stream too. When not covered, the fix named is the
-    one of the build's own stream, else the lowest fix above the build (None: no fix)."""
+    on; upstream, the highest fix (mainline's) every later stream too; on EL, a main-line
+    fix (no `_N` minor suffix) every later stream, a z-stream fix only its own. When not
+    covered, the fix named is the one of the build's own stream, else the lowest fix above."""
     if not fixed:
         return False, None
     ordered = sorted(fixed, key=_sorter(line))
     mine = stream(line, version)
-    top = ordered[-1]
     for f in ordered:
         if stream(line, f) == mine:
-            if compare(line, version, f) >= 0:
-                return True, f
-            return False, f
-    if compare(line, version, top) >= 0:
-        return True, top
+            return compare(line, version, f) >= 0, f
+    spanning = ordered[-1:] if line == UPSTREAM else [f for f in ordered if el_minor(f) is None]
+    for f in spanning:
+        if compare(line, version, f) >= 0:
+            return True, f
     above = [f for f in ordered if compare(line, f, version) > 0]
-    return False, above[0] if above else None
+    main = [f for f in above if f in spanning] if line != UPSTREAM else []
+    return False, (main or above or [None])[0]
 
 
 def _sorter(line: str) -> Callable[[str], Any]:
