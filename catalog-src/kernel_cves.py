@@ -38,6 +38,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from hwmgr.catalog.model import SEVERITIES  # one owner: the catalog model
+
 MIRROR = "https://github.com/thefossguy-ciq/kernel-security-vulns"
 CVELIST = "https://github.com/CVEProject/cvelistV5"
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "proposed" / "kernel-cves.json"
@@ -121,7 +123,7 @@ SEVERITY_RULES: Tuple[Tuple[str, str, str, str], ...] = (
 )
 _RULES = tuple((sev, label, scope, re.compile(rx, re.I))
                for sev, label, scope, rx in SEVERITY_RULES)
-SEVERITIES = ("crash", "data-loss", "link-down", "security", "performance", "cosmetic")
+
 
 SKIP_REJECTED = "rejected record"
 SKIP_NO_RANGES = "no version ranges (git commits only)"

@@ -14,13 +14,11 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from hwmgr.catalog import versions
+from hwmgr.catalog.model import SEVERITIES, SOURCE_KINDS  # one owner: the catalog model
 
 REPO = Path(__file__).resolve().parent.parent
 CATALOG_DRIVERS = REPO / "catalogs" / "drivers"
 
-SEVERITIES = ("data-loss", "crash", "link-down", "security", "performance", "cosmetic")
-SOURCE_KINDS = ("cve", "bug-fix-table", "release-notes", "changelog", "readme",
-                "issue-thread", "errata")
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
