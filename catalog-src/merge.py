@@ -15,6 +15,16 @@ own format (indent 1, a final newline), so a review sees only what the proposal 
 
 `--build vendor` marks the known issues of a vendor's own release notes as judging vendor
 builds only: the kernel's in-tree driver of the same name is another code line.
+
+A proposal of kernel lines (catalog-src/proposed/rhel-kernels.json: {"lines": {"el9":
+{CVE: {"fixed", "urls", "evidence"}}}, "streams": {"el9": {stream: last build read}}})
+adds an `elN` line to the known issue with that id, with the changelog as a source:
+
+    .venv/bin/python catalog-src/merge.py --kernel-lines catalog-src/proposed/rhel-kernels.json
+
+Only where the upstream record says the bug is older than the kernel the EL release is built
+on (5.14 for el9): every build of that line before the fix carried it. A bug that came later
+upstream reached RHEL by a backport at a build no source names, so that issue gets no line.
 """
 
 from __future__ import annotations
@@ -71,15 +81,67 @@ def merge_file(proposal: Path, drivers_dir: Path = DRIVERS,
     return out
 
 
+EL_BASE = {"el8": "4.18", "el9": "5.14", "el10": "6.12"}
+
+
+def _before(a: str, b: str) -> bool:
+    """Upstream version a <= b (X.Y or X.Y.Z)."""
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in v.split(".")[:3])
+    return key(a) <= key(b)
+
+
+def merge_kernel_lines(proposal: Path, drivers_dir: Path = DRIVERS) -> list[str]:
+    """Add each proposed EL line to the catalog's known issue of the same id (see above)."""
+    doc = json.loads(proposal.read_text(encoding="utf-8"))
+    out = []
+    for path in sorted(drivers_dir.glob("*.json")):
+        cat = json.loads(path.read_text(encoding="utf-8"))
+        changed = 0
+        for name, entry in cat["drivers"].items():
+            for issue in entry.get("known_issues", []):
+                for line, found in doc.get("lines", {}).items():
+                    got = found.get(issue["id"])
+                    up = issue["affected"].get("kernels", {}).get("upstream", {})
+                    if not got or not up.get("introduced") or not _before(
+                            up["introduced"], EL_BASE[line]):
+                        continue
+                    rng = {"fixed": got["fixed"]}
+                    if doc.get("streams", {}).get(line):
+                        rng["read_to"] = doc["streams"][line]
+                    issue["affected"]["kernels"][line] = rng
+                    issue["sources"] = [s for s in issue["sources"]
+                                        if not str(s.get("title", "")).startswith(
+                                            f"{line} kernel changelog")]
+                    issue["sources"] += [{"title": f"{line} kernel changelog: {fix}",
+                                          "url": url, "kind": "changelog",
+                                          "observed": f"{ev}; the builds of {line} before it "
+                                                      "carried the bug (upstream has it since "
+                                                      f"{up['introduced']})"}
+                                         for fix, url, ev in zip(got["fixed"], got["urls"],
+                                                                 got["evidence"])]
+                    changed += 1
+                    out.append(f"{proposal.name}: {name} {issue['id']}: {line} "
+                               f"{', '.join(got['fixed'])}")
+        if changed:
+            path.write_text(json.dumps(cat, indent=1, ensure_ascii=False) + "\n",
+                            encoding="utf-8")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Merge every proposal named, in order."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", choices=("vendor", "in-tree"),
                     help="the builds these proposals' version ranges judge")
+    ap.add_argument("--kernel-lines", action="store_true",
+                    help="the proposals add EL kernel lines to known issues by id")
     ap.add_argument("proposals", nargs="+", type=Path)
     args = ap.parse_args(argv)
     for proposal in args.proposals:
-        for line in merge_file(proposal, build=args.build):
+        merged = merge_kernel_lines(proposal) if args.kernel_lines else merge_file(
+            proposal, build=args.build)
+        for line in merged:
             print(line)
     return 0
 

@@ -57,7 +57,6 @@ def test_in_tree_build_reporting_the_kernel_release(shipped: Catalog, vendor: st
 OWN_STRING = [
     ("1000", "005d", "megaraid_sas", "07.727.03.00-rc1", EL9_4),
     ("1000", "005d", "megaraid_sas", "07.725.01.00-rc1", "5.14.0-362.24.2.el9_3.x86_64"),
-    ("1000", "0097", "mpt3sas", "40.100.00.00", "5.14.0-162.23.1.el9_1.x86_64"),
     ("1000", "0097", "mpt3sas", "48.100.00.00", EL9_6),
     ("9005", "028f", "smartpqi", "2.1.24-046", EL8_10),
     ("9005", "028f", "smartpqi", "2.1.12-055", EL9_0),
@@ -78,6 +77,17 @@ def test_in_tree_string_of_a_rhel_minor_release(shipped: Catalog, vendor: str, d
     v = shipped.verdict(dev(vendor, device, driver, version), kernel)
     assert v is not None
     assert (v["status"], v.get("listed_status")) == ("ok", "baseline"), v
+
+
+def test_a_rhel_build_before_the_fix_its_changelog_names_is_known_bad(shipped: Catalog) -> None:
+    """RHEL 9.1's in-tree mpt3sas (40.100.00.00) predates 5.14.0-490.el9, whose changelog
+    names the fix of CVE-2024-40901, a bug upstream has had since before 5.14."""
+    kernel = "5.14.0-162.23.1.el9_1.x86_64"
+    v = shipped.verdict(dev("1000", "0097", "mpt3sas", "40.100.00.00"), kernel)
+    assert v is not None and v["status"] == "known-bad"
+    ref = next(k for k in v["known_issues"] if k["id"] == "CVE-2024-40901")
+    assert ref["on"] == "kernel" and ref["fixed"] == "5.14.0-490.el9"
+    assert v["target"] == "5.14.0-490.el9" and v["fix"].startswith("dnf upgrade kernel")
 
 
 def test_rhel9_verdicts_cite_pinned_sources(shipped: Catalog) -> None:

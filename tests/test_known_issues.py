@@ -229,3 +229,27 @@ def test_the_shipped_catalog_knows_defects_and_firmware_floors() -> None:
     assert {"cve", "release-notes", "bug-fix-table", "changelog"} <= kinds
     floors = [f for n in shipped.names() for f in shipped.knowledge(n).firmware]
     assert len(floors) >= 10 and all(f.url for f in floors)
+
+
+def test_el_line_read_from_a_changelog_judges_only_what_it_covers(tmp_path: Path) -> None:
+    """An el9 line whose source was read up to some build of each stream: a build past that,
+    in a stream with no fix of its own listed, or in a newer stream, is not judged."""
+    issue = {"id": "CVE-2099-0002", "severity": "crash", "symptom": "a RHEL defect",
+             "affected": {"kernels": {"el9": {
+                 "fixed": ["5.14.0-427.20.1.el9_4", "5.14.0-461.el9"],
+                 "read_to": {"427": "5.14.0-427.30.1.el9_4", "362": "5.14.0-362.8.1.el9_3",
+                             "503": "5.14.0-503.40.1.el9_5"}}}},
+             "sources": [{**SRC[0], "kind": "changelog"}]}
+    cat = layered(tmp_path, {"schema_version": 3, "drivers": {"e1000e": {
+        "known_issues": [issue]}}})
+
+    def status(kernel: str) -> tuple[str, Any]:
+        v = cat.verdict(dev("8086", "10d3", "e1000e", kernel), kernel)
+        return v["status"], [k["fixed"] for k in v.get("known_issues", [])]
+
+    assert status("5.14.0-427.13.1.el9_4.x86_64") == ("known-bad", ["5.14.0-427.20.1.el9_4"])
+    assert status("5.14.0-427.20.1.el9_4.x86_64")[1] == []  # its z-stream fix
+    assert status("5.14.0-362.8.1.el9_3.x86_64") == ("known-bad", ["5.14.0-461.el9"])
+    assert status("5.14.0-362.24.2.el9_3.x86_64")[1] == []  # past what was read: not judged
+    assert status("5.14.0-503.40.1.el9_5.x86_64")[1] == []  # main line 461 covers 503
+    assert status("5.14.0-611.5.1.el9_7.x86_64")[1] == []

@@ -17,7 +17,13 @@ from typing import Callable, Optional, Sequence, Tuple
 
 from hwmgr.catalog import kbuild, versions
 from hwmgr.catalog.kbuild import KernelBuild
-from hwmgr.catalog.model import FirmwareRequirement, Knowledge, KnownIssue, VersionRange
+from hwmgr.catalog.model import (
+    FirmwareRequirement,
+    KernelRange,
+    Knowledge,
+    KnownIssue,
+    VersionRange,
+)
 from hwmgr.catalog.refs import ref_hits
 from hwmgr.errors import VersionError
 
@@ -76,12 +82,44 @@ def _kernel_hit(issue: KnownIssue, build: KernelBuild) -> Optional[Hit]:
             covered, fix = kbuild.fix_for(rng.line, build.version, rng.fixed)
         except ValueError:
             continue
-        if covered:
+        if covered or _past_what_was_read(rng, build.version, fix):
             continue
         since = f" (affected since {rng.introduced})" if rng.introduced else ""
         need = f"fixed in {fix}" if fix else "no fix yet"
         return Hit(issue, "kernel", fix, f"kernel {build.label()} is affected{since}; {need}")
     return None
+
+
+def _past_what_was_read(rng: KernelRange, version: str, fix: Optional[str]) -> bool:
+    """A build of a stream the source was read only up to an earlier build, with no fix of
+    its own listed: the source says nothing of it, so it is not judged."""
+    if not rng.read_to:
+        return False
+    mine = kbuild.stream(rng.line, version)
+    read = dict(rng.read_to)
+    if fix is not None and kbuild.stream(rng.line, fix) == mine:
+        return False
+    if mine not in read:  # a stream newer than every one the source was read for
+        return mine.isdigit() and all(s.isdigit() and int(mine) > int(s) for s in read)
+    return kbuild.compare(rng.line, version, read[mine]) > 0
+
+
+def judged_on_line(know: Knowledge, ids: Ids, build: KernelBuild) -> int:
+    """How many of the driver's known issues on the build's kernel line speak of this very
+    build (its stream read far enough, or covered by a fix): what an "ok" may claim."""
+    n = 0
+    for issue in know.issues:
+        if not _applies(issue.applies_to, ids):
+            continue
+        for rng in issue.kernels:
+            if rng.line != build.line or build.version is None:
+                continue
+            try:
+                covered, fix = kbuild.fix_for(rng.line, build.version, rng.fixed)
+            except ValueError:
+                continue
+            n += covered or not _past_what_was_read(rng, build.version, fix)
+    return n
 
 
 def hits(know: Knowledge, ids: Ids, version: str, scheme: str, build: KernelBuild, *,

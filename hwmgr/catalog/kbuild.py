@@ -57,6 +57,7 @@ _PROXMOX = re.compile(r"^(\d+\.\d+\.\d+)-\d+-pve$")
 # kernel.ubuntu.com's mainline builds: unpatched upstream releases, 6.8.9 as 6.8.9-060809-generic
 _MAINLINE = re.compile(r"^(\d+)\.(\d+)\.(\d+)-(\d{2})(\d{2})(\d{2})(?:rc\d+)?"
                        r"-(?:generic|lowlatency)$")
+_ARCH = re.compile(r"\.(?:x86_64|aarch64|ppc64le|s390x|i686)$")
 _PROC_DEBIAN = re.compile(r"\bDebian (\d+\.\d+\.\d+)-\d+\S*")
 _SIGNATURE = re.compile(r"^Ubuntu \S+ (\d+\.\d+\.\d+)\s*$")
 
@@ -98,8 +99,8 @@ def identify(release: Optional[str], *, proc_version: Optional[str] = None,
     el = _EL.match(rel)
     if el:
         base, _build, line = el.group(1), el.group(2), el.group(3)
-        if EL_BASES.get(line) == base:
-            return KernelBuild(rel, line, rel, "rhel", f"a {line} build")
+        if EL_BASES.get(line) == base:  # compared without the architecture
+            return KernelBuild(rel, line, _ARCH.sub("", rel), "rhel", f"a {line} build")
         return KernelBuild(rel, None, None, None, f"'.{line}' on kernel {base}, which is not "
                            f"the kernel RHEL ships for {line}")
     sig = _SIGNATURE.match(signature.strip()) if isinstance(signature, str) else None
@@ -220,7 +221,8 @@ def fix_for(line: str, version: str, fixed: tuple[str, ...]) -> tuple[bool, Opti
             return True, f
     above = [f for f in ordered if compare(line, f, version) > 0]
     main = [f for f in above if f in spanning] if line != UPSTREAM else []
-    return False, (main or above or [None])[0]
+    named = main or above
+    return False, named[0] if named else None
 
 
 def _sorter(line: str) -> Callable[[str], Any]:

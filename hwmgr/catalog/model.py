@@ -53,11 +53,13 @@ class KernelRange:
     line: str
     introduced: Optional[str]
     fixed: Tuple[str, ...]
+    read_to: Tuple[Tuple[str, str], ...] = ()  # (stream, last build the source covers)
 
     @classmethod
     def from_json(cls, line: str, raw: Mapping[str, Any]) -> KernelRange:
         """One line of `affected.kernels`."""
-        return cls(line, raw.get("introduced"), tuple(raw.get("fixed") or ()))
+        return cls(line, raw.get("introduced"), tuple(raw.get("fixed") or ()),
+                   tuple(sorted((raw.get("read_to") or {}).items())))
 
 
 @dataclass(frozen=True)

@@ -186,7 +186,7 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None,
         # (a listed verdict of its own, from a field note or a vendor, speaks of the
         # version string wherever it runs)
         return _in_tree(out, cat, know, name, raw, build, kernel, listed, entry,
-                        kernel_release)
+                        kernel_release, ids)
     try:
         cmp_rec = versions.compare(raw, rec_ver, scheme, kernel=kernel) if rec_ver else None
     except VersionError as exc:
@@ -248,19 +248,25 @@ def _known(out: Verdict, found: list[issues.Hit], name: str, scheme: str,
 
 def _in_tree(out: Verdict, cat: Catalog, know: Knowledge, name: str, raw: str,
              build: KernelBuild, kernel: str | None, listed: Mapping[str, Any] | None,
-             entry: Mapping[str, Any], kernel_release: bool) -> Verdict:
+             entry: Mapping[str, Any], kernel_release: bool,
+             ids: tuple[Any, ...]) -> Verdict:
     """An in-tree build with no known issue: judged by the kernel build it belongs to, never
     by another distribution's verdict."""
     out["in_tree"] = True
-    if build.known and build.line in know.kernel_lines:
-        n = sum(1 for i in know.issues for k in i.kernels if k.line == build.line)
-        out["status"], out["reason"] = "ok", (
-            f"in-tree {name} of {build.label()}: none of the {n} known issues of {name} on "
-            f"the {build.line} line affects it")
-        return out
     policies = inbox_policies(entry) if kernel_release else []
     inbox = next((p for p in policies if _kernel_ok(p.get("kernels"), kernel)), None)
     dist = cat.distribution(build)
+    n = issues.judged_on_line(know, ids, build) if build.known else 0
+    if n:
+        whose = f"{_pretty(dist)} ({build.release})" if dist else build.label()
+        if inbox is not None:
+            out["listed_status"] = inbox["status"]
+        elif listed is not None and dist and _same_release(dist, listed.get("distributions")):
+            out["listed_status"] = listed["status"]
+        out["status"], out["reason"] = "ok", (
+            f"in-tree {name} of {whose}: none of the {n} known issues of {name} stated for "
+            f"this {build.line} build affects it")
+        return out
     if inbox is not None:  # named by this very kernel (its globs); its text may name others
         out["listed_status"] = inbox["status"]
         whose = f"{_pretty(dist)} ({build.release})" if dist else build.label()
