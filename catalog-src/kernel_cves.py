@@ -411,13 +411,11 @@ def describe(title: str) -> str:
         fixobj=hedged if _DEFECT_WORDS.search(hedged) else f"faulty {hedged}")
 
 
-def symptom(driver: str, title: str, severity: str) -> str:
-    """One line of at most 160 characters: `<driver>: <defect> (<severity>)`."""
-    tail = f" ({severity})"
+def symptom(driver: str, title: str) -> str:
+    """One line of at most 160 characters: `<driver>: <defect>` (the severity is a field of
+    its own, and every verdict and finding prints it beside the symptom)."""
     text = " ".join(f"{driver}: {describe(title)}".split())
-    if len(text) + len(tail) > 160:
-        text = text[:160 - len(tail) - 3].rstrip() + "..."
-    return text + tail
+    return text if len(text) <= 160 else text[:157].rstrip() + "..."
 
 
 # ------------------------------------------------------------------ record -> issues
@@ -458,7 +456,7 @@ def convert(record: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
         out[driver] = {
             "id": cve,
             "severity": severity,
-            "symptom": symptom(driver, title, severity),
+            "symptom": symptom(driver, title),
             "affected": {"kernels": {"upstream": dict(line)}},
             "sources": [{
                 "title": f"{cve} (Linux kernel CNA record)",
