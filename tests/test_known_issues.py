@@ -253,3 +253,24 @@ def test_el_line_read_from_a_changelog_judges_only_what_it_covers(tmp_path: Path
     assert status("5.14.0-362.24.2.el9_3.x86_64")[1] == []  # past what was read: not judged
     assert status("5.14.0-503.40.1.el9_5.x86_64")[1] == []  # main line 461 covers 503
     assert status("5.14.0-611.5.1.el9_7.x86_64")[1] == []
+
+
+def test_catalog_rollback_restores_a_catalog_of_megabytes_whole(tmp_path: Path) -> None:
+    """The shipped catalog as one file is over 1 MiB (the known issues): update kept, and
+    rollback restored, only its first MiB (Host reads attributes bounded at 1 MiB)."""
+    from hwmgr.catalog import update
+    from hwmgr.config import CatalogLocations
+    from hwmgr.host.runner import SubprocessRunner
+    from hwmgr.host.seam import Host
+
+    inst = tmp_path / "installed"
+    inst.mkdir()
+    big = json.dumps(json.loads(MINI.read_text()) | {"description": "x" * (3 << 20)}).encode()
+    small = MINI.read_bytes()
+    (inst / "previous.json").write_bytes(big)
+    (inst / "catalog.json").write_bytes(small)
+    loc = CatalogLocations(tmp_path / "site", inst / "catalog.json", tmp_path / "keys")
+    host = Host("/", SubprocessRunner(), writable=[str(inst)])
+    got = update.rollback(host, loc)
+    assert (inst / "catalog.json").read_bytes() == big and got["catalog_version"]
+    assert (inst / "previous.json").read_bytes() == small

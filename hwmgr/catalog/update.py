@@ -207,7 +207,7 @@ def update(local_host: Host, url: str, loc: CatalogLocations, *, config: Config,
         if old is not None and calver(new) < calver(old) and not allow_older:
             raise RefusedError(f"catalog_version {new} is older than the installed {old} "
                                "(downgrade refused; --allow-older to force); nothing installed")
-        current = local_host.read_bytes(str(loc.installed))
+        current = _whole(local_host, loc.installed)
         if current == data:
             raise NothingToDo(f"catalog {new} is already installed")
         if old is not None and calver(new) == calver(old) and current is not None:
@@ -229,13 +229,23 @@ def update(local_host: Host, url: str, loc: CatalogLocations, *, config: Config,
             "installed": str(loc.installed)}
 
 
+def _whole(local_host: Host, path: Path) -> bytes | None:
+    """A catalog file's bytes, whole (a catalog may be megabytes; Host reads attributes
+    bounded at 1 MiB by default, which would keep a cut copy), or None when absent; a file
+    past the catalog bound is refused, never cut."""
+    data = local_host.read_bytes(str(path), limit=MAX_FILE_BYTES + 1)
+    if data is not None and len(data) > MAX_FILE_BYTES:
+        raise BadInputError(f"{path}: larger than {MAX_FILE_BYTES} bytes; nothing changed")
+    return data
+
+
 def rollback(local_host: Host, loc: CatalogLocations) -> dict[str, Any]:
     """Swap the installed catalog with the previous one (kept by `update`)."""
     prev = loc.installed_dir / "previous.json"
-    data = local_host.read_bytes(str(prev))
+    data = _whole(local_host, prev)
     if data is None:
         raise NotFoundError(f"no previous catalog in {loc.installed_dir} to roll back to")
-    cur = local_host.read_bytes(str(loc.installed))
+    cur = _whole(local_host, loc.installed)
     prev_sig = local_host.read_bytes(str(prev) + ".asc")
     cur_sig = local_host.read_bytes(str(loc.installed) + ".asc")
     if cur is not None:

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from hwmgr.catalog.load import load_catalog
 from hwmgr.catalog.update import rollback, sign, update
+from hwmgr.catalog.validate import MAX_FILE_BYTES
 from hwmgr.config import catalog_locations
 from hwmgr.errors import HwmgrError
 from hwmgr.host.seam import Host
@@ -133,7 +134,7 @@ def _record(args: argparse.Namespace, ctx: Any, loc: Any, local_host: Any, facts
         data["key"]["in_keyring"] = True
         verify_in_keyring(local_host, facts.path, ctx.config.state_dir, facts.signing_key)
     target = str(loc.site_dir / trust.TRUST_FILE)
-    before = local_host.read_bytes(target)
+    before = local_host.read_bytes(target, limit=MAX_FILE_BYTES + 1)  # kept whole for the undo
     trust.record(local_host, loc.site_dir, layer)
     try:
         load_catalog(None, config=ctx.config)  # the merged result must still be valid
