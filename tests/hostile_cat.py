@@ -62,9 +62,16 @@ def _base() -> str:
                    if i < 2 or f"{d.get('vendor')}:{d.get('device')}" in named]
         drivers[name] = {**entry, "devices": devices, "versions": local}
         drivers[name].pop("advice", None)  # free-form values: one type per value cannot hold
+        for key in ("known_issues", "firmware_requirements"):  # one of each shape is enough:
+            if entry.get(key):  # each value is a case, and each case validates the whole
+                drivers[name][key] = entry[key][:1]
         if isinstance(entry.get("inbox"), list):  # one policy, in the object form
             drivers[name]["inbox"] = entry["inbox"][0]
-    return json.dumps({**doc, "drivers": drivers}, indent=1)
+    builds = {}  # two rows and one source of each table: the shapes, not the hundreds of rows
+    for fam, table in doc.get("kernel_builds", {}).items():
+        builds[fam] = {k: (dict(list(v.items())[:2]) if isinstance(v, dict) else v[:1])
+                       for k, v in table.items()}
+    return json.dumps({**doc, "drivers": drivers, "kernel_builds": builds}, indent=1)
 
 
 def shipped_bytes() -> bytes:
