@@ -11,6 +11,7 @@ catalog says so, with that defect's id (counted and printed, not hidden).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +129,23 @@ def test_fleet_report_and_metrics_name_the_known_issues(tmp_path: Path) -> None:
     assert data["hosts"]["ixgbe-6.2.6-vf-link-speed-fixed"]["status"] == "compliant"
     prom = (tmp_path / "fleet.prom").read_text()
     assert 'item="known_issue.CVE-2024-26742"' in prom
+
+
+def test_the_check_table_says_what_each_known_issue_is() -> None:
+    """A known issue's row says its id, severity, symptom and fix version; the command that
+    gets past them all is the driver's, listed once under "To fix"."""
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "hwmgr", "check", "--layer", "driver",
+                          "--root", str(DEFECTS / "mlnx-ofed-5.8-recovery-teardown-crash" /
+                                        "snapshot")],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "COLUMNS": "160"})
+    assert res.returncode == 5, res.stderr
+    flat = " ".join(res.stdout.split())
+    assert "mlx5_core-3484175 (crash): Health recovery" in flat
+    assert "fixed in 5.8-3.0.7" in flat and ".;" not in flat
+    fixes = res.stdout.split("To fix:")[1].split("\n\n")[0].strip().splitlines()
+    assert fixes == ["install mlx5_core 5.8-3.0.7 or later from the vendor (the catalog has "
+                     "no verified source for it)"], fixes

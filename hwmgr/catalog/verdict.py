@@ -241,7 +241,7 @@ def _known(out: Verdict, found: list[issues.Hit], name: str, scheme: str,
             out["target"], out["fix"] = krn_target, issues.kernel_fix(build, krn_target)
         ways.insert(0 if in_tree else len(ways), f"a kernel built on {krn_target} or later")
     way = " or ".join(ways) if ways else "no fix is known yet"
-    out["reason"] = (f"{worst.id} ({worst.severity}): {worst.symptom}{more}; "
+    out["reason"] = (f"{worst.id} ({worst.severity}): {worst.symptom.rstrip('. ')}{more}; "
                      f"{found[0].how}; the way out: {way}")
     return out
 

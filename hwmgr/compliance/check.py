@@ -20,7 +20,7 @@ from hwmgr.compliance import rules
 from hwmgr.compliance.ethtool import parse_version
 from hwmgr.compliance.fixes import upgrade_fix
 from hwmgr.compliance.iplink import LinkInfo, parse_ip_link
-from hwmgr.compliance.items import ItemValue, Status
+from hwmgr.compliance.items import FIRMWARE_MIN, KNOWN_ISSUE, ItemValue, Status
 from hwmgr.compliance.judge import LAYERS, Finding, judge_setting, judge_sysctl, summary
 from hwmgr.compliance.read import GROUP_WHAT, GROUPS, read_interface
 from hwmgr.compliance.sysctl import read_sysctls
@@ -162,9 +162,9 @@ def _issue_findings(v: Mapping[str, Any], addr: str, have: Any) -> list[Finding]
         fixed = ref.get("fixed")
         want = f"{'kernel' if ref['on'] == 'kernel' else entry} {fixed} or later" if fixed \
             else "a fixed version (none published yet)"
-        reason = (f"{ref['id']} ({ref['severity']}): {ref['symptom']}; "
+        reason = (f"{ref['id']} ({ref['severity']}): {ref['symptom'].rstrip('. ')}; "
                   + (f"fixed in {fixed}" if fixed else "no fix published yet"))
-        out.append(Finding("driver", addr, None, f"known_issue.{ref['id']}", want, actual,
+        out.append(Finding("driver", addr, None, f"{KNOWN_ISSUE}{ref['id']}", want, actual,
                            "drift", reason, v.get("fix"),
                            f"{ref['id']} <{ref['url']}>" if ref.get("url") else ref["id"]))
     return out
@@ -186,7 +186,7 @@ def _floor_findings(v: Mapping[str, Any], addr: str, current: Any) -> list[Findi
                   "(update it with the vendor's firmware tool)"
                   if ok is False else f"firmware {current or 'unknown'} cannot be compared "
                   f"with {floor['min']}")
-        out.append(Finding("firmware", addr, None, f"firmware_min.{floor['id']}",
+        out.append(Finding("firmware", addr, None, f"{FIRMWARE_MIN}{floor['id']}",
                            {"min": floor["min"]}, current, status, reason, None,
                            f"{floor['id']} <{floor['url']}>" if floor.get("url")
                            else floor["id"]))

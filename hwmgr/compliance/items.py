@@ -14,6 +14,11 @@ class Status(Enum):
     UNKNOWN = "unknown"  # nothing usable was read (missing line, tool, file or device)
 
 
+# Item name prefixes of the findings a verdict's known issues and firmware floors give
+# (`known_issue.CVE-2024-26934`, `firmware_min.ice-1.4.0-fw-2.40`)
+KNOWN_ISSUE = "known_issue."
+FIRMWARE_MIN = "firmware_min."
+
 # What a canonical item maps to: a setting's value, or the Status saying why there is none.
 ItemValue = Union[int, bool, str, list[int], Status]
 

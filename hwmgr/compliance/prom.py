@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from hwmgr.compliance.items import KNOWN_ISSUE
 from hwmgr.compliance.judge import ITEM_KEYS, SUMMARY_KEYS, worst_per_item
 from hwmgr.errors import HwmgrError, NotFoundError, NotPermittedError, UsageError
 from hwmgr.host.runner import SubprocessRunner
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
 
 STATUSES = SUMMARY_KEYS  # every status gets its hwmgr_compliance_items series
 ITEM_LABELS = ITEM_KEYS
-KNOWN_ISSUE = "known_issue."  # the item prefix of a known issue's finding (compliance.check)
 _SEVERITY = re.compile(r"^\S+ \(([a-z-]+)\):")  # "CVE-… (crash): …", as check words it
 _URL = re.compile(r"<(https?://[^>\s]+)>")
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from hwmgr.compliance.fixes import merge
+from hwmgr.compliance.items import KNOWN_ISSUE
 from hwmgr.compliance.judge import STATUSES, bounds
 from hwmgr.output import cell_len, printable
 from hwmgr.ui.inventory_table import wrap
@@ -43,10 +44,13 @@ def value_text(v: Any) -> str:
 
 
 def _cells(f: dict[str, Any]) -> list[str]:
-    """STATUS, ITEM, EXPECTED, ACTUAL, FIX / NOTE, and "fix" when the note is a command."""
-    note = f["fix"] if f["fix"] else ("" if f["status"] == "ok" else f["reason"])
+    """STATUS, ITEM, EXPECTED, ACTUAL, FIX / NOTE, and "fix" when the note is a command. A
+    known issue's row says what the defect is (its command is the device's driver_version
+    fix, listed once under "To fix")."""
+    fix = None if str(f["item"]).startswith(KNOWN_ISSUE) else f["fix"]
+    note = fix if fix else ("" if f["status"] == "ok" else f["reason"])
     return [printable(x) for x in (f["status"], f["item"], value_text(f["expected"]),
-                                   value_text(f["actual"]), note or "")] + ["fix" * bool(f["fix"])]
+                                   value_text(f["actual"]), note or "")] + ["fix" * bool(fix)]
 
 
 def groups(data: dict[str, Any], devices: dict[str, str]) -> list[tuple[str, list[dict]]]:
