@@ -109,29 +109,14 @@ def identify(release: Optional[str], *, proc_version: Optional[str] = None,
         base = ".".join(m.group(1, 2, 3))
         return KernelBuild(rel, UPSTREAM, base, "Ubuntu mainline",
                            "an unpatched upstream build of kernel.ubuntu.com's mainline archive")
-    m = _UBUNTU_ABI.match(rel)
-    if m:
-        if sig:
-            return KernelBuild(rel, UPSTREAM, sig.group(1), "Ubuntu",
-                               "its /proc/version_signature names the upstream base")
-        base = tables.get("ubuntu", {}).get(m.group(1))
-        if base:
-            return KernelBuild(rel, UPSTREAM, base, "Ubuntu",
-                               f"Ubuntu ABI {m.group(1)} is built on {base} (catalog table)")
-        return KernelBuild(rel, None, None, "Ubuntu", f"Ubuntu ABI {m.group(1)} is not in the "
-                           "catalog's table of Ubuntu kernel builds")
-    m = _DEBIAN_ABI.match(rel)
-    if m:
-        deb = _PROC_DEBIAN.search(proc_version) if isinstance(proc_version, str) else None
-        if deb:
-            return KernelBuild(rel, UPSTREAM, deb.group(1), "Debian",
-                               "its /proc/version names the Debian package")
-        base = tables.get("debian", {}).get(m.group(1))
-        if base:
-            return KernelBuild(rel, UPSTREAM, base, "Debian",
-                               f"Debian ABI {m.group(1)} is built on {base} (catalog table)")
-        return KernelBuild(rel, None, None, "Debian", f"Debian ABI {m.group(1)} is not in the "
-                           "catalog's table of Debian kernel builds")
+    deb = _PROC_DEBIAN.search(proc_version) if isinstance(proc_version, str) else None
+    for family, abi, said, how in (
+            ("Ubuntu", _UBUNTU_ABI, sig, "its /proc/version_signature names the upstream base"),
+            ("Debian", _DEBIAN_ABI, deb, "its /proc/version names the Debian package")):
+        m = abi.match(rel)
+        if m:
+            return _by_abi(rel, family, m.group(1), said.group(1) if said else None, how,
+                           tables.get(family.lower(), {}))
     m = _DEBIAN_UPSTREAM.match(rel)
     if m:
         return KernelBuild(rel, UPSTREAM, m.group(1), "Debian",
@@ -153,6 +138,20 @@ def identify(release: Optional[str], *, proc_version: Optional[str] = None,
                            f"stable release {m.group(1)} with a local version suffix")
     return KernelBuild(rel, None, None, None, "a kernel release of no family the catalog "
                        "places (a derivative with its own patches)")
+
+
+def _by_abi(rel: str, family: str, abi: str, said: Optional[str], how: str,
+            table: Mapping[str, str]) -> KernelBuild:
+    """A distribution ABI's build: the base the host itself names (`said`, `how`), else the
+    catalog's table row for the ABI, else unplaced (an ABI is never guessed)."""
+    if said:
+        return KernelBuild(rel, UPSTREAM, said, family, how)
+    base = table.get(abi)
+    if base:
+        return KernelBuild(rel, UPSTREAM, base, family,
+                           f"{family} ABI {abi} is built on {base} (catalog table)")
+    return KernelBuild(rel, None, None, family, f"{family} ABI {abi} is not in the catalog's "
+                       f"table of {family} kernel builds")
 
 
 # ------------------------------------------------------------------ ordering on one line
