@@ -45,6 +45,8 @@ def test_snapshot_holds_only_what_was_read(tmp_path: Path) -> None:
     assert set(meta) >= {"hostname", "kernel", "captured"}
     tops = {p.name for p in target.iterdir()}
     assert tops <= {"snapshot.json", "sys", "proc", "commands", "lib", "boot", "var"}, tops
+    # which kernel build the host runs (a Debian package, an Ubuntu base), for the verdicts
+    assert (target / "proc" / "version").read_bytes() == Path("/proc/version").read_bytes()
     # var/: only the state dir's journal, check history and armed expectations
     state = Path(config_from(None).state_dir)
     for f in (p for p in target.joinpath("var").rglob("*") if p.is_file()):

@@ -24,7 +24,7 @@ from hwmgr.host.capture import STATE, sysctls_to_record
 from hwmgr.host.seam import Host
 from hwmgr.host.snapshot import recording_host, write_snapshot
 from hwmgr.inventory.guard import other_netns
-from hwmgr.inventory.scan import collect, host_identity
+from hwmgr.inventory.scan import collect, host_identity, kernel_facts
 from hwmgr.lifecycle.bundle import record_all
 from hwmgr.output import Outcome, printable
 from hwmgr.transaction.state import StateDir
@@ -66,6 +66,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     host, rec, runner = recording_host()
     hostname, kernel = host_identity(host)
     scan = collect(host, args.catalog, use_catalog=False)
+    kernel_facts(host)  # which kernel build: a verdict on the snapshot reads these (recorded)
     # what plan/verify/check read beyond the inventory, with the catalog's sysctls
     records = record_all(host, scan.devices, ctx.config.drivers_dir, sysctls)
     why_not = copy_state(host, ctx.host, ctx.config.state_dir)

@@ -157,6 +157,9 @@ fi
 for f in hostname osrelease random/boot_id; do
     copy_attr "$ROOT/proc/sys/kernel/$f" "$S/proc/sys/kernel/$f"
 done
+for f in version version_signature; do  # which kernel build (Debian's package, Ubuntu's base)
+    copy_attr "$ROOT/proc/$f" "$S/proc/$f"
+done
 for f in route ipv6_route; do  # which interface carries the default route
     copy_attr "$ROOT/proc/net/$f" "$S/proc/net/$f"
 done
