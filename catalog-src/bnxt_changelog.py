@@ -19,7 +19,7 @@ ethtool -i and modinfo: the bare release number, as the ranges use it.
 Exact commands used (from the checkout's top, mirror fetched with the `fetch` tool):
 
     C=fcc253f6b7c09653ea9210c1596f3ac60b1aaf6f
-    git -C /work/.mirror/Broadcom+linux_nxt_cert_ofed4.8/repo show \
+    git -C $MIRRORS/Broadcom+linux_nxt_cert_ofed4.8/repo show \
         $C:netxtreme-bnxt_en-1.7.23/bnxt_en-1.7.23/RELEASE.TXT > /tmp/bnxt_en-1.7.23-RELEASE.TXT
     .venv/bin/python catalog-src/bnxt_changelog.py /tmp/bnxt_en-1.7.23-RELEASE.TXT \
         --commit $C \

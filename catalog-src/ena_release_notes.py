@@ -15,7 +15,7 @@ bare "X.Y.Z" for r1.1.x and earlier (see REPORTED_SUFFIX_FROM).
 
 Exact commands used (from the checkout's top, mirror fetched with the `fetch` tool):
 
-    git -C /work/.mirror/amzn+amzn-drivers/repo show \
+    git -C $MIRRORS/amzn+amzn-drivers/repo show \
         64788ef7c182a9383445942b5f5f77fe1d25a290:kernel/linux/ena/RELEASENOTES.md \
         > /tmp/ena-RELEASENOTES.md
     .venv/bin/python catalog-src/ena_release_notes.py /tmp/ena-RELEASENOTES.md \

@@ -7,10 +7,11 @@ themselves (the ice README's VF LAG minimal-NVM grid table, the DPDK mlx5 guide'
 minimal firmware). Output: catalog-src/proposed/firmware.json for `catalog-src/merge.py`
 (format: docs/known-issues.md, "A firmware requirement"). Run from the checkout's top:
 
-    .venv/bin/python catalog-src/firmware_minimums.py --mirrors /work/.mirror \
+    .venv/bin/python catalog-src/firmware_minimums.py --mirrors $MIRRORS \
         --output catalog-src/proposed/firmware.json
 
-where /work/.mirror/<owner>+<name>/repo are git directories of the cited repositories
+where $MIRRORS/<owner>+<name>/repo are git directories (bare clones) of the cited
+repositories, fetched by hand
 (intel/ethernet-linux-ice, intel/ethernet-linux-i40e, weka/netxtreme-bnxt_en, DPDK/dpdk,
 knneth/mlnx-ofa_kernel), e.g. as the search tool's `fetch` brings them. Files are read with
 `git show <commit>:<path>`, so the checkouts' current branches do not matter. `--check`
@@ -44,7 +45,6 @@ from hwmgr.errors import VersionError  # noqa: E402
 DEFAULT_MANUAL = TOP / "catalog-src" / "manual" / "firmware.json"
 DEFAULT_OUTPUT = TOP / "catalog-src" / "proposed" / "firmware.json"
 DEFAULT_CATALOG = TOP / "catalogs" / "drivers"
-DEFAULT_MIRRORS = Path("/work/.mirror")
 FIRMWARE_SCHEME = "firmware"  # an entry's firmware_scheme when it names none
 
 GITHUB_BLOB = re.compile(
@@ -341,7 +341,7 @@ def render(proposal: Json) -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--manual", type=Path, default=DEFAULT_MANUAL)
-    ap.add_argument("--mirrors", type=Path, default=DEFAULT_MIRRORS,
+    ap.add_argument("--mirrors", type=Path, required=True,
                     help="directory of <owner>+<name>/repo git directories")
     ap.add_argument("--catalog", type=Path, default=DEFAULT_CATALOG,
                     help="catalogs/drivers directory to validate against")

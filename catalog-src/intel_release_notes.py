@@ -20,7 +20,7 @@ Exact commands used (from the checkout's top, mirrors fetched with the `fetch` t
 commits are the mirrors' HEADs at the time):
 
     for d in ice i40e ixgbe igb iavf; do
-        git -C /work/.mirror/intel+ethernet-linux-$d/repo log --no-merges \
+        git -C $MIRRORS/intel+ethernet-linux-$d/repo log --no-merges \
             --format='@@@commit %H%n%B' HEAD > /tmp/intel-$d.log
     done
     .venv/bin/python catalog-src/intel_release_notes.py \

@@ -85,7 +85,7 @@ Exact command (sources as fetched on 2026-11-28; the URLs are those in the evide
         done
     done
     } > $W/kb.args
-    cd /work/main && python3 catalog-src/kernel_builds.py -o catalogs/kernel-builds.json @$W/kb.args
+    python3 catalog-src/kernel_builds.py -o catalogs/kernel-builds.json @$W/kb.args
 
 (`@FILE` reads one argument a line.)
 """

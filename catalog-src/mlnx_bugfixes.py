@@ -22,7 +22,7 @@ source tree (made with --dump-versions); an unmapped four-number release drops i
 Commands used (from the repository root, with the project's virtualenv):
 
     .venv/bin/python catalog-src/mlnx_bugfixes.py --dump-versions \
-        /work/.mirror/knneth+mlnx-ofa_kernel/repo > catalog-src/manual/mlnx_driver_versions.json
+        $MIRRORS/knneth+mlnx-ofa_kernel/repo > catalog-src/manual/mlnx_driver_versions.json
     .venv/bin/python catalog-src/mlnx_bugfixes.py /tmp/mlnx-fetch/*.txt \
         -o catalog-src/proposed/mlnx.json
 """

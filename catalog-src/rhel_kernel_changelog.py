@@ -7,7 +7,7 @@ https://github.com/mkuron/almalinux-kernel, one commit per src.rpm (subject: its
 vault.almalinux.org URL), one branch per minor release. Run from the checkout's top:
 
     .venv/bin/python catalog-src/rhel_kernel_changelog.py \
-        /work/.mirror/mkuron+almalinux-kernel/repo \
+        $MIRRORS/mkuron+almalinux-kernel/repo \
         --branches 9.0 9.1 9.2 9.3 9.4 9.5 9.6 10.0 \
         --output catalog-src/proposed/rhel-kernels.json
 
@@ -362,7 +362,7 @@ def propose(col: Collected, cves: Dict[str, List[str]]) -> Tuple[Dict[str, objec
 
 def source_text(repo: Path, branches: Sequence[str], col: Collected, spec_only: bool) -> str:
     what = SPEC if spec_only else f"{SPEC} and redhat/kernel.changelog-N.M"
-    head = (f"{REPO_URL} (bare snapshot {repo}), branches {', '.join(branches)}: "
+    head = (f"{REPO_URL}, branches {', '.join(branches)}: "
             f"{what} of every commit, Red Hat's build headers only")
     commits = "; ".join(f"{r['branch']} {r['commit']} ({', '.join(map(str, r['files'])) or '-'})"
                         for r in col.read)

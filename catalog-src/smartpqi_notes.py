@@ -17,7 +17,7 @@ attribute; the in-tree module carries the same numbering.
 
 Commands used (from the repository root, with the project's virtualenv):
 
-    git --git-dir /work/.mirror/Smart-Storage+smartpqi/repo \
+    git --git-dir $MIRRORS/Smart-Storage+smartpqi/repo \
         show 2f251c573cd8136780569644b4c8333817a2659f:README.md > /tmp/smartpqi-README.md
     .venv/bin/python catalog-src/smartpqi_notes.py /tmp/smartpqi-README.md \
         -o catalog-src/proposed/storage.json --update
