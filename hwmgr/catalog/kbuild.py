@@ -62,6 +62,17 @@ _PROC_DEBIAN = re.compile(r"\bDebian (\d+\.\d+\.\d+)-\d+\S*")
 _SIGNATURE = re.compile(r"^Ubuntu \S+ (\d+\.\d+\.\d+)\s*$")
 
 
+# releases whose own name states the upstream release they are built on (group 1), tried in
+# this order after the EL and distribution-ABI forms: (pattern, family, how)
+_NAMES_ITS_BASE = (
+    (_DEBIAN_UPSTREAM, "Debian", "the release names its upstream version"),
+    (_FEDORA, "Fedora", "Fedora builds upstream stable releases"),
+    (_PROXMOX, "Proxmox", "Proxmox VE names the upstream release its kernel is built on"),
+    (_PLAIN, UPSTREAM, "an upstream release"),
+    (_LOCAL, "local build", "stable release {} with a local version suffix"),
+)
+
+
 @dataclass(frozen=True)
 class KernelBuild:
     """What is known of the running kernel build: `line` (upstream / elN / None) and the
@@ -117,25 +128,10 @@ def identify(release: Optional[str], *, proc_version: Optional[str] = None,
         if m:
             return _by_abi(rel, family, m.group(1), said.group(1) if said else None, how,
                            tables.get(family.lower(), {}))
-    m = _DEBIAN_UPSTREAM.match(rel)
-    if m:
-        return KernelBuild(rel, UPSTREAM, m.group(1), "Debian",
-                           "the release names its upstream version")
-    m = _FEDORA.match(rel)
-    if m:
-        return KernelBuild(rel, UPSTREAM, m.group(1), "Fedora",
-                           "Fedora builds upstream stable releases")
-    m = _PROXMOX.match(rel)
-    if m:
-        return KernelBuild(rel, UPSTREAM, m.group(1), "Proxmox",
-                           "Proxmox VE names the upstream release its kernel is built on")
-    m = _PLAIN.match(rel)
-    if m:
-        return KernelBuild(rel, UPSTREAM, m.group(1), UPSTREAM, "an upstream release")
-    m = _LOCAL.match(rel)
-    if m:
-        return KernelBuild(rel, UPSTREAM, m.group(1), "local build",
-                           f"stable release {m.group(1)} with a local version suffix")
+    for pattern, family, how in _NAMES_ITS_BASE:
+        m = pattern.match(rel)
+        if m:
+            return KernelBuild(rel, UPSTREAM, m.group(1), family, how.format(m.group(1)))
     return KernelBuild(rel, None, None, None, "a kernel release of no family the catalog "
                        "places (a derivative with its own patches)")
 
