@@ -40,16 +40,34 @@ def test_seed002_before_exits_5_with_every_fix() -> None:
         "layer": "setting", "device": "0000:01:00.0", "interface": "enp1s0f0",
         "item": "ring.rx", "expected": 4096, "actual": 256, "status": "drift",
         "reason": "ring.rx is 256, the catalog wants the pre-set maximum 4096",
-        "fix": "ethtool -G enp1s0f0 rx 4096", "evidence": ring["evidence"]}
-    assert "seed 002 (X540-AT2)" in ring["evidence"]
+        "fix": "ethtool -G enp1s0f0 rx 4096",
+        "source": {"ref": "settings:ixgbe", "url": None}}  # a field note: a file, no URL
     # ok: ixgbe x2 (known-good from the field note), lro x2, and the three TCP sysctls; the
     # in-tree e1000e, ahci, tg3 x2, nvme and the two ixgbevf VFs are CentOS 7.6's builds, on
     # which the catalog states no issue ranges and lists no verdict: uncatalogued kernel build
     assert data["summary"] == {"ok": 7, "drift": 14, "unknown": 0, "uncatalogued": 7,
                                "unsupported": 0}
-    assert data["schema_version"] == 2
+    assert data["schema_version"] == 3
     assert data["catalog_version"] == "2026.11.2" and data["host"]["hostname"] == "server"
 
+
+
+def test_a_result_cites_sources_by_reference_and_stays_small() -> None:
+    """A night's result carries what the morning needs, not the catalog's evidence text: the
+    seed 002 router's 28 findings fit in 12 KB, and every driver finding cites the catalog
+    member its verdict rests on (the evidence is there: `check --evidence`, catalog show)."""
+    res = run_cli("check", "--json", "--root", str(HOSTS / "seed002-before"))
+    assert res.returncode == 5 and len(res.stdout.encode()) <= 12 * 1024, len(res.stdout)
+    data = json.loads(res.stdout)["data"]
+    drivers = [f for f in data["findings"] if f["layer"] == "driver"]
+    assert len(drivers) == 9 and all(f["source"] for f in drivers)
+    assert {f["source"]["ref"] for f in drivers if f["status"] == "ok"} == {
+        "version:ixgbe/5.1.0-k-rh7.6"}
+    text = run_cli("check", "--evidence", "--root", str(HOSTS / "seed002-before"),
+                   env={"COLUMNS": "200"}).stdout
+    evidence = text.split("Evidence:\n", 1)[1]
+    assert "version:ixgbe/5.1.0-k-rh7.6: field note 002_" in evidence
+    assert "evidence" not in res.stdout  # no evidence text, nor a member of that name
 
 def test_seed002_human_table_groups_drift_first_and_merges_fixes() -> None:
     res = run_cli("check", "--root", str(HOSTS / "seed002-before"))
@@ -237,7 +255,8 @@ def test_live_veth_drift_fixed_with_real_tools(veth: VethLink) -> None:
     veth.shape("100mbit")
     code, data = in_ns(veth)
     tso = by_item(data, veth.if_a)["features.tcp-segmentation-offload"]
-    assert code == 5 and tso["status"] == "drift" and "seed 004" in tso["evidence"]
+    assert code == 5 and tso["status"] == "drift"
+    assert tso["source"]["ref"].startswith("rule:")
     assert apply(veth, data) == [f"ethtool -K {veth.if_a} tso off"]
     code, _ = in_ns(veth)
     assert code == 0

@@ -69,7 +69,8 @@ def test_seed002_before_drifts_on_every_seed_item() -> None:
     gro = got[(port, "features.generic-receive-offload")]
     assert gro.reason.endswith(
         "while net.ipv4.ip_forward = 1 (rule ixgbe-no-lro-gro-when-forwarding)")
-    assert "seed 002" in (gro.evidence or "")
+    assert gro.source and gro.source.ref == "rule:ixgbe-no-lro-gro-when-forwarding"
+    assert "seed 002" in (gro.source.text or "")  # the text stays for a terminal
 
 
 def test_seed002_after_is_compliant_and_layers_filter() -> None:
@@ -88,7 +89,8 @@ def test_seed000_known_bad_driver_with_upgrade_fix() -> None:
            if x.device == "0000:02:00.0" or x.layer == "sysctl"]
     drv = next(x for x in got if x.item == "driver_version")
     assert (drv.status, drv.actual, drv.expected) == ("drift", "4.1.307r", "10.2.470.14")
-    assert drv.fix == "hwmgr upgrade be2net --to 10.2.470.14" and "seed 000" in drv.evidence
+    assert drv.fix == "hwmgr upgrade be2net --to 10.2.470.14" and drv.source
+    assert drv.source.ref == "version:be2net/4.1.307r" and "seed 000" in (drv.source.text or "")
     fw = next(x for x in got if x.item == "firmware_version")
     assert (fw.status, fw.actual) == ("ok", "10.0.803.19")
     rmem = next(x for x in got if x.item == "sysctl.net.ipv4.tcp_rmem")

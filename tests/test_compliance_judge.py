@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hwmgr.catalog.refs import cite
 from hwmgr.compliance.fixes import merge, setting_fix, sysctl_fix, upgrade_fix
 from hwmgr.compliance.items import Status
 from hwmgr.compliance.judge import judge_setting, judge_sysctl, summary
@@ -14,7 +15,8 @@ ITEMS = {"ring": Status.OK, "ring.rx": 512, "ring.rx.max": 4096, "pause.rx": Fal
 
 
 def judge(item: str, rule: object, items: dict | None = None):
-    return judge_setting(Want(item, rule, "ixgbe", "seed 002"), items or ITEMS, "enp1s0f0",
+    return judge_setting(Want(item, rule, "ixgbe", cite("settings:ixgbe", "seed 002")),
+                         items or ITEMS, "enp1s0f0",
                          "0000:01:00.0", "ethtool gave nothing")
 
 
@@ -23,7 +25,7 @@ def test_ring_below_the_preset_maximum_drifts_with_the_fix() -> None:
     assert (f.status, f.expected, f.actual) == ("drift", 4096, 512)
     assert f.fix == "ethtool -G enp1s0f0 rx 4096"
     assert f.reason == "ring.rx is 512, the catalog wants the pre-set maximum 4096"
-    assert f.to_json()["evidence"] == "seed 002" and f.layer == "setting"
+    assert f.to_json()["source"] == {"ref": "settings:ixgbe", "url": None} and f.layer == "setting"
 
 
 def test_on_off_min_and_exact() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hwmgr.catalog.refs import Cite
 from hwmgr.compliance.items import Status
 from hwmgr.compliance.rules import holds, interface_wants, needed_sysctls, settings_wants
 
@@ -18,7 +19,8 @@ def test_settings_become_canonical_items() -> None:
     assert sorted(wants) == ["channels.combined", "pause.rx", "pause.tx", "ring.rx", "ring.tx",
                              "txqueuelen"]
     assert wants["ring.rx"].rule == "max" and wants["txqueuelen"].rule == {"min": 10000}
-    assert wants["pause.rx"].evidence == "seed 002" and wants["pause.rx"].source == "ixgbe"
+    assert wants["pause.rx"].cite == Cite("settings:ixgbe", None, "seed 002")
+    assert wants["pause.rx"].source == "ixgbe"
 
 
 def test_bare_levels_and_feature_aliases() -> None:

@@ -444,7 +444,7 @@ def test_check_shows_the_gate_record_of_a_snapshot(tmp_path: Path) -> None:
                     "item": f"kernel_ready.be2net.{new}", "expected": "yes", "actual": "no",
                     "status": "drift", "reason": f"be2net ready for kernel {new}: no: {why} "
                                                  f"(then: hwmgr kernel-gate {new})",
-                    "fix": None, "evidence": None}
+                    "fix": None, "source": None}
     assert res.returncode == 5
     table = run_cli("check", "--root", str(root), env={"HWMGR_STATE_DIR": STATE}).stdout
     assert f"be2net ready for kernel {new}: no: kernel headers for {new}" in " ".join(

@@ -140,7 +140,8 @@ def test_check_gives_a_compact_finding_per_known_issue(cat: Catalog) -> None:
     hang = got["known_issue.mr-reset-hang"]
     assert (hang.status, hang.actual, hang.expected) == (
         "drift", "07.719.03.00-rc1", "megaraid_sas 07.725.01.00 or later")
-    assert hang.evidence == f"mr-reset-hang <{SRC[0]['url']}>"  # not the evidence text
+    assert hang.to_json()["source"] == {"ref": "known_issue:mr-reset-hang",
+                                        "url": SRC[0]["url"]}  # not the evidence text
     assert got["driver_version"].status == "drift"
 
 

@@ -6,6 +6,8 @@ Kept apart from validation and loading: matching, validation and verdicts all us
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 FIRMWARE_SCHEME = "firmware"  # an entry's firmware_scheme when it names none
@@ -63,6 +65,40 @@ def evidence_text(evidence: Any) -> str | None:
         where = f" <{src['url']}>" if src.get("url") else ""
         parts.append(f"{src.get('title', '')}{where}: {src.get('observed', '')}")
     return "; ".join(parts) or None
+
+
+_URL = re.compile(r"https?://[^\s<>\"']+")
+
+
+def first_url(evidence: Any) -> str | None:
+    """The first URL evidence names: schema 3's first source with one, or the first
+    http(s) URL in schema 1-2 text (a seed's field note names a file, not a URL)."""
+    if isinstance(evidence, list):
+        return next((s["url"] for s in evidence if isinstance(s, dict)
+                     and isinstance(s.get("url"), str) and s["url"]), None)
+    found = _URL.search(evidence) if isinstance(evidence, str) else None
+    return found.group(0) if found else None
+
+
+@dataclass(frozen=True)
+class Cite:
+    """Where a finding's rule or verdict comes from: a reference into the catalog
+    ('version:DRIVER/VERSION', 'known_issue:ID', 'settings:DRIVER', 'rule:ID', …) and the
+    first URL of its evidence. `text` is the evidence in full, for a terminal only: a result
+    carries the reference, the catalog keeps the text (`hwmgr catalog show`)."""
+
+    ref: str
+    url: str | None = None
+    text: str | None = None
+
+    def to_json(self) -> dict[str, str | None]:
+        """The citation as a finding's `source` member."""
+        return {"ref": self.ref, "url": self.url}
+
+
+def cite(ref: str, evidence: Any) -> Cite:
+    """A citation of catalog evidence (schema 1-2 text or schema 3 sources) under `ref`."""
+    return Cite(ref, first_url(evidence), evidence_text(evidence))
 
 
 def driver_key(name: Any) -> str | None:

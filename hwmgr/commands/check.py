@@ -26,7 +26,7 @@ from hwmgr.errors import (
 from hwmgr.lifecycle.gaterecord import check_items
 from hwmgr.output import Outcome, printable
 from hwmgr.transaction.pending import open_transactions, reboot_pending
-from hwmgr.ui.check_table import render
+from hwmgr.ui.check_table import render, render_evidence
 from hwmgr.ui.options import common_options, lifecycle_options
 from hwmgr.ui.verbhelp import Example
 
@@ -73,6 +73,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: all)")
     p.add_argument("--prom", metavar="FILE",
                    help="also write the result as Prometheus text (node_exporter textfile)")
+    p.add_argument("--evidence", action="store_true",
+                   help="after the table, print the evidence each finding's source holds "
+                        "(--json cites a source by reference and URL only)")
 
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
@@ -103,6 +106,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
 
     def _render(console: Any) -> None:
         render(console, data, devices=result.devices)
+        if args.evidence:
+            render_evidence(console, [f.source for f in result.findings if f.source])
         for line in opened:
             console.print(printable(f"note: {line}"), markup=False)
 

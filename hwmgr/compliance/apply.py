@@ -23,6 +23,7 @@ from hwmgr.catalog.load import load_catalog
 from hwmgr.compliance import persist, persist_os
 from hwmgr.compliance.check import check_host, parse_layers
 from hwmgr.compliance.items import Status, jsonable
+from hwmgr.compliance.judge import citation
 from hwmgr.compliance.read import canonical_item
 from hwmgr.compliance.setters import command, normalise, settable, shown
 from hwmgr.compliance.steps import REGISTRY, pending_path
@@ -72,8 +73,9 @@ def changes_from_findings(findings: Iterable[Mapping[str, Any]], *,
         if only and f.get("interface") not in only:
             continue
         out.append(Change(f.get("interface"), str(f["item"]), f.get("actual"),
-                          concrete(f.get("expected"), f.get("actual")), f.get("evidence")))
+                          concrete(f.get("expected"), f.get("actual")), citation(f)))
     return out
+
 
 
 def _bound(spec: Any, have: Any) -> Any:

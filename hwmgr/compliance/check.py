@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from hwmgr.catalog.load import Catalog
-from hwmgr.catalog.refs import evidence_text
+from hwmgr.catalog.refs import Cite, cite, inbox_policies
 from hwmgr.compliance import rules
 from hwmgr.compliance.ethtool import parse_version
 from hwmgr.compliance.fixes import upgrade_fix
@@ -35,8 +35,9 @@ LAYER_WORDS = {"driver": "driver", "drivers": "driver", "firmware": "firmware",
                "setting": "setting", "settings": "setting", "sysctl": "sysctl",
                "sysctls": "sysctl"}
 _OPTION = {group: option for option, group, *_ in GROUPS}
-# the check data's schema (hwmgr/schemas/check.schema.json `$id`): 2 added `uncatalogued`
-SCHEMA_VERSION = 2
+# the check data's schema (hwmgr/schemas/check.schema.json `$id`): 2 added `uncatalogued`,
+# 3 cites each finding's source by reference and URL instead of carrying its evidence text
+SCHEMA_VERSION = 3
 _VERDICT_STATUS = {"ok": "ok", "outdated": "drift", "known-bad": "drift",
                    "uncatalogued": "uncatalogued", "unknown": "unknown"}
 
@@ -104,12 +105,16 @@ def exit_code(findings: Iterable[Finding], reboot_pending: list[Any]) -> int:
 
 
 # ------------------------------------------------------------------ driver and firmware
-def _evidence(cat: Catalog, entry: str, *versions: Any) -> str | None:
-    known = cat.drivers.get(entry, {}).get("versions", {})
+def _version_cite(cat: Catalog, entry: str, *versions: Any) -> Cite:
+    """The version entry a driver verdict rests on (the running one, else the recommended);
+    else the driver entry consulted, with its in-tree policy's evidence."""
+    drv = cat.drivers.get(entry, {})
+    known = drv.get("versions", {})
     for ver in versions:
         if isinstance(ver, str) and ver in known:
-            return evidence_text(known[ver].get("evidence"))
-    return None
+            return cite(f"version:{entry}/{ver}", known[ver].get("evidence"))
+    return cite(f"driver:{entry}", next((p.get("evidence") for p in inbox_policies(drv)
+                                         if p.get("evidence")), None))
 
 
 def driver_findings(cat: Catalog, dev: Mapping[str, Any], layers: set[str]) -> list[Finding]:
@@ -129,7 +134,7 @@ def driver_findings(cat: Catalog, dev: Mapping[str, Any], layers: set[str]) -> l
         fix = (v.get("fix") or upgrade_fix(entry, rec)) if status == "drift" else None
         out.append(Finding("driver", addr, None, "driver_version", v.get("target") or rec,
                            have, status, reason.rstrip(": "), fix,
-                           _evidence(cat, entry, have, rec)))
+                           _version_cite(cat, entry, have, rec)))
     if "driver" in layers:
         out += _issue_findings(v, addr, have)
     if "firmware" in layers:
@@ -144,8 +149,8 @@ def driver_findings(cat: Catalog, dev: Mapping[str, Any], layers: set[str]) -> l
                   "(update it with the vendor's firmware tool)" if ok is False else
                   f"firmware version {'unknown' if not cur else cur + ' cannot be compared'}"
                   + (f": {fw['note']}" if fw.get("note") else ""))
-        fw_ev = evidence_text(cat.drivers.get(entry, {}).get("versions", {}).get(rec or "", {})
-                              .get("firmware", {}).get("evidence"))
+        fw_ev = cite(f"version:{entry}/{rec}", cat.drivers.get(entry, {}).get(
+            "versions", {}).get(rec or "", {}).get("firmware", {}).get("evidence"))
         out.append(Finding("firmware", addr, None, "firmware_version", {"min": fw["min"]},
                            cur, status, reason, None, fw_ev))
     return out
@@ -166,7 +171,7 @@ def _issue_findings(v: Mapping[str, Any], addr: str, have: Any) -> list[Finding]
                   + (f"fixed in {fixed}" if fixed else "no fix published yet"))
         out.append(Finding("driver", addr, None, f"{KNOWN_ISSUE}{ref['id']}", want, actual,
                            "drift", reason, v.get("fix"),
-                           f"{ref['id']} <{ref['url']}>" if ref.get("url") else ref["id"]))
+                           Cite(f"known_issue:{ref['id']}", ref.get("url"))))
     return out
 
 
@@ -188,8 +193,7 @@ def _floor_findings(v: Mapping[str, Any], addr: str, current: Any) -> list[Findi
                   f"with {floor['min']}")
         out.append(Finding("firmware", addr, None, f"{FIRMWARE_MIN}{floor['id']}",
                            {"min": floor["min"]}, current, status, reason, None,
-                           f"{floor['id']} <{floor['url']}>" if floor.get("url")
-                           else floor["id"]))
+                           Cite(f"firmware_min:{floor['id']}", floor.get("url"))))
     return out
 
 

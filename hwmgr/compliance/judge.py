@@ -1,4 +1,4 @@
-"""Wanted vs actual: one `Finding` per item, with its status, reason, fix and evidence.
+"""Wanted vs actual: one `Finding` per item, with its status, reason, fix and source.
 
 Statuses: `ok`; `drift` (readable and not what the catalog wants: the finding names the
 command that fixes it); `unknown` (could not be read: a missing tool, an unrecorded
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Tuple, TypedDict
 
-from hwmgr.catalog.refs import evidence_text
+from hwmgr.catalog.refs import Cite, cite
 from hwmgr.compliance.fixes import setting_fix, sysctl_fix
 from hwmgr.compliance.items import ItemValue, Status
 from hwmgr.compliance.rules import Want, same_value
@@ -24,6 +24,13 @@ LAYERS = ("driver", "firmware", "setting", "sysctl")
 ITEM_KEYS = ("layer", "device", "interface", "item")  # what names one item of one host
 ItemKey = Tuple[str, str, str, str]  # ITEM_KEYS' values, "" for null
 _RANK = {s: i for i, s in enumerate(STATUSES)}
+
+
+class SourceJSON(TypedDict):
+    """A finding's citation: a reference into the catalog and its evidence's first URL."""
+
+    ref: str
+    url: str | None
 
 
 class FindingJSON(TypedDict):
@@ -38,7 +45,7 @@ class FindingJSON(TypedDict):
     status: str  # one of STATUSES
     reason: str
     fix: str | None  # the command that fixes a drift
-    evidence: str | None
+    source: SourceJSON | None  # where the rule or verdict comes from (schema 3)
 
 
 @dataclass
@@ -54,15 +61,26 @@ class Finding:
     status: str
     reason: str
     fix: str | None = None
-    evidence: str | None = None
+    source: Cite | None = None  # the result carries ref and URL; the text stays here
 
     def to_json(self) -> FindingJSON:
         """The finding as the JSON object `check --json` prints."""
         return {"layer": self.layer, "device": self.device, "interface": self.interface,
                 "item": self.item, "expected": self.expected, "actual": self.actual,
                 "status": self.status, "reason": self.reason, "fix": self.fix,
-                "evidence": self.evidence}
+                "source": {"ref": self.source.ref, "url": self.source.url}
+                if self.source else None}
 
+
+def citation(f: Mapping[str, Any]) -> str | None:
+    """A finding's source as one line for a plan ('ref <url>'): check schema 3 cites a
+    catalog reference and URL, schema 1-2 carried the evidence text."""
+    src = f.get("source")
+    if isinstance(src, dict) and isinstance(src.get("ref"), str):
+        url = src.get("url")
+        return f"{src['ref']} <{url}>" if isinstance(url, str) and url else src["ref"]
+    ev = f.get("evidence")
+    return ev if isinstance(ev, str) else None
 
 def show(value: Any) -> Any:
     """A value as JSON and people read it: booleans as on/off, a Status as null."""
@@ -112,7 +130,7 @@ def judge_setting(want: Want, items: Mapping[str, ItemValue], ifname: str,
     def finding(status: str, reason: str, expected: Any = want.rule, actual: Any = None,
                 fix: str | None = None) -> Finding:
         return Finding("setting", device, ifname, want.item, show(expected), show(actual),
-                       status, reason, fix, want.evidence)
+                       status, reason, fix, want.cite)
 
     if want.unknown:
         return finding("unknown", want.unknown)
@@ -174,7 +192,7 @@ def judge_sysctl(rule: Mapping[str, Any], have: ItemValue, missing: str) -> Find
 
     def finding(status: str, reason: str, fix: str | None = None) -> Finding:
         return Finding("sysctl", None, None, item, expected, show(have), status, reason, fix,
-                       evidence_text(rule.get("evidence")))
+                       cite(f"sysctl:{name}", rule.get("evidence")))
 
     if isinstance(have, Status):
         return finding("unknown", f"{name} could not be read: {missing}")

@@ -58,9 +58,13 @@ def _known_issue(f: Mapping[str, Any]) -> tuple[str, str, str] | None:
     if not item.startswith(KNOWN_ISSUE) or f.get("status") != "drift":
         return None
     sev = _SEVERITY.match(str(f.get("reason") or ""))
-    url = _URL.search(str(f.get("evidence") or ""))
+    src = f.get("source")
+    url = src.get("url") if isinstance(src, dict) else None
+    if url is None:  # a schema 1-2 result: the URL inside the evidence text
+        old = _URL.search(str(f.get("evidence") or ""))
+        url = old.group(1) if old else None
     return (item[len(KNOWN_ISSUE):], sev.group(1) if sev else "",
-            url.group(1) if url else "")
+            url if isinstance(url, str) else "")
 
 
 def _number(value: Any) -> float | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from hwmgr.catalog.refs import evidence_text
+from hwmgr.catalog.refs import Cite, cite
 from hwmgr.compliance.ethtool import canonical_feature
 from hwmgr.compliance.items import ItemValue, Status
 
@@ -29,7 +29,7 @@ class Want:
     item: str  # canonical item name
     rule: Any  # "on"/"off", an int, "max", {"min": N} / {"max": N}
     source: str  # the entry name or the conditional rule's id
-    evidence: str | None = None
+    cite: Cite | None = None
     unknown: str | None = None  # set when the rule's condition could not be read
     condition: str | None = None  # "net.ipv4.ip_forward = 1 (rule …)" for conditional wants
 
@@ -40,10 +40,10 @@ def settings_wants(settings: Mapping[str, Any] | None, source: str,
     out: dict[str, Want] = {}
     if not settings:
         return out
-    evidence = evidence_text(settings.get("evidence"))
+    why = cite(f"settings:{source}", settings.get("evidence"))
 
     def add(item: str, rule: Any) -> None:
-        out[item] = Want(item, rule, source, evidence, unknown)
+        out[item] = Want(item, rule, source, why, unknown)
 
     for key in ("autoneg", "rx", "tx"):
         if key in settings.get("pause", {}):
@@ -116,7 +116,8 @@ def interface_wants(entry: str, settings: Mapping[str, Any] | None,
         unknown = None if ok else f"rule {rule['id']} applies only if {_when_text(rule)}; {why}"
         extra = settings_wants(rule.get("settings"), rule["id"], unknown)
         for item, want in extra.items():
-            wants[item] = Want(item, want.rule, rule["id"], evidence_text(rule.get("evidence")),
+            wants[item] = Want(item, want.rule, rule["id"], cite(f"rule:{rule['id']}",
+                                                                 rule.get("evidence")),
                                want.unknown, f"{why} (rule {rule['id']})" if ok else None)
     return wants
 

@@ -11,8 +11,9 @@ repeated merged per tool and interface, ready to paste.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
+from hwmgr.catalog.refs import Cite
 from hwmgr.compliance.fixes import merge
 from hwmgr.compliance.items import KNOWN_ISSUE
 from hwmgr.compliance.judge import STATUSES, bounds
@@ -104,6 +105,21 @@ def render(console: Any, data: dict[str, Any], devices: dict[str, str] | None = 
     console.out("")
     for line in wrap(LEGEND, width):
         console.out(line, style="dim")
+
+
+def render_evidence(console: Any, cites: Iterable[Cite]) -> None:
+    """Each distinct source the findings cite, with its evidence text from the catalog (a
+    known issue's sources: `hwmgr catalog show DRIVER`)."""
+    width = max(int(console.width or 80), 40)
+    seen: dict[str, Cite] = {}
+    for c in cites:
+        seen.setdefault(c.ref, c)
+    console.out("Evidence:", style="bold")
+    for ref, c in seen.items():
+        text = c.text or (f"<{c.url}>" if c.url else "no evidence text in the catalog")
+        for line in wrap(f"{ref}: {text}", width - 2):
+            console.out(printable(f"  {line}"))
+    console.out("")
 
 
 def _line(console: Any, line: str, status: str | None) -> None:

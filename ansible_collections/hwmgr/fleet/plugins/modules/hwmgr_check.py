@@ -104,8 +104,8 @@ summary:
 data:
   description: The whole data object of C(hwmgr check --json); its C(findings) has one entry
     per checked item (layer, device, interface, item, expected, actual, status, reason, fix,
-    evidence). The findings are returned only here, once (a fleet keeps every host's result
-    in memory on the control node).
+    source, a catalog reference and URL). The findings are returned only here, once (a
+    fleet keeps every host's result in memory on the control node).
   returned: success
   type: dict
 via:
