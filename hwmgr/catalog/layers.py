@@ -302,22 +302,40 @@ def leaves(value: Any, path: Key = ()) -> Iterator[tuple[Key, Any]]:
         yield path, value
 
 
-def removals(doc: Any, node: Any = None, path: Key = ()) -> Iterator[Key]:
-    """The path of every removal item in the keyed lists of `doc` (a complete catalog has
-    nothing to take out: it leaves the member out)."""
+def _members(doc: Any, node: Any = None, path: Key = ()) -> Iterator[tuple[Key, Keyed, Any]]:
+    """(path, rule, member) of every member of every keyed list in `doc` (a layer as read)."""
     node = KEYED if node is None else node
     if not isinstance(node, dict):
         return
     if isinstance(doc, list) and isinstance(node.get(""), Keyed):
         for i, member in enumerate(doc):
-            if node[""].removes(member) is not None:
-                yield (*path, i)
-            elif "*" in node:
-                yield from removals(member, node["*"], (*path, i))
+            yield (*path, i), node[""], member
+            if "*" in node and node[""].removes(member) is None:
+                yield from _members(member, node["*"], (*path, i))
     elif isinstance(doc, dict):
         for key, sub in node.items():
             for k in (doc if key == "*" else [key] if key and key in doc else []):
-                yield from removals(doc[k], sub, (*path, k))
+                yield from _members(doc[k], sub, (*path, k))
+
+
+def removals(doc: Any) -> list[Key]:
+    """The path of every removal item in the keyed lists of `doc` (a complete catalog has
+    nothing to take out: it leaves the member out)."""
+    return [p for p, spec, member in _members(doc) if spec.removes(member) is not None]
+
+
+def repeated(doc: Any) -> list[tuple[Key, str]]:
+    """(path, message) of every member of one file's keyed list whose key an earlier member
+    of that list has: merged, the later would silently win."""
+    out: list[tuple[Key, str]] = []
+    seen: set[tuple[Key, Any]] = set()
+    for p, spec, member in _members(doc):
+        key = spec.removes(member)
+        key = spec.of(member) if key is None else key
+        if key is not None and (p[:-1], key) in seen:
+            out.append((p, f"{spec.noun} {key} is listed twice"))
+        seen.add((p[:-1], key))
+    return out
 
 
 def keyed_path(doc: Any, path: Sequence[Any]) -> Key:

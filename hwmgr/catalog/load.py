@@ -151,6 +151,8 @@ def _check_file(chk: _Check, schema: bool) -> None:
                                 chk.partial))
     if schema and not chk.errors:  # a remembered verdict covers the per-file rules too
         chk.fail(v3_errors(chk.data))
+    if schema and not chk.errors and chk.partial:  # a complete file: semantic_errors says it
+        chk.fail([(json_path(p), m) for p, m in layers.repeated(chk.data)])
     if schema and not chk.errors and not chk.partial:  # nothing to take out, then the rules
         chk.fail([(json_path(p), "a complete catalog takes nothing out (remove, or "
                                  "{KEY: null}, is for a layer over another catalog)")
