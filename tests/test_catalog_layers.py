@@ -245,3 +245,16 @@ def test_show_effective_names_each_devices_layer(
     text = run_cli("catalog", "show", "ixgbe", "--effective", env=env)
     assert f"$.drivers.ixgbe.devices['8086:1fff'] = {json.dumps(NEW_DEVICE)}  <- {layer}" in \
         text.stdout
+
+
+def test_trust_doc_layer_example_merges(tmp_path: Path) -> None:
+    """The keyed-list example of docs/catalog-trust.md layers over the shipped catalog: one
+    device added, two taken out (by null and by remove), the rest kept."""
+    text = (REPO / "docs" / "catalog-trust.md").read_text()
+    block = text.split("Merging:", 1)[1].split("```json\n", 1)[1].split("```", 1)[0]
+    layer = tmp_path / "20-ixgbe.json"
+    layer.write_text(block)
+    base = load_catalog([SHIPPED], config=config_from(None)).entry("ixgbe")["devices"]
+    got = load_catalog([SHIPPED, layer], config=config_from(None)).entry("ixgbe")["devices"]
+    assert [d for d in base if d["device"] not in ("10b6", "10c6")] == got[:-1]
+    assert got[-1]["device"] == "1fff" and len(got) == len(base) - 1
