@@ -258,3 +258,12 @@ def test_trust_doc_layer_example_merges(tmp_path: Path) -> None:
     got = load_catalog([SHIPPED, layer], config=config_from(None)).entry("ixgbe")["devices"]
     assert [d for d in base if d["device"] not in ("10b6", "10c6")] == got[:-1]
     assert got[-1]["device"] == "1fff" and len(got) == len(base) - 1
+
+
+def test_schema_error_of_a_merged_member_names_its_layer(tmp_path: Path) -> None:
+    layer = _site(tmp_path, {"drivers": {"ixgbe": {"devices": [
+        {"vendor": "8086", "device": "1fff"}]}}})
+    with pytest.raises(BadInputError) as exc:
+        load_catalog([SHIPPED, layer], config=config_from(None))
+    assert "'name' is a required property" in str(exc.value)
+    assert str(exc.value).endswith(f"(layers: {layer})")

@@ -209,7 +209,8 @@ class Catalog(RuleData):
         order = [f.path for f in self.files]
 
         def named(p: tuple[Any, ...]) -> str:
-            files = self.provenance.files_under(p) or {self.files[0].path}
+            files = self.provenance.files_under(layers.keyed_path(self.doc, p)) or {
+                self.files[0].path}
             return ", ".join(str(f) for f in order if f in files)
 
         return [f"merged catalog: {json_path(p)}: {m} (layers: {named(p)})" for p, m in found]
