@@ -30,7 +30,7 @@ def test_merge_rules_and_provenance() -> None:
                 "conditional_settings": [{"id": "c1", "enabled": False}]}, b, prov)
     x = doc["drivers"]["x"]
     assert x["settings"] == {"ring": "max", "txqueuelen": 10000}  # null deleted pause
-    assert x["notes"] == ["n2"]  # lists replace
+    assert x["notes"] == ["n2"]  # notes replace (prose: no key)
     assert doc["sysctl"] == [{"name": "net.a", "value": 1}, {"name": "net.b", "max": 9},
                              {"name": "net.c", "value": 0}]  # by name, whole rule
     assert doc["conditional_settings"][0]["enabled"] is False  # by id, key by key
