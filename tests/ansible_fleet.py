@@ -36,9 +36,13 @@ TXQ_WANTED = 1000  # the site layer's veth txqueuelen (the kernel's default for 
 TXQ_DRIFTED = 500
 
 # a partial site catalog layer (no header: it is layered over the host's own catalog, whose
-# rules and verdicts still apply): governs veth by driver name, wants TCP window scaling on
+# rules and verdicts still apply): governs veth by driver name, wants TCP window scaling on,
+# and adds one PCI ID to ixgbe (issue 38: that must leave ixgbe's other devices, and every
+# host's verdicts, as they were)
+SITE_DEVICE = {"vendor": "8086", "device": "1fff", "name": "a PCI ID this site adds to ixgbe"}
 SITE_CATALOG = {
     "drivers": {
+        "ixgbe": {"devices": [SITE_DEVICE]},
         "veth": {
             "version_scheme": "driver",
             "description": "virtual Ethernet pairs in the test namespaces",

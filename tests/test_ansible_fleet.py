@@ -206,6 +206,25 @@ def test_partial_site_layer_keeps_the_base_verdicts(fleet_run) -> None:
 
 
 @needs_check
+def test_a_layer_adding_a_device_leaves_every_host_judged(fleet_run) -> None:
+    """Issue 38: the fleet's site layer adds one PCI ID to ixgbe; the merged catalog keeps
+    ixgbe's other devices, so no host fails on the catalog (only the hosts built to fail do)
+    and the snapshots are judged, the seed 002 router's ixgbe included."""
+    fleet, res, report = fleet_run
+    assert af.SITE_CATALOG["drivers"]["ixgbe"]["devices"] == [af.SITE_DEVICE]
+    failed = {n for n, h in report["hosts"].items() if h["status"] == "failed"}
+    assert failed == {"no-hwmgr", "snap-missing", "snap-garbled"}, res.stdout[-3000:]
+    assert not [h for h in report["hosts"].values() if "catalog" in str(h.get("error"))]
+    for name in ("seed000-ustor", "seed001-bnx2", "seed002-router"):  # judged, as alone
+        status = report["hosts"][f"snap-{name}"]["status"]
+        assert status in ("compliant", "drift", "unknown") and status == fleet.expected[
+            f"snap-{name}"], name
+    router = report["hosts"]["snap-seed002-router"]["findings"]
+    assert [f for f in router if f["item"] == "driver_version" and f["status"] == "ok"
+            and f["reason"].startswith("ixgbe 5.1.0-k-rh7.6 is ok")]  # applies_to 8086:1528
+
+
+@needs_check
 def test_hosts_without_a_check_keep_their_reason(fleet_run) -> None:
     fleet, _, report = fleet_run
     hosts = report["hosts"]

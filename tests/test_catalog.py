@@ -738,7 +738,7 @@ def test_docs_site_layer_example_validates(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     """The site layers docs/catalog.md shows are accepted layered over the shipped catalog:
     the first makes its version the recommended one, the second adds a kernel to a listed
-    version (repeating the ones it had)."""
+    version (naming only that one: kernels merge by value)."""
     text = (REPO / "docs" / "catalog.md").read_text()
     blocks = re.findall(r"```json\n(.*?)```", text, re.S)
     assert len(blocks) == 2

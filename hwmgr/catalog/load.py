@@ -21,7 +21,7 @@ from hwmgr.catalog import kbuild, layers, versions
 from hwmgr.catalog.discover import ENV_DIR, PathLike, catalog_files, discover
 from hwmgr.catalog.kbuild import KernelBuild
 from hwmgr.catalog.model import Knowledge
-from hwmgr.catalog.refs import driver_key, json_path, ref_hits
+from hwmgr.catalog.refs import driver_key, json_path, parse_json_path, ref_hits
 from hwmgr.catalog.rules import RuleData
 from hwmgr.catalog.schema import VerdictCache, findings
 from hwmgr.catalog.validate import parse, read_catalog, semantic_errors, v3_errors
@@ -151,7 +151,13 @@ def _check_file(chk: _Check, schema: bool) -> None:
                                 chk.partial))
     if schema and not chk.errors:  # a remembered verdict covers the per-file rules too
         chk.fail(v3_errors(chk.data))
-    if schema and not chk.errors and not chk.partial:  # and the semantic rules
+    if schema and not chk.errors and chk.partial:  # a complete file: semantic_errors says it
+        chk.fail([(json_path(p), m) for p, m in layers.repeated(chk.data)])
+    if schema and not chk.errors and not chk.partial:  # nothing to take out, then the rules
+        chk.fail([(json_path(p), "a complete catalog takes nothing out (remove, or "
+                                 "{KEY: null}, is for a layer over another catalog)")
+                  for p in layers.removals(chk.data)])
+    if schema and not chk.errors and not chk.partial:
         chk.fail(semantic_errors(chk.data))
 
 
@@ -203,7 +209,8 @@ class Catalog(RuleData):
         order = [f.path for f in self.files]
 
         def named(p: tuple[Any, ...]) -> str:
-            files = self.provenance.files_under(p) or {self.files[0].path}
+            files = self.provenance.files_under(layers.keyed_path(self.doc, p)) or {
+                self.files[0].path}
             return ", ".join(str(f) for f in order if f in files)
 
         return [f"merged catalog: {json_path(p)}: {m} (layers: {named(p)})" for p, m in found]
@@ -277,7 +284,11 @@ class Catalog(RuleData):
         """The checks of the layered whole: merged schema, cross-layer rules, the index."""
         errors = self._merged_errors() if schema else []
         if schema and not errors and len(self.files) > 1:
-            errors = [f"merged catalog: {p}: {m}" for p, m in semantic_errors(self.doc)]
+            order = [f.path for f in self.files]
+            errors = [f"merged catalog: "
+                      f"{layers.blame(self.doc, self.provenance, order, parts, m)}"
+                      if (parts := parse_json_path(p)) is not None else
+                      f"merged catalog: {p}: {m}" for p, m in semantic_errors(self.doc)]
         if not errors:
             errors = self._index_all()
         return errors
@@ -293,9 +304,8 @@ class Catalog(RuleData):
     def effective(self, name: str) -> list[dict[str, Any]]:
         """Every value of one merged driver entry with the file it came from."""
         entry = self.entry(name)
-        return [{"path": json_path(["drivers", name, *p]), "value": v,
-                 "file": str(self.provenance.of(("drivers", name, *p)))}
-                for p, v in layers.leaves(entry)]
+        return [{"path": json_path(p), "value": v, "file": str(self.provenance.of(p))}
+                for p, v in layers.leaves(entry, ("drivers", name))]
 
     # ---------------------------------------------------------------- queries
     def names(self) -> list[str]:

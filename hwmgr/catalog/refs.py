@@ -6,6 +6,7 @@ Kept apart from validation and loading: matching, validation and verdicts all us
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -26,6 +27,27 @@ def json_path(parts: Iterable[Any]) -> str:
     return out
 
 
+_PATH_PART = re.compile(r"""\.([A-Za-z_]\w*)|\[(\d+)\]|\[('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")\]""")
+
+
+def parse_json_path(text: str) -> tuple[Any, ...] | None:
+    """The parts of a path json_path rendered ('$.a[0]['x.y']' -> ('a', 0, 'x.y')), or None
+    for text json_path does not write."""
+    if not text.startswith("$"):
+        return None
+    parts: list[Any] = []
+    pos = 1
+    while pos < len(text):
+        m = _PATH_PART.match(text, pos)
+        if m is None:
+            return None
+        name, index, quoted = m.groups()
+        parts.append(name if name is not None else int(index) if index is not None
+                     else ast.literal_eval(quoted))
+        pos = m.end()
+    return tuple(parts)
+
+
 def device_ref(rule: Mapping[str, Any]) -> str | None:
     """'vendor:device[:subvendor:subdevice]' of a device rule, None for a class rule."""
     if "device" not in rule:
@@ -34,6 +56,19 @@ def device_ref(rule: Mapping[str, Any]) -> str | None:
     if "subvendor" in rule:
         ref += f":{rule['subvendor']}:{rule['subdevice']}"
     return ref
+
+
+def rule_ref(rule: Mapping[str, Any]) -> str | None:
+    """A device rule's identity as layers merge it and `catalog show --effective` names it:
+    its device_ref, or 'class [vendor:]CLASS' for a class rule; None for neither."""
+    ref = device_ref(rule) if "vendor" in rule else None
+    if ref is not None or "device" in rule:
+        return ref
+    if isinstance(rule.get("class"), str):
+        vendor = rule.get("vendor")
+        return f"class {vendor}:{rule['class']}" if isinstance(vendor, str) else \
+            f"class {rule['class']}"
+    return None
 
 
 def ref_hits(ref: str, ids: tuple[str | None, ...]) -> bool:

@@ -28,7 +28,7 @@ from hwmgr.host.seam import Host
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "catalog.schema.json"
 # Bump when the validation rules change (schema handling here, or catalog/validate.py):
 # invalidates every remembered verdict.
-CHECKS_VERSION = "8"
+CHECKS_VERSION = "9"
 VERDICTS_FILE = "catalog-valid.json"
 KEEP = 32  # remembered keys: a few catalogs and site-layer sets, never an unbounded file
 

@@ -240,9 +240,10 @@ def _version_refusal(version: str, scheme: str) -> str | None:
 def kernel_mismatch(driver: str, version: str, kernel: str, globs: list[str],
                     site_dir: str = "/etc/hwmgr/catalog.d") -> str:
     """Why a version does not apply to a kernel: the nearest declared kernel, and the
-    site-file line that declares this kernel tested (lists replace: it repeats the others)."""
+    site-file line that declares this kernel tested (a version's kernels merge by value
+    across layers, so the line names only the new one)."""
     near = max(globs, key=lambda g: difflib.SequenceMatcher(None, g, kernel).ratio())
-    layer = {"drivers": {driver: {"versions": {version: {"kernels": [*globs, kernel]}}}}}
+    layer = {"drivers": {driver: {"versions": {version: {"kernels": [kernel]}}}}}
     return (f"{driver} {version} is not for kernel {kernel} (catalog: {globs}; nearest "
             f"declared: {near}); if this site built and tested it on {kernel}, add to "
             f"{site_dir}/60-kernels.json: {json.dumps(layer)}")
