@@ -15,8 +15,9 @@ import os
 import signal
 import sys
 import traceback
+from pathlib import Path
 from types import ModuleType
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from hwmgr import __version__
 from hwmgr.config import Config, config_from
@@ -163,6 +164,30 @@ def _verb_first(argv: list[str]) -> list[str]:
     return [argv[idx], *head, *argv[idx + 1:]]
 
 
+# every option and operand that names a file or directory on this machine: made absolute once,
+# here, so that no step's working directory (rpm -i, make, a DKMS build) changes what it names
+PATH_DESTS = ("file", "files", "dir", "root", "roots_from", "prom", "changes", "persist_root",
+              "from_files", "catalog", "site_catalog", "expectation", "state_dir", "cache_dir",
+              "results", "out", "history", "previous", "groups", "mirror")
+
+
+def absolute_paths(args: argparse.Namespace) -> None:
+    """Relative paths in `args` resolved against the working directory, URLs and "-" (stdin)
+    left as given; a Path stays a Path."""
+    def resolve(value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return type(value)(resolve(v) for v in value)
+        if isinstance(value, Path):
+            return Path(os.path.abspath(value))
+        if isinstance(value, str) and value not in ("", "-") and "://" not in value:
+            return os.path.abspath(value)
+        return value
+
+    for dest in PATH_DESTS:
+        if hasattr(args, dest):
+            setattr(args, dest, resolve(getattr(args, dest)))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse, run one verb, print its outcome; return the documented exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -179,6 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verb is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
+        absolute_paths(args)
         ctx = Context(args)
         outcome = verb_module(args.verb).run(args, ctx)
         if getattr(args, "json", False):

@@ -46,14 +46,16 @@ class _Timeout(BaseException):
     defence catches Exception and must not swallow it)."""
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float | None = 120):
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float | None = 120,
+            cwd: Path = REPO):
     """Run the real CLI, `hwmgr.cli.main(args)`, in this process, as `python -m hwmgr` would
     run it from the checkout: stdout/stderr captured, stdin empty, `env` applied to
-    os.environ and restored, cwd the checkout; returns a CompletedProcess (text). `timeout`
+    os.environ and restored, cwd the checkout (or `cwd`: where a user would run a documented
+    example with relative paths); returns a CompletedProcess (text). `timeout`
     raises subprocess.TimeoutExpired as the subprocess variant does. A run that needs its own
     process (env in PROCESS_ONLY_ENV) goes through `run_cli_process`."""
     if env and any(k in env for k in PROCESS_ONLY_ENV):
-        return run_cli_process(*args, env=env, timeout=timeout)
+        return run_cli_process(*args, env=env, timeout=timeout, cwd=cwd)
     from hwmgr import cli
 
     saved_env = dict(os.environ)
@@ -66,7 +68,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float | None
     try:
         os.environ.update(env or {})
         tempfile.tempdir = None  # re-read TMPDIR as a fresh process would
-        os.chdir(REPO)
+        os.chdir(cwd)
         sys.stdin, sys.stdout, sys.stderr = io.StringIO(""), out, err
         try:
             rc = cli.main(list(args))
@@ -91,14 +93,15 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float | None
                                        err.getvalue())
 
 
-def run_cli_process(*args: str, env: dict[str, str] | None = None, timeout: float = 120):
+def run_cli_process(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
+                    cwd: Path = REPO):
     """Run the real CLI in a subprocess (`python -m hwmgr`): for tests that need a process of
     its own (signals, a tty, a crash, environment read at start, its own timing)."""
     full_env = dict(os.environ)
     full_env.update(env or {})
     return subprocess.run(
         [*HWMGR, *args], capture_output=True, text=True, timeout=timeout, env=full_env,
-        cwd=REPO, check=False,
+        cwd=cwd, check=False,
     )
 
 
