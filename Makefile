@@ -28,7 +28,7 @@ LEG_VENVS := $(foreach v,$(PY_LEGS),.venv-$(v)/.installed)
 # the QEMU lab (issue 5): adds its packages to APT_TEST and the lab targets
 include lab/Makefile.inc
 
-.PHONY: all demo test check lint legs bench bytecode apt-run apt-test apt-vendor-kernel venv clean install-kernel-hooks
+.PHONY: all demo test check lint legs bench bytecode apt-run apt-test venv clean install-kernel-hooks
 
 all: test
 
@@ -38,11 +38,6 @@ apt-run:
 
 apt-test:
 	@scripts/apt-ensure $(APT_TEST)
-
-# Debian 11's 5.10 kernel (headers and image, pinned from bullseye): the Intel igb releases
-# in HWMGR_VENDOR_DIR predate Linux 6.1 (tests/test_vendor_igb.py, bench/upgrade)
-apt-vendor-kernel: apt-test
-	@scripts/apt-bullseye-kernel
 
 # --- python environment ------------------------------------------------------------
 $(STAMP): setup.cfg pyproject.toml
@@ -91,7 +86,7 @@ lint: venv
 
 # The CI command: lint, every test (slow ones and the QEMU lab included) under $(PY), and the
 # fast tests under each of $(PY_LEGS) (scripts/run-tests runs those beside the lab).
-test: apt-test apt-vendor-kernel venv legs lint
+test: apt-test venv legs lint
 	HWMGR_FUZZ_EXAMPLES=$(FUZZ_TEST) \
 	HWMGR_LEGS="$(foreach v,$(PY_LEGS),.venv-$(v)/bin/python)" \
 	  scripts/run-tests $(BIN)/python $(PYTEST_ARGS)
@@ -108,7 +103,7 @@ check: apt-test venv lint
 
 # every bench script present (bench/*, not the synth.py helper), one after the other
 BENCHES = $(sort $(filter-out %.py %.md,$(wildcard bench/*)))
-bench: apt-test apt-vendor-kernel venv
+bench: apt-test venv
 	@for b in $(BENCHES); do echo "== $$b =="; $(BIN)/python $$b || exit 1; done
 
 # the kernel gate's hooks (docs/kernel-gate.md) for a Debian/pip install; the RPM ships its own

@@ -3,9 +3,10 @@
 one before → `rollback` → `rollback --to inbox`, built for an installed kernel both releases
 support (not the running one, which has no headers here), checking after each step what
 `modinfo -k KVER igb` resolves (version, filename, srcversion) and the sha256 of every igb
-module file of KVER. The shared SRPMs (igb 5.9.3, 5.8.5) predate Linux 6.1: make test installs
-Debian 11's 5.10 headers and image for them (scripts/apt-bullseye-kernel), whose in-tree igb
-is the inbox driver; newer releases run the same story on Debian 12's 6.1.
+module file of KVER. The story takes the two newest SRPMs (igb 5.18.7 and 5.17.5, which build
+on Debian 12's own 6.1 headers); the older ones (5.9.3, 5.8.5) predate Linux 6.1 and are the
+real case of a vendor release too old for the target kernel: `recipe check` proves that it
+fails cleanly, naming the compiler's line.
 
 The SRPMs come from HWMGR_VENDOR_DIR (tests/vendor_env.py, docs/testing.md), checked against
 its SUMS.txt. Uses machine-wide /var/lib/dkms, /usr/src and /lib/modules like
@@ -104,8 +105,8 @@ def story(tmp_path: Path):
     remove_versions(DRIVER, kver, [new, old])
 
 
-def hw(s: dict, *args: str):
-    return run_cli(*args, env=s["env"], timeout=1800)
+def hw(s: dict, *args: str, cwd: Path | None = None):
+    return run_cli(*args, env=s["env"], timeout=1800, **({"cwd": cwd} if cwd else {}))
 
 
 def upgraded(s: dict, version: str) -> tuple[dict[str, str] | None, dict[str, str]]:
@@ -132,10 +133,11 @@ def test_igb_vendor_story(story: dict) -> None:
     if Path(f"/boot/vmlinuz-{kver}").exists():  # the image is installed: its in-tree igb
         assert inbox[0] and inbox[0]["filename"] == (
             f"/lib/modules/{kver}/kernel/drivers/net/ethernet/intel/igb/{DRIVER}.ko"), inbox
-    # 1. trust both vendor packages (the site layer names them without a checksum)
+    # 1. trust both vendor packages (the site layer names them without a checksum), as
+    # docs/catalog.md runs it: from the directory holding the file, by its name
     for version in (new, old):
-        res = hw(s, "catalog", "trust", DRIVER, version, "--file", str(s["srpms"][version]),
-                 "--yes")
+        res = hw(s, "catalog", "trust", DRIVER, version, "--file", s["srpms"][version].name,
+                 "--yes", cwd=s["srpms"][version].parent)
         assert res.returncode == 0, res.stderr
         assert f"package:    {DRIVER}-{version}-1" in res.stderr
     trusted = json.loads((Path(s["env"]["HWMGR_SITE_CATALOG_DIR"]) / "50-trusted.json")
@@ -151,8 +153,7 @@ def test_igb_vendor_story(story: dict) -> None:
     if igb_predates(old, kver):
         # 3'. Intel's code of the older release (at least) cannot compile for kver: the build
         # fails in DKMS, the transaction is undone, nothing is left behind. The full story
-        # needs two releases from IGB_KCOMPAT_6_1 on in HWMGR_VENDOR_DIR, or the 5.10 kernel
-        # headers make test installs (scripts/apt-bullseye-kernel).
+        # needs two releases from IGB_KCOMPAT_6_1 on in HWMGR_VENDOR_DIR.
         res = hw(s, "upgrade", DRIVER, "--to", old, "--kernel", kver, "--yes", "--offline",
                  "--mirror", str(vendor_dir()))
         assert res.returncode == EXIT_FAILED, res.stderr
@@ -190,20 +191,23 @@ def _dkms_trees() -> list[str]:
 @pytest.mark.slow  # DKMS builds of Intel's igb (30-60 s each on a quiet machine)
 def test_recipe_check_builds_each_vendor_srpm_for_the_kernels_it_supports(
         tmp_path: Path) -> None:
-    """`hwmgr recipe check` succeeds on each igb SRPM for every kernel here it supports (exit
-    0, the module at the release's version and the kernel's vermagic), and for a kernel the
-    oldest release predates names Intel's make line and the compiler's error (exit 1)."""
+    """`hwmgr recipe check igb --file igb-V-1.src.rpm`, the documented example run from the
+    directory that holds the file: each igb SRPM builds for every kernel here it supports
+    (exit 0, the module at the release's version and the kernel's vermagic); the newest
+    release that predates the newest kernel is refused naming Intel's make line and the
+    compiler's error (exit 1). DKMS's own trees are left as they were."""
     releases = srpms(DRIVER)
     before = _dkms_trees()
     kernels = {v: igb_kernels([v]) for v in releases}
-    if not all(kernels.values()):
-        unbuilt = next(v for v, ks in kernels.items() if not ks)
-        pytest.xfail(f"no kernel with headers here that igb {unbuilt} builds "
-                     f"for (releases before {IGB_KCOMPAT_6_1} need Linux < 6.1)")
-    for version, path in releases.items():
+    newest_kernel = headers_kernel()
+    assert newest_kernel, "linux-headers-amd64 must be installed (make test installs it)"
+    built = [v for v in newest_first(list(releases)) if kernels[v]]
+    assert built, f"no igb release here builds for a kernel with headers ({newest_kernel})"
+    for version in built:
         args = [a for k in kernels[version] for a in ("--kernel", k)]
-        res = run_cli("recipe", "check", DRIVER, "--file", str(path), *args, "--state-dir",
-                      str(tmp_path / version), "--json", timeout=1800)
+        path = releases[version]
+        res = run_cli("recipe", "check", DRIVER, "--file", path.name, *args, "--state-dir",
+                      str(tmp_path / version), "--json", timeout=1800, cwd=path.parent)
         assert res.returncode == 0, res.stdout + res.stderr
         data = json.loads(res.stdout)["data"]
         assert data["version"] == version
@@ -212,18 +216,20 @@ def test_recipe_check_builds_each_vendor_srpm_for_the_kernels_it_supports(
             assert (mod["file"], mod["version"]) == (f"{DRIVER}.ko", version), mod
             assert mod["vermagic"].split()[0] == k["kernel"]
         assert [k["kernel"] for k in data["kernels"]] == kernels[version]
-    oldest = newest_first(list(releases))[-1]
-    newest_kernel = headers_kernel()
-    if newest_kernel and igb_predates(oldest, newest_kernel):
-        res = run_cli("recipe", "check", DRIVER, "--file", str(releases[oldest]), "--kernel",
-                      newest_kernel, "--state-dir", str(tmp_path / "predates"), "--json",
-                      timeout=1800)
-        assert res.returncode == EXIT_FAILED, res.stderr
-        (k,) = json.loads(res.stdout)["data"]["kernels"]
-        fail = k["failure"]
-        assert re.fullmatch(rf"env make -j\d+ -C src BUILD_KERNEL={re.escape(newest_kernel)}",
-                            fail["make_line"]), fail["make_line"]
-        assert "error: too many arguments to function" in fail["first_error"]
-        assert "netif_napi_add" in fail["first_error"]
-        assert Path(fail["log"]).is_file()
+    too_old = [v for v in newest_first(list(releases)) if igb_predates(v, newest_kernel)]
+    if not too_old:
+        pytest.xfail(f"every igb release here builds for {newest_kernel}: the refusal of a "
+                     f"release too old for it needs one from before {IGB_KCOMPAT_6_1}")
+    path = releases[too_old[0]]
+    res = run_cli("recipe", "check", DRIVER, "--file", path.name, "--kernel", newest_kernel,
+                  "--state-dir", str(tmp_path / "predates"), "--json", timeout=1800,
+                  cwd=path.parent)
+    assert res.returncode == EXIT_FAILED, res.stderr
+    (k,) = json.loads(res.stdout)["data"]["kernels"]
+    fail = k["failure"]
+    assert re.fullmatch(rf"env make -j\d+ -C src BUILD_KERNEL={re.escape(newest_kernel)}",
+                        fail["make_line"]), fail["make_line"]
+    assert "error: too many arguments to function" in fail["first_error"]
+    assert "netif_napi_add" in fail["first_error"]
+    assert Path(fail["log"]).is_file()
     assert _dkms_trees() == before, "recipe check changed DKMS's trees"

@@ -96,8 +96,8 @@ def igb_predates(version: str, kver: str) -> bool:
 
 def igb_kernels(versions: list[str]) -> list[str]:
     """The kernels with headers here that every igb release of `versions` builds for, newest
-    first: Debian 12's 6.1 for releases from IGB_KCOMPAT_6_1 on, and Debian 11's 5.10, which
-    make test installs (scripts/apt-bullseye-kernel), for the older ones."""
+    first: Debian 12's 6.1 for releases from IGB_KCOMPAT_6_1 on; an older release has one
+    only where an older kernel's headers are installed (make test installs none)."""
     found = kernels_with_headers(Host("/", SubprocessRunner()))
     return [k for k in newest_kernels_first(found)
             if not any(igb_predates(v, k) for v in versions)]
