@@ -4,6 +4,7 @@ one tiny round each, no numbers asserted beyond their own sanity checks)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,9 +33,13 @@ def test_bench_script_runs(argv: list[str]) -> None:
     assert "Traceback" not in res.stderr
     if argv[1:2] == ["--snapshots"]:  # the playbook, then the batch check alone
         assert "of which check --roots-from" in res.stdout, res.stdout
-    elif argv[1:2] == ["--contacted"]:  # the playbook's ratio to ping, its hosts checked
-        assert "ratio playbook/ping" in res.stdout and "compliant 3, drift 1" in res.stdout, \
+    elif argv[1:2] == ["--contacted"]:  # the playbook's ratio to ping, cold then warm, its
+        # hosts checked, each with a cache of its own that the cold night filled
+        assert "compliant 3, drift 1" in res.stdout and "(4 of 4 filled" in res.stdout, \
             res.stdout
+        for night in ("cold", "warm"):
+            assert re.search(rf"fleet-check.yml, {night} cache: .* = \d+\.\d\dx ping",
+                             res.stdout), res.stdout
     elif argv[0] == "bench/fleet":  # each goal printed with its ratio
         for what in ("fleet-report    ", "fleet-report peak RSS", "fleet-report CPU"):
             line = next((ln for ln in res.stdout.splitlines() if what in ln), "")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 from support import HOSTS, REPO, run_cli
 
@@ -136,3 +138,24 @@ def test_help_without_a_verb_goes_to_stderr_with_exit_2() -> None:
     assert res.returncode == 2 and res.stdout == "" and res.stderr.startswith("usage: hwmgr")
     res = run_cli("--bogus")  # anything else still goes through argparse
     assert res.returncode == 2 and "unrecognized arguments: --bogus" in res.stderr
+
+
+def test_relative_paths_are_resolved_where_the_user_stands(tmp_path: Path) -> None:
+    """A documented example run from the directory holding its file, by the file's name:
+    the path is made absolute at the CLI edge, before any step changes directory."""
+    from hwmgr.cli import absolute_paths
+
+    res = run_cli("check", "--json", "--root", "seed002-before", cwd=HOSTS)
+    assert res.returncode == 5, res.stderr
+    assert json.loads(res.stdout)["data"]["host"]["hostname"] == "server"
+    args = argparse.Namespace(file="igb-5.18.7-1.src.rpm", mirror="https://mirror.example/x",
+                              results=[Path("r")], out="-", verb="x")
+    old = os.getcwd()
+    try:
+        os.chdir(tmp_path)
+        absolute_paths(args)
+    finally:
+        os.chdir(old)
+    assert args.file == str(tmp_path / "igb-5.18.7-1.src.rpm")
+    assert args.mirror == "https://mirror.example/x" and args.out == "-"
+    assert args.results == [tmp_path / "r"]
