@@ -54,6 +54,23 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ[key] = value
 
 
+# Modules whose slow tests change this machine's own DKMS tree, /usr/src, /lib/modules or
+# rpm database (the hwmgrtest module, Intel's igb, the benches' upgrades): marked
+# machine_wide, they run one after the other in one pytest process while another runs the
+# rest beside them (scripts/run-tests; xdist's loadgroup does not group under pytest 9).
+MACHINE_WIDE = {"test_build_log.py", "test_dkms.py", "test_initramfs.py", "test_kernel_gate.py",
+                "test_lifecycle.py", "test_package.py", "test_recipe_check.py",
+                "test_trust_story.py", "test_vendor_igb.py", "test_verify.py", "test_bench.py",
+                "test_hostile_tool_output.py", "test_signature.py"}
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """The slow tests of MACHINE_WIDE modules are machine_wide (marked as each is collected,
+    so that -m selects by it)."""
+    if item.path.name in MACHINE_WIDE and item.get_closest_marker("slow"):
+        item.add_marker(pytest.mark.machine_wide)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The QEMU lab (tests/lab) is slow as a whole: make check leaves it out."""
     for item in items:

@@ -72,7 +72,8 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
             return {"allOf": [target, walk(rest, stack)]} if rest else target
         return {k: walk(v, stack) for k, v in node.items()}
 
-    return walk(schema, ())
+    inlined: dict[str, Any] = walk(schema, ())
+    return inlined
 
 
 def findings(data: Any, partial: bool = False) -> list[Finding]:
