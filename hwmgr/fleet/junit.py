@@ -131,7 +131,7 @@ def junit_chunks(report: Report, groups: dict[str, str]) -> Iterator[bytes]:
     totals = _totals(report)
     tally = " ".join(f'{key}="{totals.get(key, 0)}"' for key in COUNTS)
     yield (f"<?xml version='1.0' encoding='utf-8'?>\n"
-           f'<testsuites name="hwmgr fleet compliance" {tally}>').encode("utf-8")
+           f'<testsuites name="hwmgr fleet compliance" {tally}>').encode()
     stamp = _a(report["generated"])
     cases_of: dict[int, tuple[str, str, str]] = {}
     suites: list[str] = []
