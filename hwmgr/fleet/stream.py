@@ -58,13 +58,12 @@ class JSONStream:
         """Drop what was consumed, append the next chunk; False at the end of the file."""
         if self.eof:
             return False
-        done = self.buf[:self.i]
-        nl = done.rfind("\n")
+        nl = self.buf.rfind("\n", 0, self.i)
         if nl >= 0:
-            self.lines += done.count("\n")
-            self.col = len(done) - nl - 1
+            self.lines += self.buf.count("\n", 0, self.i)
+            self.col = self.i - nl - 1
         else:
-            self.col += len(done)
+            self.col += self.i
         self.buf, self.i = self.buf[self.i:], 0
         try:
             raw = os.read(self.fd, CHUNK)
@@ -117,33 +116,38 @@ class JSONStream:
             except json.JSONDecodeError as exc:
                 truncated = exc.msg.startswith("Unterminated string") or \
                     exc.pos >= len(self.buf) - _NEAR_END
-                if truncated and self._read_on(what):
+                if truncated and not self.eof:  # the window may end inside the value
+                    self._read_on(what)
                     continue
                 raise self._fail(exc.msg, exc.pos) from None
-            except safejson.JSONError as exc:
+            except safejson.JSONError as exc:  # an integer too long, or one cut by the window
+                if not self.eof and self.buf[-1:].isdigit():
+                    self._read_on(what)
+                    continue
                 raise BadInputError(f"{self.where}: not valid JSON ({exc})") from None
             except RecursionError:
                 raise self._deep() from None
             except ValueError as exc:
                 raise BadInputError(f"{self.where}: not valid JSON (unusable value "
                                     f"({type(exc).__name__}))") from None
-            if end >= len(self.buf) and self._read_on(what):
-                continue  # a number or literal may go on in the next chunk
+            if end >= len(self.buf) and not self.eof:
+                self._read_on(what)  # a number or literal may go on in the next chunk
+                continue
             break
         if not safejson._depth_ok(val, depth):  # noqa: SLF001
             raise self._deep()
-        if safejson._SURROGATE_ESCAPE.search(self.buf, self.i, end):  # noqa: SLF001
+        if self.buf.find("\\u", self.i, end) >= 0 and \
+                safejson._SURROGATE_ESCAPE.search(self.buf, self.i, end):  # noqa: SLF001
             val = safejson._escape_surrogates(val)  # noqa: SLF001
         self.i = end
         return val
 
-    def _read_on(self, what: str) -> bool:
-        if self.eof:
-            return False
+    def _read_on(self, what: str) -> None:
+        """One more chunk for the value at `i`, unless it is already over `max_value`."""
         if len(self.buf) - self.i > self.max_value:
             raise BadInputError(f"{self.where}: {what}: larger than {self.max_value} bytes; "
                                 "refusing to read it")
-        return self._more()
+        self._more()
 
     def _deep(self) -> BadInputError:
         return BadInputError(f"{self.where}: not valid JSON (nested more than "
