@@ -18,7 +18,7 @@ from hwmgr.fleet.report import NO_CHECK, Report, finding_name
 from hwmgr.output import printable
 
 COUNTS = ("tests", "failures", "errors", "skipped")
-CHUNK = 1 << 20  # characters of XML handed to the writer at a time
+CHUNK = 1 << 20  # bytes of XML handed to the writer at a time
 
 
 def _x(value: Any) -> str:
@@ -47,9 +47,9 @@ def _case(cls: str, name: str, inner: str = "") -> str:
     return f"{head}>{inner}</testcase>" if inner else f"{head} />"
 
 
-def _finding_case(f: Any) -> tuple[str, str, str]:
-    """A problem finding's testcase after its class name (` name="…">…</testcase>`), and
-    the count it adds to (`failures` or `skipped`)."""
+def _finding_case(f: Any) -> tuple[bytes, bool]:
+    """A problem finding's testcase after its class name (` name="…">…</testcase>`) as
+    UTF-8, and whether it is a failure (else skipped)."""
     if f["status"] == "drift":
         msg = f"expected {_x(f['expected'])}, actual {_x(f['actual'])}"
         body = [msg]
@@ -58,17 +58,16 @@ def _finding_case(f: Any) -> tuple[str, str, str]:
         body.append(f"fix: {f['fix']}" if f.get("fix") else "fix: none known")
         text = escape(_x_lines("\n".join(body)))
         inner = f'<failure message={_a(msg)} type="drift">{text}</failure>'
-        kind = "failures"
     else:  # unknown, uncatalogued, unsupported: not judged, so not a pass
         why = _x(f"{f['status']}: {f.get('reason') or 'no reason given'}")
         inner = f"<skipped message={_a(why)} />"
-        kind = "skipped"
-    return f" name={_a(_x(finding_name(f)))}>{inner}</testcase>", kind, f["status"]
+    return (f" name={_a(_x(finding_name(f)))}>{inner}</testcase>".encode(),
+            f["status"] == "drift")
 
 
 def _host_cases(cls: str, host: Any, counts: Counter[str],
-                cases_of: dict[int, tuple[str, str, str]] | None = None) -> list[str]:
-    """The host's testcases as XML text; `counts` gets their tally. `cases_of` keeps each
+                cases_of: dict[int, tuple[bytes, bool]] | None = None) -> list[bytes]:
+    """The host's testcases as UTF-8 XML; `counts` gets their tally. `cases_of` keeps each
     finding's testcase by the finding's identity (hosts share equal findings: `results`),
     so its text is escaped once per run, not once per host."""
     if host["status"] in NO_CHECK:
@@ -76,15 +75,15 @@ def _host_cases(cls: str, host: Any, counts: Counter[str],
         err = (f"<error message={_a(why)} type={_a(host['status'])}>"
                f"{escape(_x_lines(host['error'] or ''))}</error>")
         counts.update(tests=1, errors=1)
-        return [_case(cls, "hwmgr check", err)]
+        return [_case(cls, "hwmgr check", err).encode()]
     cases = []
     if host["status"] == "reboot-pending":
         cases.append(_case(cls, "reboot", '<skipped message="reboot pending: the armed state '
-                                          'is not live yet" />'))
+                                          'is not live yet" />').encode())
         counts.update(tests=1, skipped=1)
     cases_of = {} if cases_of is None else cases_of
-    head = f"<testcase classname={_a(cls)}"
-    ok = tests = failures = skipped = 0
+    head = f"<testcase classname={_a(cls)}".encode()
+    ok = tests = failures = 0
     for f in host["findings"]:
         case = cases_of.get(id(f))
         if case is None:
@@ -93,14 +92,11 @@ def _host_cases(cls: str, host: Any, counts: Counter[str],
                 continue
             case = cases_of[id(f)] = _finding_case(f)
         tests += 1
-        if case[1] == "failures":
-            failures += 1
-        else:
-            skipped += 1
+        failures += case[1]
         cases.append(head + case[0])
-    counts.update(tests=tests, failures=failures, skipped=skipped)
+    counts.update(tests=tests, failures=failures, skipped=tests - failures)
     if ok or not host["findings"]:
-        cases.append(_case(cls, f"compliant items ({ok})"))
+        cases.append(_case(cls, f"compliant items ({ok})").encode())
         counts.update(tests=1)
     return cases
 
@@ -133,22 +129,23 @@ def junit_chunks(report: Report, groups: dict[str, str]) -> Iterator[bytes]:
     yield (f"<?xml version='1.0' encoding='utf-8'?>\n"
            f'<testsuites name="hwmgr fleet compliance" {tally}>').encode()
     stamp = _a(report["generated"])
-    cases_of: dict[int, tuple[str, str, str]] = {}
-    suites: list[str] = []
+    cases_of: dict[int, tuple[bytes, bool]] = {}
+    suites: list[bytes] = []
     size = 0
     for name, host in report["hosts"].items():
         counts: Counter[str] = Counter()
         cases = _host_cases(class_name(groups.get(name, "ungrouped"), name), host, counts,
                             cases_of)
         tally = " ".join(f'{key}="{counts.get(key, 0)}"' for key in COUNTS)
-        suites.append(f"\n<testsuite name={_a(_x(name))} timestamp={stamp} {tally}>"
-                      f"{''.join(cases)}</testsuite>")
-        size += len(suites[-1])
+        suites.append(f"\n<testsuite name={_a(_x(name))} timestamp={stamp} {tally}>".encode())
+        suites.extend(cases)
+        suites.append(b"</testsuite>")
+        size += sum(map(len, cases))
         if size > CHUNK:
-            yield "".join(suites).encode("utf-8")
+            yield b"".join(suites)
             suites, size = [], 0
-    suites.append("\n</testsuites>\n" if report["hosts"] else "\n\n</testsuites>\n")
-    yield "".join(suites).encode("utf-8")
+    suites.append(b"\n</testsuites>\n" if report["hosts"] else b"\n\n</testsuites>\n")
+    yield b"".join(suites)
 
 
 def junit_xml(report: Report, groups: dict[str, str]) -> bytes:

@@ -68,10 +68,12 @@ _REF_URL = frozenset(("ref", "url"))
 def _frozen(value: Any) -> Any:
     """A hashable stand-in for a finding's value that no value of another JSON text equals
     (the caller adds each value's type, so 1, 1.0 and true stay apart)."""
-    if isinstance(value, dict):
-        items = tuple(value.items())
-        if all(type(v) is str or v is None for _, v in items):
-            return ("{", items)
+    if isinstance(value, (dict, list)):  # a flat one, e.g. a limit {"min": 10000}
+        items = tuple(value.items()) if isinstance(value, dict) else tuple(value)
+        kinds = tuple(type(v) for _, v in items) if isinstance(value, dict) else \
+            tuple(map(type, items))
+        if _SCALARS.issuperset(kinds):
+            return (type(value), items, kinds)
     if isinstance(value, float):
         return repr(value)  # -0.0 == 0.0, yet they are written differently
     return json.dumps(value, ensure_ascii=False)  # equal texts: equal values, written alike

@@ -36,8 +36,8 @@ class JSONStream:
         self.where, self.max_bytes, self.max_value = where, max_bytes, max_value
         self.fd = _open_regular(path, where, max_bytes)
         self.buf, self.i, self.eof = "", 0, False
-        self.lines = 0  # newlines before buf[0]
-        self.col = 0  # characters since the last of them, before buf[0]
+        self.newlines = 0  # newlines read so far (the window's included)
+        self.col = 0  # characters since the last newline before buf[0], before buf[0]
         self.fed = 0  # bytes read so far
         self.utf8 = codecs.getincrementaldecoder("utf-8")()
         self.decoder = json.JSONDecoder(parse_int=safejson._parse_int)  # noqa: SLF001
@@ -59,11 +59,7 @@ class JSONStream:
         if self.eof:
             return False
         nl = self.buf.rfind("\n", 0, self.i)
-        if nl >= 0:
-            self.lines += self.buf.count("\n", 0, self.i)
-            self.col = self.i - nl - 1
-        else:
-            self.col += self.i
+        self.col = self.i - nl - 1 if nl >= 0 else self.col + self.i
         self.buf, self.i = self.buf[self.i:], 0
         try:
             raw = os.read(self.fd, CHUNK)
@@ -76,6 +72,7 @@ class JSONStream:
             raise BadInputError(f"{self.where}: not valid JSON (not UTF-8 text (byte "
                                 f"{self.fed - pending + exc.start}))") from None
         self.fed += len(raw)
+        self.newlines += raw.count(b"\n")  # a byte 0x0a is always a newline in UTF-8
         if self.fed > self.max_bytes:
             raise BadInputError(f"{self.where}: larger than {self.max_bytes} bytes; refusing "
                                 "to read it")
@@ -87,7 +84,7 @@ class JSONStream:
         """`json`'s message at `pos` of the window, with the line and column in the file."""
         pos = self.i if pos is None else pos
         nls = self.buf.count("\n", 0, pos)
-        line = self.lines + nls + 1
+        line = self.newlines - self.buf.count("\n", pos) + 1
         col = pos - self.buf.rfind("\n", 0, pos) if nls else self.col + pos + 1
         return BadInputError(f"{self.where}: not valid JSON ({msg} (line {line} column {col}))")
 
@@ -134,10 +131,13 @@ class JSONStream:
                 self._read_on(what)  # a number or literal may go on in the next chunk
                 continue
             break
-        if not safejson._depth_ok(val, depth):  # noqa: SLF001
+        # fewer brackets than `depth` cannot nest deeper: the walk only for the few that could
+        brackets = self.buf.count("{", self.i, end) + self.buf.count("[", self.i, end)
+        if brackets > depth and not safejson._depth_ok(val, depth):  # noqa: SLF001
             raise self._deep()
-        if self.buf.find("\\u", self.i, end) >= 0 and \
-                safejson._SURROGATE_ESCAPE.search(self.buf, self.i, end):  # noqa: SLF001
+        # a lone surrogate can only be written as an escape: the pattern only where one is
+        if (self.buf.find("\\ud", self.i, end) >= 0 or self.buf.find("\\uD", self.i, end) >= 0) \
+                and safejson._SURROGATE_ESCAPE.search(self.buf, self.i, end):  # noqa: SLF001
             val = safejson._escape_surrogates(val)  # noqa: SLF001
         self.i = end
         return val
