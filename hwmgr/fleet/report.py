@@ -7,7 +7,7 @@ import datetime as _dt
 import json
 from collections import Counter
 from importlib import resources
-from typing import Any, Dict, Iterator, TypedDict
+from typing import Any, Dict, Iterator, TypedDict, cast
 
 from hwmgr.errors import (
     EXIT_DRIFT,
@@ -122,7 +122,7 @@ def report_chunks(report: Report) -> Iterator[bytes]:
             continue
         parts.append(b"{")
         size = 0
-        for i, (name, host) in enumerate(value.items()):
+        for i, (name, host) in enumerate(cast("dict[str, HostEntry]", value).items()):
             parts.append((b"," if i else b"") + b(name) + b":{")
             for j, (field, val) in enumerate(host.items()):
                 parts.append((b"," if j else b"") + b(field) + b":")
@@ -130,7 +130,7 @@ def report_chunks(report: Report) -> Iterator[bytes]:
                     parts.append(b(val))
                     continue
                 texts = []
-                for f in val:
+                for f in cast("list[Finding]", val):
                     text = done.get(id(f))
                     if text is None:
                         text = done[id(f)] = b(f)

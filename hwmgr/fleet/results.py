@@ -260,7 +260,7 @@ def read_results(paths: list[Path]) -> dict[str, LoadedHost]:
     return hosts
 
 
-class _Hosts(dict):  # type: ignore[type-arg]
+class _Hosts(dict):
     """A `hosts` object read a host at a time: name → its loaded entry, or the error that
     entry gave, raised only if this object turns out to be the one the file's shape uses
     (json's rules: a repeated key's last value counts)."""

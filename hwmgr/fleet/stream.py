@@ -107,6 +107,8 @@ class JSONStream:
         """The next value, decoded whole; `depth` levels of nesting allowed in it, `what`
         names it when it is too large."""
         self.peek()
+        val: Any = None
+        end = 0
         while True:
             try:
                 val, end = self.decoder.raw_decode(self.buf, self.i)
