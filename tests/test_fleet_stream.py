@@ -235,3 +235,22 @@ def test_json_rules_on_repeated_keys_and_the_envelope(tmp_path: Path) -> None:
     doc = envelope({"b": good})
     path.write_text('{"hosts": {"z": 1}, ' + json.dumps(doc)[1:])
     assert set(read_results_file(path)) == {"b"}
+
+
+def test_lone_surrogates_are_escaped_in_what_is_kept(tmp_path: Path) -> None:
+    """As the whole-document reader escapes them (safejson), in the findings, errors and
+    names the report keeps; the text of what it drops is not searched."""
+    hosts = fleet_data.fleet()
+    drifting = hosts["rtr-22.dc2"]["check"]
+    drifting["findings"][2]["reason"] = "bad \ud800 read"
+    drifting["findings"][3]["expected"] = {"min": "\udfff"}
+    drifting["host"] = {"hostname": "\udc80"}
+    hosts["old-01.dc1"]["error"] = "ssh: \udc80"
+    hosts["na\ud801me"] = hosts.pop("old-02.dc1")
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"hosts": hosts}))  # the file has \ud800 escapes, as Ansible's
+    doc = safejson.load_file(path)
+    assert read_results_file(path) == {n: load_host(raw, n) for n, raw in doc["hosts"].items()}
+    kept = read_results_file(path)
+    assert "na\\ud801me" in kept and kept["old-01.dc1"]["error"] == "ssh: \\udc80"
+    assert any(f["reason"] == "bad \\ud800 read" for f in kept["rtr-22.dc2"]["findings"])

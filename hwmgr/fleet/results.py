@@ -103,7 +103,10 @@ class Interner:
                                      for v, t in zip(values, types)), types)
         found = self.findings.get(key)
         if found is None:
-            found = self.findings[key] = _finding(raw, base, i)
+            # lone surrogates escaped as the whole-document reader does (read_results_file
+            # leaves it to what is kept); once per distinct finding
+            found = self.findings[key] = safejson._escape_surrogates(  # noqa: SLF001
+                _finding(raw, base, i))
             self.order[id(found)] = sort_key(found)
         return found
 
@@ -276,11 +279,20 @@ def _stream_hosts(js: JSONStream, base: str, depth: int, interner: Interner) -> 
     out = _Hosts()
     for name in js.members():
         where = f"{base}.hosts[{name!r}]"
-        raw = js.value(depth, f"hosts[{name!r}]")
+        # lone surrogates: escaped in what the host keeps (below and Interner.finding), not
+        # searched for in all of its text
+        raw = js.value(depth, f"hosts[{name!r}]", surrogates=False)
         try:
-            out[name] = load_host(raw, where, interner)
+            host = load_host(raw, where, interner)
         except BadInputError as exc:
-            out[name] = exc
+            out[name] = BadInputError(safejson._escape_surrogates(exc.message))  # noqa: SLF001
+        else:
+            escape = safejson._escape_surrogates  # noqa: SLF001
+            if host["error"] is not None:
+                host["error"] = escape(host["error"])
+            if host["catalog_version"] is not None:
+                host["catalog_version"] = escape(host["catalog_version"])
+            out[name] = host
         del raw  # the host's whole result goes before the next is read
     return out
 

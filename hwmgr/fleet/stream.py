@@ -103,9 +103,11 @@ class JSONStream:
         self.i += 1
 
     # -------------------------------------------------------------- values and objects
-    def value(self, depth: int, what: str = "a value") -> Any:
+    def value(self, depth: int, what: str = "a value", surrogates: bool = True) -> Any:
         """The next value, decoded whole; `depth` levels of nesting allowed in it, `what`
-        names it when it is too large."""
+        names it when it is too large. With `surrogates` false the caller escapes lone
+        surrogates itself, in the little it keeps of the value, sparing a pass over the
+        whole text."""
         self.peek()
         val: Any = None
         end = 0
@@ -138,8 +140,7 @@ class JSONStream:
         if brackets > depth and not safejson._depth_ok(val, depth):  # noqa: SLF001
             raise self._deep()
         # a lone surrogate can only be written as an escape: the pattern only where one is
-        if (self.buf.find("\\ud", self.i, end) >= 0 or self.buf.find("\\uD", self.i, end) >= 0) \
-                and safejson._SURROGATE_ESCAPE.search(self.buf, self.i, end):  # noqa: SLF001
+        if surrogates and safejson._SURROGATE_ESCAPE.search(self.buf, self.i, end):  # noqa: SLF001
             val = safejson._escape_surrogates(val)  # noqa: SLF001
         self.i = end
         return val
