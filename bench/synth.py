@@ -181,9 +181,10 @@ def _drifted_values(outputs: list[dict[str, Any]]) -> dict[tuple[str, str, str],
 
 
 def source_shape(entry: dict[str, Any]) -> dict[str, Any]:
-    """The same entry in check's coming shape (schema 3), SIMULATED for a labelled
-    comparison only: each finding's evidence text replaced by `source` {ref, url}, the url
-    the first one the text names, the ref made from the item."""
+    """The same entry in check's schema-3 shape, SIMULATED for a labelled comparison only:
+    each finding's evidence text replaced by `source` {ref, url}, the url the first one the
+    text names, the ref made from the item. Output that has `source` already (a check of
+    schema 3) is left as it is."""
     import re
 
     data = entry["check"]
@@ -191,6 +192,9 @@ def source_shape(entry: dict[str, Any]) -> dict[str, Any]:
         return entry
     findings = []
     for f in data.get("findings") or []:
+        if "source" in f:
+            findings.append(f)
+            continue
         g = {k: v for k, v in f.items() if k != "evidence"}
         ev = f.get("evidence")
         if ev is None:
@@ -202,7 +206,8 @@ def source_shape(entry: dict[str, Any]) -> dict[str, Any]:
                    if kind in ("known_issue", "firmware_min") else f"rule:{f['item']}")
             g["source"] = {"ref": ref, "url": m.group(0) if m else None}
         findings.append(g)
-    return {**entry, "check": {**data, "schema_version": 3, "findings": findings}}
+    return {**entry, "check": {**data, "schema_version": max(3, data.get("schema_version") or 1),
+                               "findings": findings}}
 
 
 def real_fleet(outputs: list[dict[str, Any]], n: int, seed: int = 38,
