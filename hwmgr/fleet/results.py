@@ -98,6 +98,12 @@ class Interner:
         key: Any
         if _SCALARS.issuperset(types):
             key = (tuple(raw), values, types)
+        elif types[-1] is dict and _SCALARS.issuperset(types[:-1]) and \
+                _SCALARS.issuperset(map(type, values[-1].values())):
+            # schema 3: scalars, then a flat `source` {ref, url}; keyed without a Python loop
+            last = values[-1]
+            key = (tuple(raw), values[:-1], types, tuple(last.items()),
+                   tuple(map(type, last.values())))
         else:
             key = (tuple(raw), tuple(v if t in _SCALARS else _frozen(v)
                                      for v, t in zip(values, types)), types)
