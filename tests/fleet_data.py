@@ -131,7 +131,10 @@ EXTRA_FEATURES = ("rx-checksumming", "tx-checksumming", "scatter-gather",
 def big_fleet(n: int, seed: int = 26) -> dict[str, dict[str, Any]]:
     """`n` hosts as a large site's night looks: ~45 % drifting on a few of the tuning items
     (some items much more often than others), ~3 % unknown, ~1 % without a result, the rest
-    compliant; 40 sites in the names (`web0001.dc07.example.net`), values varied per host."""
+    compliant; 40 sites in the names (`web0001.dc07.example.net`), values varied per host.
+    For the report's logic (paging, filters, counts): its findings are compact (~4.6 KB a
+    host), so figures of size and speed come from `bench/fleet --report`, which builds its
+    hosts from real check output (bench/synth.py `real_fleet`)."""
     import random
 
     rnd = random.Random(seed)

@@ -100,6 +100,40 @@ def test_report_matches_schema_and_counts(built: dict[str, Any]) -> None:
     assert fleet_data.HOSTILE in rep["hosts"]
 
 
+def test_outputs_in_pieces_and_from_shared_findings_are_the_same_documents(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fleet-report.json and the JUnit XML made a piece at a time are what one json.dumps and
+    one string give, and the same whether hosts share equal findings (as `read_results`
+    makes them) or each holds its own copies."""
+    from hwmgr.fleet import junit, view
+    from hwmgr.fleet.results import read_results
+    from hwmgr.fleet.trend import next_trend
+
+    fleet_data.write_results(tmp_path / "r")
+    for name, entry in fleet_data.big_fleet(120).items():
+        (tmp_path / "r" / f"{name}.json").write_text(json.dumps(entry))
+    shared = fr.build_report(read_results([tmp_path / "r"]), generated="2026-11-23T02:00:00Z")
+    own = fr.build_report({p.stem: load_host(json.loads(p.read_text()), p.name)
+                           for p in sorted((tmp_path / "r").glob("*.json"))},
+                          generated="2026-11-23T02:00:00Z")
+    ids = {id(f) for h in shared["hosts"].values() for f in h["findings"]}
+    assert len(ids) < sum(len(h["findings"]) for h in shared["hosts"].values()) / 5
+    whole = (json.dumps(own, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    monkeypatch.setattr(fr, "CHUNK", 100)
+    monkeypatch.setattr(junit, "CHUNK", 100)
+    for rep in (shared, own):
+        pieces = list(fr.report_chunks(rep))
+        assert len(pieces) > 10 and b"".join(pieces) == whole
+    groups = {n: "g" for n in own["hosts"]}
+    assert b"".join(junit.junit_chunks(shared, groups)) == junit_xml(own, groups)
+    trend = next_trend(None, [], own)
+    new = news(None, own)
+    assert render_html(shared, [], groups=groups, news=new) == render_html(
+        own, [], groups=groups, news=new)
+    assert view.fleet_items(shared, str) == view.fleet_items(own, str)
+    assert trend["drift"] == next_trend(None, [], shared)["drift"]
+
+
 def test_uncatalogued_items_leave_a_host_compliant(built: dict[str, Any]) -> None:
     """Format 2: a driver version the catalog has no verdict on is its own item status and
     count; the host stays compliant (not unknown)."""

@@ -37,6 +37,7 @@ OWN_FILES = {
     "lifecycle/package.py": "reads the unpacked SRPM tree in its work dir to pack it",
     "catalog/validate.py": "reads the catalog files the user named (regular files only)",
     "fleet/report.py": "reads the per-host result and history files the user named",
+    "fleet/stream.py": "reads the many-hosts results file the user named, a host at a time",
     "commands/apply.py": "reads the --changes file the user named (a check result or list)",
     "safejson.py": "reads the JSON files the user named (--changes, fleet results, --history)",
 }

@@ -22,9 +22,9 @@ from hwmgr.errors import (
 )
 from hwmgr.fleet.groups import assign, compile_pattern, read_groups
 from hwmgr.fleet.html import render_html
-from hwmgr.fleet.junit import junit_xml
+from hwmgr.fleet.junit import junit_chunks
 from hwmgr.fleet.prom import failure_registry, fleet_registry
-from hwmgr.fleet.report import Report, build_report, exit_code
+from hwmgr.fleet.report import build_report, exit_code, report_chunks
 from hwmgr.fleet.results import load_history, read_results
 from hwmgr.fleet.trend import TREND_FILE, Trend, load_trend, news, next_trend
 from hwmgr.fleet.view import fleet_items
@@ -149,8 +149,8 @@ def _run(args: argparse.Namespace, ctx: Any) -> Outcome:
     trend = next_trend(previous, history, report)
     items = fleet_items(report, value_text)  # once, for the page and the metrics
     files = write_outputs(args.out, {
-        "fleet-report.json": _json(report),
-        "fleet-report.xml": junit_xml(report, groups),
+        "fleet-report.json": report_chunks(report),
+        "fleet-report.xml": junit_chunks(report, groups),
         "fleet-report.html": render_html(report, trend["points"][:-1], groups=groups,
                                          news=new, shown=value_text, items=items).encode("utf-8"),
         TREND_FILE: (json.dumps(trend, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -190,9 +190,3 @@ def _run(args: argparse.Namespace, ctx: Any) -> Outcome:
                    data={"summary": s, "catalog_version": report["catalog_version"],
                          "generated": report["generated"], "new_since": since,
                          "files": [str(f) for f in files]})
-
-
-def _json(report: Report) -> bytes:
-    """fleet-report.json, compact: the C encoder writes 10,000 hosts in about a second, the
-    indenting one took most of fleet-report's run."""
-    return (json.dumps(report, ensure_ascii=False, separators=(",", ":")) + "\n").encode()

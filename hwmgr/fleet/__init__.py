@@ -3,8 +3,9 @@
 Each host contributes a small dict `{name, status, check, error}` (status compliant, drift,
 unknown, reboot-pending from the check's exit code; unreachable or failed when there is no
 check result): a directory of one JSON file per host, or one file of many hosts (what the
-playbook writes, or `check --roots-from --json`), read and checked by `results` (with the
-earlier reports of `--history`). `report` turns them into the normative fleet-report.json
+playbook writes, or `check --roots-from --json`), read and checked by `results` a host at a time
+(one big file through `stream`), each host reduced to what the report keeps (with the earlier
+reports of `--history`). `report` turns them into the normative fleet-report.json
 (schema: hwmgr/schemas/fleet-report.schema.json); `view` computes what a person reads first
 (items × hosts across the fleet, groups, hosts by severity, the compact per-host data);
 `groups` says which group each host is in; `trend` keeps the small fleet-trend.json (every

@@ -45,10 +45,18 @@ def drift_key(f: dict[str, Any]) -> str:
 
 
 def drift_of(report: Report) -> dict[str, list[str]]:
-    """{host: drift keys} of the hosts with any drifting item."""
+    """{host: drift keys} of the hosts with any drifting item; each distinct finding's key
+    made once (hosts share equal findings: `results`)."""
     out = {}
+    made: dict[int, str] = {}
     for name, host in report["hosts"].items():
-        keys = [drift_key(f) for f in host["findings"] if f["status"] == "drift"]
+        keys = []
+        for f in host["findings"]:
+            if f["status"] == "drift":
+                key = made.get(id(f))
+                if key is None:
+                    key = made[id(f)] = drift_key(f)
+                keys.append(key)
         if keys:
             out[name] = keys
     return out

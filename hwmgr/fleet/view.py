@@ -34,26 +34,39 @@ class FleetItem(TypedDict):
 
 def fleet_items(report: Report, shown: Shown, statuses: tuple[str, ...] = ITEM_ORDER,
                 top: int = 3) -> list[FleetItem]:
-    """Items by status, worst first, then by the number of hosts that have them."""
+    """Items by status, worst first, then by the number of hosts that have them. Each
+    distinct finding is looked at once (hosts share equal findings: `results`) and counted
+    as often as hosts have it."""
     hosts: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    seen: dict[int, tuple[str, str, str] | None] = {}  # id of a finding -> its key, if counted
+    uses: Counter[int] = Counter()  # id of a problem finding -> findings like it
+    firsts: dict[int, Any] = {}  # id -> the finding
+    for name, host in report["hosts"].items():
+        for f in host["findings"]:
+            i = id(f)
+            if i not in seen:
+                seen[i] = (f["layer"], f["item"], f["status"]) if f["status"] in statuses \
+                    else None
+                firsts[i] = f
+            key = seen[i]
+            if key is None:
+                continue
+            hosts[key].add(name)
+            if key[2] != "ok":  # counted only: values of what complies are what the catalog says
+                uses[i] += 1
     exp: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
     act: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
     fixes: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
     reasons: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
-    for name, host in report["hosts"].items():
-        for f in host["findings"]:
-            if f["status"] not in statuses:
-                continue
-            key = (f["layer"], f["item"], f["status"])
-            hosts[key].add(name)
-            if f["status"] == "ok":
-                continue  # counted only: values of what complies are what the catalog says
-            exp[key][shown(f["expected"])] += 1
-            act[key][shown(f["actual"])] += 1
-            if f.get("fix"):
-                fixes[key][f["fix"]] += 1
-            if f.get("reason"):
-                reasons[key][f["reason"]] += 1
+    for i, n in uses.items():  # in the order first met, so ties rank as before
+        f, key = firsts[i], seen[i]
+        assert key is not None
+        exp[key][shown(f["expected"])] += n
+        act[key][shown(f["actual"])] += n
+        if f.get("fix"):
+            fixes[key][f["fix"]] += n
+        if f.get("reason"):
+            reasons[key][f["reason"]] += n
     out: list[FleetItem] = []
     for key, names in hosts.items():
         layer, item, status = key
@@ -75,7 +88,10 @@ def group_rows(report: Report, groups: dict[str, str]) -> list[dict[str, Any]]:
                                   "items": Counter()})
         row["hosts"] += 1
         row["status"][host["status"]] += 1
-        row["items"].update({f["item"] for f in host["findings"] if f["status"] == "drift"})
+        # each drifting item once per host, in the host's order (a set's order changed from
+        # run to run, and with it which of two items with as many hosts came first)
+        row["items"].update(dict.fromkeys(f["item"] for f in host["findings"]
+                                          if f["status"] == "drift").keys())
     return sorted(rows.values(), key=lambda r: (-r["status"]["drift"],
                                                 -sum(r["status"][s] for s in NO_RESULT),
                                                 -r["status"]["unknown"], r["group"]))
@@ -121,15 +137,19 @@ def compact(report: Report, groups: dict[str, str], news: News,
     hosts = []
     lists: dict[tuple[int, ...], int] = {}
     new_keys: dict[str, list[int]] = {}
+    rows: dict[int, list[int]] = {}  # id of a finding (hosts share equal ones) -> its integers
     for i, name in enumerate(host_order(report)):
         h = report["hosts"][name]
         flat: list[int] = []
         for f in h["findings"]:
-            where = f.get("interface") or f.get("device")
-            ok = f["status"] == "ok"
-            note = None if ok else (f.get("fix") or f.get("reason"))
-            flat += [fs[f["status"]], ly[f["layer"]], s(where), s(f["item"]),
-                     -1 if ok else v(f["expected"]), v(f["actual"]), s(note)]
+            row = rows.get(id(f))
+            if row is None:
+                where = f.get("interface") or f.get("device")
+                ok = f["status"] == "ok"
+                note = None if ok else (f.get("fix") or f.get("reason"))
+                row = rows[id(f)] = [fs[f["status"]], ly[f["layer"]], s(where), s(f["item"]),
+                                     -1 if ok else v(f["expected"]), v(f["actual"]), s(note)]
+            flat += row
         new = news["items"].get(name)
         if new:
             new_keys[str(i)] = [s(k) for k in new]
