@@ -29,6 +29,7 @@ from hwmgr.errors import (
 )
 from hwmgr.host.deadline import Deadline, guard
 from hwmgr.host.seam import Host
+from hwmgr.numtext import to_int
 
 MAX_SIG_BYTES = 64 << 10
 TIMEOUT = 30.0  # seconds per read
@@ -91,8 +92,8 @@ def _get(session: Any, url: str, limit: int, what: str, progress: Progress | Non
         if resp.status_code != 200:
             raise HwmgrError(f"{what} {url}: HTTP {resp.status_code}")
         announced = resp.headers.get("Content-Length")
-        digits = announced is not None and announced.isascii() and announced.isdigit()
-        total = int(announced) if announced and digits else 0
+        size = to_int(announced) if announced and announced.strip()[:1].isdigit() else None
+        total = size or 0
         body = bytearray()
         if progress is not None and total:
             progress(0, total)
@@ -106,11 +107,12 @@ def _get(session: Any, url: str, limit: int, what: str, progress: Progress | Non
         except requests.RequestException:
             if deadline.passed():
                 raise deadline.exceeded(url, f"after {len(body)} bytes", NOTHING) from None
+            of = size if size is not None else "unknown"
             raise RefusedError(f"{what} {url}: truncated download ({len(body)} bytes of "
-                               f"{announced or 'unknown'}); nothing installed") from None
+                               f"{of}); nothing installed") from None
         if deadline.passed():
             raise deadline.exceeded(url, f"after {len(body)} bytes", NOTHING)
-        if announced and digits and int(announced) != len(body):
+        if size is not None and size != len(body):
             raise RefusedError(f"{what} {url}: truncated download ({len(body)} of {announced} "
                                "bytes); nothing installed")
         if progress is not None and not total:

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Optional, Tuple
 
 from hwmgr import safejson
 from hwmgr.host.seam import Host
+from hwmgr.numtext import parse_int
 
 # (PCI address or None, firmware or None); a runtime alias, so in Python 3.9's spelling
 Found = Tuple[Optional[str], Optional[str]]
@@ -101,7 +102,7 @@ def storcli_addr(raw: Any) -> str | None:
     if len(parts) != 4:
         return None
     try:
-        dom, bus, dev, fn = (int(p, 16) for p in parts)
+        dom, bus, dev, fn = (parse_int(p, "PCI address", 16) for p in parts)
     except ValueError:
         return None
     return f"{dom:04x}:{bus:02x}:{dev:02x}.{fn:x}"

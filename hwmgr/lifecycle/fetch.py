@@ -41,6 +41,7 @@ from hwmgr.lifecycle.http import (
     read_body,
     stalled,
 )
+from hwmgr.numtext import to_int
 
 if TYPE_CHECKING:  # requests is imported when a download starts (hwmgr.lifecycle.http)
     import requests
@@ -189,12 +190,12 @@ def _body_start(job: _Job, resp: requests.Response, served: str, offset: int) ->
     """Check status, Content-Range and Content-Length; return where the body starts."""
     if offset and resp.status_code == 206:
         found = _CONTENT_RANGE.match(resp.headers.get("Content-Range", ""))
-        if found and found.group(3) != "*" and int(found.group(3)) != job.size:
+        if found and found.group(3) != "*" and to_int(found.group(3)) != job.size:
             job.part.remove()
             raise RefusedError(
                 f"{served}: server has {found.group(3)} bytes, catalog size is {job.size}"
             )
-        if not found or int(found.group(1)) != offset:
+        if not found or to_int(found.group(1)) != offset:
             job.part.remove()  # a range we did not ask for: start over next attempt
             raise Transient(f"bad Content-Range {resp.headers.get('Content-Range')!r}")
     elif offset:  # 200: the server ignored Range, so start again from byte 0

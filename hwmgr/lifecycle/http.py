@@ -15,6 +15,7 @@ from urllib.parse import urljoin, urlsplit
 from hwmgr import __version__
 from hwmgr.errors import HwmgrError, NotFoundError, RefusedError, network_reason
 from hwmgr.host.deadline import MAX_REDIRECTS, Deadline
+from hwmgr.numtext import to_int
 
 # requests (and urllib3 under it) costs tens of milliseconds to import: it is imported when
 # a download starts, so the verbs that only plan or inspect never pay for it
@@ -79,12 +80,9 @@ def _status_error(url: str, resp: requests.Response) -> HwmgrError:
 def _ascii_int(value: str | None, digits: int) -> int | None:
     """A header's decimal number: ASCII digits only (`int()` also takes '٣' and str.isdigit
     '²'), at most `digits` of them; None for anything else."""
-    if value is None:
+    if value is None or len(value.strip()) > digits or value.strip()[:1] in ("+", "-"):
         return None
-    value = value.strip()
-    if not (0 < len(value) <= digits and value.isascii() and value.isdigit()):
-        return None
-    return int(value)
+    return to_int(value)
 
 
 def _retry_after(resp: requests.Response) -> float:

@@ -22,6 +22,7 @@ from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.signature import keyring_path, same_key, verify_in_keyring
 from hwmgr.lifecycle.srpm import RPM_TIMEOUT
+from hwmgr.numtext import to_int
 
 MAX_KEY_BYTES = 1 << 20  # a public key with many signatures is tens of KiB
 GPG_TIMEOUT = 60
@@ -143,6 +144,12 @@ def _gpg(host: Host, home: str, *args: str) -> Any:
 _DEAD = {"r": "revoked", "e": "expired"}  # gpg --with-colons validity letters
 
 
+def _field_int(fields: list[str], index: int) -> int:
+    """A gpg --with-colons date field (seconds since the epoch); 0 when absent or garbled."""
+    value = to_int(fields[index]) if len(fields) > index else None
+    return value if value is not None and value >= 0 else 0
+
+
 def parse_colons(text: str) -> list[dict[str, Any]]:
     """gpg --with-colons records → one dict per key: kind ('pub'/'sec'), fpr, created,
     uids, subkey fprs, validity (r revoked, e expired), expiry (a uid's escapes such as
@@ -153,10 +160,10 @@ def parse_colons(text: str) -> list[dict[str, Any]]:
         f = line.split(":")
         rec = f[0]
         if rec in ("pub", "sec"):
-            keys.append({"kind": rec, "fpr": "", "created": int(f[5]) if len(f) > 5 and
-                         f[5].isdigit() else 0, "uids": [], "subkeys": [], "secret_sub": False,
+            keys.append({"kind": rec, "fpr": "", "created": _field_int(f, 5), "uids": [],
+                         "subkeys": [], "secret_sub": False,
                          "validity": f[1] if len(f) > 1 else "",
-                         "expires": int(f[6]) if len(f) > 6 and f[6].isdigit() else 0})
+                         "expires": _field_int(f, 6)})
         elif not keys:
             continue
         elif rec == "fpr" and len(f) > 9:
