@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from hwmgr import __version__
+from hwmgr import __version__, urls
 from hwmgr.catalog.discover import discover
 from hwmgr.catalog.load import Catalog
 from hwmgr.catalog.validate import MAX_FILE_BYTES
@@ -30,6 +30,7 @@ from hwmgr.errors import (
 from hwmgr.host.deadline import Deadline, guard
 from hwmgr.host.seam import Host
 from hwmgr.numtext import to_int
+from hwmgr.output import printable
 
 MAX_SIG_BYTES = 64 << 10
 TIMEOUT = 30.0  # seconds per read
@@ -62,8 +63,9 @@ def download(url: str, limit: int, what: str, progress: Progress | None = None) 
     `progress(done, total)` follows the bytes (once, at the end, when no length is announced)."""
     import requests  # ~45 ms: only a catalog update downloads (every verb imports this module)
 
-    if not url.startswith(("https://", "http://")):
-        raise BadInputError(f"{url}: not an http(s) URL")
+    bad = urls.problem(url)
+    if bad is not None:
+        raise BadInputError(f"{printable(url)[:200]}: {bad}")
     deadline = Deadline.after(DEADLINE)
     with requests.Session() as session, guard(session).armed(deadline):
         return _get(session, url, limit, what, progress, deadline)

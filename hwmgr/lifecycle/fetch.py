@@ -15,8 +15,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
+from hwmgr import urls
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.deadline import Deadline, guard
 from hwmgr.host.seam import Host
@@ -42,6 +43,7 @@ from hwmgr.lifecycle.http import (
     stalled,
 )
 from hwmgr.numtext import to_int
+from hwmgr.output import printable
 
 if TYPE_CHECKING:  # requests is imported when a download starts (hwmgr.lifecycle.http)
     import requests
@@ -86,7 +88,7 @@ class Source:
         """The cache file name: `filename` if set, else the last path segment of the URL."""
         if self.filename is not None:
             return self.filename
-        path = urlsplit(self.url).path if isinstance(self.url, str) else ""
+        path = urls.path_of(self.url)
         return unquote(path.rsplit("/", 1)[-1])
 
 
@@ -128,9 +130,10 @@ def _validate(src: Source, *, where: str = "source") -> tuple[str, str, int, str
     """Check a Source; return (url, sha256 hex, size, file name) or raise BadInputError."""
     if not isinstance(src.url, str) or not src.url:
         raise BadInputError(f"{where}.url: missing")
-    parts = urlsplit(src.url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise BadInputError(f"{where}.url: not an http(s) URL: {src.url!r}")
+    parts = urls.split(src.url)
+    bad = urls.problem(src.url)
+    if parts is None or bad is not None:
+        raise BadInputError(f"{where}.url: {bad}: {printable(src.url)[:200]!r}")
     if not isinstance(src.allow_http, bool):
         raise BadInputError(f"{where}.allow_http: expected true or false")
     if parts.scheme == "http" and not src.allow_http:

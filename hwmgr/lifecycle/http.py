@@ -10,12 +10,12 @@ import http.client
 import re
 import socket
 from typing import TYPE_CHECKING, NoReturn
-from urllib.parse import urljoin, urlsplit
 
-from hwmgr import __version__
+from hwmgr import __version__, urls
 from hwmgr.errors import HwmgrError, NotFoundError, RefusedError, network_reason
 from hwmgr.host.deadline import MAX_REDIRECTS, Deadline
 from hwmgr.numtext import to_int
+from hwmgr.output import printable
 
 # requests (and urllib3 under it) costs tens of milliseconds to import: it is imported when
 # a download starts, so the verbs that only plan or inspect never pay for it
@@ -60,11 +60,12 @@ def _short(exc: BaseException) -> str:
 
 def _check_redirect(current: str, target: str, allow_http: bool) -> None:
     """Refuse a redirect hop to another scheme than http(s), or any downgrade to http."""
-    scheme = urlsplit(target).scheme.lower()
-    if scheme not in ("http", "https") or not urlsplit(target).hostname:
-        raise RefusedError(f"refusing redirect from {current} to {target} (not an http(s) URL)")
-    if scheme == "http":
-        if urlsplit(current).scheme.lower() == "https":
+    parts, here = urls.split(target), urls.split(current)
+    if parts is None or urls.problem(target) is not None:
+        raise RefusedError(f"refusing redirect from {current} to {printable(target)[:200]} "
+                           "(not an http(s) URL)")
+    if parts.scheme == "http":
+        if here is not None and here.scheme == "https":
             raise RefusedError(f"refusing redirect from {current} to {target} (https -> http)")
         if not allow_http:
             raise RefusedError(f"refusing redirect to plain-http {target} (allow_http is off)")
@@ -128,7 +129,7 @@ def open_get(
             resp.close()
             if not location:
                 raise HwmgrError(f"{url}: HTTP {code} redirect without a Location header")
-            target = urljoin(url, location)
+            target = urls.join(url, location)
             _check_redirect(url, target, allow_http)
             url = target
             continue
