@@ -202,5 +202,18 @@ def typed(value: Any, types: Types, where: str,
     return value
 
 
+def member(obj: Any, key: str, types: Types, default: Any = None) -> Any:
+    """`obj[key]` when `obj` is an object and the member is one of `types` (a bool is never
+    an int here); else `default`. For a tool's JSON, where a member of the wrong type means
+    "not reported", not an error: iterating an int or a string's characters is never done."""
+    if not isinstance(obj, dict):
+        return default
+    value = obj.get(key, default)
+    wanted = types if isinstance(types, tuple) else (types,)
+    if isinstance(value, wanted) and not (isinstance(value, bool) and bool not in wanted):
+        return value
+    return default
+
+
 def _bad_input(where: str, problem: str) -> Exception:
     return BadInputError(printable(f"{where}: {problem}"))  # keys from the file: escaped
