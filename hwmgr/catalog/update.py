@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from hwmgr import __version__, urls
+from hwmgr import __version__, safejson, urls
 from hwmgr.catalog.discover import discover
 from hwmgr.catalog.load import Catalog
 from hwmgr.catalog.validate import MAX_FILE_BYTES
@@ -128,6 +128,11 @@ def keyrings(local_host: Host, keys_dir: Path, work: Path) -> list[Path]:
     out: list[Path] = []
     for name in names:
         src = keys_dir / name
+        kind = safejson.not_regular(local_host.path(str(src))) if name.endswith(
+            (".gpg", ".asc")) else None
+        if kind is not None:  # gpg and gpgv would block on a FIFO or read a device forever
+            raise BadInputError(f"{printable(src)}: is {kind}, not a key file; trusted keys "
+                                "are regular files only")
         if name.endswith(".gpg"):
             out.append(src)
         elif name.endswith(".asc"):

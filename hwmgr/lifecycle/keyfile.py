@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from hwmgr import safejson
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.signature import keyring_path, same_key, verify_in_keyring
@@ -106,8 +107,6 @@ class Workspace:
         return str(self.host.path(self.path(name)))
 
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
 
 def read_key_bytes(host: Host, key_file: str) -> bytes:
@@ -117,14 +116,14 @@ def read_key_bytes(host: Host, key_file: str) -> bytes:
     raw = host.read_bytes(where, limit=MAX_KEY_BYTES + 1)
     if raw is None:
         try:
-            mode = os.stat(host.path(where)).st_mode
+            os.stat(host.path(where))
         except FileNotFoundError:
             raise NotFoundError(f"{key_file}: key file not found") from None
         except OSError as exc:
             raise BadInputError(f"{key_file}: cannot read the key file ({exc.strerror})") from None
-        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+        kind = safejson.not_regular(host.path(where))
         raise BadInputError(f"{key_file}: is {kind}, not an OpenPGP public key file"
-                            if kind.startswith("a ") else
+                            if kind and kind.startswith("a ") else
                             f"{key_file}: cannot read the key file")
     if not raw.strip():
         raise BadInputError(f"{key_file}: is empty; expected an OpenPGP public key")
