@@ -11,7 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from test_kernel_gate import NEW, RUNNING, STATE, fixture_root, manage, needs_editenv
+from test_kernel_gate import NEW, STATE, fixture_root, manage, needs_editenv
 
 from hwmgr.commands import kernel_gate
 from hwmgr.lifecycle import bootloader, gaterecord
