@@ -6,7 +6,8 @@ Only `cli.py` prints errors or exits; everything else raises these.
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
+
+from hwmgr import urls
 
 # Exit codes. Their meanings (EXIT_MEANINGS) and each verb's EXIT_CODES generate the README
 # table, docs/exit-codes.md and the Ansible modules' table (scripts/gen-exit-codes).
@@ -149,13 +150,9 @@ _NET_WORDS = (
 def network_reason(exc: BaseException, url: str, timeout: float | None = None) -> str:
     """A network failure in words naming the peer ("connection refused by 127.0.0.1:8080",
     "timed out after 30 s waiting for mirror:443"), never a Python class name."""
-    parts = urlsplit(url)
-    host = parts.hostname or url
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        port = 443 if parts.scheme == "https" else 80
-    where = f"{host}:{port}"
+    parts = urls.split(url)
+    host = (parts.host if parts else "") or url
+    where = f"{host}:{parts.port or 80}" if parts else host
     text = str(exc)
     found = _ERRNO_TEXT.search(text)
     cause = found.group(1).strip() if found else ""

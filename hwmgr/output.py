@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -61,6 +62,12 @@ def printable(text: object) -> str:
     supplied strings reach a terminal only through this, so a hostile hostname cannot move
     the cursor or recolour, and an undecodable file name cannot crash the output."""
     return str(text).translate(_CONTROL or _control())
+
+
+def printable_lines(text: str) -> str:
+    """`printable` line by line: the newlines a rendering means stay, every other control
+    character (a peer's ESC, a file name's CR) is escaped."""
+    return "\n".join(printable(line) for line in text.split("\n"))
 
 
 # DEL and the C1 controls (U+0080-U+009F, CSI among them), which json.dumps leaves raw
@@ -131,11 +138,9 @@ def fit(text: str, cells: int) -> int:
 
 def make_console(stream: TextIO, *, stderr: bool = False) -> Console:
     """A rich Console for a human rendering."""
-    # Imported here on purpose: rich is the largest import hwmgr has (tens of ms, more than
-    # hwmgr's own modules), and only tables need it; --json runs, scripts reading the JSON
-    # and hwmgr-verify at boot never render one.
-    from rich.console import Console
-
+    # rich is imported by _safe_console_class on purpose: it is the largest import hwmgr has
+    # (tens of ms, more than hwmgr's own modules), and only tables need it; --json runs,
+    # scripts reading the JSON and hwmgr-verify at boot never render one.
     width = env_columns()
     if width is None and not (hasattr(stream, "isatty") and stream.isatty()):
         width = PIPE_COLUMNS
@@ -150,10 +155,25 @@ def make_console(stream: TextIO, *, stderr: bool = False) -> Console:
     # piped, a printed line is never broken (a path or command stays whole for scripts);
     # tables still lay out to `width`
     piped = not (hasattr(stream, "isatty") and stream.isatty())
-    console = Console(file=stream, stderr=stderr, highlight=False, soft_wrap=piped,
-                      width=width, _environ=environ)
+    console = _safe_console_class()(file=stream, stderr=stderr, highlight=False,
+                                    soft_wrap=piped, width=width, _environ=environ)
     console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign]
     return console
+
+
+@functools.lru_cache(maxsize=1)
+def _safe_console_class() -> type[Console]:
+    """rich's Console whose `print` escapes every plain string it is handed (printable, line
+    by line): a verb's rendering that puts a user- or host-supplied name in an f-string
+    cannot reach the terminal with its control characters, whichever verb forgets."""
+    from rich.console import Console  # rich: only drawing needs it
+
+    class SafeConsole(Console):
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            super().print(*(printable_lines(o) if isinstance(o, str) else o for o in objects),
+                          **kwargs)
+
+    return SafeConsole
 
 
 def _broken_pipe() -> None:

@@ -135,6 +135,16 @@ def _not_regular(mode: int) -> str | None:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
+def not_regular(path: str | os.PathLike[str]) -> str | None:
+    """What `path` is when it is no regular file ("a FIFO", "a character device", ...),
+    found without opening it (a FIFO would block the opener, hwmgr or a tool it runs); None
+    for a regular file or a path that cannot be stat'ed (the reader then says so)."""
+    try:
+        return _not_regular(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return None
+
+
 def read_file(path: str | os.PathLike[str], where: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of a file the user named: a FIFO, device, socket or directory is refused
     before it is opened (a FIFO would block), and a file over `max_bytes` unread; each
@@ -200,6 +210,19 @@ def typed(value: Any, types: Types, where: str,
         problem = f"expected {names}, got {type_name(value)}"
         raise (fail or _bad_input)(where, problem)
     return value
+
+
+def member(obj: Any, key: str, types: Types, default: Any = None) -> Any:
+    """`obj[key]` when `obj` is an object and the member is one of `types` (a bool is never
+    an int here); else `default`. For a tool's JSON, where a member of the wrong type means
+    "not reported", not an error: iterating an int or a string's characters is never done."""
+    if not isinstance(obj, dict):
+        return default
+    value = obj.get(key, default)
+    wanted = types if isinstance(types, tuple) else (types,)
+    if isinstance(value, wanted) and not (isinstance(value, bool) and bool not in wanted):
+        return value
+    return default
 
 
 def _bad_input(where: str, problem: str) -> Exception:

@@ -224,3 +224,32 @@ def test_trust_records_and_refuses(tmp_path: Path) -> None:
     assert sha["value"] == src["sha256"] and sha["file"] == str(site_dir / "50-trusted.json")
     url = rows["$.drivers.be2net.versions['10.2.470.14'].source.url"]
     assert url["file"] == str(driver_file("be2net"))
+
+
+# a trusted-keys entry that is no regular file (issue 41 §5a): gpg opened a FIFO and blocked
+NOT_FILES = {
+    "fifo.gpg": lambda p: __import__("os").mkfifo(p),
+    "fifo.asc": lambda p: __import__("os").mkfifo(p),
+    "null.gpg": lambda p: p.symlink_to("/dev/null"),
+    "zero.asc": lambda p: p.symlink_to("/dev/zero"),
+    "dir.gpg": lambda p: p.mkdir(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_FILES))
+def test_a_key_that_is_no_regular_file_is_refused_without_blocking(
+        name: str, site: tuple, keys: dict, tmp_path: Path) -> None:
+    import shutil
+
+    env, served, url = site
+    trusted = tmp_path / "trusted"
+    shutil.copytree(keys["trusted"], trusted)
+    NOT_FILES[name](trusted / name)
+    publish(served, "c.json", catalog_doc("2026.12.0"), keys["good"])
+    res = run_cli("catalog", "update", f"{url}/c.json",
+                  env={**env, "HWMGR_TRUSTED_KEYS_DIR": str(trusted)}, timeout=60)
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("hwmgr catalog: ")]
+    assert res.returncode == 8, res.stderr
+    assert len(lines) == 1 and name in lines[0] and "not a key file" in lines[0], lines
+    assert "Traceback" not in res.stderr
+    assert not installed(env).exists()

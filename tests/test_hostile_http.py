@@ -268,3 +268,67 @@ def test_a_dripping_mirror_is_skipped_at_its_deadline(
                          mirror=server.url("/m"))
     assert res.origin == "network" and res.path.read_bytes() == PAYLOAD
     assert server.hits(f"/m/sha256/{DIGEST}/{NAME}") == 1 and server.hits(f"/m/{NAME}") == 1
+
+
+# ---------------------------------------------- issue 41 §5c: every stall ends within a bound
+def unavailable(retry_after: str) -> object:
+    """503 with a Retry-After the server chooses (a week, a date, garbage)."""
+
+    def handle(req: BaseHTTPRequestHandler, hit: int) -> None:
+        req.send_response(503)
+        req.send_header("Retry-After", retry_after)
+        req.send_header("Content-Length", "0")
+        req.end_headers()
+
+    return handle
+
+
+def stall_mid_body(after: int) -> object:
+    """Headers and `after` bytes at once, then nothing (the connection stays open)."""
+
+    def handle(req: BaseHTTPRequestHandler, hit: int) -> None:
+        req.send_response(200)
+        req.send_header("Content-Length", str(len(PAYLOAD)))
+        req.end_headers()
+        req.wfile.write(PAYLOAD[:after])
+        req.wfile.flush()
+        time.sleep(30)
+
+    return handle
+
+
+@pytest.mark.parametrize("retry_after", ["604800", "999999999", "Wed, 21 Oct 2099 07:28:00 GMT",
+                                         "-1", "9" * 5000, "soon"])
+def test_retry_after_is_capped_and_the_total_bound_holds(
+        retry_after: str, server: Server, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(http, "MAX_BACKOFF", 0.2)  # the cap's own value: test_retry_after_cap
+    server.routes["/u"] = unavailable(retry_after)  # type: ignore[assignment]
+    started = time.monotonic()
+    with pytest.raises(HwmgrError) as exc:
+        fetch(src(server.url("/u")), tmp_path, timeout=1.0, retries=3, backoff=0.01,
+              deadline=5.0)
+    assert time.monotonic() - started < 20, "not ended within the bound"
+    assert "503" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_retry_after_cap() -> None:
+    from types import SimpleNamespace
+
+    for value, want in (("604800", http.MAX_BACKOFF), ("3", 3.0), ("9" * 5000, 0.0),
+                        ("x", 0.0)):
+        resp = SimpleNamespace(headers={"Retry-After": value})
+        assert http._retry_after(resp) == want  # type: ignore[arg-type]
+    assert http.MAX_BACKOFF <= 30
+
+
+@pytest.mark.parametrize("after", [0, 1, len(PAYLOAD) // 2, len(PAYLOAD) - 1])
+def test_a_stall_mid_body_ends_at_the_idle_timeout(
+        after: int, server: Server, tmp_path: Path) -> None:
+    server.routes["/s"] = stall_mid_body(after)  # type: ignore[assignment]
+    started = time.monotonic()
+    with pytest.raises(HwmgrError) as exc:
+        fetch(src(server.url("/s")), tmp_path, timeout=0.5, retries=1, backoff=0.01,
+              deadline=10.0)
+    assert time.monotonic() - started < 20, "not ended within the bound"
+    assert "\n" not in str(exc.value)

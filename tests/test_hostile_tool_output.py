@@ -81,3 +81,74 @@ def test_hostile_dkms_conf(tmp_path: Path) -> None:
     assert dkms.modules_of("vend", "1.0") == ["vend"]
     assert dkms.dest_locations("vend", "1.0")[0] == "/kernel/drivers/net"
     assert not any(loc.startswith("/aaa") for loc in dkms.dest_locations("vend", "1.0"))
+
+
+# ---------------------------------------------------------------- storcli members' types
+STORCLI_DOC = {"Controllers": [{"Command Status": {"Status": "Success"}, "Response Data": {
+    "Basics": {"Controller": 0, "PCI Address": "00:03:00:00"},
+    "Version": {"Firmware Version": "4.680.00-8290"}}}]}
+WRONG = [0, 7, -1, 10 ** 30, 1.5, True, False, None, "", "ab\x1bc", "x" * 5000, [], [1, "a"],
+         [[]], {}, {"a": 1}]
+
+
+def _paths(node: object, path: tuple = ()) -> list[tuple]:
+    """Every member and list element path of a JSON document, the root's members first."""
+    out: list[tuple] = []
+    items = node.items() if isinstance(node, dict) else enumerate(node) \
+        if isinstance(node, list) else ()
+    for key, child in items:
+        out.append(path + (key,))
+        out += _paths(child, path + (key,))
+    return out
+
+
+def _replaced(doc: object, path: tuple, value: object) -> object:
+    import copy
+
+    new = copy.deepcopy(doc)
+    node = new
+    for key in path[:-1]:
+        node = node[key]  # type: ignore[index]
+    node[path[-1]] = value  # type: ignore[index]
+    return new
+
+
+STORCLI_VARIANTS = [(path, value) for path in _paths(STORCLI_DOC) for value in WRONG]
+
+
+def test_storcli_member_of_every_wrong_type_is_not_reported() -> None:
+    """Each member of a real storcli answer replaced by each wrong type: parse never raises,
+    finds at most the one controller, and reports only what is still a well-typed string."""
+    import json
+
+    assert StorCli().parse(json.dumps(STORCLI_DOC)) == [("0000:03:00.0", "4.680.00-8290")]
+    assert len(STORCLI_VARIANTS) > 150
+    for path, value in STORCLI_VARIANTS + [((), v) for v in WRONG]:
+        doc = _replaced(STORCLI_DOC, path, value) if path else value
+        found = StorCli().parse(json.dumps(doc))
+        assert len(found) <= 1, (path, value, found[:3])
+        for addr, fw in found:
+            assert addr in (None, "0000:03:00.0"), (path, value, addr)
+            assert fw is None or fw == "4.680.00-8290" or fw == value, (path, value, fw)
+
+
+@pytest.mark.parametrize("value", [7, "abc", {"a": 1}, None, [1, 2, 3], True],
+                         ids=lambda v: type(v).__name__)
+def test_storcli_controllers_of_the_wrong_type_through_inventory(value: object,
+                                                                tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from support import HOSTS, run_cli
+
+    snap = tmp_path / "snap"
+    shutil.copytree(HOSTS / "seed000-ustor", snap, symlinks=True)
+    index = json.loads((snap / "commands/index.json").read_text())
+    (snap / "commands/storcli.txt").write_text(json.dumps({"Controllers": value}))
+    index.append({"argv": ["storcli64", "/call", "show", "J"], "rc": 0,
+                  "stdout": "commands/storcli.txt"})
+    (snap / "commands/index.json").write_text(json.dumps(index))
+    res = run_cli("inventory", "--json", "--root", str(snap))
+    assert res.returncode == 0, res.stderr
+    assert "Traceback" not in res.stderr and not res.stderr.strip()
+    assert json.loads(res.stdout)["status"] == "ok"

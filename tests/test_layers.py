@@ -15,8 +15,9 @@ PKG = Path(__file__).resolve().parent.parent / "hwmgr"
 
 # lowest first; every hwmgr package or top-level module must be listed
 LAYERS: list[set[str]] = [
+    {"urls"},
     {"errors", "output", "__init__"},
-    {"safejson"},
+    {"safejson", "numtext"},
     {"host"},
     {"config"},
     {"catalog", "transaction"},

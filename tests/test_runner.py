@@ -103,3 +103,40 @@ def test_bad_index_is_a_clear_error(tmp_path: Path, index, files, fragment) -> N
     with pytest.raises(BadInputError) as exc:
         _snap(tmp_path, index, files)
     assert fragment in str(exc.value) and "\n" not in str(exc.value)
+
+
+# ------------------------------------------------ output drained at once, capped (issue 41 §5b)
+_DRAIN_CASES = {
+    # (shell script, what stdout must be) — each ends well inside its bound
+    "1MiB-stderr": ("head -c 1048576 /dev/zero | tr '\\0' e >&2; echo ok", "ok\n"),
+    "both-pipes-full": ("head -c 3000000 /dev/zero | tr '\\0' e >&2 & "
+                        "head -c 3000000 /dev/zero | tr '\\0' o; wait", None),
+    "left-child-holds-stderr": ("(yes e >&2 &); echo ok", "ok\n"),
+    "left-child-holds-stdout": ("(sleep 60 &); echo ok", "ok\n"),
+    "past-the-cap": ("yes o | head -c 20000000", None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_DRAIN_CASES))
+def test_output_is_drained_concurrently_and_capped(name: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from hwmgr.host import runner as runner_mod
+
+    monkeypatch.setattr(runner_mod, "MAX_OUTPUT_BYTES", 1 << 20)
+    monkeypatch.setattr(runner_mod, "EXIT_GRACE", 0.5)
+    script, want = _DRAIN_CASES[name]
+    start = time.monotonic()
+    res = SubprocessRunner().run(["sh", "-c", script], timeout=20)
+    assert time.monotonic() - start < 15, "not ended within the bound"
+    assert res.rc == 0, res.stderr[-200:]
+    for text in (res.stdout, res.stderr):
+        assert len(text) <= (1 << 20) + 100
+    if want is not None:
+        assert res.stdout == want
+    if name == "past-the-cap":
+        assert res.stdout.endswith("more bytes dropped]\n")
+
+
+def test_a_command_that_never_ends_still_times_out_with_its_output() -> None:
+    res = SubprocessRunner().run(["sh", "-c", "echo partial; exec sleep 30"], timeout=1)
+    assert res.rc == 124 and res.stdout == "partial\n" and "timed out after 1s" in res.stderr

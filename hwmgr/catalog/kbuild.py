@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
 from hwmgr.catalog.rpmver import rpmvercmp
+from hwmgr.numtext import digits_key
 
 UPSTREAM = "upstream"
 EL_BASES = {"el6": "2.6.32", "el7": "3.10.0", "el8": "4.18.0", "el9": "5.14.0",
@@ -116,7 +117,7 @@ def identify(release: Optional[str], *, proc_version: Optional[str] = None,
                            f"the kernel RHEL ships for {line}")
     sig = _SIGNATURE.match(signature.strip()) if isinstance(signature, str) else None
     m = _MAINLINE.match(rel)
-    if m and tuple(int(x) for x in m.group(1, 2, 3)) == tuple(int(x) for x in m.group(4, 5, 6)):
+    if m and [digits_key(x) for x in m.group(1, 2, 3)] == [digits_key(x) for x in m.group(4, 5, 6)]:
         base = ".".join(m.group(1, 2, 3))
         return KernelBuild(rel, UPSTREAM, base, "Ubuntu mainline",
                            "an unpatched upstream build of kernel.ubuntu.com's mainline archive")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from typing import Any, Mapping
-from urllib.parse import urlsplit
 
+from hwmgr import urls
 from hwmgr.catalog import issues as issue_match
 from hwmgr.catalog.model import Knowledge
 from hwmgr.catalog.refs import inbox_policies
@@ -32,7 +32,8 @@ def source_kind(src: Mapping[str, Any]) -> str:
     """A cited source's kind, from its marker or where it lives."""
     if src.get("kind"):
         return str(src["kind"])
-    host = (urlsplit(str(src.get("url", ""))).hostname or "").lower()
+    parts = urls.split(str(src.get("url", "")))
+    host = parts.host.lower() if parts else ""
     title = str(src.get("title", "")).lower()
     if any(w in title for w in ("release notes", "readme", "support", "matrix", "errata",
                                 "changelog")):

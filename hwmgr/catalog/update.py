@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from hwmgr import __version__
+from hwmgr import __version__, safejson, urls
 from hwmgr.catalog.discover import discover
 from hwmgr.catalog.load import Catalog
 from hwmgr.catalog.validate import MAX_FILE_BYTES
@@ -29,6 +29,8 @@ from hwmgr.errors import (
 )
 from hwmgr.host.deadline import Deadline, guard
 from hwmgr.host.seam import Host
+from hwmgr.numtext import to_int
+from hwmgr.output import printable
 
 MAX_SIG_BYTES = 64 << 10
 TIMEOUT = 30.0  # seconds per read
@@ -61,8 +63,9 @@ def download(url: str, limit: int, what: str, progress: Progress | None = None) 
     `progress(done, total)` follows the bytes (once, at the end, when no length is announced)."""
     import requests  # ~45 ms: only a catalog update downloads (every verb imports this module)
 
-    if not url.startswith(("https://", "http://")):
-        raise BadInputError(f"{url}: not an http(s) URL")
+    bad = urls.problem(url)
+    if bad is not None:
+        raise BadInputError(f"{printable(url)[:200]}: {bad}")
     deadline = Deadline.after(DEADLINE)
     with requests.Session() as session, guard(session).armed(deadline):
         return _get(session, url, limit, what, progress, deadline)
@@ -91,8 +94,8 @@ def _get(session: Any, url: str, limit: int, what: str, progress: Progress | Non
         if resp.status_code != 200:
             raise HwmgrError(f"{what} {url}: HTTP {resp.status_code}")
         announced = resp.headers.get("Content-Length")
-        digits = announced is not None and announced.isascii() and announced.isdigit()
-        total = int(announced) if announced and digits else 0
+        size = to_int(announced) if announced and announced.strip()[:1].isdigit() else None
+        total = size or 0
         body = bytearray()
         if progress is not None and total:
             progress(0, total)
@@ -106,11 +109,12 @@ def _get(session: Any, url: str, limit: int, what: str, progress: Progress | Non
         except requests.RequestException:
             if deadline.passed():
                 raise deadline.exceeded(url, f"after {len(body)} bytes", NOTHING) from None
+            of = size if size is not None else "unknown"
             raise RefusedError(f"{what} {url}: truncated download ({len(body)} bytes of "
-                               f"{announced or 'unknown'}); nothing installed") from None
+                               f"{of}); nothing installed") from None
         if deadline.passed():
             raise deadline.exceeded(url, f"after {len(body)} bytes", NOTHING)
-        if announced and digits and int(announced) != len(body):
+        if size is not None and size != len(body):
             raise RefusedError(f"{what} {url}: truncated download ({len(body)} of {announced} "
                                "bytes); nothing installed")
         if progress is not None and not total:
@@ -124,6 +128,11 @@ def keyrings(local_host: Host, keys_dir: Path, work: Path) -> list[Path]:
     out: list[Path] = []
     for name in names:
         src = keys_dir / name
+        kind = safejson.not_regular(local_host.path(str(src))) if name.endswith(
+            (".gpg", ".asc")) else None
+        if kind is not None:  # gpg and gpgv would block on a FIFO or read a device forever
+            raise BadInputError(f"{printable(src)}: is {kind}, not a key file; trusted keys "
+                                "are regular files only")
         if name.endswith(".gpg"):
             out.append(src)
         elif name.endswith(".asc"):

@@ -4,7 +4,7 @@ or the boot default held on the running kernel (docs/kernel-gate.md)."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, NamedTuple
 
 from hwmgr.config import load_config
 from hwmgr.errors import (
@@ -16,6 +16,7 @@ from hwmgr.errors import (
     EXIT_OK,
     EXIT_PERMISSION,
     EXIT_REFUSED,
+    BadInputError,
     HwmgrError,
     NotFoundError,
     RefusedError,
@@ -44,7 +45,8 @@ EXIT_CODES = {
     EXIT_BAD_INPUT: "a bad KVER, journal or kernel-gate record (named)",
     EXIT_REFUSED: "KVER is the running kernel; --root names a snapshot (read-only)",
     EXIT_LOCKED: "another hwmgr holds the lock",
-    EXIT_NOT_READY: "not ready for kernel KVER: boot default held on the running kernel",
+    EXIT_NOT_READY: "not ready for kernel KVER (or the site config cannot be read): boot "
+                    "default held on the running kernel",
     EXIT_PERMISSION: "not root",
 }
 
@@ -80,17 +82,27 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
                        else f"/boot/vmlinuz-{kver} (nor {INSTALL_TREE}/{kver}/vmlinuz)")
             raise NotFoundError(f"kernel {kver} is not installed: no {missing}")
         gaterecord.read_hold(host, state)  # a damaged hold is exit 8 before anything is built
-        drivers = gate.managed_drivers(state)
-        sb = guard.secure_boot(host) if drivers else None
-        timeout = load_config(host).build_timeout_seconds
-        results = [gate.gate_driver(host, state, m, kver, sb, build_timeout=timeout)
-                   for m in drivers]
-        for r in results:  # `verify` after booting KVER checks the modules the gate installed
-            gate.extend_expectation(host, state, kver, r)
-        record = gate.write_record(host, state, kver, running, results)
-        unready = [r for r in results if not r.ready]
+        try:
+            timeout = load_config(host).build_timeout_seconds
+            config_error = None
+        except BadInputError as exc:  # fail closed: a gate that cannot read its site config
+            timeout, config_error = 0.0, exc.message  # builds nothing and holds the default
+        unready: list[Any]
+        if config_error is None:
+            drivers = gate.managed_drivers(state)
+            sb = guard.secure_boot(host) if drivers else None
+            results = [gate.gate_driver(host, state, m, kver, sb, build_timeout=timeout)
+                       for m in drivers]
+            for r in results:  # `verify` after booting KVER checks what the gate installed
+                gate.extend_expectation(host, state, kver, r)
+            record = gate.write_record(host, state, kver, running, results)
+            unready = [r for r in results if not r.ready]
+            gated = record["drivers"]
+        else:
+            unready, gated = [_Unready("site config", "(unreadable)", config_error)], {}
         data: dict[str, Any] = {"kernel": kver, "running": running, "ready": not unready,
-                                "drivers": record["drivers"], "held": None, "released": None}
+                                "drivers": gated, "held": None, "released": None,
+                                "site_config_error": config_error}
         if unready and not args.allow_unready:
             try:
                 data["held"] = gate.hold(host, state, kver, running or "")
@@ -103,6 +115,16 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             data["released"] = gate.release(host, state, kver)
     state.close()
     return _outcome(data, unready, running or "unknown", args.allow_unready)
+
+
+class _Unready(NamedTuple):
+    """Why the gate cannot call KVER ready when no driver build says so (an unreadable site
+    config), in the shape of a driver's result."""
+
+    driver: str
+    version: str
+    why: str
+    ready: bool = False
 
 
 def _outcome(data: dict[str, Any], unready: list[Any], running: str,
@@ -121,7 +143,10 @@ def _outcome(data: dict[str, Any], unready: list[Any], running: str,
                   f"held): {r.driver} {r.version}: {r.why}" for r in unready]
 
     def render(c: Any) -> None:
-        if not data["drivers"]:
+        if data.get("site_config_error"):
+            c.print(printable(f"site config cannot be read: {data['site_config_error']}; "
+                              f"nothing built for kernel {kver}"), markup=False)
+        elif not data["drivers"]:
             c.print(printable(f"no hwmgr-managed drivers: kernel {kver} needs nothing built"),
                     markup=False)
         for name, r in sorted(data["drivers"].items()):

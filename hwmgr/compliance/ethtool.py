@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Union
 
 from hwmgr.compliance.items import Status
+from hwmgr.numtext import MAX_NUMBER_CHARS, to_int, why_not
 
 RC_EOPNOTSUPP = 95
 
@@ -145,10 +146,12 @@ def _value(token: str) -> Value:
         return True
     if low == "off":
         return False
-    try:
-        return int(token, 0) if low.startswith("0x") else int(token)
-    except ValueError:
-        return token
+    number = to_int(token, 16 if low.startswith("0x") else 10)
+    if number is not None:
+        return number
+    if len(token) > MAX_NUMBER_CHARS:  # shown in findings: a few words, not the token
+        return f"unreadable: {why_not(token)}"
+    return token
 
 
 def _label_pattern(labels: tuple[str, ...]) -> re.Pattern[str]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from hwmgr.numtext import to_int
+
 _HEAD_RE = re.compile(r"^\s*\d+:\s+([^\s:@]+)(?:@([^\s:]+))?:\s+<([^>]*)>\s*(.*)$")
 _INT_KEYS = {"mtu": "mtu", "qlen": "txqueuelen"}
 _STR_KEYS = {"qdisc": "qdisc", "master": "master", "state": "state"}
@@ -34,10 +36,7 @@ class LinkInfo:
 
 
 def _int(token: str | None) -> int | None:
-    try:
-        return int(token) if token is not None else None
-    except ValueError:
-        return None
+    return to_int(token)
 
 
 def _records(text: str) -> list[list[str]]:

@@ -29,6 +29,7 @@ from hwmgr.compliance.iplink import LinkInfo, parse_ip_link
 from hwmgr.compliance.items import ItemValue, Status
 from hwmgr.host.ifname import check_tool_safe
 from hwmgr.host.seam import Host
+from hwmgr.numtext import to_int
 
 # (ethtool option, item group, parser, items always reported, what a None value means)
 GROUPS: tuple[tuple[str, str, Callable[[str, int | None], Reading], tuple[str, ...], Status],
@@ -76,11 +77,7 @@ def _group_items(group: str, reading: Reading, always: tuple[str, ...],
 
 
 def _int_attr(host: Host, ifname: str, attr: str) -> int | None:
-    text = host.read_attr(f"/sys/class/net/{ifname}/{attr}")
-    try:
-        return int(text) if text is not None else None
-    except ValueError:
-        return None
+    return to_int(host.read_attr(f"/sys/class/net/{ifname}/{attr}"))
 
 
 def read_interface(host: Host, ifname: str, *, ethtool: str = "ethtool",

@@ -17,6 +17,7 @@ from hwmgr.errors import BadInputError, HwmgrError
 from hwmgr.host.capture import sysctl_path
 from hwmgr.host.ifname import check_tool_safe
 from hwmgr.host.seam import Host
+from hwmgr.numtext import to_int
 
 PAUSE_KEYS = ("autoneg", "rx", "tx")
 RING_KEYS = ("rx", "tx", "rx-mini", "rx-jumbo")
@@ -52,10 +53,11 @@ def normalise(item: str, value: Any) -> Any:
             return parse_sysctl_value(" ".join(str(v) for v in value))
         return parse_sysctl_value(str(value))
     if isinstance(value, bool) or not isinstance(value, int):
-        try:
-            return int(str(value))
-        except ValueError:
-            raise BadInputError(f"{item}: value {value!r} is not an integer") from None
+        number = to_int(str(value))
+        if number is None:
+            shown_value = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+            raise BadInputError(f"{item}: value {shown_value} is not an integer")
+        return number
     return value
 
 

@@ -14,6 +14,9 @@ from typing import Iterable, Union
 from hwmgr.compliance.items import ItemValue, Status
 from hwmgr.host.capture import sysctl_path
 from hwmgr.host.seam import Host
+from hwmgr.numtext import to_int
+
+MAX_TEXT = 4096  # a sysctl's text past this is cut: its value is shown, never judged
 
 SysctlValue = Union[int, list[int], str]
 
@@ -25,11 +28,11 @@ def parse_sysctl_value(text: str | None) -> SysctlValue | None:
     tokens = text.split()
     if not tokens:
         return None
-    try:
-        ints = [int(t) for t in tokens]
-    except ValueError:
-        return " ".join(tokens)
-    return ints[0] if len(ints) == 1 else ints
+    ints = [to_int(t) for t in tokens]
+    if any(n is None for n in ints):
+        return " ".join(tokens)[:MAX_TEXT]
+    nums = [n for n in ints if n is not None]
+    return nums[0] if len(nums) == 1 else nums
 
 
 def read_sysctls(host: Host, names: Iterable[str]) -> dict[str, ItemValue]:

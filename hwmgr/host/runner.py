@@ -12,8 +12,11 @@ store exactly what the tool ran.
 from __future__ import annotations
 
 import os
+import select
+import selectors
 import signal
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Protocol, Sequence
@@ -25,6 +28,9 @@ from hwmgr.output import printable
 RC_NOT_AVAILABLE = 127
 RC_TIMEOUT = 124
 DEFAULT_TIMEOUT = 30.0
+MAX_OUTPUT_BYTES = 16 << 20  # of each of stdout and stderr kept; the rest is read and dropped
+EXIT_GRACE = 2.0  # seconds the pipes may stay open after the command exited (a child it left)
+POLL = 0.2  # seconds between looks at whether the command exited while its pipes are open
 
 
 @dataclass(frozen=True)
@@ -114,23 +120,91 @@ class SubprocessRunner:
             return Result(args, RC_NOT_AVAILABLE, "", f"{args[0]}: command not found")
         except PermissionError as exc:
             return Result(args, 126, "", f"{args[0]}: {exc.strerror}")
-        out: bytes | None
         with proc:
             try:
-                out, err = proc.communicate(
-                    input.encode() if input is not None else None, timeout=timeout)
-            except subprocess.TimeoutExpired:
-                _kill_tree(proc)
-                try:
-                    out, _ = proc.communicate(timeout=5)
-                except subprocess.TimeoutExpired as late:  # one left the session, pipe open
-                    out = late.stdout
-                return Result(args, RC_TIMEOUT, _decode(out),
-                              f"{args[0]}: timed out after {timeout:g}s")
+                out, err, timed_out = _drain(proc, input.encode() if input is not None
+                                             else None, timeout)
             except BaseException:  # Ctrl-C, SIGTERM: nothing hwmgr started outlives it
                 _kill_tree(proc)
                 raise
-        return Result(args, proc.returncode, _decode(out), _decode(err))
+            if timed_out:
+                _kill_tree(proc)
+                return Result(args, RC_TIMEOUT, _decode(bytes(out.data)),
+                              f"{args[0]}: timed out after {timeout:g}s")
+            if proc.poll() is None or out.open or err.open:  # pipes held past EXIT_GRACE
+                _kill_tree(proc)
+        return Result(args, proc.returncode, _decode(out.text()), _decode(err.text()))
+
+
+@dataclass
+class _Stream:
+    """One output pipe as it is drained: the first MAX_OUTPUT_BYTES kept, the rest counted."""
+
+    data: bytearray = field(default_factory=bytearray)
+    dropped: int = 0
+    open: bool = True
+
+    def take(self, chunk: bytes) -> None:
+        room = max(0, MAX_OUTPUT_BYTES - len(self.data))
+        self.data += chunk[:room]
+        self.dropped += max(0, len(chunk) - room)
+
+    def text(self) -> bytes:
+        if not self.dropped:
+            return bytes(self.data)
+        return bytes(self.data) + f"\n[hwmgr: {self.dropped} more bytes dropped]\n".encode()
+
+
+def _drain(proc: subprocess.Popen[bytes], data: bytes | None,
+           timeout: float) -> tuple[_Stream, _Stream, bool]:
+    """Feed stdin and read stdout and stderr at once (a tool that fills one pipe while
+    hwmgr waits on the other never blocks), keeping at most MAX_OUTPUT_BYTES of each. Ends
+    when both pipes close, at `timeout` (True), or EXIT_GRACE after the command exited while
+    something it left behind still holds a pipe."""
+    streams = {proc.stdout: _Stream(), proc.stderr: _Stream()}
+    deadline = time.monotonic() + timeout
+    exited: float | None = None
+    with selectors.DefaultSelector() as sel:
+        for pipe in streams:
+            sel.register(pipe, selectors.EVENT_READ)  # type: ignore[arg-type]
+        pending = memoryview(data or b"")
+        if proc.stdin is not None:
+            if data:
+                sel.register(proc.stdin, selectors.EVENT_WRITE)
+            else:
+                proc.stdin.close()
+        while any(s.open for s in streams.values()):
+            now = time.monotonic()
+            if now >= deadline:
+                return streams[proc.stdout], streams[proc.stderr], True
+            if exited is None and proc.poll() is not None:
+                exited = now
+            if exited is not None and now - exited >= EXIT_GRACE:
+                break
+            for key, _ in sel.select(min(deadline - now, POLL)):
+                if key.fileobj is proc.stdin:
+                    try:
+                        sent = os.write(key.fd, pending[:select.PIPE_BUF])
+                    except BrokenPipeError:
+                        sent = len(pending)
+                    pending = pending[sent:]
+                    if not pending:
+                        sel.unregister(key.fileobj)
+                        proc.stdin.close()
+                    continue
+                chunk = os.read(key.fd, 1 << 16)
+                stream = streams[key.fileobj]  # type: ignore[index]
+                if chunk:
+                    stream.take(chunk)
+                else:
+                    stream.open = False
+                    sel.unregister(key.fileobj)
+    if exited is None:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return streams[proc.stdout], streams[proc.stderr], True
+    return streams[proc.stdout], streams[proc.stderr], False
 
 
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:

@@ -11,6 +11,7 @@ import os
 from typing import Mapping
 
 from hwmgr.host.seam import Host
+from hwmgr.numtext import parse_int, to_int
 
 SB_VAR = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 DKMS_MOK_KEY = "/var/lib/dkms/mok.key"
@@ -87,7 +88,7 @@ def _hex_addr(text: str) -> tuple[str, int] | None:
         ip = ipaddress.ip_address(b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4)))
         if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
             ip = ip.ipv4_mapped
-        return str(ip), int(port, 16)
+        return str(ip), parse_int(port, "port", 16)
     except ValueError:
         return None
 
@@ -113,14 +114,16 @@ def sshd_ports(host: Host) -> set[int]:
     for line in res.stdout.splitlines() if res.ok else []:
         if '"sshd' in line:
             f = line.split()
-            if len(f) >= 4 and f[3].rpartition(":")[2].isdigit():
-                ports.add(int(f[3].rpartition(":")[2]))
+            port = to_int(f[3].rpartition(":")[2]) if len(f) >= 4 else None
+            if port is not None and port >= 0:
+                ports.add(port)
     if ports:
         return ports
     for line in (host.read_text("/etc/ssh/sshd_config") or "").splitlines():
         f = line.split()
-        if len(f) == 2 and f[0].lower() == "port" and f[1].isdigit():
-            ports.add(int(f[1]))
+        port = to_int(f[1]) if len(f) == 2 and f[0].lower() == "port" else None
+        if port is not None and port >= 0:
+            ports.add(port)
     return ports or {22}
 
 

@@ -13,6 +13,8 @@ from typing import Any, ClassVar, Optional, Tuple
 
 from hwmgr import safejson
 from hwmgr.host.seam import Host
+from hwmgr.numtext import parse_int
+from hwmgr.safejson import member
 
 # (PCI address or None, firmware or None); a runtime alias, so in Python 3.9's spelling
 Found = Tuple[Optional[str], Optional[str]]
@@ -55,13 +57,15 @@ class StorCli(RaidTool):
         except safejson.JSONError:
             return []
         out: list[Found] = []
-        for ctl in doc.get("Controllers", []) if isinstance(doc, dict) else []:
-            data = ctl.get("Response Data", {}) if isinstance(ctl, dict) else {}
-            basics = data.get("Basics", {}) if isinstance(data, dict) else {}
-            ver = data.get("Version", {}) if isinstance(data, dict) else {}
-            fw = ver.get("Firmware Version") if isinstance(ver, dict) else None
-            pci = basics.get("PCI Address") if isinstance(basics, dict) else None
-            out.append((storcli_addr(pci), fw if isinstance(fw, str) else None))
+        # every member typed as it is read: a wrong type is "not reported" (an int where the
+        # list belongs was a TypeError, a string one fake controller per character)
+        for ctl in member(doc, "Controllers", list, []):
+            if not isinstance(ctl, dict):
+                continue
+            data = member(ctl, "Response Data", dict, {})
+            fw = member(member(data, "Version", dict), "Firmware Version", str)
+            pci = member(member(data, "Basics", dict), "PCI Address", str)
+            out.append((storcli_addr(pci), fw))
         return out
 
 
@@ -101,7 +105,7 @@ def storcli_addr(raw: Any) -> str | None:
     if len(parts) != 4:
         return None
     try:
-        dom, bus, dev, fn = (int(p, 16) for p in parts)
+        dom, bus, dev, fn = (parse_int(p, "PCI address", 16) for p in parts)
     except ValueError:
         return None
     return f"{dom:04x}:{bus:02x}:{dev:02x}.{fn:x}"

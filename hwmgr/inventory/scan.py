@@ -18,6 +18,7 @@ from hwmgr.host import ifname
 from hwmgr.host.seam import Host
 from hwmgr.inventory.raid import tool_firmware
 from hwmgr.inventory.uevent import DRIVER_NAME, REPLACES, parse_pci_uevent, pci_modalias
+from hwmgr.numtext import digits_key, parse_int, to_int
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 _ADDR = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
@@ -57,12 +58,8 @@ def hex_id(raw: str | None, width: int) -> str | None:
 
 
 def _int(raw: str | None) -> int | None:
-    if raw is None:
-        return None
-    try:
-        return int(raw.strip(), 0)
-    except ValueError:
-        return None
+    """A sysfs number (decimal or 0x hex, as the kernel prints them); None when unreadable."""
+    return to_int(raw, 0)
 
 
 def parse_ethtool_i(text: str) -> dict[str, str | None]:
@@ -382,7 +379,7 @@ class Inventory:
             if m:
                 vf = _link_name(self.host.readlink(f"{base}/{e}"))
                 if vf and _ADDR.match(vf):
-                    vfs.append((int(m.group(1)), vf.lower()))
+                    vfs.append((digits_key(m.group(1)), vf.lower()))
         return {
             "totalvfs": total,
             "numvfs": _int(attr("sriov_numvfs")),
@@ -456,6 +453,6 @@ def _addr_key(addr: str) -> tuple[int, ...]:
     try:
         dom, bus, rest = addr.split(":")
         dev, fn = rest.split(".")
-        return (int(dom, 16), int(bus, 16), int(dev, 16), int(fn, 16))
+        return tuple(parse_int(p, addr, 16) for p in (dom, bus, dev, fn))
     except ValueError:
         return (1 << 32,)

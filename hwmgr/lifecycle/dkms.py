@@ -26,6 +26,7 @@ from hwmgr.host.seam import Host
 from hwmgr.lifecycle import INSTALL_TREE
 from hwmgr.lifecycle.buildlog import BuildFailed, log_facts, make_command
 from hwmgr.lifecycle.recipe import Recipe, check_kernel, check_name, check_version
+from hwmgr.numtext import to_int
 
 SOURCE_TREE = "/usr/src"
 DKMS_TREE = "/var/lib/dkms"
@@ -255,8 +256,9 @@ class Dkms:
             pattern = re.compile(rf'\s*{key}\[(\d+)\]="?([A-Za-z0-9_-]+)"?')
             for line in text.split("\n"):
                 mo = pattern.match(line)
-                if mo:
-                    found[int(mo.group(1))] = mo.group(2)
+                index = to_int(mo.group(1)) if mo else None
+                if mo and index is not None:
+                    found[index] = mo.group(2)
         return [found[i] for i in sorted(found)] or [name]
 
     def _find_ko(self, directory: str, module: str) -> Path | None:

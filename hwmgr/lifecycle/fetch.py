@@ -15,8 +15,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
+from hwmgr import urls
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.deadline import Deadline, guard
 from hwmgr.host.seam import Host
@@ -41,6 +42,8 @@ from hwmgr.lifecycle.http import (
     read_body,
     stalled,
 )
+from hwmgr.numtext import to_int
+from hwmgr.output import printable
 
 if TYPE_CHECKING:  # requests is imported when a download starts (hwmgr.lifecycle.http)
     import requests
@@ -85,7 +88,7 @@ class Source:
         """The cache file name: `filename` if set, else the last path segment of the URL."""
         if self.filename is not None:
             return self.filename
-        path = urlsplit(self.url).path if isinstance(self.url, str) else ""
+        path = urls.path_of(self.url)
         return unquote(path.rsplit("/", 1)[-1])
 
 
@@ -127,9 +130,10 @@ def _validate(src: Source, *, where: str = "source") -> tuple[str, str, int, str
     """Check a Source; return (url, sha256 hex, size, file name) or raise BadInputError."""
     if not isinstance(src.url, str) or not src.url:
         raise BadInputError(f"{where}.url: missing")
-    parts = urlsplit(src.url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise BadInputError(f"{where}.url: not an http(s) URL: {src.url!r}")
+    parts = urls.split(src.url)
+    bad = urls.problem(src.url)
+    if parts is None or bad is not None:
+        raise BadInputError(f"{where}.url: {bad}: {printable(src.url)[:200]!r}")
     if not isinstance(src.allow_http, bool):
         raise BadInputError(f"{where}.allow_http: expected true or false")
     if parts.scheme == "http" and not src.allow_http:
@@ -189,12 +193,12 @@ def _body_start(job: _Job, resp: requests.Response, served: str, offset: int) ->
     """Check status, Content-Range and Content-Length; return where the body starts."""
     if offset and resp.status_code == 206:
         found = _CONTENT_RANGE.match(resp.headers.get("Content-Range", ""))
-        if found and found.group(3) != "*" and int(found.group(3)) != job.size:
+        if found and found.group(3) != "*" and to_int(found.group(3)) != job.size:
             job.part.remove()
             raise RefusedError(
                 f"{served}: server has {found.group(3)} bytes, catalog size is {job.size}"
             )
-        if not found or int(found.group(1)) != offset:
+        if not found or to_int(found.group(1)) != offset:
             job.part.remove()  # a range we did not ask for: start over next attempt
             raise Transient(f"bad Content-Range {resp.headers.get('Content-Range')!r}")
     elif offset:  # 200: the server ignored Range, so start again from byte 0

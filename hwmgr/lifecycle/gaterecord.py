@@ -18,6 +18,7 @@ from hwmgr.errors import BadInputError
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle import INSTALL_TREE
 from hwmgr.lifecycle.record import chain_of
+from hwmgr.numtext import digits_key
 from hwmgr.output import printable
 from hwmgr.transaction.state import StateDir
 
@@ -92,7 +93,8 @@ def read_hold(host: Host, state: StateDir) -> dict[str, Any] | None:
 def _newer(a: str, b: str) -> bool:
     """True when kernel release `a` sorts after `b` (numbers compared as numbers)."""
     def key(s: str) -> list[tuple[int, Any]]:
-        return [(0, int(p)) if p.isdigit() else (1, p) for p in re.findall(r"\d+|[^\d.+~-]+", s)]
+        return [(0, digits_key(p)) if p.isascii() and p.isdigit() else (1, p)
+                for p in re.findall(r"\d+|[^\d.+~-]+", s)]
     return key(a) > key(b)
 
 

@@ -10,11 +10,12 @@ import http.client
 import re
 import socket
 from typing import TYPE_CHECKING, NoReturn
-from urllib.parse import urljoin, urlsplit
 
-from hwmgr import __version__
+from hwmgr import __version__, urls
 from hwmgr.errors import HwmgrError, NotFoundError, RefusedError, network_reason
 from hwmgr.host.deadline import MAX_REDIRECTS, Deadline
+from hwmgr.numtext import to_int
+from hwmgr.output import printable
 
 # requests (and urllib3 under it) costs tens of milliseconds to import: it is imported when
 # a download starts, so the verbs that only plan or inspect never pay for it
@@ -59,11 +60,12 @@ def _short(exc: BaseException) -> str:
 
 def _check_redirect(current: str, target: str, allow_http: bool) -> None:
     """Refuse a redirect hop to another scheme than http(s), or any downgrade to http."""
-    scheme = urlsplit(target).scheme.lower()
-    if scheme not in ("http", "https") or not urlsplit(target).hostname:
-        raise RefusedError(f"refusing redirect from {current} to {target} (not an http(s) URL)")
-    if scheme == "http":
-        if urlsplit(current).scheme.lower() == "https":
+    parts, here = urls.split(target), urls.split(current)
+    if parts is None or urls.problem(target) is not None:
+        raise RefusedError(f"refusing redirect from {current} to {printable(target)[:200]} "
+                           "(not an http(s) URL)")
+    if parts.scheme == "http":
+        if here is not None and here.scheme == "https":
             raise RefusedError(f"refusing redirect from {current} to {target} (https -> http)")
         if not allow_http:
             raise RefusedError(f"refusing redirect to plain-http {target} (allow_http is off)")
@@ -79,12 +81,9 @@ def _status_error(url: str, resp: requests.Response) -> HwmgrError:
 def _ascii_int(value: str | None, digits: int) -> int | None:
     """A header's decimal number: ASCII digits only (`int()` also takes '٣' and str.isdigit
     '²'), at most `digits` of them; None for anything else."""
-    if value is None:
+    if value is None or len(value.strip()) > digits or value.strip()[:1] in ("+", "-"):
         return None
-    value = value.strip()
-    if not (0 < len(value) <= digits and value.isascii() and value.isdigit()):
-        return None
-    return int(value)
+    return to_int(value)
 
 
 def _retry_after(resp: requests.Response) -> float:
@@ -130,7 +129,7 @@ def open_get(
             resp.close()
             if not location:
                 raise HwmgrError(f"{url}: HTTP {code} redirect without a Location header")
-            target = urljoin(url, location)
+            target = urls.join(url, location)
             _check_redirect(url, target, allow_http)
             url = target
             continue

@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from hwmgr import safejson
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.signature import keyring_path, same_key, verify_in_keyring
 from hwmgr.lifecycle.srpm import RPM_TIMEOUT
+from hwmgr.numtext import to_int
 
 MAX_KEY_BYTES = 1 << 20  # a public key with many signatures is tens of KiB
 GPG_TIMEOUT = 60
@@ -105,8 +107,6 @@ class Workspace:
         return str(self.host.path(self.path(name)))
 
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
 
 def read_key_bytes(host: Host, key_file: str) -> bytes:
@@ -116,14 +116,14 @@ def read_key_bytes(host: Host, key_file: str) -> bytes:
     raw = host.read_bytes(where, limit=MAX_KEY_BYTES + 1)
     if raw is None:
         try:
-            mode = os.stat(host.path(where)).st_mode
+            os.stat(host.path(where))
         except FileNotFoundError:
             raise NotFoundError(f"{key_file}: key file not found") from None
         except OSError as exc:
             raise BadInputError(f"{key_file}: cannot read the key file ({exc.strerror})") from None
-        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+        kind = safejson.not_regular(host.path(where))
         raise BadInputError(f"{key_file}: is {kind}, not an OpenPGP public key file"
-                            if kind.startswith("a ") else
+                            if kind and kind.startswith("a ") else
                             f"{key_file}: cannot read the key file")
     if not raw.strip():
         raise BadInputError(f"{key_file}: is empty; expected an OpenPGP public key")
@@ -143,6 +143,12 @@ def _gpg(host: Host, home: str, *args: str) -> Any:
 _DEAD = {"r": "revoked", "e": "expired"}  # gpg --with-colons validity letters
 
 
+def _field_int(fields: list[str], index: int) -> int:
+    """A gpg --with-colons date field (seconds since the epoch); 0 when absent or garbled."""
+    value = to_int(fields[index]) if len(fields) > index else None
+    return value if value is not None and value >= 0 else 0
+
+
 def parse_colons(text: str) -> list[dict[str, Any]]:
     """gpg --with-colons records → one dict per key: kind ('pub'/'sec'), fpr, created,
     uids, subkey fprs, validity (r revoked, e expired), expiry (a uid's escapes such as
@@ -153,10 +159,10 @@ def parse_colons(text: str) -> list[dict[str, Any]]:
         f = line.split(":")
         rec = f[0]
         if rec in ("pub", "sec"):
-            keys.append({"kind": rec, "fpr": "", "created": int(f[5]) if len(f) > 5 and
-                         f[5].isdigit() else 0, "uids": [], "subkeys": [], "secret_sub": False,
+            keys.append({"kind": rec, "fpr": "", "created": _field_int(f, 5), "uids": [],
+                         "subkeys": [], "secret_sub": False,
                          "validity": f[1] if len(f) > 1 else "",
-                         "expires": int(f[6]) if len(f) > 6 and f[6].isdigit() else 0})
+                         "expires": _field_int(f, 6)})
         elif not keys:
             continue
         elif rec == "fpr" and len(f) > 9:

@@ -15,9 +15,10 @@ import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from hwmgr import safejson
+from hwmgr import urls as urlparts
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.runner import SubprocessRunner
@@ -34,7 +35,7 @@ def split_mirror(mirror: str | None) -> tuple[Path | None, str | None]:
     if mirror.startswith(("http://", "https://")):
         return None, mirror.rstrip("/")
     if mirror.startswith("file://"):
-        return Path(unquote(urlsplit(mirror).path)), None
+        return Path(unquote(urlparts.path_of(mirror))), None
     return Path(mirror), None
 
 
@@ -56,7 +57,7 @@ def fetch_mirrored(host: Host, src: Source, cache_dir: str, *, mirror: str | Non
     local, base = split_mirror(mirror)
     for path in per_source:
         if path.startswith("file://") and local is None:
-            local = Path(unquote(urlsplit(path).path)).parent
+            local = Path(unquote(urlparts.path_of(path))).parent
     urls = [] if offline else mirror_urls(src, base, per_source)
     tried: list[str] = []
     for url in urls:

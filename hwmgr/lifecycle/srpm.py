@@ -20,6 +20,7 @@ from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.links import Escape, table_links, walk
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.recipe import Recipe, check_version
+from hwmgr.numtext import to_int
 
 RPM_TIMEOUT = 120.0
 MAX_TAR_BYTES = 2 << 30  # uncompressed size of all regular members
@@ -80,20 +81,19 @@ def inspect_srpm(host: Host, srpm: Path) -> SrpmInfo:
     name, version, release, source_pkg, count_text = lines[:5]
     if source_pkg.strip() != "1":
         raise RefusedError(f"{srpm}: is a binary RPM, not a source RPM (.src.rpm)")
-    try:
-        count = int(count_text)
-    except ValueError:
-        raise BadInputError(f"{srpm}: unexpected file count {count_text!r}") from None
+    count = to_int(count_text)
+    if count is None:
+        raise BadInputError(f"{srpm}: unexpected file count {count_text[:40]!r}")
     rows = lines[5:]
     if len(rows) != count:
         raise RefusedError(f"{srpm}: file list does not parse (a file name holds a newline?)")
     files = []
     for row in rows:
         mode_text, size_text, fname = (row.split(" ", 2) + ["", ""])[:3]
-        try:
-            files.append(SrpmFile(fname, int(mode_text, 8), int(size_text)))
-        except ValueError:
-            raise BadInputError(f"{srpm}: unexpected file list line {row!r}") from None
+        mode, size = to_int(mode_text, 8), to_int(size_text)
+        if mode is None or size is None:
+            raise BadInputError(f"{srpm}: unexpected file list line {row[:200]!r}")
+        files.append(SrpmFile(fname, mode, size))
     return SrpmInfo(srpm, name, version, release, tuple(files))
 
 

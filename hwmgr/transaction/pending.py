@@ -21,6 +21,8 @@ from hwmgr import safejson
 from hwmgr.errors import BadInputError
 from hwmgr.host.capture import BOOT_ID, boot_id, retake
 from hwmgr.host.seam import Host
+from hwmgr.output import printable
+from hwmgr.transaction.journal import checked_row
 from hwmgr.transaction.state import StateDir
 
 NEEDS_REBOOT_KINDS = ("upgrade", "rollback")
@@ -31,6 +33,11 @@ def needs_reboot(kind: str, params: Any, notes: Any) -> bool:
     """True when a committed transaction of this kind only takes effect after a reboot."""
     marked = any(isinstance(d, dict) and d.get("needs_reboot") is True for d in (params, notes))
     return kind in NEEDS_REBOOT_KINDS or marked
+
+
+# the columns reboot_pending shows, as journal.checked_row checks them (params and notes are
+# read by `_obj`, leniently)
+_COLUMNS = {"id": "int", "kind": "text", "target": "text", "ended": "text?"}
 
 
 def reboot_pending(host: Host, state_dir: str) -> list[dict[str, Any]]:
@@ -54,19 +61,24 @@ def reboot_pending(host: Host, state_dir: str) -> list[dict[str, Any]]:
     now = boot_id(host)
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for row in rows:
-        params, notes = _obj(row["params"]), _obj(row["notes"])
+    where = f"{state.path}/journal.sqlite: transaction"
+    for raw in rows:
+        # every column by type before use (a blob where text belongs reached check's JSON
+        # and failed there); params and notes stay lenient: damaged ones mean "not known"
+        row = checked_row({k: raw[k] for k in _COLUMNS}, _COLUMNS,
+                          f"{where} #{printable(raw['id'])}")
+        params, notes = _obj(raw["params"]), _obj(raw["notes"])
         booted = notes.get(NOTE) if isinstance(notes.get(NOTE), str) else None
         if now is not None and booted is not None and booted != now:
             break  # ids grow with time: everything older committed in an earlier boot too
-        target = str(row["target"] or "")
-        if target in seen or not needs_reboot(str(row["kind"]), params, notes):
+        target = row["target"]
+        if target in seen or not needs_reboot(row["kind"], params, notes):
             continue
         seen.add(target)
         if booted is None:
             continue  # journaled without a boot id: nothing known either way
-        entry = {"driver": target, "target": target, "txn": int(row["id"]),
-                 "kind": str(row["kind"]), "committed": row["ended"]}
+        entry = {"driver": target, "target": target, "txn": row["id"],
+                 "kind": row["kind"], "committed": row["ended"]}
         if now is None:
             why = retake("boot id (/proc/sys/kernel/random/boot_id)", host, BOOT_ID) if host.meta \
                 else "the current boot id cannot be read"

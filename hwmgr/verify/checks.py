@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from hwmgr.host.seam import Host
 from hwmgr.inventory.scan import hex_id, parse_ethtool_i
+from hwmgr.numtext import to_int
 
 MAX_MODULE_BYTES = 256 << 20
 INBOX = ("inbox", "in-tree", None)
@@ -215,10 +216,7 @@ def _link_checks(host: Host, dev: dict[str, Any], ifname: str) -> list[Check]:
     base = f"/sys/class/net/{ifname}"
     oper = host.read_attr(f"{base}/operstate")
     raw = host.read_attr(f"{base}/speed")
-    try:
-        speed = int(raw) if raw is not None else None
-    except ValueError:
-        speed = None
+    speed = to_int(raw)
     speed = speed if speed is not None and speed > 0 else None
     baseline = (dev.get("links") or {}).get(ifname)
     checks = []

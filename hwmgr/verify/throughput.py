@@ -22,6 +22,7 @@ from hwmgr.host.runner import RC_NOT_AVAILABLE, RC_TIMEOUT, Result
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard as safety
 from hwmgr.inventory.scan import hex_id
+from hwmgr.numtext import to_int
 from hwmgr.output import printable
 from hwmgr.transaction.journal import utcnow
 
@@ -340,11 +341,7 @@ def route_interface(host: Host, address: str) -> str | None:
 
 def link_speed(host: Host, iface: str) -> int | None:
     """Negotiated speed in Mbit/s from sysfs (None when unknown or link down)."""
-    raw = host.read_attr(f"/sys/class/net/{iface}/speed")
-    try:
-        speed = int(raw) if raw is not None else None
-    except ValueError:
-        return None
+    speed = to_int(host.read_attr(f"/sys/class/net/{iface}/speed"))
     return speed if speed and speed > 0 else None
 
 
