@@ -352,7 +352,8 @@ def test_cache_second_load_does_not_import_jsonschema(tmp_path: Path) -> None:
     assert first == {"jsonschema": True, "n": n}  # checked against the schema once
     assert second == {"jsonschema": False, "n": n}  # the remembered verdict
     verdicts = json.loads((tmp_path / "cache" / "hwmgr" / schemamod.VERDICTS_FILE).read_text())
-    assert len(verdicts) == 1
+    files = len(load_catalog([SHIPPED]).files)
+    assert len(verdicts) == files + 1  # each file's own checks, and the layered whole
 
 
 def test_remembered_verdict_spares_the_value_walk_and_the_semantic_rules(
@@ -409,27 +410,38 @@ def test_changed_file_is_revalidated(tmp_path: Path, fresh_cache: None) -> None:
     f = tmp_path / "c.json"
     shutil.copy(MINI, f)
     load_catalog([f])
-    assert len(_verdicts()) == 1
+    assert len(_verdicts()) == 2  # the file's own checks and the set of one file
     data = json.loads(f.read_text())
     data["drivers"]["be2net"]["versions"]["4.1.307r"]["status"] = "bogus"
     f.write_text(json.dumps(data))
     with pytest.raises(BadInputError, match=r"\.status: 'bogus' is not one of"):
         load_catalog([f])
-    assert len(_verdicts()) == 1  # a failed check is never remembered
+    assert len(_verdicts()) == 2  # a failed check is never remembered
     data["drivers"]["be2net"]["versions"]["4.1.307r"]["status"] = "deprecated"
     f.write_text(json.dumps(data))
     load_catalog([f])
-    assert len(_verdicts()) == 2
+    assert len(_verdicts()) == 4
 
 
-def test_remembered_verdict_is_per_layer_set(tmp_path: Path, fresh_cache: None) -> None:
-    """The same base with and without a site layer: two keys; a bad layer is still caught
-    when the base alone was checked before."""
+def test_remembered_verdict_is_per_layer_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             fresh_cache: None) -> None:
+    """The same base with and without a site layer: a key per file and per set; over a base
+    checked before, a new layer costs its own schema walk and the merged one, not the base's
+    again; a bad layer is still caught."""
     site = tmp_path / "site.json"
     site.write_text('{"drivers": {"be2net": {"description": "site"}}}')
     load_catalog([MINI])
+    walks: list[bool] = []
+    findings = catmod.findings
+
+    def counted(data: Any, partial: bool = False) -> Any:
+        walks.append(partial)
+        return findings(data, partial)
+
+    monkeypatch.setattr(catmod, "findings", counted)
     load_catalog([MINI, site])
-    assert len(_verdicts()) == 2
+    assert sorted(walks) == [False, True]  # the merged whole, the layer; not the base
+    assert len(_verdicts()) == 4
     site.write_text('{"drivers": {"be2net": {"description": 7}}}')
     with pytest.raises(BadInputError, match=r"description: 7 is not of type 'string'"):
         load_catalog([MINI, site])
@@ -444,7 +456,7 @@ def test_cache_keyed_by_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     schema.write_text(json.dumps(doc))
     monkeypatch.setattr(schemamod, "SCHEMA_PATH", schema)
     load_catalog([MINI])
-    assert len(_verdicts()) == 2
+    assert len(_verdicts()) == 4
 
 
 def test_verdicts_file_is_bounded_and_damage_is_a_miss(tmp_path: Path) -> None:

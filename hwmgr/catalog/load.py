@@ -252,18 +252,24 @@ class Catalog(RuleData):
         """`build`, plus each file's parsed document as read (None where it has errors);
         without `keep_docs` the documents are merged without copies and not returned."""
         chks = [_read_file(Path(p)) for p in paths]
-        key = verdicts.key([c.digest for c in chks]) if verdicts is not None and not any(
-            c.errors for c in chks) else None
+        readable = verdicts is not None and not any(c.errors for c in chks)
+        key = verdicts.key([c.digest for c in chks]) if verdicts and readable else None
+        file_keys = verdicts.file_keys([c.digest for c in chks]) if verdicts and readable \
+            else [""] * len(chks)
         # a remembered verdict: these exact bytes passed every check below before, under the
-        # same schema and CHECKS_VERSION (the key), so only what the catalog needs is redone
-        known = key is not None and verdicts is not None and verdicts.passed(key)
-        for chk in chks:
-            _parse_file(chk, values=not known)
+        # same schema and CHECKS_VERSION (the key), so only what the catalog needs is redone;
+        # a file's own remembered verdict spares its own checks (a new layer over a base
+        # checked before costs that layer's and the merged check)
+        seen = verdicts.remembered() if verdicts and readable else set()
+        known = key is not None and key in seen
+        own = [known or k in seen for k in file_keys]
+        for chk, done in zip(chks, own):
+            _parse_file(chk, values=not done)
         cat = Catalog()
         errors: list[str] = []
-        for chk in chks:
+        for chk, done in zip(chks, own):
             chk.partial = bool(cat.files)  # a layer over a base that loaded
-            _check_file(chk, schema=not known)
+            _check_file(chk, schema=not done)
             version = chk.data.get("schema_version", 1) if isinstance(chk.data, dict) else 1
             if not chk.errors and (version not in (1, 2, 3) or isinstance(version, bool)):
                 # a partial layer's schema check leaves it open; the merge compares it
@@ -277,7 +283,7 @@ class Catalog(RuleData):
             return cat, errors, docs
         errors = cat._finish(schema=not known)
         if not errors and key is not None and verdicts is not None and not known:
-            verdicts.remember(key)
+            verdicts.remember(*[k for k, done in zip(file_keys, own) if not done], key)
         return cat, errors, docs
 
     def _finish(self, schema: bool) -> list[str]:

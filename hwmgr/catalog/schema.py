@@ -7,6 +7,9 @@ SHA-256 of the schema, CHECKS_VERSION and every layer's bytes in order: any chan
 them is a new key, checked in full. A remembered verdict also covers the per-value checks of
 the strict parse and the semantic rules (functions of the same bytes, under the same
 CHECKS_VERSION): two thirds of a catalog load, 30 ms of each `check` on every fleet host.
+Each file's own checks are remembered too (`file_key`: its bytes, and whether it is the base
+or a layer over one): a new site layer, or a changed one, costs its own check and the merged
+one, not the 35 shipped files' again.
 The JSON syntax, the merge and the device index are redone on every load
 (`hwmgr.catalog.load`).
 """
@@ -30,7 +33,7 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "catalog.sche
 # invalidates every remembered verdict.
 CHECKS_VERSION = "9"
 VERDICTS_FILE = "catalog-valid.json"
-KEEP = 32  # remembered keys: a few catalogs and site-layer sets, never an unbounded file
+KEEP = 256  # remembered keys: a few catalogs' files and layer sets, never an unbounded file
 
 Finding = tuple[tuple[Any, ...], str]  # (JSON path parts, message)
 
@@ -119,6 +122,23 @@ class VerdictCache:
             h.update(f"\0{digest}".encode())
         return h.hexdigest()
 
+    @staticmethod
+    def file_keys(digests: Sequence[str]) -> list[str]:
+        """Each file's own key under today's checks: its digest, and whether it is the base
+        (the first, checked as a whole catalog) or a layer over it (checked as partial)."""
+        base = hashlib.sha256(hashlib.sha256(schema_bytes()).digest())
+        base.update(f"\0{CHECKS_VERSION}\0file".encode())
+        out = []
+        for i, digest in enumerate(digests):
+            h = base.copy()
+            h.update(f"\0{'layer' if i else 'base'}\0{digest}".encode())
+            out.append(h.hexdigest())
+        return out
+
+    def remembered(self) -> set[str]:
+        """Every remembered key (one read of the cache file)."""
+        return set(self._keys())
+
     def _keys(self) -> list[str]:
         raw = self._host.read_bytes(str(self.path))
         try:
@@ -131,8 +151,8 @@ class VerdictCache:
         """Whether layers with this key passed the schema check before."""
         return key in self._keys()
 
-    def remember(self, key: str) -> None:
-        """Record a passed check (most recent last, KEEP kept)."""
-        keys = [k for k in self._keys() if k != key] + [key]
+    def remember(self, *new: str) -> None:
+        """Record passed checks (most recent last, KEEP kept)."""
+        keys = [k for k in self._keys() if k not in new] + list(new)
         with contextlib.suppress(OSError, HwmgrError):
             self._host.write_bytes(str(self.path), json.dumps(keys[-KEEP:]).encode() + b"\n")
