@@ -145,10 +145,11 @@ def not_regular(path: str | os.PathLike[str]) -> str | None:
         return None
 
 
-def read_file(path: str | os.PathLike[str], where: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of a file the user named: a FIFO, device, socket or directory is refused
-    before it is opened (a FIFO would block), and a file over `max_bytes` unread; each
-    refusal a `BadInputError` naming `where`."""
+def open_regular(path: str | os.PathLike[str], where: str,
+                 max_bytes: int = MAX_FILE_BYTES) -> int:
+    """A read fd on a file the user named: a FIFO, device, socket or directory is refused
+    before it is opened (a FIFO would block), and a file over `max_bytes`; each refusal a
+    `BadInputError` naming `where`. The caller closes the fd."""
     try:
         kind = _not_regular(os.stat(path).st_mode)
         if kind:
@@ -157,9 +158,23 @@ def read_file(path: str | os.PathLike[str], where: str, max_bytes: int = MAX_FIL
     except OSError as exc:
         raise BadInputError(f"{where}: cannot read ({exc.strerror or exc})") from None
     try:
-        kind = _not_regular(os.fstat(fd).st_mode)  # replaced between the stat and the open
+        st = os.fstat(fd)
+        kind = _not_regular(st.st_mode)  # replaced between the stat and the open
         if kind:
             raise BadInputError(f"{where}: is {kind}, not a file")
+        if st.st_size > max_bytes:
+            raise BadInputError(f"{where}: larger than {max_bytes} bytes; refusing to read it")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_file(path: str | os.PathLike[str], where: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a file the user named (`open_regular`), read no further than `max_bytes`
+    (a file that grows while read is refused too)."""
+    fd = open_regular(path, where, max_bytes)
+    try:
         chunks, size = [], 0
         while size <= max_bytes:
             chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))

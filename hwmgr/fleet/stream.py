@@ -34,7 +34,7 @@ class JSONStream:
     def __init__(self, path: str | os.PathLike[str], where: str, max_bytes: int,
                  max_value: int) -> None:
         self.where, self.max_bytes, self.max_value = where, max_bytes, max_value
-        self.fd = _open_regular(path, where, max_bytes)
+        self.fd = safejson.open_regular(path, where, max_bytes)
         self.buf, self.i, self.eof = "", 0, False
         self.newlines = 0  # newlines read so far (the window's included)
         self.col = 0  # characters since the last newline before buf[0], before buf[0]
@@ -182,26 +182,3 @@ class JSONStream:
         """Nothing but whitespace may follow the document."""
         if self.peek():
             raise self._fail("Extra data")
-
-
-def _open_regular(path: str | os.PathLike[str], where: str, max_bytes: int) -> int:
-    """A read fd on a regular file no larger than `max_bytes`: a FIFO, device, socket or
-    directory refused before it is opened, as `safejson.read_file` does."""
-    try:
-        kind = safejson._not_regular(os.stat(path).st_mode)  # noqa: SLF001
-        if kind:
-            raise BadInputError(f"{where}: is {kind}, not a file")
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise BadInputError(f"{where}: cannot read ({exc.strerror or exc})") from None
-    try:
-        st = os.fstat(fd)
-        kind = safejson._not_regular(st.st_mode)  # noqa: SLF001
-        if kind:
-            raise BadInputError(f"{where}: is {kind}, not a file")
-        if st.st_size > max_bytes:
-            raise BadInputError(f"{where}: larger than {max_bytes} bytes; refusing to read it")
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
