@@ -81,7 +81,7 @@ def merge_file(proposal: Path, drivers_dir: Path = DRIVERS,
     return out
 
 
-EL_BASE = {"el8": "4.18", "el9": "5.14", "el10": "6.12"}
+EL_BASE = {"el7": "3.10", "el8": "4.18", "el9": "5.14", "el10": "6.12"}
 
 
 def _before(a: str, b: str) -> bool:
