@@ -25,7 +25,8 @@ kernel-<version>" commit per src.rpm, the spec at `SPECS/kernel.spec`):
 OpenELA's import (https://github.com/openela-main/kernel, branches el8, el-8.8, el-8.9) and
 CIQ's (ciq-rocky-lts/kernel) have the same layout. A branch there holds every minor release,
 so a z-stream's minor release is also taken from its header's `_N` suffix
-(`[4.18.0-147.8.1.el8_1]`).
+(`[4.18.0-147.8.1.el8_1]`). RHEL 7's builds carry none (`3.10.0-1160.119.1.el7`, as hosts
+print them too): its z-streams are proposed as written, their stream the build number.
 
 What is read: every commit of every branch named, oldest first; in each, `almalinux/kernel.spec`
 (files of 4 MiB and more are absent from the snapshot: such commits are listed in the
@@ -75,6 +76,8 @@ DEFAULT_BRANCHES = ("9.0", "9.1", "9.2", "9.3", "9.4", "9.5", "9.6", "10.0")
 
 # kernel base per RHEL major: the only builds a line holds
 BASES: Dict[str, str] = {"el7": "3.10.0", "el8": "4.18.0", "el9": "5.14.0", "el10": "6.12.0"}
+# lines whose z-stream builds carry no `_N` minor suffix (RHEL 7: `3.10.0-1160.119.1.el7`)
+NO_MINOR = frozenset({"el7"})
 # the form hwmgr validates a line's `fixed` entries in
 FIXED_RE: Dict[str, re.Pattern[str]] = {
     line: re.compile(rf"^{re.escape(base)}-\d+(?:\.\d+)*\.{line}(?:_\d+)?$")
@@ -192,7 +195,7 @@ class Build:
     def version(self, stream_minor: Dict[int, int]) -> str:
         """hwmgr's string: main line without `_N`, z-stream with its stream's minor."""
         rel = ".".join(str(p) for p in self.key())
-        if self.mainline:
+        if self.mainline or self.line in NO_MINOR:
             return f"{self.base}-{rel}.el{self.major}"
         return f"{self.base}-{rel}.el{self.major}_{stream_minor[self.num]}"
 
@@ -314,18 +317,25 @@ def streams_of(tips: Dict[str, str], headers: Iterable[str] = ()) -> Dict[str, D
     return out
 
 
+def placeable(b: Build, minors: Dict[str, Dict[int, int]]) -> bool:
+    """A z-stream build whose string hwmgr can compare: its minor release known, or a line
+    whose builds carry none (el7: `3.10.0-1160.119.1.el7`)."""
+    return b.line in NO_MINOR or b.num in minors.get(b.line, {})
+
+
 def coverage(headers: Iterable[str],
              minors: Dict[str, Dict[int, int]]) -> Dict[str, Dict[str, str]]:
     """line -> stream -> the highest z-stream build whose changelog was read."""
     best: Dict[str, Dict[int, Build]] = {}
     for h in headers:
         b = Build.parse(h)
-        if b is None or b.mainline or b.num not in minors.get(b.line, {}):
+        if b is None or b.mainline or not placeable(b, minors):
             continue
         cur = best.setdefault(b.line, {}).get(b.num)
         if cur is None or b.key() > cur.key():
             best[b.line][b.num] = b
-    return {line: {str(num): best[line][num].version(minors[line]) for num in sorted(best[line])}
+    return {line: {str(num): best[line][num].version(minors.get(line, {}))
+                   for num in sorted(best[line])}
             for line in sorted(best, key=lambda s: int(s[2:]))}
 
 
@@ -343,7 +353,7 @@ def propose(col: Collected, cves: Dict[str, List[str]], repo_url: str = REPO_URL
         if b is None or BASES.get(b.line) != b.base:
             counts["skipped: header not a GA-base build (5.14-N, 6.11.0-N)"] += 1
             continue
-        if not b.mainline and b.num not in minors.get(b.line, {}):
+        if not b.mainline and not placeable(b, minors):
             counts["skipped: dotted pre-GA build (5.14.0-1.6.1)"] += 1
             continue
         if not b.mainline and b.minor is not None and b.minor != minors[b.line][b.num]:

@@ -166,9 +166,14 @@ def test_el8_fixed_lists_with_minor_from_header() -> None:
     assert el8["CVE-2020-14386"]["urls"] == [f"{CENTOS}/blob/{C8}/SPECS/kernel.spec"]
     assert el8["CVE-2020-14386"]["evidence"] == [
         "the kernel-4.18.0-193.23.1.el8_2 changelog names CVE-2020-14386 (packet)"]
-    # RHEL 7 z-streams carry no `_N`: the minor is not stated, so no z-stream fix is proposed
-    assert result["lines"]["el7"] == {}
+    # RHEL 7 builds carry no `_N` (hosts print `3.10.0-514.25.1.el7` too): the stream is 514
+    assert result["lines"]["el7"] == {"CVE-2017-7477": {
+        "fixed": ["3.10.0-514.25.1.el7"],
+        "urls": [f"{CENTOS}/blob/{C7}/SPECS/kernel.spec"],
+        "evidence": ["the kernel-3.10.0-514.25.1.el7 changelog names CVE-2017-7477 (macsec)"]}}
     assert result["streams"]["el8"] == {"193": "4.18.0-193.28.1.el8_2"}
+    assert result["streams"]["el7"] == {"514": "3.10.0-514.26.1.el7"}
     assert counts["el8 z-stream fixes"] == 1 and counts["el8 main-line fixes"] == 1
+    assert counts["el7 z-stream fixes"] == 1
     for data in el8.values():
         assert all(rc.FIXED_RE["el8"].match(v) for v in data["fixed"])
