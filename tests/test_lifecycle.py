@@ -92,6 +92,15 @@ def test_full_cycle(bed: Bed) -> None:
     v10 = module_state(bed)
     assert v10[0] == "1.0"
     assert "installed" in host_fingerprint(bed)["dkms"]
+    # another hwmgr holds the state dir's lock: the rollback is refused, nothing changes
+    before = host_fingerprint(bed)
+    state_dir = bed.env["HWMGR_STATE_DIR"]
+    held = StateDir(Host("/", SubprocessRunner(), writable=[state_dir]), state_dir)
+    with held.lock(command="test_full_cycle"):
+        res = hw(bed, "rollback", MODULE, "--yes")
+    held.close()
+    assert res.returncode == 10 and "locked by pid" in res.stderr, res.stderr
+    assert host_fingerprint(bed) == before and module_state(bed) == v10
     # rollback to what was there: no module at all
     res = hw(bed, "rollback", MODULE, "--yes")
     assert res.returncode == 0, res.stderr
