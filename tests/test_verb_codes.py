@@ -134,6 +134,8 @@ DRIVEN_BELOW: dict[tuple[str, int], str] = {
 # and fails unless it exists, runs the verb and asserts the code.
 DELEGATED: dict[tuple[str, int], str] = {
     ("catalog", EXIT_FAILED): "test_catalog_update.py::test_update_refusals_change_nothing",
+    ("check", EXIT_REBOOT_PENDING):
+        "test_pending.py::test_check_verb_exits_7_on_a_snapshot_taken_before_the_reboot",
     ("plan", EXIT_OK): "test_plan.py::test_force_turns_the_route_refusal_into_a_warning",
     ("plan", EXIT_UNKNOWN):
         "test_plan.py::test_snapshot_without_modinfo_output_is_unknown_and_says_retake",
@@ -188,8 +190,6 @@ DELEGATED: dict[tuple[str, int], str] = {
 # documented codes that no test drives yet, each saying why: shown as xfailed with that reason
 # (make test's summary lists them); a test that drives one moves it to DELEGATED
 UNPROVEN: dict[tuple[str, int], str] = {
-    ("check", EXIT_REBOOT_PENDING): "no test runs `hwmgr check` on a host with an upgrade "
-    "committed in this boot (test_pending.py drives hwmgr.lifecycle.pending, not the verb)",
     ("package", EXIT_FAILED): "no test runs `hwmgr package` into a failing rpmbuild "
     "(test_package.py's failing build is the RPM's %post, not the verb)",
 }
