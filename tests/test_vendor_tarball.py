@@ -13,6 +13,7 @@ import gzip
 import hashlib
 import json
 import lzma
+import os
 import tarfile
 from pathlib import Path
 
@@ -193,11 +194,16 @@ def test_truncated_tarball_refused(tmp_path: Path) -> None:
         inspect_tarball(path, recipe())
 
 
-def test_neither_rpm_nor_tarball(tmp_path: Path) -> None:
+def test_what_is_not_a_tarball_goes_to_rpm(tmp_path: Path) -> None:
+    """Only a tarball's name makes a tarball; anything else is rpm's to refuse (exit 9, as
+    before tarballs), and a FIFO named like a tarball is refused before it is opened."""
     path = tmp_path / "bnxt.zip"
     path.write_bytes(b"PK\x03\x04")
-    with pytest.raises(BadInputError, match="neither a source RPM nor a vendor tarball"):
-        kind_of(path)
+    assert kind_of(path) == "srpm"
+    fifo = tmp_path / NAME
+    os.mkfifo(fifo)
+    with pytest.raises(BadInputError, match="not a file"):
+        kind_of(fifo)
 
 
 @pytest.mark.slow  # two CLI runs in process: a catalog load each (~1 s)
