@@ -91,36 +91,55 @@ def check_manifest(path: Path, recipe: Recipe, version: str,
     listed = _resolve([*tree.split("/"), *recipe.manifest.split("/")], links)
     if listed is None or listed not in regular:
         return 0
-    with tarfile.open(path, "r:*") as tar:
-        raw = _read(tar, regular[listed], MAX_MANIFEST, where)
-        sums: list[tuple[str, str]] = []
-        for n, line in enumerate(raw.decode("utf-8", "replace").splitlines(), 1):
-            found = _SUM_LINE.fullmatch(line.rstrip("\r"))
-            if not found:
-                raise RefusedError(f"{where}: member '{listed}' line {n}: not a sha512 sum "
-                                   "line; refusing")
-            sums.append((found.group(1).lower(), found.group(2)))
-        for want, name in sums:
-            key = _resolve([*tree.split("/"), *name.split("/")], links)
-            if key is None or ".." in name.split("/") or name.startswith("/"):
-                raise RefusedError(f"{where}: member '{listed}' lists {printable(name)!r}, "
-                                   "outside the tree; refusing")
-            member = regular.get(key)
-            if member is None:
-                raise RefusedError(f"{where}: member '{printable(key)}' is listed in "
-                                   f"'{listed}' but not in the archive; refusing")
-            if hashlib.sha512(_read(tar, member, None, where)).hexdigest() != want:
-                raise RefusedError(f"{where}: member '{printable(key)}' does not match its "
-                                   f"sha512 in '{listed}'; refusing")
+    raw = _stream(path, {listed}, MAX_MANIFEST, where).get(listed, b"")
+    sums: dict[str, tuple[str, str]] = {}  # member key -> (sha512, name as listed)
+    for n, line in enumerate(raw.decode("utf-8", "replace").splitlines(), 1):
+        found = _SUM_LINE.fullmatch(line.rstrip("\r"))
+        if not found:
+            raise RefusedError(f"{where}: member '{listed}' line {n}: not a sha512 sum "
+                               "line; refusing")
+        name = found.group(2)
+        key = _resolve([*tree.split("/"), *name.split("/")], links)
+        if key is None or ".." in name.split("/") or name.startswith("/"):
+            raise RefusedError(f"{where}: member '{listed}' lists {printable(name)!r}, "
+                               "outside the tree; refusing")
+        if key not in regular:
+            raise RefusedError(f"{where}: member '{printable(key)}' is listed in "
+                               f"'{listed}' but not in the archive; refusing")
+        sums[key] = (found.group(1).lower(), name)
+    # one pass over the stream: a gzip member read out of order decompresses from the start
+    digests = _stream(path, set(sums), None, where, hashed=True)
+    for key, (want, _name) in sums.items():
+        if digests.get(key) != want.encode():
+            raise RefusedError(f"{where}: member '{printable(key)}' does not match its "
+                               f"sha512 in '{listed}'; refusing")
     return len(sums)
 
 
-def _read(tar: tarfile.TarFile, member: tarfile.TarInfo, limit: int | None, where: str) -> bytes:
-    if limit is not None and member.size > limit:
-        raise RefusedError(f"{where}: member '{printable(member.name)}' is over "
-                           f"{limit >> 10} KiB; refusing")
-    fh = tar.extractfile(member)
-    return fh.read() if fh is not None else b""
+def _stream(path: Path, wanted: set[str], limit: int | None, where: str,
+            hashed: bool = False) -> dict[str, bytes]:
+    """The `wanted` regular members' bytes (or sha512 hex digests), in one sequential read of
+    an archive `check_tarball` already passed."""
+    out: dict[str, bytes] = {}
+    with tarfile.open(path, "r|*") as tar:
+        for member in tar:
+            key = _key(member.name)
+            if key not in wanted or not member.isreg() or key in out:
+                continue
+            if limit is not None and member.size > limit:
+                raise RefusedError(f"{where}: member '{printable(member.name)}' is over "
+                                   f"{limit >> 10} KiB; refusing")
+            fh = tar.extractfile(member)
+            if fh is None:
+                continue
+            if hashed:
+                h = hashlib.sha512()
+                while chunk := fh.read(1 << 16):
+                    h.update(chunk)
+                out[key] = h.hexdigest().encode()
+            else:
+                out[key] = fh.read()
+    return out
 
 
 def inspect_tarball(path: Path, recipe: Recipe, version: str | None = None) -> TarballFacts:
