@@ -8,9 +8,10 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from lifecycle_env import serve
 
 from hwmgr.catalog.schema import findings
-from hwmgr.errors import BadInputError, NotFoundError
+from hwmgr.errors import BadInputError, HwmgrError, NotFoundError
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.fetch import Source
@@ -71,3 +72,21 @@ def test_cache_serves_it_and_a_miss_names_the_offline_commands(tmp_path: Path) -
     (tmp_path / "mirror" / NAME).write_bytes(DATA)
     got = fetch_mirrored(host, src, str(tmp_path / "cache"), mirror=str(tmp_path / "mirror"))
     assert got.origin == "mirror" and cached.read_bytes() == DATA
+
+
+@pytest.mark.slow  # an HTTP server and requests' import (~1 s)
+def test_a_vendor_url_that_fails_names_the_offline_commands(tmp_path: Path) -> None:
+    """The vendor's URL answers 404 (a file gone from the vendor's site): the error says how
+    the file would have been served without it."""
+    srv, base = serve(tmp_path / "empty")  # an HTTP server on 127.0.0.1 with nothing in it
+    try:
+        host = Host("/", SubprocessRunner(), writable=[str(tmp_path)])
+        src = Source(f"{base}/{NAME}", SHA, len(DATA), allow_http=True)
+        with pytest.raises(HwmgrError) as exc:
+            fetch_mirrored(host, src, str(tmp_path / "cache"), who="igb 5.18.7")
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    line = str(exc.value)
+    assert "404" in line and "\n" not in line
+    assert f"`hwmgr catalog trust igb 5.18.7 --file {NAME}` keeps the file in the cache" in line
