@@ -296,6 +296,8 @@ def build_dkms_rpm(
                 f"Wrapped by hwmgr {__version__} from {got.path.name} "
                 f"(catalog {catalog.version or 'unversioned'})"),
         })
+        if not (tags["url"] or source.get("url")):  # a file obtained by hand: rpm refuses
+            spec_text = re.sub(r"(?m)^URL:[ \t]*\n", "", spec_text)  # an empty URL tag
         spec = top / "SPECS" / f"{name}.spec"
         host.write_bytes(f"{work}/rpmbuild/SPECS/{name}.spec", spec_text.encode("utf-8"))
         with _activity(ui, f"rpmbuild {name}-{version}"):
