@@ -39,12 +39,13 @@ EXAMPLES = (
             EXIT_NOT_FOUND),
 )
 EXIT_CODES = {
-    EXIT_OK: "built for every target kernel, each module at the SRPM's version and kernel",
+    EXIT_OK: "built for every target kernel, each module at the source's version and kernel",
     EXIT_FAILED: "a build failed (the make line, its first error and the log's end are shown; "
                  "the log is kept) or a module reports another version or kernel",
-    EXIT_NOT_FOUND: "no recipe for the driver, no such SRPM file, or no kernel headers",
-    EXIT_BAD_INPUT: "invalid recipe, unreadable SRPM, or bad --version/--kernel",
-    EXIT_REFUSED: "the SRPM is not the recipe's package, or its tarball is unsafe",
+    EXIT_NOT_FOUND: "no recipe for the driver, no such SRPM or tarball, or no kernel headers",
+    EXIT_BAD_INPUT: "invalid recipe, unreadable SRPM or tarball, or bad --version/--kernel",
+    EXIT_REFUSED: "the SRPM is not the recipe's package, a tarball is not named like the "
+                  "recipe's, or a tarball is unsafe or fails its MANIFEST",
     EXIT_PERMISSION: "the state dir is not writable for the scratch trees (run as root or "
                      "pass --state-dir)",
 }
