@@ -446,7 +446,8 @@ def source_refusal(source: Mapping[str, Any] | None) -> str | None:
     if not source:
         return "the catalog gives no source for this version"
     if source.get("verified") is False or not source.get("sha256"):
-        return f"source {source.get('url')} is not verified (no known sha256/size)"
+        named = source.get("url") or source.get("filename")
+        return f"source {named} is not verified (no known sha256/size)"
     if str(source.get("url", "")).startswith("http://") and source.get("allow_http") is not True:
         return f"source {source.get('url')} is plain http and not marked allow_http"
     return None
