@@ -15,7 +15,7 @@ from lab.chain import wanted
 
 V = raidsrpm.VERSION
 INBOX = "07.719.03.00-rc1"  # Debian 12's in-tree megaraid_sas (kernel 6.1)
-BUILD_BOOT = 1800  # seconds: fetch, a DKMS build of megaraid_sas (4 files) under TCG, initramfs
+BUILD_BOOT = 2400  # seconds: fetch, a DKMS build of megaraid_sas (4 files) under TCG, initramfs
 IMAGE = "/boot/initrd.img-$(uname -r)"
 RECORD = (f"sha256sum {IMAGE} | cut -d' ' -f1 > /lab/out/initrd.sha\n"
           f"lsinitramfs {IMAGE} | grep megaraid_sas > /lab/out/initrd.list\n"

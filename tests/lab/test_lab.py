@@ -298,7 +298,7 @@ def test_2_upgrade_reboot_verify(lab: Lab, chains: dict[str, Chain]) -> None:
     a.data["throughput"] = mbps
 
 
-@pytest.mark.timeout(600 + storage.BUILD_BOOT)  # boot 5 carries the storage upgrade
+@pytest.mark.timeout(900 + storage.BUILD_BOOT)  # boot 5 carries the storage upgrade
 def test_3_upgrade_again_then_rollback_twice(lab: Lab, chains: dict[str, Chain]) -> None:
     """Scenario 3: 3.8.8 verified; rollback → 3.8.7 is back; rollback --to inbox → in-tree."""
     a = chains["a"]
