@@ -20,8 +20,9 @@ IMAGE = "/boot/initrd.img-$(uname -r)"
 RECORD = (f"sha256sum {IMAGE} | cut -d' ' -f1 > /lab/out/initrd.sha\n"
           f"lsinitramfs {IMAGE} | grep megaraid_sas > /lab/out/initrd.list\n"
           "dmesg > /lab/out/dmesg.txt\nfacts_end\n")
-# s#1 (the tail of chain a's boot 5): inbox from the initramfs; plan; upgrade → reboot
-UPGRADE = (RECORD + f"rec plan hwmgr plan upgrade megaraid_sas --to {V} --json\n"
+# s#1 (the tail of chain a's boot 5): inbox from the initramfs; upgrade (its JSON holds the
+# plan it carried out) → reboot
+UPGRADE = (RECORD +
            # the running kernel only: the image's second kernel is the kernel gate's
            f"rec upgrade hwmgr upgrade megaraid_sas --to {V} --kernel \"$(uname -r)\" --yes "
            "--json\n"
