@@ -3,7 +3,7 @@
 The rootfs also has Debian's initramfs-tools and its own `/boot/initrd.img-KVER`, made by
 `update-initramfs` in the chroot (MODULES=list: virtio + ext4 for the root disk and the SAS
 2108's megaraid_sas, as an admin lists a boot controller); the storage scenario boots with
-that image instead of the busybox one (a copy is cached as `initrd-distro.img`).
+that image instead of the busybox one, read off the guest's disk (lab/vm.py).
 
 A second kernel, another 6.1 ABI the guest does not run (`second_kernel()`: the newest one
 below the main kernel with an image and headers on the mirror), is installed with its headers,
@@ -102,7 +102,6 @@ class Image:
     e1000e_src: Path
     key: str
     megaraid_src: Path
-    distro_initrd: Path  # what update-initramfs made in the image (the guest's /boot copy)
     kver2: str = ""  # the second kernel: installed in the image, not the one the lab boots
 
 
@@ -216,7 +215,7 @@ def _image_from(cache: Path, meta: dict) -> Image:
     return Image(cache=cache, kver=meta["kver"], kernel_version=meta["kernel_version"],
                  vmlinuz=cache / "vmlinuz", initrd=cache / "initrd.img",
                  disk=cache / "disk.img", e1000e_src=cache / "e1000e-src", key=meta["key"],
-                 megaraid_src=cache / "megaraid-src", distro_initrd=cache / "initrd-distro.img",
+                 megaraid_src=cache / "megaraid-src",
                  kver2=meta.get("kver2", ""))
 
 
@@ -232,8 +231,7 @@ def ensure_image(cache: Path | None = None, *, rebuild: bool = False) -> Image:
             meta = json.loads(meta_path.read_text())
             if meta.get("key") == key and all(
                     (cache / f).exists() for f in ("vmlinuz", "initrd.img", "disk.img",
-                                                   "e1000e-src", "megaraid-src",
-                                                   "initrd-distro.img")):
+                                                   "e1000e-src", "megaraid-src")):
                 return _image_from(cache, meta)
         log(f"building the lab guest for {kver} (second kernel {kver2}) in {cache} "
             "(cold cache: a few minutes)")
@@ -426,7 +424,6 @@ def _build(cache: Path, main: tuple[str, str], second: tuple[str, str], key: str
         (conf / "modules").write_text("\n".join(DISTRO_INITRD_MODULES) + "\n")
         _chroot(root, f"update-initramfs -c -k {kver} && update-initramfs -c -k {kver2} && "
                 "grub-editenv /boot/grub/grubenv create", "update-initramfs in the chroot")
-        shutil.copy2(root / "boot" / f"initrd.img-{kver}", cache / "initrd-distro.img.new")
         for ifname, stanza in IFUPDOWN_STANZAS.items():
             (root / "etc/network/interfaces.d" / ifname).write_text(stanza)
         (root / "etc/hostname").write_text("lab\n")
@@ -445,7 +442,7 @@ def _build(cache: Path, main: tuple[str, str], second: tuple[str, str], key: str
         run(["mkfs.ext4", "-q", "-F", "-L", "labroot", "-E",
              "root_owner=0:0,lazy_itable_init=0,lazy_journal_init=0", "-d", str(root),
              str(disk_new)], what="mkfs.ext4 -d")
-    for name in ("vmlinuz", "initrd.img", "disk.img", "initrd-distro.img"):
+    for name in ("vmlinuz", "initrd.img", "disk.img"):
         os.replace(cache / f"{name}.new", cache / name)
     for name in ("e1000e-src", "megaraid-src"):
         shutil.rmtree(cache / name, ignore_errors=True)

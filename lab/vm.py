@@ -246,9 +246,16 @@ class VM:
         }
         self.boots: list[Boot] = []
         self._proc: subprocess.Popen | None = None
-        self.storage, self.grub = storage, grub
+        self.storage, self.grub = False, grub
         if storage:
+            self.attach_storage()
+
+    def attach_storage(self) -> None:
+        """From the next boot on: a 64 MiB data disk on the SAS 2108, and the initramfs the
+        guest's own /boot holds (see `_argv`), as a boot loader would read it."""
+        if not self.storage:
             run(["truncate", "-s", "64M", str(self.dir / "sas.img")])
+            self.storage = True
 
     # ------------------------------------------------------------------ payload
     def _payload(self, n: int, step: str, shape: str | None) -> Path:
@@ -286,6 +293,11 @@ class VM:
              str(img)], what="mkfs.ext4 payload")
         return img
 
+    def _left_initrd(self) -> Path | None:
+        """The copy of /boot/initrd.img-KVER the last storage boot left (run-step.sh)."""
+        left = [b.out / "initrd.img" for b in self.boots if (b.out / "initrd.img").is_file()]
+        return left[-1] if left else None
+
     def next_kernel(self) -> grub.Choice:
         """The kernel GRUB boots next from this (powered-off) disk, and why."""
         return grub.next_boot(self.overlay, self.dir / "grub-next")
@@ -296,10 +308,10 @@ class VM:
         vmlinuz, initrd, sas = img.vmlinuz, img.initrd, []
         if choice is not None and choice.vmlinuz and choice.initrd:  # as GRUB reads /boot
             vmlinuz, initrd = choice.vmlinuz, choice.initrd
-        if self.storage:  # as a boot loader reads /boot: the image update-initramfs made
-            # in the chroot, then the copy of /boot/initrd.img-KVER the last boot left
-            left = [b.out / "initrd.img" for b in self.boots if (b.out / "initrd.img").is_file()]
-            initrd = left[-1] if left else img.distro_initrd
+        if self.storage:  # as a boot loader reads /boot: the copy of /boot/initrd.img-KVER
+            # the last boot left, or (the first storage boot) the file read from the disk
+            left = self._left_initrd()
+            initrd = left if left else initrd
             sas = ["-drive", f"file={self.dir / 'sas.img'},format=raw,if=none,id=sas0",
                    "-device", "scsi-hd,drive=sas0,bus=raid0.0"]
         return [
@@ -341,6 +353,13 @@ class VM:
         choice = grub.next_boot(self.overlay, self.dir / f"grub{n}") if self.grub else None
         if choice is not None:
             log(f"{self.name} boot {n}: GRUB (emulated) boots {choice.kernel}: {choice.why}")
+        elif self.storage and self._left_initrd() is None:  # its /boot, read off the disk
+            choice = grub.next_boot(self.overlay, self.dir / f"grub{n}")
+            if choice.kernel != self.lab.img.kver:
+                raise LabError(f"{self.name} boot {n}: the disk boots {choice.kernel}, not the "
+                               f"lab's kernel {self.lab.img.kver} ({choice.why})")
+            log(f"{self.name} boot {n}: storage boot with /boot/initrd.img-{choice.kernel} "
+                "read from the disk")
         payload = self._payload(n, step, shape)
         logp = self.dir / f"boot{n}.log"
         lines: list[str] = []

@@ -70,7 +70,7 @@ def lab(tmp_path_factory: Any) -> Iterator[Lab]:
 
 @pytest.fixture(scope="session")
 def chains() -> Iterator[dict[str, Chain]]:
-    all_chains = {n: Chain(n) for n in ("a", "b", "c", "d")}
+    all_chains = {n: Chain(n) for n in ("a", "b", "c", "d", "s")}
     yield all_chains
     for c in all_chains.values():
         c.release()

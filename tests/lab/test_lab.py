@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from lab import storage
 from lab.chain import Chain, start_forks, wanted
 from lab.vm import FLOOR_MBPS, Boot, Lab, e1000e_versions
 
@@ -297,7 +298,7 @@ def test_2_upgrade_reboot_verify(lab: Lab, chains: dict[str, Chain]) -> None:
     a.data["throughput"] = mbps
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900 + storage.BUILD_BOOT)  # boot 5 carries the storage upgrade
 def test_3_upgrade_again_then_rollback_twice(lab: Lab, chains: dict[str, Chain]) -> None:
     """Scenario 3: 3.8.8 verified; rollback → 3.8.7 is back; rollback --to inbox → in-tree."""
     a = chains["a"]
@@ -307,12 +308,12 @@ def test_3_upgrade_again_then_rollback_twice(lab: Lab, chains: dict[str, Chain])
     kver = a.data["kver"]
 
     try:
-        _rollbacks(a, kver)
+        _rollbacks(a, chains, kver)
     finally:
         a.release()  # chain a is done: its slot goes to the background chains
 
 
-def _rollbacks(a: Chain, kver: str) -> None:
+def _rollbacks(a: Chain, chains: dict[str, Chain], kver: str) -> None:
     b3 = guarded(a, lambda: a.vm.boot(CHECK_BOOT + "rec rollback hwmgr rollback e1000e --yes "
                                       "--json\nreboot_after", slot=False))
     a.data["boot3"] = b3
@@ -334,11 +335,22 @@ def _rollbacks(a: Chain, kver: str) -> None:
     rb = ok(b4, "rollback")["data"]
     assert rb["plan"]["to_version"] == "inbox" and rb["transaction"]["state"] == "committed"
 
+    # the storage scenario's first step rides on this boot (lab/storage.py): the SAS 2108
+    # gets its data disk and the guest boots its own initramfs from here on
+    step5, timeout5 = "", 600.0
+    if storage.enabled():
+        a.vm.attach_storage()
+        step5, timeout5 = "\n" + storage.UPGRADE, float(storage.BUILD_BOOT)
     b5 = guarded(a, lambda: a.vm.boot(f"rec check-after {CHECK}\n" + GUARD +
                                       "rec history hwmgr history e1000e --json\n"
                                       "rec history-all hwmgr history --json\n"
-                                      "show hwmgr history e1000e", slot=False))
+                                      "show hwmgr history e1000e" + step5,
+                                      slot=False, timeout=timeout5))
     a.data["boot5"] = b5
+    if storage.enabled() and b5.rc_of("upgrade") == 0:  # its next two boots, in the background
+        s = chains["s"]
+        s.vm = a.vm
+        s.start(storage.PLAN)
     assert_inbox(versions(b5, boot_time=True), kver, "a#5 after rollback to inbox")
     exp = expectation(b5)
     assert exp["kind"] == "rollback" and exp["status"] == "verified", exp["findings"]

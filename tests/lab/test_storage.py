@@ -1,60 +1,39 @@
 """A storage driver's upgrade → reboot → verify → rollback → reboot on the SAS 2108, with the
-initramfs (issue 23, part 4), proven with three real boots of the QEMU lab guest.
+initramfs (issue 23, part 4), proven with real boots of the QEMU lab guest, in every `make
+test` and `make lab` (HWMGR_LAB_STORAGE=0 leaves it out).
 
-The guest boots with the initramfs Debian's own `update-initramfs` made (not the lab's
-busybox one): the harness hands QEMU the image the guest's /boot holds, as a boot loader
-would. The root disk stays on virtio (the busybox boots of the other scenarios need it
-there); a 64 MiB data disk sits behind the emulated SAS 2108 (`megasas-gen2`), and
-megaraid_sas is in the initramfs because it is listed in /etc/initramfs-tools/modules, as an
-admin lists a controller that must come up early. That it was loaded from the initramfs is
-read from the kernel log: the driver's `megasas: VERSION` line comes before the root
-filesystem is mounted, which only the initramfs can do.
+It shares chain a's disk and its last boot (lab/storage.py): from a#5 on, the guest boots the
+initramfs its own /boot holds (not the lab's busybox one), read off the disk as a boot loader
+would, and a 64 MiB data disk sits behind the emulated SAS 2108 (`megasas-gen2`). The root
+disk stays on virtio; megaraid_sas is in the initramfs because it is listed in
+/etc/initramfs-tools/modules, as an admin lists a controller that must come up early. That it
+was loaded from the initramfs is read from the kernel log: the driver's `megasas: VERSION`
+line comes before the root filesystem is mounted, which only the initramfs can do.
 
-  s#1 inbox (07.719.03.00-rc1) from the initramfs; upgrade to the lab's vendor release:
-      DKMS build, the initramfs kept, rebuilt, checked → reboot
-  s#2 hwmgr-verify: the loaded module is the new one (version, srcversion = modinfo's),
+  a#5 (s#1, after the e1000e story ends there) inbox (07.719.03.00-rc1) from the initramfs;
+      upgrade to the lab's vendor release: DKMS build, the initramfs kept, rebuilt, checked
+      → reboot
+  a#6 (s#2) hwmgr-verify: the loaded module is the new one (version, srcversion = modinfo's),
       loaded from the new initramfs; rollback: the kept initramfs back byte for byte → reboot
-  s#3 hwmgr-verify: inbox again, from the restored initramfs
+  a#7 (s#3) hwmgr-verify: inbox again, from the restored initramfs
 """
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 
 import pytest
 
-from lab import raidsrpm
-from lab.vm import Boot, Lab
+from lab.chain import Chain
+from lab.storage import INBOX, V, enabled
+from lab.vm import Boot
 
-pytestmark = [
-    pytest.mark.lab,
-    # three TCG boots with a megaraid_sas DKMS build and two initramfs rebuilds (~25 min on a
-    # loaded 2-core machine): beyond make test's time budget, so asked for by name
-    pytest.mark.skipif(os.environ.get("HWMGR_LAB_STORAGE") != "1",
-                       reason="the storage-driver scenario runs with HWMGR_LAB_STORAGE=1 "
-                              "(make lab-storage): ~25 min of TCG boots"),
-]
+pytestmark = [pytest.mark.lab, pytest.mark.skipif(
+    not enabled(), reason="HWMGR_LAB_STORAGE=0 (or HWMGR_LAB_CHAINS without s): the storage "
+                          "scenario left out")]
 
-V = raidsrpm.VERSION
-INBOX = "07.719.03.00-rc1"  # Debian 12's in-tree megaraid_sas (kernel 6.1)
-BUILD_BOOT = 1800  # seconds: fetch, a DKMS build of megaraid_sas (4 files) under TCG, initramfs
-IMAGE = "/boot/initrd.img-$(uname -r)"
-RECORD = (f"sha256sum {IMAGE} | cut -d' ' -f1 > /lab/out/initrd.sha\n"
-          f"lsinitramfs {IMAGE} | grep megaraid_sas > /lab/out/initrd.list\n"
-          "dmesg > /lab/out/dmesg.txt\nfacts_end\n")
-STEPS = [
-    (RECORD + f"rec plan hwmgr plan upgrade megaraid_sas --to {V} --json\n"
-     # the running kernel only: the image's second kernel is the kernel gate's (see test_lab)
-     f"rec upgrade hwmgr upgrade megaraid_sas --to {V} --kernel \"$(uname -r)\" --yes --json\n"
-     f"sha256sum {IMAGE} | cut -d' ' -f1 > /lab/out/initrd-after.sha\n"
-     f"lsinitramfs {IMAGE} | grep megaraid_sas > /lab/out/initrd-after.list\n"
-     "reboot_after", BUILD_BOOT),
-    (RECORD + "rec rollback hwmgr rollback megaraid_sas --yes --json\n"
-     f"sha256sum {IMAGE} | cut -d' ' -f1 > /lab/out/initrd-after.sha\nreboot_after", 900),
-    (RECORD + "rec history hwmgr history megaraid_sas --json", 600),
-]
+WAIT = 3600  # a#6 and a#7 queue for the lab's slots behind the forked chains
 
 
 def ok(b: Boot, name: str) -> dict[str, Any]:
@@ -90,24 +69,28 @@ def verified(b: Boot, version: str) -> None:
     assert exps[0]["status"] == "verified", (exps[0], b.where())
 
 
-def test_storage_driver_upgrade_with_initramfs(lab: Lab) -> None:
-    vm = lab.vm("s", storage=True)
-    b1 = vm.boot(STEPS[0][0], timeout=STEPS[0][1])
+@pytest.mark.timeout(WAIT)
+def test_storage_driver_upgrade_with_initramfs(chains: dict[str, Chain]) -> None:
+    b1 = chains["a"].data.get("boot5")
+    assert b1 is not None, "chain a did not reach boot 5, which carries the storage upgrade"
     now = loaded(b1)
     assert (now["sys"], now["modinfo"]) == (INBOX, INBOX), now
     assert from_initramfs(b1, INBOX), "the inbox megaraid_sas must come from the initramfs"
     assert "megaraid_sas" in now["hosts"], now  # the SAS 2108 with its data disk is served
     before = (b1.text("initrd.sha") or "").strip()
-    plan = ok(b1, "plan")["data"]
-    assert plan["initramfs"] == {plan["kernels"][0]: True}, plan
-    assert any(s.startswith("initramfs: keep the initramfs of") for s in plan["steps"]), plan
-    doc = ok(b1, "upgrade")["data"]["transaction"]
+    upgrade = ok(b1, "upgrade")["data"]
+    plan, doc = upgrade["plan"], upgrade["transaction"]
+    kver = b1.boot_facts["kernel"]  # the running kernel only (--kernel): its image is kept
+    assert (plan["kernels"], plan["initramfs"]) == ([kver], {kver: True}), plan
+    assert f"initramfs: keep the initramfs of {kver} in the state dir, rebuild it and check " \
+        "it holds the new module" in plan["steps"], plan["steps"]
     assert doc["state"] == "committed", doc
+    assert [s["name"] for s in doc["steps"]][-2:] == ["initramfs", "arm"], doc["steps"]
     assert "/updates/dkms/megaraid_sas.ko" in (b1.text("initrd-after.list") or ""), \
         "the rebuilt initramfs must hold the DKMS module"
     assert (b1.text("initrd-after.sha") or "").strip() not in ("", before)
 
-    b2 = vm.boot(STEPS[1][0], timeout=STEPS[1][1])
+    b2 = chains["s"].wait(1)  # a#6
     verified(b2, V)
     now = loaded(b2)
     assert (now["sys"], now["modinfo"]) == (V, V), now
@@ -118,7 +101,7 @@ def test_storage_driver_upgrade_with_initramfs(lab: Lab) -> None:
     assert (b2.text("initrd-after.sha") or "").strip() == before, \
         "the rollback must put the initramfs back byte for byte"
 
-    b3 = vm.boot(STEPS[2][0], timeout=STEPS[2][1])
+    b3 = chains["s"].wait(2)  # a#7
     verified(b3, INBOX)  # the rollback restores the in-tree version
     now = loaded(b3)
     assert (now["sys"], now["modinfo"]) == (INBOX, INBOX), now
