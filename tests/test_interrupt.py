@@ -229,3 +229,56 @@ def test_a_signal_at_each_rollback_step_is_answered_and_undone(bed: Bed, step: s
     last = bed.last()
     assert (last["kind"], last["state"]) == ("rollback", "rolled-back")
     assert host_files(bed) == before
+
+
+# ---------------------------------------------------------------- one answer about reboots
+def _hw(bed: Bed, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*HWMGR, *args], capture_output=True, text=True, env=bed.env,
+                          cwd=REPO, timeout=600, check=False)
+
+
+def _statements(bed: Bed) -> dict[str, object]:
+    """What each verb says about a pending reboot of this driver now, and its exit code."""
+    plan = _hw(bed, "plan", "upgrade", MODULE, "--to", "2.0", "--kernel", bed.kver,
+               "--catalog", str(bed.catalog), "--json")
+    check = _hw(bed, "check", "--layer", "driver", "--catalog", str(bed.catalog), "--json")
+    human = _hw(bed, "check", "--layer", "driver", "--catalog", str(bed.catalog))
+    verify = _hw(bed, "verify", "--json")
+    history = _hw(bed, "history", "--json")
+    rows = json.loads(history.stdout)["data"]["transactions"]
+    return {
+        "plan": bool(json.loads(plan.stdout)["data"]["reboot_pending"]),
+        "check": [e["target"] for e in json.loads(check.stdout)["data"]["reboot_pending"]]
+        == [MODULE],
+        "check exit": check.returncode, "check headline": human.stdout.splitlines()[0],
+        "verify": json.loads(verify.stdout)["status"], "verify exit": verify.returncode,
+        "history": rows[0]["reboot_pending"] == "pending",
+    }
+
+
+PATHS = [("upgrade", ["upgrade", "--to", "1.1"]), ("rollback", ["rollback"]),
+         ("rollback to inbox", ["rollback", "--to", "inbox"])]
+
+
+def test_plan_check_verify_and_history_agree_on_every_path(bed: Bed) -> None:
+    """After each path, the plan's promise ("reboot required after this") is what every verb
+    says: plan's "pending now", check's reboot_pending and exit 7 (headline REBOOT PENDING),
+    verify's reboot-pending (exit 7), history's newest row."""
+    _installed(bed, "1.0")
+    for name, argv in PATHS:
+        verb, *rest = argv
+        planned = _hw(bed, "plan", verb, MODULE, *rest, *(
+            ["--kernel", bed.kver, "--catalog", str(bed.catalog)] if verb == "upgrade" else []),
+            "--json")
+        assert planned.returncode == 0, planned.stdout
+        promised = json.loads(planned.stdout)["data"]["reboot_required"]
+        res = bed.run(verb, *rest)
+        assert res.returncode == 0, res.stderr
+        said = _statements(bed)
+        print(f"\n{name}: plan promised reboot required: {promised}; then {said}")
+        want = {"plan": promised, "check": promised, "check exit": 7 if promised else 0,
+                "verify": "reboot-pending" if promised else "ok",
+                "verify exit": 7 if promised else 0, "history": promised}
+        assert {k: said[k] for k in want} == want, (name, said)
+        assert ("REBOOT PENDING" if promised else "compliant") in str(said["check headline"])
+    bed.baseline = None  # nothing installed now: the next test installs 1.0 again

@@ -84,7 +84,10 @@ def render_plan(console: Any, d: dict[str, Any]) -> None:
     for b in d["backups"]:
         console.print(p(f"  keeps: {b['kernel']} {b['module']}: {b['path'] or '(none)'} "
                         f"{b['version'] or ''}"), markup=False)
-    console.print(f"  reboot required: {'yes' if d['reboot_required'] else 'no'}", markup=False)
+    console.print(f"  reboot required after this {d['action']}: "
+                  f"{'yes' if d['reboot_required'] else 'no'}", markup=False)
+    now = "; ".join(d.get("reboot_pending") or []) or "no"
+    console.print(p(f"  reboot pending now: {'yes: ' if now != 'no' else ''}{now}"), markup=False)
     for w in d["warnings"]:
         console.print(f"  [yellow]warning:[/] {escape(printable(w))}")
     for r in d["refusals"]:
