@@ -60,6 +60,7 @@ class Result:
     stdout: str = ""
     stderr: str = ""
     unrecorded: bool = False  # a snapshot has no recorded output for this argv
+    stopped: bool = False  # stopped, or never started, because hwmgr was interrupted
 
     @property
     def ok(self) -> bool:
@@ -118,7 +119,8 @@ class SubprocessRunner:
         if not args:
             raise ValueError("empty argv")
         if _STOP.is_set():
-            return Result(args, RC_STOPPED, "", f"{args[0]}: not started: hwmgr was interrupted")
+            return Result(args, RC_STOPPED, "", f"{args[0]}: not started: hwmgr was interrupted",
+                          stopped=True)
         full_env = dict(os.environ)
         full_env.update(self.extra_env)
         full_env.update(env or {})
@@ -154,7 +156,7 @@ class SubprocessRunner:
             if _STOP.is_set():
                 _kill_tree(proc)
                 return Result(args, RC_STOPPED, _decode(out.text()), _decode(err.text())
-                              + f"\n{args[0]}: stopped: hwmgr was interrupted")
+                              + f"\n{args[0]}: stopped: hwmgr was interrupted", stopped=True)
             if proc.poll() is None or out.open or err.open:  # pipes held past EXIT_GRACE
                 _kill_tree(proc)
         return Result(args, proc.returncode, _decode(out.text()), _decode(err.text()))
