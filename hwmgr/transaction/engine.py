@@ -424,6 +424,8 @@ class Transaction:
         txn._recovered = True
         txn._states = [s["state"] for s in row["steps"]]
         txn._data = [s["data"] for s in row["steps"]]
+        done = [i for i, st in enumerate(txn._states) if st == "done"]
+        txn._at = (done[-1], "done") if done else (0, "before")  # what a signal's answer names
         with deferring_signals(txn._note_signal, hold=True):
             try:
                 return txn._finish(row["error"])
