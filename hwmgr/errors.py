@@ -59,7 +59,8 @@ EXIT_MEANINGS: dict[int, str] = {
                     "default is held on the running one)",
     EXIT_PERMISSION: "permission denied (needs root)",
     EXIT_INTERNAL: "internal error (a bug: rerun with --debug for the traceback)",
-    EXIT_INTERRUPTED: "interrupted",
+    EXIT_INTERRUPTED: "interrupted by Ctrl-C (SIGINT), SIGTERM or SIGHUP, all three alike: a "
+                      "transaction that was running was undone first",
 }
 
 

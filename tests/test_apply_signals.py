@@ -70,6 +70,7 @@ def test_sigint_after_a_step_rolls_back_in_one_line(ns: ApplyNs) -> None:
     res = ns.apply(CHANGES, "--yes", env={"HWMGR_CRASH_AT": "1:after:INT"})
     assert res.returncode == 130, res.stderr
     _one_rolled_back_line(res.stderr, "SIGINT after step 'set v0:txqueuelen'")
+    _answered(res.stderr, 2, False)
     assert _live(ns) == OLD and tree_bytes(ns.root) == before
     assert _nothing_open(ns)
     plan = ns.apply(CHANGES, "--dry-run")  # nothing open: the plan says nothing about it
@@ -90,8 +91,41 @@ def test_a_signal_at_every_boundary_leaves_the_old_state(ns: ApplyNs, point: str
     res = ns.apply(CHANGES, "--yes", env={"HWMGR_CRASH_AT": point})
     assert res.returncode == 130, res.stderr
     _one_rolled_back_line(res.stderr, "SIG" + point.rsplit(":", 1)[1])
+    _answered(res.stderr, int(point.split(":")[0]) + 1, point.endswith("TERM"))
     assert _live(ns) == OLD and tree_bytes(ns.root) == before
     assert _nothing_open(ns)
+
+
+def _answered(stderr: str, step: int, term: bool) -> None:
+    """The signal was answered at once, naming the step being undone, before the result."""
+    who = "interrupted by SIGTERM" if term else "interrupted"
+    lines = stderr.splitlines()
+    at = [i for i, x in enumerate(lines) if x.startswith(f"hwmgr: {who}: undoing step {step} (")
+          and x.endswith("); Ctrl-C again is ignored until the host is consistent")]
+    assert len(at) == 1, stderr
+    assert at[0] < lines.index(_verdicts(stderr)[0]), stderr
+
+
+REVERT_STEPS = 5  # the three settings, the .link file, the sysctl.d file, put back
+
+
+@pytest.mark.slow  # an apply and an interrupted revert per step
+@pytest.mark.parametrize("seq", range(REVERT_STEPS))
+def test_a_signal_at_each_revert_step_is_answered_and_undone(ns: ApplyNs, seq: int) -> None:
+    """The revert stops, undoes what it had put back, exits 130: the applied state stands
+    byte for byte, and the revert runs to the end afterwards."""
+    before = tree_bytes(ns.root)
+    assert ns.apply(CHANGES, "--yes").returncode == 0
+    applied = tree_bytes(ns.root)
+    sig = ("INT", "TERM")[seq % 2]
+    res = ns.hwmgr("revert", "--state-dir", ns.state, "--yes",
+                   env={"HWMGR_CRASH_AT": f"{seq}:before:{sig}"})
+    assert res.returncode == 130, res.stderr
+    _answered(res.stderr, seq + 1, sig == "TERM")
+    assert "rolled back: interrupted by SIG" + sig in res.stderr, res.stderr
+    assert _live(ns) == NEW and tree_bytes(ns.root) == applied and _nothing_open(ns)
+    assert ns.hwmgr("revert", "--state-dir", ns.state, "--yes").returncode == 0
+    assert _live(ns) == OLD and tree_bytes(ns.root) == before
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ from hwmgr.host.capture import BOOT_ID, BOOT_ID_PATH, boot_id
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
 from hwmgr.transaction.engine import Step, Transaction
-from hwmgr.transaction.pending import reboot_pending
+from hwmgr.transaction.pending import reboot_needed, reboot_pending
 from hwmgr.transaction.state import StateDir
 
 STATE = "/var/lib/hwmgr"
@@ -133,6 +133,34 @@ def test_hostile_notes_are_not_trusted(host: Host) -> None:
     db.commit()
     db.close()
     assert reboot_pending(host, STATE) == []
+
+
+def test_the_newest_transaction_of_a_target_decides(host: Host) -> None:
+    """An upgrade, then in the same boot a rollback that put back the build still loaded (its
+    plan journaled needs_reboot false): nothing is pending, though the upgrade was."""
+    commit(host, "upgrade", "be2net", version="2.0", needs_reboot=True)
+    assert [e["kind"] for e in reboot_pending(host, STATE)] == ["upgrade"]
+    commit(host, "rollback", "be2net", version="1.0", needs_reboot=False)
+    assert reboot_pending(host, STATE) == []
+
+
+@pytest.mark.parametrize("kernels, loaded, leaves, needed", [
+    (["6.1.0-56-amd64"], "ABC", None, True),  # an upgrade of a loaded module
+    (["6.1.0-56-amd64"], "ABC", "ABC", False),  # a rollback to the very build loaded
+    (["6.1.0-56-amd64"], "ABC", "DEF", True),  # a rollback to another build
+    (["6.1.0-56-amd64"], None, None, False),  # not loaded: the next load takes the new one
+    (["6.1.0-99-amd64"], None, None, True),  # another kernel: booting it is the reboot
+])
+def test_the_rule_a_plan_journals(tmp_path: Path, kernels: list[str], loaded: str | None,
+                                  leaves: str | None, needed: bool) -> None:
+    (tmp_path / "proc/sys/kernel").mkdir(parents=True)
+    (tmp_path / "proc/sys/kernel/osrelease").write_text("6.1.0-56-amd64\n")
+    if loaded:
+        (tmp_path / "sys/module/be2net").mkdir(parents=True)
+        (tmp_path / "sys/module/be2net/srcversion").write_text(loaded + "\n")
+    left = {"6.1.0-56-amd64": {"be2net": {"srcversion": leaves}}} if leaves else None
+    host = Host(tmp_path, SubprocessRunner())
+    assert reboot_needed(host, ["be2net"], kernels, left) is needed
 
 
 @pytest.mark.slow  # a whole check of a snapshot

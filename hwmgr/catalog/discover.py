@@ -90,6 +90,20 @@ def site_files(config: Config) -> list[Path]:
     return sorted(d.glob("*.json")) if d.is_dir() else []
 
 
+def in_force_beneath(layers: Sequence[PathLike], config: Config) -> list[Path]:
+    """The catalog in force (base, then site layers) without the `layers` being checked: what
+    `hwmgr catalog validate LAYER` puts beneath a layer, so it is judged where it will apply."""
+    def same(a: Path, b: Path) -> bool:
+        try:
+            return a.samefile(b)
+        except OSError:
+            return False
+
+    given = [Path(p) for p in layers]
+    return [f for f in base_files(config) + site_files(config)
+            if not any(same(f, g) for g in given)]
+
+
 def catalog_files(paths: Sequence[PathLike] | None, config: Config) -> list[Path]:
     """The files a run loads: `paths` in order when given, else the base catalog then the site
     layers; then the run's `--site-catalog` layers (`config.extra_layers`). NotFoundError

@@ -309,6 +309,17 @@ class Catalog(RuleData):
         _cat, errors, docs = Catalog._assemble(paths, None)
         return errors, docs
 
+    @staticmethod
+    def check_layers(paths: Sequence[PathLike]) -> tuple[list[str], list[Any]]:
+        """`check_files` of layers on their own: each file's shape as a layer (the relaxed
+        schema and a layer's rules), with no base beneath (`hwmgr catalog validate --alone`)."""
+        chks = [_read_file(Path(p)) for p in paths]
+        for chk in chks:
+            _parse_file(chk, values=True)
+            chk.partial = True
+            _check_file(chk, schema=True)
+        return [e for c in chks for e in c.errors], [c.data for c in chks]
+
     def effective(self, name: str) -> list[dict[str, Any]]:
         """Every value of one merged driver entry with the file it came from."""
         entry = self.entry(name)

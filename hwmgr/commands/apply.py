@@ -166,7 +166,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     res = ap.run_apply(host, plan, config, command="hwmgr apply", wait=args.wait)
     data["transaction"] = res.as_dict()
     pending = res.ok and "confirm" in plan.params([])
-    stopped = ap.interrupted_line(res, "apply")
+    stopped = ui.interrupted_line(res, "apply")
     if stopped is not None:
         return Outcome(NAME, status="failed", data=data, errors=[stopped],
                        exit_code=EXIT_INTERRUPTED)

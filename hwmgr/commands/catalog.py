@@ -9,7 +9,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from hwmgr.catalog.discover import DRIVERS_SUBDIR, dir_files
+from hwmgr import safejson
+from hwmgr.catalog.discover import DRIVERS_SUBDIR, dir_files, in_force_beneath
 from hwmgr.catalog.load import Catalog, load_catalog
 from hwmgr.catalog.model import BAD_SEVERITIES
 from hwmgr.catalog.refs import evidence_text, inbox_policies
@@ -21,6 +22,7 @@ from hwmgr.errors import (
     EXIT_OK,
     EXIT_REFUSED,
     BadInputError,
+    HwmgrError,
     NotFoundError,
 )
 from hwmgr.output import Outcome, new_table, printable
@@ -30,7 +32,10 @@ from hwmgr.ui.verbhelp import Example
 NAME = "catalog"
 NOTES = """\
 layers: the base (the installed catalog, else the shipped one), then
-        /etc/hwmgr/catalog.d/*.json in lexical order; --catalog F... replaces that list"""
+        /etc/hwmgr/catalog.d/*.json in lexical order; --catalog F... replaces that list
+validate: a layer (a file without catalog_version) is checked over the catalog in force
+        (installed, else shipped, then catalog.d without it), where it will apply; with
+        --alone, its own shape only; a whole catalog is checked as it stands"""
 EXAMPLES = (
     Example("hwmgr catalog validate catalogs",
             "check files against the schema and the rules"),
@@ -87,7 +92,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        description="Validate catalog files against the schema and the rules.")
     v.add_argument("files", nargs="+", metavar="FILE",
                    help="catalog JSON file, or a catalog directory (its *.json, then "
-                        "drivers/*.json)")
+                        "drivers/*.json); a layer is checked over the catalog in force")
+    v.add_argument("--alone", action="store_true",
+                   help="check a layer's own shape (as a layer, with no catalog beneath it)")
     st = sub.add_parser("stats", parents=[_sub_options()],
                         help="what the catalog in force knows: drivers, versions, "
                              "distributions, evidence",
@@ -106,7 +113,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     """Dispatch to validate or show."""
     if args.action == "validate":
-        return _validate(args.files)
+        return _validate(args.files, args.alone, ctx.config)
     if args.action == "stats":
         return _stats(getattr(args, "catalog", None), ctx.config)
     if args.action == "show":
@@ -115,7 +122,17 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     return catalog_trust.run(args, ctx)
 
 
-def _validate(files: list[str]) -> Outcome:
+def _is_layer(path: str) -> bool:
+    """A file without the catalog header (catalog_version): a layer over another catalog. One
+    that cannot be read or parsed is checked as it stands, which names what is wrong."""
+    try:
+        doc = safejson.load(safejson.read_file(path, f"catalog file {path}"), path)
+    except HwmgrError:
+        return False
+    return isinstance(doc, dict) and "catalog_version" not in doc
+
+
+def _validate(files: list[str], alone: bool, config: Any) -> Outcome:
     expanded: list[str] = []
     for f in files:
         if Path(f).is_dir():
@@ -129,7 +146,13 @@ def _validate(files: list[str]) -> Outcome:
     files = expanded
     for f in files:
         _regular_file(f)
-    errors, docs = Catalog.check_files(files)
+    beneath: list[str] = []
+    layered = all(_is_layer(f) for f in files)
+    if layered and not alone:
+        beneath = [str(p) for p in in_force_beneath(files, config)]
+    check = Catalog.check_layers if layered and alone else Catalog.check_files
+    errors, docs = check(beneath + files)
+    docs = docs[len(beneath):]
     errors += [f"{f}: $.drivers: {e}" for f, doc in zip(files, docs) for e in _fragment_errors(
         Path(f), doc)]
     results = []
@@ -137,7 +160,7 @@ def _validate(files: list[str]) -> Outcome:
         mine = [e for e in errors if e.startswith(f"{Path(f)}: ")]
         results.append({"file": f, "ok": not mine, "errors": mine,
                         **(_summary(doc) if not mine and doc is not None else {})})
-    data = {"files": results}
+    data = {"files": results, "over": beneath}
 
     def render(console: Any) -> None:
         for r in results:
@@ -145,7 +168,9 @@ def _validate(files: list[str]) -> Outcome:
                 console.print(f"{printable(r['file'])}: OK (catalog "
                               f"{printable(r.get('catalog_version'))}, "
                               f"{r.get('drivers')} drivers, {r.get('devices')} device rules, "
-                              f"{r.get('versions')} versions)", markup=False, soft_wrap=True)
+                              f"{r.get('versions')} versions)"
+                              + (f" over the catalog in force ({len(beneath)} files)"
+                                 if beneath else ""), markup=False, soft_wrap=True)
 
     if errors:
         return Outcome(NAME, status="error", data=data, errors=errors,

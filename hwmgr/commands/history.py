@@ -16,6 +16,7 @@ from hwmgr.errors import (
 )
 from hwmgr.host import capture
 from hwmgr.output import Outcome, new_table, printable
+from hwmgr.transaction.pending import reboot_pending
 from hwmgr.transaction.state import StateDir
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
@@ -65,7 +66,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         raise BadInputError(f"{where}: not a usable hwmgr journal ({exc})") from None
     finally:
         state.close()
-    rows = [_row(t) for t in txns]
+    waiting = {e["txn"]: e["status"] for e in reboot_pending(ctx.host, ctx.config.state_dir)}
+    rows = [{**_row(t), "reboot_pending": waiting.get(t["id"])} for t in txns]
 
     def render(c: Any) -> None:
         if not rows:
@@ -76,8 +78,10 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             t.add_column(col)
         for r in rows:
             res = results_text(r["results"])
+            st = r["state"] + (", reboot pending" if r["reboot_pending"] == "pending" else
+                               ", reboot pending: unknown" if r["reboot_pending"] else "")
             t.add_row(*(_cell(v) for v in (r["id"], r["started"], r["kind"], r["driver"],
-                                           r["version"], r["state"], res)))
+                                           r["version"], st, res)))
             for it in r["items"]:
                 t.add_row("", "", "", _cell(f"  {it.get('interface') or 'host'} "
                                             f"{it.get('item')} → {it.get('to')}"), "", "", "")

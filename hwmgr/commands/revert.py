@@ -58,7 +58,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
                         wait=args.wait)
     data = {"of": params["of"], "items": params["items"],
             "files": [f["path"] for f in params["files"]], "transaction": res.as_dict()}
-    stopped = ap.interrupted_line(res, f"revert of #{params['of']}")
+    stopped = ui.interrupted_line(res, f"revert of #{params['of']}")
     if stopped is not None:
         return Outcome(NAME, status="failed", data=data, errors=[stopped],
                        exit_code=EXIT_INTERRUPTED)

@@ -302,17 +302,6 @@ def _plan_persistence(host: Host, plan: ApplyPlan, by_iface: dict[str | None, di
         c["persist"] = where.get((c["interface"], c["item"]))
 
 
-def interrupted_line(res: TxnResult, what: str) -> str | None:
-    """The one line for a transaction a signal stopped (None when none did): rolled back,
-    or left open for `hwmgr recover` when an undo failed."""
-    if res.signal is None or res.ok:
-        return None
-    if res.closed:
-        return (f"transaction #{res.id} {what}: rolled back: {res.error}; every step it had "
-                "done was undone in reverse, the host is as it was before")
-    return f"transaction #{res.id} {what}: interrupted by {res.signal}: {res.error}"
-
-
 def waiter_argv(config: Config, timeout: int) -> list[str]:
     """The detached command that reverts `{txn}` after `timeout` s unless confirmed: a
     systemd-run timer where systemd runs, else a detached child in its own session."""
@@ -506,5 +495,4 @@ def _finding_shape(f: Any, where: str) -> None:
 
 
 __all__ = ["Change", "ApplyPlan", "plan_apply", "run_apply", "revert_params", "run_revert",
-           "confirm", "auto_revert", "changes_from_findings", "load_changes", "jsonable",
-           "interrupted_line"]
+           "confirm", "auto_revert", "changes_from_findings", "load_changes", "jsonable"]

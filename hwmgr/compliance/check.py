@@ -90,10 +90,15 @@ class CheckResult:
 
 
 def exit_code(findings: Iterable[Finding], reboot_pending: list[Any]) -> int:
-    """5 drift; 7 a reboot is pending (and nothing but driver/firmware items drifted, which
-    the pending change may be what fixes); 11 something unknown and nothing drifted; 0
-    (uncatalogued items, on which the catalog has no opinion, never change it)."""
-    statuses = [(f.layer, f.status) for f in findings]
+    """`exit_for` the findings."""
+    return exit_for([(f.layer, f.status) for f in findings], reboot_pending)
+
+
+def exit_for(statuses: list[tuple[str, str]], reboot_pending: list[Any]) -> int:
+    """From the findings' (layer, status): 5 drift; 7 a reboot is pending (and nothing but
+    driver/firmware items drifted, which the pending change may be what fixes); 11 something
+    unknown and nothing drifted; 0 (uncatalogued items, on which the catalog has no opinion,
+    never change it). The table's headline says the same (`ui.check_table`)."""
     drift = [layer for layer, st in statuses if st == "drift"]
     if reboot_pending and all(layer in ("driver", "firmware") for layer in drift):
         return EXIT_REBOOT_PENDING

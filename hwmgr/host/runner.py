@@ -16,6 +16,7 @@ import select
 import selectors
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,23 @@ DEFAULT_TIMEOUT = 30.0
 MAX_OUTPUT_BYTES = 16 << 20  # of each of stdout and stderr kept; the rest is read and dropped
 EXIT_GRACE = 2.0  # seconds the pipes may stay open after the command exited (a child it left)
 POLL = 0.2  # seconds between looks at whether the command exited while its pipes are open
+RC_STOPPED = 130  # a command stopped (or never started) because hwmgr was interrupted
+
+# Set by a transaction when Ctrl-C or SIGTERM arrives while it goes forward: the command in
+# flight is stopped (its whole session) within POLL, and none starts until the transaction
+# clears it to undo (`stop_commands`, `allow_commands`). Signals are process-wide, so is this.
+_STOP = threading.Event()
+
+
+def stop_commands() -> None:
+    """Stop the command in flight and refuse new ones, until `allow_commands` (an interrupted
+    transaction going forward: the step fails at once instead of waiting for a build)."""
+    _STOP.set()
+
+
+def allow_commands() -> None:
+    """Commands run again (the interrupted transaction undoes what it did)."""
+    _STOP.clear()
 
 
 @dataclass(frozen=True)
@@ -42,6 +60,7 @@ class Result:
     stdout: str = ""
     stderr: str = ""
     unrecorded: bool = False  # a snapshot has no recorded output for this argv
+    stopped: bool = False  # stopped, or never started, because hwmgr was interrupted
 
     @property
     def ok(self) -> bool:
@@ -99,6 +118,9 @@ class SubprocessRunner:
         args = tuple(str(a) for a in argv)
         if not args:
             raise ValueError("empty argv")
+        if _STOP.is_set():
+            return Result(args, RC_STOPPED, "", f"{args[0]}: not started: hwmgr was interrupted",
+                          stopped=True)
         full_env = dict(os.environ)
         full_env.update(self.extra_env)
         full_env.update(env or {})
@@ -131,6 +153,10 @@ class SubprocessRunner:
                 _kill_tree(proc)
                 return Result(args, RC_TIMEOUT, _decode(bytes(out.data)),
                               f"{args[0]}: timed out after {timeout:g}s")
+            if _STOP.is_set():
+                _kill_tree(proc)
+                return Result(args, RC_STOPPED, _decode(out.text()), _decode(err.text())
+                              + f"\n{args[0]}: stopped: hwmgr was interrupted", stopped=True)
             if proc.poll() is None or out.open or err.open:  # pipes held past EXIT_GRACE
                 _kill_tree(proc)
         return Result(args, proc.returncode, _decode(out.text()), _decode(err.text()))
@@ -159,8 +185,8 @@ def _drain(proc: subprocess.Popen[bytes], data: bytes | None,
            timeout: float) -> tuple[_Stream, _Stream, bool]:
     """Feed stdin and read stdout and stderr at once (a tool that fills one pipe while
     hwmgr waits on the other never blocks), keeping at most MAX_OUTPUT_BYTES of each. Ends
-    when both pipes close, at `timeout` (True), or EXIT_GRACE after the command exited while
-    something it left behind still holds a pipe."""
+    when both pipes close, at `timeout` (True), EXIT_GRACE after the command exited while
+    something it left behind still holds a pipe, or when `stop_commands` was called."""
     streams = {proc.stdout: _Stream(), proc.stderr: _Stream()}
     deadline = time.monotonic() + timeout
     exited: float | None = None
@@ -175,6 +201,8 @@ def _drain(proc: subprocess.Popen[bytes], data: bytes | None,
                 proc.stdin.close()
         while any(s.open for s in streams.values()):
             now = time.monotonic()
+            if _STOP.is_set():
+                return streams[proc.stdout], streams[proc.stderr], False
             if now >= deadline:
                 return streams[proc.stdout], streams[proc.stderr], True
             if exited is None and proc.poll() is not None:
@@ -199,11 +227,13 @@ def _drain(proc: subprocess.Popen[bytes], data: bytes | None,
                 else:
                     stream.open = False
                     sel.unregister(key.fileobj)
-    if exited is None:
+    while exited is None and not _STOP.is_set():  # pipes closed, the command still runs
         try:
-            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            proc.wait(timeout=max(0.0, min(deadline - time.monotonic(), POLL)))
+            break
         except subprocess.TimeoutExpired:
-            return streams[proc.stdout], streams[proc.stderr], True
+            if time.monotonic() >= deadline:
+                return streams[proc.stdout], streams[proc.stderr], True
     return streams[proc.stdout], streams[proc.stderr], False
 
 

@@ -376,6 +376,9 @@ class Dkms:
         module -> .ko. A failed build raises `BuildFailed` naming the make line and the log."""
         args = self._kernel_args(name, version, kver, force=force)
         res = self._dkms("build", *args, timeout=self.build_timeout)
+        if res.stopped:  # Ctrl-C: no broken driver, and the undo removes the build's log
+            raise HwmgrError(f"dkms build of {name}/{version} for kernel {kver} stopped: hwmgr "
+                             "was interrupted")
         if not res.ok:
             if "headers for kernel" in res.stdout + res.stderr:
                 raise NotFoundError(

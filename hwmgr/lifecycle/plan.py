@@ -41,6 +41,7 @@ from hwmgr.lifecycle.recipe import load_recipe
 from hwmgr.lifecycle.record import upgrade_chain
 from hwmgr.lifecycle.steps import REGISTRY, RollbackParams, UpgradeParams, describe
 from hwmgr.transaction.engine import Transaction, TxnResult
+from hwmgr.transaction.pending import reboot_needed, reboot_pending
 from hwmgr.transaction.state import StateDir
 
 MIN_FREE = 64 << 20
@@ -81,7 +82,8 @@ class Plan:
     steps: list[str] = field(default_factory=list)
     backups: list[dict[str, Any]] = field(default_factory=list)
     initramfs: dict[str, bool | None] = field(default_factory=dict)
-    reboot_required: bool = False
+    reboot_required: bool = False  # after this change (transaction.pending.reboot_needed)
+    reboot_pending: list[str] = field(default_factory=list)  # now, for this driver: why
     refusals: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
@@ -299,8 +301,8 @@ def plan_upgrade(
         raise NothingToDo(f"{driver} {version} is already installed for {', '.join(ks)}")
     plan.devices = _affected_devices(host, driver, modules)
     _safety(host, plan, settings, env, force)
-    loaded = any(kmod.loaded_version(host, m)[0] for m in modules)
-    plan.reboot_required = loaded or bool(plan.devices)
+    plan.reboot_required = reboot_needed(host, modules, ks)
+    plan.reboot_pending = pending_now(host, settings.state_dir, driver)
     for k in ks:
         plan.initramfs[k] = kmod.in_initramfs(host, modules, k) if recipe.initramfs else False
         for m in modules:
@@ -316,12 +318,18 @@ def plan_upgrade(
         "drivers_dir": str(recipe.directory.parent), "cache_dir": settings.cache_dir,
         "offline": settings.offline, "mirror": settings.mirror,
         "sign_key": settings.sign_key, "sign_cert": settings.sign_cert,
-        "build_timeout": settings.build_timeout,
+        "build_timeout": settings.build_timeout, "needs_reboot": plan.reboot_required,
     }
     plan.params = dict(params)
     # no steps for a string that is not a version
     plan.steps = [] if bad_version else describe(REGISTRY["upgrade"](plan.params))
     return plan
+
+
+def pending_now(host: Host, state_dir: str, driver: str) -> list[str]:
+    """Why `driver` waits for a reboot now (the journal's answer, as check and verify read
+    it), so the plan states the host's state the same way."""
+    return [e["reason"] for e in reboot_pending(host, state_dir) if e["target"] == driver]
 
 
 def _rollback_target(chain: list[dict[str, Any]], driver: str, to: str) -> dict[str, Any]:
@@ -381,13 +389,13 @@ def plan_rollback(
     # and the restored driver should bring back exactly those (verify checks them)
     plan.devices = tp.get("devices") or _affected_devices(host, driver, modules)
     _safety(host, plan, settings, env, force)
-    plan.reboot_required = any(kmod.loaded_version(host, m)[0] for m in modules) or bool(
-        plan.devices)
+    plan.reboot_required = reboot_needed(host, modules, ks, dest)
+    plan.reboot_pending = pending_now(host, settings.state_dir, driver)
     plan.initramfs = {k: k in tp.get("initramfs", []) for k in ks}
     params: RollbackParams = {
         "driver": driver, "version": plan.to_version, "modules": modules, "kernels": ks,
         "remove_versions": remove, "undo_upgrade": target["id"], "restore": dest,
-        "reinstall": reinstall,
+        "reinstall": reinstall, "needs_reboot": plan.reboot_required,
         "initramfs": [k for k in ks if plan.initramfs.get(k)],
         "devices": plan.devices,
         "sign_key": settings.sign_key, "sign_cert": settings.sign_cert,

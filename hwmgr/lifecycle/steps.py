@@ -44,6 +44,7 @@ UpgradeParams = TypedDict("UpgradeParams", {
     "mirror": Optional[str],  # --mirror, else the site config's mirror
     "sign_key": Optional[str], "sign_cert": Optional[str],  # DKMS's module-signing pair
     "build_timeout": float,  # seconds one dkms build may take (site build_timeout_seconds)
+    "needs_reboot": bool,  # the plan's answer (transaction.pending.reboot_needed)
 })
 
 
@@ -63,6 +64,7 @@ class RollbackParams(TypedDict):
     sign_key: Optional[str]
     sign_cert: Optional[str]
     build_timeout: float  # a reinstall may build: seconds one dkms build may take
+    needs_reboot: bool  # the plan's answer (transaction.pending.reboot_needed)
 
 
 # Journals written before the params held these values kept a copy of the whole Config

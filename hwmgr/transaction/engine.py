@@ -27,9 +27,11 @@ should `ctx.save()` what undo needs (e.g. `ctx.backup(path)`) BEFORE changing an
 `undo` must be idempotent and cope with data saved by a partially applied `do`.
 
 Signals (`interrupt`): SIGINT, SIGTERM, SIGHUP are deferred while a transaction runs or
-recovers; the running step finishes (or fails), the steps done are undone in reverse, and it
-ends `rolled-back` naming the signal; after it ends, they stay deferred until the command
-ends (`interrupt.release`). SIGKILL or power loss leave it for `hwmgr recover`.
+recovers, and each is answered on stderr at once; going forward, the first one stops the
+command in flight (`runner.stop_commands`: a dkms build is not waited for), so the running
+step fails, the steps done are undone in reverse, and it ends `rolled-back` naming the
+signal; after it ends, they stay deferred until the command ends (`interrupt.release`).
+SIGKILL or power loss leave it for `hwmgr recover`.
 
 Test hook: env `HWMGR_CRASH_AT="<step-name|seq>:<phase>[:INT|TERM|HUP][,...]"` SIGKILLs the
 process at a boundary (or sends it the named signal); phases: before (journaled started),
@@ -48,7 +50,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from hwmgr.errors import EXIT_INTERNAL, HwmgrError, RefusedError
 from hwmgr.host.capture import boot_id
-from hwmgr.transaction.interrupt import deferring_signals
+from hwmgr.host.runner import allow_commands, stop_commands
+from hwmgr.transaction.interrupt import answer, deferring_signals
 from hwmgr.transaction.journal import Journal
 from hwmgr.transaction.pending import NOTE
 from hwmgr.transaction.state import StateDir
@@ -224,10 +227,16 @@ class Transaction:
         self._data: list[dict[str, Any]] = [{} for _ in self.steps]
         self._recovered = False
         self.signal: str | None = None  # the first deferred signal that arrived (e.g. SIGINT)
+        self._at = (0, "before")  # (seq, "before" | "running" | "done" | "undo" | "ended")
 
     def _note_signal(self, name: str) -> None:
-        if self.signal is None:
-            self.signal = name
+        """A deferred signal: the first going forward stops the command in flight; each is
+        answered on stderr at once, naming the step being undone."""
+        first, self.signal = self.signal is None, self.signal or name
+        seq, phase = self._at
+        if first and self.direction == "forward" and phase != "ended":
+            stop_commands()
+        answer(name, first, seq + 1, self.steps[seq].name, phase)
 
     @property
     def journal(self) -> Journal:
@@ -245,7 +254,11 @@ class Transaction:
             raise TransactionError(f"transaction {self.id} ({self.kind}) has already run")
         # from the journal's first row on, and held until the command ends (cli.main)
         with deferring_signals(self._note_signal, hold=True):
-            return self._begin()
+            try:
+                return self._begin()
+            finally:
+                self._at = (self._at[0], "ended")
+                allow_commands()
 
     def _begin(self) -> TxnResult:
         journal = self.journal
@@ -289,6 +302,7 @@ class Transaction:
             if stopped is not None:
                 return stopped
             self._set(seq, "started")
+            self._at = (seq, "running")
             _crash_point(step, seq, "before")
             if self.ui is not None:
                 self.ui.step(step.name, "start")
@@ -302,10 +316,13 @@ class Transaction:
                     raise TransactionError("do() finished but check() says the effect is absent")
             except Exception as exc:  # noqa: BLE001 - any step failure triggers a rollback
                 self._set(seq, "failed", error=_one_line(exc))
-                why = f" (interrupted by {self.signal})" if self.signal else ""
-                return self._backward(f"step '{step.name}' failed: {_one_line(exc)}{why}")
+                if self.signal:  # stopped by it (its command was), or failed meanwhile
+                    return self._backward(f"interrupted by {self.signal} during step "
+                                          f"'{step.name}': {_one_line(exc)}")
+                return self._backward(f"step '{step.name}' failed: {_one_line(exc)}")
             _crash_point(step, seq, "after")
             self._set(seq, "done", data=data)
+            self._at = (seq, "done")
             _crash_point(step, seq, "done")
         stopped = self._interrupted(len(self.steps))
         if stopped is not None:
@@ -321,6 +338,7 @@ class Transaction:
     def _backward(self, error: str) -> TxnResult:
         error = error.split(UNDO_FAILED, 1)[0]  # the cause, not an earlier attempt's undo error
         self.direction = "back"
+        allow_commands()  # the undo runs its commands: a signal now only gets an answer
         self.journal.set_txn(self.id or 0, direction="back", error=error)
         for seq in reversed(range(len(self.steps))):
             step = self.steps[seq]
@@ -329,8 +347,11 @@ class Transaction:
             if step.undo is None:
                 self._set(seq, "kept", event="kept (irreversible)")
                 continue
+            self._at = (seq, "undo")
             _crash_point(step, seq, "undo")
             self.journal.event(self.id or 0, "undo-started", seq=seq)
+            if self.ui is not None:
+                self.ui.step(step.name, "undo")
             try:
                 step.undo(Ctx(self, seq, "undo"))
             except Exception as exc:  # noqa: BLE001 - report which undo failed, keep txn open
@@ -403,8 +424,14 @@ class Transaction:
         txn._recovered = True
         txn._states = [s["state"] for s in row["steps"]]
         txn._data = [s["data"] for s in row["steps"]]
+        done = [i for i, st in enumerate(txn._states) if st == "done"]
+        txn._at = (done[-1], "done") if done else (0, "before")  # what a signal's answer names
         with deferring_signals(txn._note_signal, hold=True):
-            return txn._finish(row["error"])
+            try:
+                return txn._finish(row["error"])
+            finally:
+                txn._at = (txn._at[0], "ended")
+                allow_commands()
 
     def _finish(self, prior_error: str | None) -> TxnResult:
         for seq, step in enumerate(self.steps):

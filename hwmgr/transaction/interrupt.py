@@ -2,13 +2,16 @@
 finishes or undoes the running step and rolls back in order instead of dying half-way.
 
 Only the main thread can take signals; elsewhere this does nothing. A signal the caller
-ignores (SIGHUP under `nohup`) stays ignored.
+ignores (SIGHUP under `nohup`) stays ignored. Each signal is answered at once on stderr
+(`answer`): the first says which step is being undone, every later one that it still is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 from typing import Any, Callable, Iterator
 
@@ -25,9 +28,22 @@ _HELD: dict[signal.Signals, Any] = {}
 _COMMANDS: list[int] = []  # open commands (cli.main calls; one, unless nested in-process)
 
 
+_OUTER: dict[signal.Signals, Any] = {}  # SIGTERM and SIGHUP's handlers before the command
+
+
 def command() -> None:
-    """A command starts: a transaction's deferred signals are held until its `release`."""
+    """A command starts: a transaction's deferred signals are held until its `release`, and
+    SIGTERM and SIGHUP end it like Ctrl-C (exit 130, its commands stopped) instead of
+    killing it outright."""
     _COMMANDS.append(1)
+    if len(_COMMANDS) == 1 and threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(sig) is signal.SIG_DFL:
+                _OUTER[sig] = signal.signal(sig, _like_ctrl_c)
+
+
+def _like_ctrl_c(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def _late(signum: int, _frame: Any) -> None:
@@ -71,8 +87,43 @@ def release() -> list[str]:
     if _COMMANDS:  # an outer command is still running: it releases them
         return []
     if threading.current_thread() is threading.main_thread():
-        for sig, previous in _HELD.items():
+        for sig, previous in [*_HELD.items(), *_OUTER.items()]:
             signal.signal(sig, previous)
     _HELD.clear()
+    _OUTER.clear()
     late, LATE[:] = list(LATE), []
     return late
+
+
+def answer(name: str, first: bool, number: int, step: str, phase: str) -> None:
+    """Say on stderr, at once, what a deferred signal does: the transaction is at step
+    `number` (1-based) named `step`, in `phase` ("before" | "running" | "done" | "undo" |
+    "ended")."""
+    who = "interrupted" if name == "SIGINT" else f"interrupted by {name}"
+    if phase == "ended":
+        line = f"{who}: the transaction has ended; its result stands"
+    elif phase == "before":
+        line = f"{who}: stopping before step {number} ({step}); nothing was changed"
+    elif not first:
+        line = (f"{name} again: still undoing step {number} ({step}); ignored until the host "
+                "is consistent")
+    else:
+        what = "already undoing" if phase == "undo" else "undoing"
+        line = (f"{who}: {what} step {number} ({step}); Ctrl-C again is ignored until the "
+                "host is consistent")
+    say(line)
+
+
+def say(line: str) -> None:
+    """One line on stderr now, from a signal handler too: straight to the descriptor when
+    stderr has one (the buffered writer may be in the middle of a write), else written."""
+    text = f"hwmgr: {line}\n"
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # captured (a test's StringIO, Ansible's)
+        sys.stderr.write(text)
+        return
+    with contextlib.suppress(RuntimeError, OSError):  # reentrant flush: the line goes anyway
+        sys.stderr.flush()
+    with contextlib.suppress(OSError):
+        os.write(fd, text.encode("utf-8", "backslashreplace"))

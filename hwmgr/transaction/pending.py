@@ -1,11 +1,17 @@
 """What the journal says is not settled yet: reboot pending, known from the journal and the
 boot id rather than guessed from versions, and transactions left open (`open_transactions`).
 
+This module is the one owner of "does it need a reboot": `reboot_needed` is the rule a plan
+applies (`plan` prints it, the transaction journals it as `needs_reboot`), and
+`reboot_pending` reads that answer back for `check` (exit 7), `verify` (reboot-pending, exit
+7), `history` and `plan` (the state now), so they never disagree.
+
 The engine notes the boot id (`/proc/sys/kernel/random/boot_id`) in a transaction when it
-commits. A transaction that installs something the running kernel only picks up at the next
-boot (an upgrade or rollback, or any transaction noted `needs_reboot`, e.g. a settings apply)
-and that committed during the boot the host is in now is *pending*: the new module is on
-disk, the old one is live. `check` reports it (exit 7) and `verify` waits for the reboot.
+commits. A committed transaction that needs a reboot (`needs_reboot`: the plan's journaled
+answer; without one, any upgrade or rollback) and that committed during the boot the host is
+in now is *pending*: the new module is on disk, another one is live. The newest committed
+transaction of a target decides: a rollback that put back the very build still loaded (in the
+boot of its upgrade) leaves nothing pending, though the upgrade before it did.
 
 Transactions journaled before hwmgr noted boot ids carry none: they are never reported (no
 knowledge to go on). When the current boot id is unknown (a snapshot taken by an older
@@ -15,7 +21,7 @@ hwmgr) the newest candidate per target is reported with status "unknown".
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError
@@ -30,9 +36,35 @@ NOTE = "boot_id"  # the transactions' notes key the engine sets just before it c
 
 
 def needs_reboot(kind: str, params: Any, notes: Any) -> bool:
-    """True when a committed transaction of this kind only takes effect after a reboot."""
+    """True when a committed transaction only takes effect after a reboot: its plan's
+    journaled answer (`reboot_needed`) when it has one, else by its kind or a note."""
+    said = params.get("needs_reboot") if isinstance(params, dict) else None
+    if isinstance(said, bool):
+        return said
     marked = any(isinstance(d, dict) and d.get("needs_reboot") is True for d in (params, notes))
     return kind in NEEDS_REBOOT_KINDS or marked
+
+
+def reboot_needed(host: Host, modules: Sequence[str], kernels: Sequence[str],
+                  leaves: Mapping[str, Mapping[str, Any]] | None = None) -> bool:
+    """The rule: a driver change needs a reboot when it changes a kernel other than the
+    running one (booting it is the reboot), or a module loaded now, unless what is loaded is
+    the very build the change leaves on disk (`leaves`: kernel -> module -> its record with
+    `srcversion`; a rollback in the boot of the upgrade it undoes). A module not loaded in
+    the running kernel loads the new build when first needed: no reboot."""
+    running = host.read_attr("/proc/sys/kernel/osrelease")
+    if running is None or any(k != running for k in kernels):
+        return True
+    left = (leaves or {}).get(running) or {}
+    for m in modules:
+        base = f"/sys/module/{m.replace('-', '_')}"
+        if not host.is_dir(base):
+            continue
+        live = host.read_attr(f"{base}/srcversion")
+        rec = left.get(m)
+        if live is None or not isinstance(rec, Mapping) or rec.get("srcversion") != live:
+            return True
+    return False
 
 
 # the columns reboot_pending shows, as journal.checked_row checks them (params and notes are
@@ -72,9 +104,11 @@ def reboot_pending(host: Host, state_dir: str) -> list[dict[str, Any]]:
         if now is not None and booted is not None and booted != now:
             break  # ids grow with time: everything older committed in an earlier boot too
         target = row["target"]
-        if target in seen or not needs_reboot(row["kind"], params, notes):
+        if target in seen:
             continue
-        seen.add(target)
+        seen.add(target)  # its newest committed transaction decides
+        if not needs_reboot(row["kind"], params, notes):
+            continue
         if booted is None:
             continue  # journaled without a boot id: nothing known either way
         entry = {"driver": target, "target": target, "txn": row["id"],

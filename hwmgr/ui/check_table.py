@@ -14,9 +14,11 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from hwmgr.catalog.refs import Cite
+from hwmgr.compliance.check import exit_for
 from hwmgr.compliance.fixes import merge
 from hwmgr.compliance.items import KNOWN_ISSUE
 from hwmgr.compliance.judge import STATUSES, bounds
+from hwmgr.errors import EXIT_REBOOT_PENDING
 from hwmgr.output import cell_len, printable
 from hwmgr.ui.inventory_table import wrap
 
@@ -77,7 +79,10 @@ def render(console: Any, data: dict[str, Any], devices: dict[str, str] | None = 
     width = max(int(console.width or 80), 40)
     host = data["host"]
     s = data["summary"]
-    verdict = "compliant" if data["compliant"] else "NOT compliant"
+    code = exit_for([(f["layer"], f["status"]) for f in data["findings"]],
+                    data.get("reboot_pending") or [])
+    verdict = ("compliant" if data["compliant"] else
+               "REBOOT PENDING" if code == EXIT_REBOOT_PENDING else "NOT compliant")
     title = (f"{printable(host['hostname'] or 'unknown host')}  kernel "
              f"{printable(host['kernel'] or 'unknown')}  catalog "
              f"{printable(data['catalog_version'] or '-')}: {verdict} — {s['drift']} drift, "

@@ -9,7 +9,13 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from hwmgr.errors import EXIT_FAILED, EXIT_REFUSED, NotPermittedError, UsageError
+from hwmgr.errors import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_REFUSED,
+    NotPermittedError,
+    UsageError,
+)
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.plan import Plan
 from hwmgr.output import Outcome, printable
@@ -78,7 +84,10 @@ def render_plan(console: Any, d: dict[str, Any]) -> None:
     for b in d["backups"]:
         console.print(p(f"  keeps: {b['kernel']} {b['module']}: {b['path'] or '(none)'} "
                         f"{b['version'] or ''}"), markup=False)
-    console.print(f"  reboot required: {'yes' if d['reboot_required'] else 'no'}", markup=False)
+    console.print(f"  reboot required after this {d['action']}: "
+                  f"{'yes' if d['reboot_required'] else 'no'}", markup=False)
+    now = "; ".join(d.get("reboot_pending") or []) or "no"
+    console.print(p(f"  reboot pending now: {'yes: ' if now != 'no' else ''}{now}"), markup=False)
     for w in d["warnings"]:
         console.print(f"  [yellow]warning:[/] {escape(printable(w))}")
     for r in d["refusals"]:
@@ -86,9 +95,24 @@ def render_plan(console: Any, d: dict[str, Any]) -> None:
         console.print(printable(r["reason"]), markup=False, highlight=False, soft_wrap=True)
 
 
+def interrupted_line(res: TxnResult, what: str) -> str | None:
+    """The one line for a transaction a signal stopped (None when none did): rolled back,
+    or left open for `hwmgr recover` when an undo failed. Its exit code is 130."""
+    if res.signal is None or res.ok:
+        return None
+    if res.closed:
+        return (f"transaction #{res.id} {what}: rolled back: {res.error}; every step it had "
+                "done was undone in reverse, the host is as it was before")
+    return f"transaction #{res.id} {what}: interrupted by {res.signal}: {res.error}"
+
+
 def txn_outcome(command: str, plan: Plan, result: TxnResult) -> Outcome:
     data = {"plan": plan.as_dict(), "transaction": result.as_dict()}
     ok = result.state == "committed"
+    stopped = interrupted_line(result, f"{plan.action} of {plan.driver} to {plan.to_version}")
+    if stopped is not None:
+        return Outcome(command, status="failed", data=data, errors=[stopped],
+                       exit_code=EXIT_INTERRUPTED)
     errors = [] if ok else [result.error or f"transaction ended {result.state}"]
     msg = (f"{plan.action} of {plan.driver} to {plan.to_version}: {result.state} "
            f"(transaction #{result.id})")
