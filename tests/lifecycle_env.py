@@ -132,5 +132,5 @@ def make_bed(tmp: Path, versions: tuple[str, ...] = ("1.0", "1.1")) -> tuple[Bed
         "HWMGR_SIGN_KEY": str(key), "HWMGR_SIGN_CERT": str(cert),
         "SSH_CONNECTION": "",
     }
-    os.environ.pop("HWMGR_CRASH_AT", None)
+    os.environ.pop("HWMGR_TEST_CRASH_AT", None)
     return bed, srv

@@ -2,7 +2,7 @@
 rolled back (or, if the signal came after the last step, committed), never half-done, with one
 line on stderr saying so; the live values and the persistence files are exactly the old ones.
 
-The signal is sent by the engine's test hook (`HWMGR_CRASH_AT=seq:phase:INT`) at every step
+The signal is sent by the engine's test hook (`HWMGR_TEST_CRASH_AT=seq:phase:INT`) at every step
 boundary, and from outside at random moments (the outcome counts are printed with -s).
 """
 
@@ -67,7 +67,7 @@ def _one_rolled_back_line(stderr: str, sig: str) -> None:
 
 def test_sigint_after_a_step_rolls_back_in_one_line(ns: ApplyNs) -> None:
     before = tree_bytes(ns.root)
-    res = ns.apply(CHANGES, "--yes", env={"HWMGR_CRASH_AT": "1:after:INT"})
+    res = ns.apply(CHANGES, "--yes", env={"HWMGR_TEST_CRASH_AT": "1:after:INT"})
     assert res.returncode == 130, res.stderr
     _one_rolled_back_line(res.stderr, "SIGINT after step 'set v0:txqueuelen'")
     assert _live(ns) == OLD and tree_bytes(ns.root) == before
@@ -87,7 +87,7 @@ POINTS = [*(f"{i}:{PHASES[i % 4]}:{('INT', 'TERM')[i % 2]}" for i in range(STEPS
 @pytest.mark.parametrize("point", POINTS)
 def test_a_signal_at_every_boundary_leaves_the_old_state(ns: ApplyNs, point: str) -> None:
     before = tree_bytes(ns.root)
-    res = ns.apply(CHANGES, "--yes", env={"HWMGR_CRASH_AT": point})
+    res = ns.apply(CHANGES, "--yes", env={"HWMGR_TEST_CRASH_AT": point})
     assert res.returncode == 130, res.stderr
     _one_rolled_back_line(res.stderr, "SIG" + point.rsplit(":", 1)[1])
     assert _live(ns) == OLD and tree_bytes(ns.root) == before
@@ -98,7 +98,7 @@ def test_a_signal_at_every_boundary_leaves_the_old_state(ns: ApplyNs, point: str
 def test_a_signal_during_the_undo_of_a_failed_apply_finishes_the_undo(ns: ApplyNs) -> None:
     before = tree_bytes(ns.root)
     bad = [*CHANGES, {"interface": "v0", "item": "channels.rx", "wanted": 64}]  # refused
-    res = ns.apply(bad, "--yes", env={"HWMGR_CRASH_AT": "1:undo:INT"})
+    res = ns.apply(bad, "--yes", env={"HWMGR_TEST_CRASH_AT": "1:undo:INT"})
     assert res.returncode == 130, res.stderr
     assert "rolled back: step 'set v0:channels.rx' failed" in res.stderr
     assert _live(ns) == OLD and tree_bytes(ns.root) == before and _nothing_open(ns)
@@ -153,7 +153,7 @@ def test_an_open_transaction_is_named_by_dry_run_and_check_until_recovered(
         ns: ApplyNs, tmp_path: Path) -> None:
     """SIGKILL cannot be deferred: the transaction stays open; apply --dry-run and check say
     so until `hwmgr recover`, whose line says what happened once."""
-    res = ns.apply(CHANGES, "--yes", env={"HWMGR_CRASH_AT": "1:done"})
+    res = ns.apply(CHANGES, "--yes", env={"HWMGR_TEST_CRASH_AT": "1:done"})
     assert res.returncode in (-9, 137)
     note = "is still running: the host may be half-changed; run `hwmgr recover`"
     plan = ns.apply(CHANGES, "--dry-run")

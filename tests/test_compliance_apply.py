@@ -145,7 +145,7 @@ def _crash_points() -> list[str]:
 @pytest.mark.parametrize("point", _crash_points())
 def test_kill_at_apply_boundary_is_recovered(ns: ApplyNs, point: str) -> None:
     before = tree_bytes(ns.root)
-    env = {"HWMGR_CRASH_AT": point}
+    env = {"HWMGR_TEST_CRASH_AT": point}
     if point.endswith(":undo"):  # fail the last step, die while undoing step 1
         changes = CRASH_CHANGES + [{"interface": "v0", "item": "channels.rx", "wanted": 64}]
     else:
@@ -173,7 +173,7 @@ def test_kill_during_revert_is_recovered(ns: ApplyNs, point: str) -> None:
     before = tree_bytes(ns.root)
     assert ns.apply(CRASH_CHANGES, "--yes").returncode == 0
     applied = tree_bytes(ns.root)
-    res = ns.hwmgr("revert", "--state-dir", ns.state, "--yes", env={"HWMGR_CRASH_AT": point})
+    res = ns.hwmgr("revert", "--state-dir", ns.state, "--yes", env={"HWMGR_TEST_CRASH_AT": point})
     assert res.returncode in (-9, 137)
     rec = ns.hwmgr("recover", "--state-dir", ns.state, "--json")
     (txn,) = json.loads(rec.stdout)["data"]

@@ -90,7 +90,7 @@ def test_a_run_over_its_time_raises_timeout_expired() -> None:
 
 
 def test_a_crash_point_runs_in_its_own_process() -> None:
-    """HWMGR_CRASH_AT makes hwmgr SIGKILL itself: run_cli must not run that in pytest."""
-    res = run_cli("--version", env={"HWMGR_CRASH_AT": "nothing:before"})
+    """HWMGR_TEST_CRASH_AT makes hwmgr SIGKILL itself: run_cli must not run that in pytest."""
+    res = run_cli("--version", env={"HWMGR_TEST_CRASH_AT": "nothing:before"})
     assert res.returncode == 0 and res.stdout.startswith("hwmgr ")
     assert res.args[:3] == HWMGR and run_cli("--version").args[0] == "hwmgr.cli.main"

@@ -31,7 +31,7 @@ recovers; the running step finishes (or fails), the steps done are undone in rev
 ends `rolled-back` naming the signal; after it ends, they stay deferred until the command
 ends (`interrupt.release`). SIGKILL or power loss leave it for `hwmgr recover`.
 
-Test hook: env `HWMGR_CRASH_AT="<step-name|seq>:<phase>[:INT|TERM|HUP][,...]"` SIGKILLs the
+Test hook: env `HWMGR_TEST_CRASH_AT="<step-name|seq>:<phase>[:INT|TERM|HUP][,...]"` SIGKILLs the
 process at a boundary (or sends it the named signal); phases: before (journaled started),
 saved (after ctx.save), after (do returned, not yet journaled done), done (journaled done),
 undo (before an undo runs).
@@ -53,8 +53,8 @@ from hwmgr.transaction.journal import Journal
 from hwmgr.transaction.pending import NOTE
 from hwmgr.transaction.state import StateDir
 
-CRASH_ENV = "HWMGR_CRASH_AT"
-CRASH_PHASES = ("before", "saved", "after", "done", "undo")
+TEST_CRASH_ENV = "HWMGR_TEST_CRASH_AT"
+TEST_CRASH_PHASES = ("before", "saved", "after", "done", "undo")
 UNDO_FAILED = "; then the undo of step "  # joins the cause and a failed undo in journaled errors
 STEP_STATES = ("pending", "started", "done", "failed", "undone", "kept")
 TXN_STATES = ("running", "interrupted", "failed", "committed", "rolled-back")
@@ -124,7 +124,7 @@ class Ctx:
         self._txn.journal.save_data(self.txn_id, self.seq, merged)
         self._txn._data[self.seq] = merged
         if self.phase == "do":
-            _crash_point(self._txn.steps[self.seq], self.seq, "saved")
+            _test_crash_point(self._txn.steps[self.seq], self.seq, "saved")
 
     def output(self, step_name: str) -> dict[str, Any]:
         """Journaled data of another step of this transaction (e.g. the fetched path)."""
@@ -289,7 +289,7 @@ class Transaction:
             if stopped is not None:
                 return stopped
             self._set(seq, "started")
-            _crash_point(step, seq, "before")
+            _test_crash_point(step, seq, "before")
             if self.ui is not None:
                 self.ui.step(step.name, "start")
             try:
@@ -304,9 +304,9 @@ class Transaction:
                 self._set(seq, "failed", error=_one_line(exc))
                 why = f" (interrupted by {self.signal})" if self.signal else ""
                 return self._backward(f"step '{step.name}' failed: {_one_line(exc)}{why}")
-            _crash_point(step, seq, "after")
+            _test_crash_point(step, seq, "after")
             self._set(seq, "done", data=data)
-            _crash_point(step, seq, "done")
+            _test_crash_point(step, seq, "done")
         stopped = self._interrupted(len(self.steps))
         if stopped is not None:
             return stopped
@@ -329,7 +329,7 @@ class Transaction:
             if step.undo is None:
                 self._set(seq, "kept", event="kept (irreversible)")
                 continue
-            _crash_point(step, seq, "undo")
+            _test_crash_point(step, seq, "undo")
             self.journal.event(self.id or 0, "undo-started", seq=seq)
             try:
                 step.undo(Ctx(self, seq, "undo"))
@@ -476,9 +476,9 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
-def _crash_point(step: Step, seq: int, phase: str) -> None:
-    """Test hook: SIGKILL ourselves at a step boundary named in $HWMGR_CRASH_AT."""
-    spec = os.environ.get(CRASH_ENV)
+def _test_crash_point(step: Step, seq: int, phase: str) -> None:
+    """Test hook: SIGKILL ourselves at a step boundary named in $HWMGR_TEST_CRASH_AT."""
+    spec = os.environ.get(TEST_CRASH_ENV)
     if not spec:
         return
     for item in spec.split(","):
