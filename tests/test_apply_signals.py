@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from apply_env import REPO, ApplyNs, tree_bytes
+from support.apply_env import REPO, ApplyNs, tree_bytes
 
 pytestmark = pytest.mark.root
 
@@ -30,17 +30,6 @@ CHANGES = [
 STEPS = 5  # three settings, the .link file, the sysctl.d file
 OLD = ("off", 1000, "0")
 NEW = ("on", 4242, "1")
-
-
-@pytest.fixture
-def ns(tmp_path: Path):
-    if os.geteuid() != 0:
-        pytest.skip("needs root for a network namespace")
-    env = ApplyNs.create(tmp_path)
-    env.x("ethtool", "-K", "v0", "gro", "off")
-    env.x("sh", "-c", "echo 0 > /proc/sys/net/ipv4/ip_forward")
-    yield env
-    env.teardown()
 
 
 def _live(env: ApplyNs) -> tuple[str, int, str]:

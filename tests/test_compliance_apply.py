@@ -8,11 +8,10 @@ A kill -9 at every step boundary of an apply and of a revert is recovered by `hw
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
-from apply_env import ApplyNs, tree_bytes
+from support.apply_env import ApplyNs, tree_bytes
 
 pytestmark = pytest.mark.root
 
@@ -26,17 +25,13 @@ CHANGES = [
 
 
 @pytest.fixture
-def ns(tmp_path: Path):
-    if os.geteuid() != 0:
-        pytest.skip("needs root for a network namespace")
-    env = ApplyNs.create(tmp_path)
-    env.x("ethtool", "-K", "v0", "gro", "off")
-    env.x("sh", "-c", "echo 0 > /proc/sys/net/ipv4/ip_forward")
-    conf = env.root / "etc/sysctl.d/90-hwmgr.conf"
+def ns(ns: ApplyNs) -> ApplyNs:
+    """conftest's namespace with an earlier sysctl.d file of ours under its persist root:
+    merged by apply, then restored exactly by revert."""
+    conf = ns.root / "etc/sysctl.d/90-hwmgr.conf"
     conf.parent.mkdir(parents=True)
-    conf.write_bytes(OLD_SYSCTL)  # an earlier file of ours: merged, then restored exactly
-    yield env
-    env.teardown()
+    conf.write_bytes(OLD_SYSCTL)
+    return ns
 
 
 def _live(env: ApplyNs) -> tuple[str, int, int, str]:

@@ -25,7 +25,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import fleet_data  # noqa: E402
+from support import fleet_data  # noqa: E402
 
 from hwmgr.fleet import report as fr  # noqa: E402
 from hwmgr.fleet.html import embed_json, render_html  # noqa: E402

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from lifecycle_env import headers_kernel
+from support.lifecycle_env import headers_kernel
 
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host

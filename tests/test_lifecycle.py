@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from lifecycle_env import MODULE, Bed, cleanup_dkms, make_bed, same_serial, write_catalog
 from support import run_cli
+from support.lifecycle_env import MODULE, Bed, cleanup_dkms, make_bed, same_serial, write_catalog
 
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host

@@ -1,7 +1,8 @@
 """Transaction engine: journaling order, rollback, crash recovery at every boundary, host lock.
 
-Crash tests run tests/helpers_crash.py as a real subprocess on a temporary host root, SIGKILL
-it at a step boundary (HWMGR_TEST_CRASH_AT), recover in a fresh process and compare every file.
+Crash tests run tests/support/helpers_crash.py as a real subprocess on a temporary host root,
+SIGKILL it at a step boundary (HWMGR_TEST_CRASH_AT), recover in a fresh process and compare
+every file.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from hwmgr.transaction.engine import Ctx, Step, Transaction, TransactionError
 from hwmgr.transaction.state import BACKUP_RECORD, StateDir, history
 
 HERE = Path(__file__).resolve().parent
-HELPER = HERE / "helpers_crash.py"
+HELPER = HERE / "support" / "helpers_crash.py"
 REPO = HERE.parent
 
 

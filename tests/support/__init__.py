@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 HOSTS = FIXTURES / "hosts"
 HWMGR = [sys.executable, "-m", "hwmgr"]

@@ -15,11 +15,10 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from srpmfactory import build_srpm
-
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.dkms import Dkms, kernels_with_headers
+from support.srpmfactory import build_srpm
 
 MODULE = "hwmgrtest"
 
