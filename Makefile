@@ -17,7 +17,7 @@ APT_NOSTART := network-manager
 NM_HOST_CONF := /etc/NetworkManager/conf.d/00-hwmgr-tests-unmanaged.conf
 PYTEST_ARGS ?=
 LINT_PATHS := hwmgr tests bench lab scripts ansible_collections catalog-src
-# Real vendor source RPMs for the tests (tests/vendor_env.py, docs/testing.md): never in the
+# Real vendor source RPMs for the tests (tests/support/vendor_env.py, docs/testing.md): never in the
 # repository, kept in the directory beside the checkout that holds them with a SUMS.txt (a
 # checkout with no such directory beside it leaves the variable empty: those tests skip, saying so)
 export HWMGR_VENDOR_DIR ?= $(wildcard $(abspath $(CURDIR)/../shared/vendor))

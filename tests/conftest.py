@@ -1,7 +1,9 @@
-"""Shared pytest fixtures; plain helpers live in tests/support.py."""
+"""Shared pytest fixtures (among them the network namespaces); plain helpers live in the
+tests/support package."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -11,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from support import HOSTS
+from support.apply_env import ApplyNs
+from support.netns import VethLink
 
 # A suite started in the background of a non-interactive shell (`make test &`, a CI wrapper,
 # scripts/run-tests' lab job) gets SIGINT ignored, and every hwmgr it starts inherits that, so
@@ -136,3 +140,36 @@ def no_gpg_agent_left(tmp_path_factory: pytest.TempPathFactory):
         for home in _agent_homes(tmp_path_factory.getbasetemp()):
             subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False,
                            capture_output=True, timeout=30)
+
+
+# ------------------------------------------------------------------ network namespaces
+_VETH_TAGS = itertools.count()
+
+
+@pytest.fixture
+def ns(tmp_path: Path):
+    """A network namespace of the test's own holding veth v0/v1 (support.apply_env.ApplyNs),
+    GRO off on v0 and forwarding off; hwmgr runs inside it with its state dir and persist
+    root under tmp_path. Deleted afterwards, with what the test started in it."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root for a network namespace")
+    env = ApplyNs.create(tmp_path)
+    try:
+        env.x("ethtool", "-K", "v0", "gro", "off")
+        env.x("sh", "-c", "echo 0 > /proc/sys/net/ipv4/ip_forward")
+        yield env
+    finally:
+        env.teardown()
+
+
+@pytest.fixture
+def veth():
+    """Two network namespaces joined by a veth pair (support.netns.VethLink): side a for hwmgr,
+    side b for its peer, with addresses on both. Deleted afterwards."""
+    if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("ethtool"):
+        pytest.skip("needs root, ip and ethtool")
+    link = VethLink.create(f"x{next(_VETH_TAGS)}")
+    try:
+        yield link
+    finally:
+        link.teardown()

@@ -1,7 +1,7 @@
 """The hwmgr.fleet Ansible collection, run by the real ansible-playbook on a generated fleet.
 
 The collection is built and installed with ansible-galaxy into a temporary collections
-path, and fleet-check.yml runs against 35 hosts on this machine (tests/ansible_fleet.py):
+path, and fleet-check.yml runs against 35 hosts on this machine (tests/support/ansible_fleet.py):
 network namespaces reached locally and through our own sshd on 127.0.0.1, hosts without
 Python (the POSIX collector), snapshot roots, a host without hwmgr, and unreachable hosts.
 The report must hold every host with the status its construction implies.
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import ansible_fleet as af  # noqa: E402
+from support import ansible_fleet as af  # noqa: E402
 
 pytestmark = [
     pytest.mark.slow,  # real ansible-playbook over network namespaces

@@ -2,7 +2,7 @@
 rolled back (or, if the signal came after the last step, committed), never half-done, with one
 line on stderr saying so; the live values and the persistence files are exactly the old ones.
 
-The signal is sent by the engine's test hook (`HWMGR_CRASH_AT=seq:phase:INT`) at every step
+The signal is sent by the engine's test hook (`HWMGR_TEST_CRASH_AT=seq:phase:INT`) at every step
 boundary, and from outside at random moments (the outcome counts are printed with -s).
 """
 
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from apply_env import REPO, ApplyNs, tree_bytes
+from support.apply_env import REPO, ApplyNs, tree_bytes
 
 pytestmark = pytest.mark.root
 
@@ -30,17 +30,6 @@ CHANGES = [
 STEPS = 5  # three settings, the .link file, the sysctl.d file
 OLD = ("off", 1000, "0")
 NEW = ("on", 4242, "1")
-
-
-@pytest.fixture
-def ns(tmp_path: Path):
-    if os.geteuid() != 0:
-        pytest.skip("needs root for a network namespace")
-    env = ApplyNs.create(tmp_path)
-    env.x("ethtool", "-K", "v0", "gro", "off")
-    env.x("sh", "-c", "echo 0 > /proc/sys/net/ipv4/ip_forward")
-    yield env
-    env.teardown()
 
 
 def _live(env: ApplyNs) -> tuple[str, int, str]:
@@ -67,7 +56,7 @@ def _one_rolled_back_line(stderr: str, sig: str) -> None:
 
 def test_sigint_after_a_step_rolls_back_in_one_line(ns: ApplyNs) -> None:
     before = tree_bytes(ns.root)
-    res = ns.apply(CHANGES, "--yes", env={"HWMGR_CRASH_AT": "1:after:INT"})
+    res = ns.apply(CHANGES, "--yes", env={"HWMGR_TEST_CRASH_AT": "1:after:INT"})
     assert res.returncode == 130, res.stderr
     _one_rolled_back_line(res.stderr, "SIGINT after step 'set v0:txqueuelen'")
     _answered(res.stderr, 2, False)
@@ -88,7 +77,7 @@ POINTS = [*(f"{i}:{PHASES[i % 4]}:{('INT', 'TERM')[i % 2]}" for i in range(STEPS
 @pytest.mark.parametrize("point", POINTS)
 def test_a_signal_at_every_boundary_leaves_the_old_state(ns: ApplyNs, point: str) -> None:
     before = tree_bytes(ns.root)
-    res = ns.apply(CHANGES, "--yes", env={"HWMGR_CRASH_AT": point})
+    res = ns.apply(CHANGES, "--yes", env={"HWMGR_TEST_CRASH_AT": point})
     assert res.returncode == 130, res.stderr
     _one_rolled_back_line(res.stderr, "SIG" + point.rsplit(":", 1)[1])
     _answered(res.stderr, int(point.split(":")[0]) + 1, point.endswith("TERM"))
@@ -119,7 +108,7 @@ def test_a_signal_at_each_revert_step_is_answered_and_undone(ns: ApplyNs, seq: i
     applied = tree_bytes(ns.root)
     sig = ("INT", "TERM")[seq % 2]
     res = ns.hwmgr("revert", "--state-dir", ns.state, "--yes",
-                   env={"HWMGR_CRASH_AT": f"{seq}:before:{sig}"})
+                   env={"HWMGR_TEST_CRASH_AT": f"{seq}:before:{sig}"})
     assert res.returncode == 130, res.stderr
     _answered(res.stderr, seq + 1, sig == "TERM")
     assert "rolled back: interrupted by SIG" + sig in res.stderr, res.stderr
@@ -132,7 +121,7 @@ def test_a_signal_at_each_revert_step_is_answered_and_undone(ns: ApplyNs, seq: i
 def test_a_signal_during_the_undo_of_a_failed_apply_finishes_the_undo(ns: ApplyNs) -> None:
     before = tree_bytes(ns.root)
     bad = [*CHANGES, {"interface": "v0", "item": "channels.rx", "wanted": 64}]  # refused
-    res = ns.apply(bad, "--yes", env={"HWMGR_CRASH_AT": "1:undo:INT"})
+    res = ns.apply(bad, "--yes", env={"HWMGR_TEST_CRASH_AT": "1:undo:INT"})
     assert res.returncode == 130, res.stderr
     assert "rolled back: step 'set v0:channels.rx' failed" in res.stderr
     assert _live(ns) == OLD and tree_bytes(ns.root) == before and _nothing_open(ns)
@@ -187,7 +176,7 @@ def test_an_open_transaction_is_named_by_dry_run_and_check_until_recovered(
         ns: ApplyNs, tmp_path: Path) -> None:
     """SIGKILL cannot be deferred: the transaction stays open; apply --dry-run and check say
     so until `hwmgr recover`, whose line says what happened once."""
-    res = ns.apply(CHANGES, "--yes", env={"HWMGR_CRASH_AT": "1:done"})
+    res = ns.apply(CHANGES, "--yes", env={"HWMGR_TEST_CRASH_AT": "1:done"})
     assert res.returncode in (-9, 137)
     note = "is still running: the host may be half-changed; run `hwmgr recover`"
     plan = ns.apply(CHANGES, "--dry-run")

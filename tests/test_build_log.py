@@ -11,9 +11,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from lifecycle_env import MODULE, Bed, cleanup_dkms, make_bed, write_catalog
-from srpmfactory import build_srpm
 from support import run_cli
+from support.lifecycle_env import MODULE, Bed, cleanup_dkms, make_bed, write_catalog
+from support.srpmfactory import build_srpm
 from test_lifecycle import host_fingerprint, module_state
 
 pytestmark = pytest.mark.slow  # two DKMS builds and an install of the test module

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shipped import SHIPPED, shipped_doc, shipped_files
+from support.shipped import SHIPPED, shipped_doc, shipped_files
 
 from hwmgr.catalog import load as catmod
 from hwmgr.catalog import schema as schemamod

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from shipped import SHIPPED, driver_file
+from support.shipped import SHIPPED, driver_file
 
 from hwmgr.catalog.layers import Provenance, merge
 from hwmgr.catalog.load import load_catalog
@@ -218,7 +218,7 @@ def test_bad_keyed_layer_names_its_file(tmp_path: Path, layer: dict, where: str)
 
 
 def test_complete_catalog_takes_nothing_out(tmp_path: Path) -> None:
-    from shipped import shipped_doc
+    from support.shipped import shipped_doc
 
     doc = shipped_doc()
     doc["drivers"]["ixgbe"]["devices"].append({**NEW_DEVICE, "remove": True})

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from shipped import SHIPPED
+from support.shipped import SHIPPED
 
 from hwmgr.catalog.load import Catalog, load_catalog
 from hwmgr.config import config_from

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from lifecycle_env import serve
-from shipped import driver_file, shipped_doc
-from srpmfactory import build_be2net_srpm, build_srpm
 from support import run_cli
+from support.lifecycle_env import serve
+from support.shipped import driver_file, shipped_doc
+from support.srpmfactory import build_be2net_srpm, build_srpm
 
 # gpg signs and checks a catalog in every test (1-3 s each): make test runs them
 pytestmark = pytest.mark.slow

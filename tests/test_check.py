@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import jsonschema
 import pytest
-from netns import VethLink, sh
 from support import FIXTURES, HOSTS, HWMGR, REPO, run_cli, run_json
+from support.netns import VethLink, sh
 
 SCHEMA = json.loads((REPO / "hwmgr" / "schemas" / "check.schema.json").read_text())
 SHIPPED = str(REPO / "catalogs")
 SITE = str(FIXTURES / "catalogs" / "good" / "site-veth.json")
-CAN_NETNS = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("ethtool")
 
 
 def checked(*args: str) -> tuple[int, dict]:
@@ -189,17 +186,6 @@ def test_snapshot_then_check_matches_live(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------- live veth pair
-@pytest.fixture
-def veth():
-    if not CAN_NETNS:
-        pytest.skip("needs root, ip and ethtool")
-    link = VethLink.create("ck")
-    try:
-        yield link
-    finally:
-        link.teardown()
-
-
 def in_ns(link: VethLink, *args: str) -> tuple[int, dict]:
     res = link.run_a([*HWMGR, "check", "--json", "--layer", "settings,sysctl",
                       "--catalog", SHIPPED, "--catalog", SITE, *args])

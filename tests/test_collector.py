@@ -20,6 +20,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from support.netns import VethLink
 
 from hwmgr.host.capture import COLLECTOR, COLLECTOR_RECORDS, NET_SYSCTLS
 
@@ -293,14 +294,11 @@ def test_live_check_snapshot_and_collector_agree(tmp_path: Path, shell) -> None:
 
 
 @pytest.mark.slow  # a veth pair in namespaces, the collector under each shell
-def test_veth_namespace_check_snapshot_and_collector_agree(tmp_path: Path, shell) -> None:
+def test_veth_namespace_check_snapshot_and_collector_agree(tmp_path: Path, shell,
+                                                           veth: VethLink) -> None:
     """Parity on a live veth host (side a of a pair, in its own network namespace), with a
     site catalog that governs veth: drift and unsupported items alike on all paths."""
     name, argv = shell
-    if os.geteuid() != 0 or not shutil.which("ethtool") or not shutil.which("ip"):
-        pytest.skip("needs root, ip and ethtool")
-    from netns import VethLink
-
     catalogs = ["--catalog", str(REPO / "catalogs"),
                 "--catalog", str(FIXTURES.parent / "catalogs/good/site-veth.json")]
     bins = tmp_path / "host-tools"
@@ -311,20 +309,16 @@ def test_veth_namespace_check_snapshot_and_collector_agree(tmp_path: Path, shell
     script.write_text(subprocess.run([sys.executable, "-m", "hwmgr", "collect-script",
                                       *catalogs], capture_output=True, text=True, cwd=REPO,
                                      check=True, timeout=60).stdout)
-    link = VethLink.create("co")
-    try:
-        ns = link.argv(link.ns_a, [])  # ip netns exec NS
-        out, snap = tmp_path / "veth.tar.gz", tmp_path / "snap"
-        with open(out, "wb") as fh:
-            subprocess.run([*ns, "env", "-i", f"PATH={bins}:{tool_dir(tmp_path, name)}",
-                            f"TMPDIR={tmp_path}", *argv, str(script)], stdout=fh, timeout=300,
-                           check=True)
-        subprocess.run([*ns, sys.executable, "-m", "hwmgr", "snapshot", *catalogs, str(snap)],
-                       cwd=REPO, capture_output=True, timeout=120, check=True)
-        live = findings(None, *catalogs, runner=ns)
-    finally:
-        link.teardown()
-    statuses = {f[4] for f in live[1] if f[2] == link.if_a}
+    ns = veth.argv(veth.ns_a, [])  # ip netns exec NS
+    out, snap = tmp_path / "veth.tar.gz", tmp_path / "snap"
+    with open(out, "wb") as fh:
+        subprocess.run([*ns, "env", "-i", f"PATH={bins}:{tool_dir(tmp_path, name)}",
+                        f"TMPDIR={tmp_path}", *argv, str(script)], stdout=fh, timeout=300,
+                       check=True)
+    subprocess.run([*ns, sys.executable, "-m", "hwmgr", "snapshot", *catalogs, str(snap)],
+                   cwd=REPO, capture_output=True, timeout=120, check=True)
+    live = findings(None, *catalogs, runner=ns)
+    statuses = {f[4] for f in live[1] if f[2] == veth.if_a}
     assert live[0] == 5 and {"drift", "unsupported"} <= statuses
     assert findings(snap, *catalogs) == live
     assert findings(out, *catalogs) == live

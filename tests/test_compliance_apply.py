@@ -8,11 +8,10 @@ A kill -9 at every step boundary of an apply and of a revert is recovered by `hw
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
-from apply_env import ApplyNs, tree_bytes
+from support.apply_env import ApplyNs, tree_bytes
 
 pytestmark = pytest.mark.root
 
@@ -26,17 +25,13 @@ CHANGES = [
 
 
 @pytest.fixture
-def ns(tmp_path: Path):
-    if os.geteuid() != 0:
-        pytest.skip("needs root for a network namespace")
-    env = ApplyNs.create(tmp_path)
-    env.x("ethtool", "-K", "v0", "gro", "off")
-    env.x("sh", "-c", "echo 0 > /proc/sys/net/ipv4/ip_forward")
-    conf = env.root / "etc/sysctl.d/90-hwmgr.conf"
+def ns(ns: ApplyNs) -> ApplyNs:
+    """conftest's namespace with an earlier sysctl.d file of ours under its persist root:
+    merged by apply, then restored exactly by revert."""
+    conf = ns.root / "etc/sysctl.d/90-hwmgr.conf"
     conf.parent.mkdir(parents=True)
-    conf.write_bytes(OLD_SYSCTL)  # an earlier file of ours: merged, then restored exactly
-    yield env
-    env.teardown()
+    conf.write_bytes(OLD_SYSCTL)
+    return ns
 
 
 def _live(env: ApplyNs) -> tuple[str, int, int, str]:
@@ -145,7 +140,7 @@ def _crash_points() -> list[str]:
 @pytest.mark.parametrize("point", _crash_points())
 def test_kill_at_apply_boundary_is_recovered(ns: ApplyNs, point: str) -> None:
     before = tree_bytes(ns.root)
-    env = {"HWMGR_CRASH_AT": point}
+    env = {"HWMGR_TEST_CRASH_AT": point}
     if point.endswith(":undo"):  # fail the last step, die while undoing step 1
         changes = CRASH_CHANGES + [{"interface": "v0", "item": "channels.rx", "wanted": 64}]
     else:
@@ -173,7 +168,7 @@ def test_kill_during_revert_is_recovered(ns: ApplyNs, point: str) -> None:
     before = tree_bytes(ns.root)
     assert ns.apply(CRASH_CHANGES, "--yes").returncode == 0
     applied = tree_bytes(ns.root)
-    res = ns.hwmgr("revert", "--state-dir", ns.state, "--yes", env={"HWMGR_CRASH_AT": point})
+    res = ns.hwmgr("revert", "--state-dir", ns.state, "--yes", env={"HWMGR_TEST_CRASH_AT": point})
     assert res.returncode in (-9, 137)
     rec = ns.hwmgr("recover", "--state-dir", ns.state, "--json")
     (txn,) = json.loads(rec.stdout)["data"]

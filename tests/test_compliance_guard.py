@@ -16,20 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
-from apply_env import ApplyNs, waiter_pids
+from support.apply_env import ApplyNs, waiter_pids
 
 pytestmark = pytest.mark.root
 GRO_ON = [{"interface": "v0", "item": "features.gro", "current": "off", "wanted": "on"}]
-
-
-@pytest.fixture
-def ns(tmp_path: Path):
-    if os.geteuid() != 0:
-        pytest.skip("needs root for a network namespace")
-    env = ApplyNs.create(tmp_path)
-    env.x("ethtool", "-K", "v0", "gro", "off")
-    yield env
-    env.teardown()
 
 
 def _bridge_default_route(env: ApplyNs) -> None:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.apply_env import ApplyNs
 
 from hwmgr.compliance.items import Status
 from hwmgr.compliance.read import canonical_item, lookup, read_interface
@@ -33,29 +34,16 @@ print(json.dumps({k: jsonable(v) for k, v in items.items()}))
 """
 
 
-def _sh(*argv: str) -> None:
-    subprocess.run(argv, check=True, capture_output=True, timeout=30)
-
-
 @pytest.fixture
-def veth_ns():
-    """Namespace `hwmgr-i11-<pid>` with veth v0/v1 set away from every default we check."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root for a network namespace")
-    ns = f"hwmgr-i11-{os.getpid()}"
-    _sh("ip", "netns", "add", ns)
-    try:
-        _sh("ip", "-n", ns, "link", "add", "v0", "type", "veth", "peer", "name", "v1")
-        _sh("ip", "-n", ns, "link", "set", "v0", "mtu", "9000", "txqueuelen", "4321", "up")
-        _sh("ip", "netns", "exec", ns, "ethtool", "-K", "v0", "gro", "on", "tso", "off")
-        _sh("ip", "netns", "exec", ns, "ethtool", "-L", "v0", "rx", "2", "tx", "1")
-        outside = int(Path("/proc/sys/net/ipv4/ip_forward").read_text())
-        inside = 1 - outside  # the opposite of the host's, whatever the host has
-        _sh("ip", "netns", "exec", ns, "sh", "-c", f"echo {inside} > /proc/sys/net/ipv4/ip_forward")
-        yield ns, inside
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30,
-                       check=False)
+def veth_ns(ns: ApplyNs) -> tuple[str, int]:
+    """conftest's namespace with veth v0 set away from every default we check."""
+    ns.ip("link", "set", "v0", "mtu", "9000", "txqueuelen", "4321", "up")
+    ns.x("ethtool", "-K", "v0", "gro", "on", "tso", "off")
+    ns.x("ethtool", "-L", "v0", "rx", "2", "tx", "1")
+    outside = int(Path("/proc/sys/net/ipv4/ip_forward").read_text())
+    inside = 1 - outside  # the opposite of the host's, whatever the host has
+    ns.x("sh", "-c", f"echo {inside} > /proc/sys/net/ipv4/ip_forward")
+    return ns.ns, inside
 
 
 @pytest.mark.root

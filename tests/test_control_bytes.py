@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 
 import pytest
-from hostile_snap import OUTPUT
-from hostile_tree import base_tree, write_dir
 from support import run_cli
+from support.hostile_snap import OUTPUT
+from support.hostile_tree import base_tree, write_dir
 
 from hwmgr.inventory.scan import parse_ethtool_i
 from hwmgr.ui.lifecycle import ProgressUI

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-import srpmfactory as factory
+from support import srpmfactory as factory
 
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.runner import SubprocessRunner

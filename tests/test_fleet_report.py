@@ -25,7 +25,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import fleet_data  # noqa: E402
+from support import fleet_data  # noqa: E402
 
 from hwmgr.fleet import report as fr  # noqa: E402
 from hwmgr.fleet.html import embed_json, render_html  # noqa: E402
@@ -102,10 +102,10 @@ def test_report_matches_schema_and_counts(built: dict[str, Any]) -> None:
 
 def test_outputs_in_pieces_and_from_shared_findings_are_the_same_documents(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """fleet-report.json and the JUnit XML made a piece at a time are what one json.dumps and
-    one string give, and the same whether hosts share equal findings (as `read_results`
-    makes them) or each holds its own copies."""
-    from hwmgr.fleet import junit, view
+    """fleet-report.json, the JUnit XML and the page made a piece at a time are what one
+    json.dumps and one string give, and the same whether hosts share equal findings (as
+    `read_results` makes them) or each holds its own copies."""
+    from hwmgr.fleet import html, junit, view
     from hwmgr.fleet.results import read_results
     from hwmgr.fleet.trend import next_trend
 
@@ -128,8 +128,11 @@ def test_outputs_in_pieces_and_from_shared_findings_are_the_same_documents(
     assert b"".join(junit.junit_chunks(shared, groups)) == junit_xml(own, groups)
     trend = next_trend(None, [], own)
     new = news(None, own)
-    assert render_html(shared, [], groups=groups, news=new) == render_html(
-        own, [], groups=groups, news=new)
+    page = render_html(own, [], groups=groups, news=new)
+    assert render_html(shared, [], groups=groups, news=new) == page
+    monkeypatch.setattr(html, "CHUNK", 100)
+    pieces = list(html.html_chunks(own, [], groups=groups, news=new))
+    assert len(pieces) > 10 and b"".join(pieces).decode() == page
     assert view.fleet_items(shared, str) == view.fleet_items(own, str)
     assert trend["drift"] == next_trend(None, [], shared)["drift"]
 
@@ -317,6 +320,38 @@ def test_page_renders_without_history() -> None:
     assert not [t for t, _ in page.tags if t == "svg"]
     assert "fleet-trend.json" in "".join(page.text)
     assert "no earlier report" in "".join(page.text)
+
+
+# markup, attribute breakers, entities, a template's own syntax, a line separator and a BOM
+EVIL = ['<img src=x onerror=alert(1)>', '"><script>alert(1)</script>', "' onmouseover='x",
+        "&lt;b&gt; &amp;", "{{ 7*7 }}{% raw %}", "a\u2028b\ufeff"]
+
+
+@pytest.mark.parametrize("evil", EVIL)
+def test_hostile_strings_stay_text_everywhere_on_the_page(evil: str) -> None:
+    """A hostile string as host name, group, item, value, fix, reason and catalog version is
+    text in every element and attribute the template fills: no element, attribute or script
+    appears, the template's syntax is not run, and a reader gets the string back exactly."""
+    bad = [fleet_data.finding("setting", f"ring.{evil}", evil, f"{evil}!", "drift",
+                              fix=f"ethtool {evil}", reason=evil),
+           fleet_data.finding("setting", f"mtu.{evil}", 9000, None, "unknown", reason=evil)]
+    data = fleet_data.check_data(bad)
+    data["catalog_version"] = evil
+    name = f"h-{evil}"
+    rep = fr.build_report({name: load_host({"status": "drift", "check": data, "error": None},
+                                           "h.json")})
+    text = render_html(rep, [], groups={name: f"g-{evil}"}, news=news(None, rep))
+    page = parse(text)
+    assert_safe_page(page)
+    assert "49" not in text.replace(str(rep["summary"]["hosts"]), "")  # {{ 7*7 }} not run
+    rows = {a.get("data-item"): a for t, a in page.tags if t == "tr" and "data-item" in a}
+    assert set(rows) == {f"ring.{evil}", f"mtu.{evil}"}  # attributes read back exactly
+    assert by_id(page, "group-table") and any(
+        a.get("data-group") == f"g-{evil}" for _, a in page.tags)
+    words = "".join(page.text)
+    for shown in (f"ethtool {evil}", f"{evil}!", f"catalog {evil}", f"g-{evil}"):
+        assert shown in words, shown
+    assert name in page_data(text)["s"]
 
 
 def page_data(text: str) -> dict[str, Any]:

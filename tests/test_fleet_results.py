@@ -7,10 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import fleet_data
 import jsonschema
 import pytest
-from support import REPO, run_cli
+from support import REPO, fleet_data, run_cli
 
 from hwmgr.fleet.report import build_report, exit_code, schema
 from hwmgr.fleet.results import load_host

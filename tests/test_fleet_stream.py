@@ -10,9 +10,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-import fleet_data
 import pytest
-from support import run_cli
+from support import fleet_data, run_cli
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError

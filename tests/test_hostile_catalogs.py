@@ -1,6 +1,6 @@
 """The hostile catalog corpus (issue 9 §5): damaged catalogs, each through `catalog validate`,
 `catalog show`, `inventory --catalog` or `plan --catalog` in-process, held to the rules of
-tests/hostile.py (exit 8, the file and JSON path named); the middle case of every kind also
+tests/support/hostile.py (exit 8, the file and JSON path named); the middle case of every kind also
 through the real `python -m hwmgr` entry point."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Iterator
 
 import pytest
-from hostile import Case, Sandbox, run_kind, sample_through_cli, sandbox_dir
-from hostile_cat import cat_kinds
+from support.hostile import Case, Sandbox, run_kind, sample_through_cli, sandbox_dir
+from support.hostile_cat import cat_kinds
 
 pytestmark = pytest.mark.slow  # hundreds of hostile catalogs through the real CLI
 

@@ -210,8 +210,8 @@ def test_fetch_verb_names_the_url_and_deadline(
         server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Through the CLI: exit 1 (the fetch verb's documented "download failed"), one line on
     stderr, nothing in the cache."""
-    from lifecycle_env import MODULE, write_catalog
     from support import run_cli
+    from support.lifecycle_env import MODULE, write_catalog
 
     from hwmgr.host.deadline import Deadline
     from hwmgr.lifecycle import fetch as fetch_mod

@@ -1,7 +1,7 @@
 """Huge and odd integers in untrusted text (issue 41 §1): sysfs attributes and ethtool -g/-l
 values holding decimal, hex, octal or binary literals past Python's 4,300-digit limit (and
 just past hwmgr's own bound), through inventory, check and apply --dry-run on a copy of
-seed002-router, held to tests/hostile.py's rules; and hwmgr.numtext, their one owner, on
+seed002-router, held to tests/support/hostile.py's rules; and hwmgr.numtext, their one owner, on
 generated variants."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from hostile import Case, Sandbox, run_kind, sandbox_dir
 from support import HOSTS
+from support.hostile import Case, Sandbox, run_kind, sandbox_dir
 
 from hwmgr.numtext import MAX_NUMBER_CHARS, NumberError, digits_key, parse_int, to_int
 

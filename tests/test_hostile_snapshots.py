@@ -1,15 +1,15 @@
 """The hostile snapshot corpus (issue 9 §5): damaged snapshot directories and archives, each
-through a `--root` verb in-process and held to the rules of tests/hostile.py; the middle case
-of every kind also through the real `python -m hwmgr` entry point."""
+through a `--root` verb in-process and held to the rules of tests/support/hostile.py; the
+middle case of every kind also through the real `python -m hwmgr` entry point."""
 
 from __future__ import annotations
 
 from typing import Iterator
 
 import pytest
-from hostile import Case, Sandbox, run_kind, sample_through_cli, sandbox_dir
-from hostile_snap import dir_kinds
-from hostile_tar import tar_kinds
+from support.hostile import Case, Sandbox, run_kind, sample_through_cli, sandbox_dir
+from support.hostile_snap import dir_kinds
+from support.hostile_tar import tar_kinds
 
 pytestmark = pytest.mark.slow  # hundreds of hostile snapshots through the real CLI
 

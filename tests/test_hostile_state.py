@@ -1,6 +1,6 @@
 """The hostile state-dir corpus (issue 25 §1): a committed upgrade's journal, the check
 history and the armed expectation, damaged one field at a time, read by `history`, `plan
-rollback` and `verify`; every case held to the rules of tests/hostile.py (never exit 70, one
+rollback` and `verify`; every case held to the rules of tests/support/hostile.py (never exit 70, one
 line naming the file and field, no hang). The whole corpus is slow; a sample of every kind
 runs with the fast tests."""
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Iterator
 
 import pytest
-from hostile import Case, Sandbox, run_kind, sandbox_dir
-from hostile_state import state_kinds
+from support.hostile import Case, Sandbox, run_kind, sandbox_dir
+from support.hostile_state import state_kinds
 
 KINDS = state_kinds()
 SAMPLE_EVERY = 30  # the fast run: every 30th case of each kind (~1 s)
@@ -50,7 +50,7 @@ def test_hostile_state(kind: str, sandbox: Sandbox) -> None:
 def test_damaged_journal_line_names_field_and_recovery(sandbox: Sandbox) -> None:
     """The exact line a user sees for a damaged row: file, transaction, column, the remedy."""
     case = next(c for c in KINDS["state-journal"] if c.name == "state-journal/params=int/plan")
-    from hostile import run_inproc, sandboxed_env
+    from support.hostile import run_inproc, sandboxed_env
 
     with sandboxed_env(sandbox):
         work = sandbox.scratch / "one"
@@ -65,7 +65,7 @@ def test_damaged_journal_line_names_field_and_recovery(sandbox: Sandbox) -> None
 def test_damaged_upgrade_record_names_field(sandbox: Sandbox) -> None:
     case = next(c for c in KINDS["state-params"]
                 if c.name == "state-params/backup.saved#4/plan")
-    from hostile import run_inproc, sandboxed_env
+    from support.hostile import run_inproc, sandboxed_env
 
     with sandboxed_env(sandbox):
         work = sandbox.scratch / "two"
@@ -82,8 +82,8 @@ def test_recover_refuses_a_damaged_journal(sandbox: Sandbox) -> None:
     import shutil
     import sqlite3
 
-    from hostile import run_inproc, sandboxed_env
-    from hostile_state import JOURNAL_FIXTURE
+    from support.hostile import run_inproc, sandboxed_env
+    from support.hostile_state import JOURNAL_FIXTURE
 
     state = sandbox.scratch / "recover-state"
     shutil.rmtree(state, ignore_errors=True)

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.apply_env import ApplyNs
 
 from hwmgr.compliance.read import read_interface
 from hwmgr.errors import BadInputError
@@ -122,22 +123,16 @@ def _kernel_accepts(ns: str, name: str, peer: str) -> bool | None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("ip"), reason="needs root and ip")
-def test_the_kernel_agrees() -> None:
+def test_the_kernel_agrees(ns: ApplyNs) -> None:
     """Every case iproute2 lets through to the kernel: the kernel's answer is the rule's."""
-    ns = f"hwmgr-ifname-{os.getpid()}"
-    if subprocess.run(["ip", "netns", "add", ns], capture_output=True, check=False).returncode:
-        pytest.skip("cannot make a network namespace here")
     asked = 0
-    try:
-        for i, (name, ok) in enumerate(CASES):
-            if "\0" in name or "\udcff" in name or "\ud800" in name:
-                continue  # argv cannot carry these
-            got = _kernel_accepts(ns, name, f"hwp{i}")
-            if got is None:
-                continue
-            asked += 1
-            assert got is ok, name
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+    for i, (name, ok) in enumerate(CASES):
+        if "\0" in name or "\udcff" in name or "\ud800" in name:
+            continue  # argv cannot carry these
+        got = _kernel_accepts(ns.ns, name, f"hwp{i}")
+        if got is None:
+            continue
+        asked += 1
+        assert got is ok, name
     if asked == 0:
         pytest.skip("veth links cannot be made here")

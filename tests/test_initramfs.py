@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from lifecycle_env import headers_kernel
+from support.lifecycle_env import headers_kernel
 
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
@@ -216,7 +216,7 @@ def test_killed_in_the_initramfs_step_then_recovered(bed: dict[str, Any], tmp_pa
               "initramfs": [bed["kver"]], "source": {}}
     state_dir = tmp_path / "state"
     res = subprocess.run([sys.executable, "-c", CRASHER, str(state_dir), json.dumps(params)],
-                         env={**os.environ, "HWMGR_CRASH_AT": at}, check=False)
+                         env={**os.environ, "HWMGR_TEST_CRASH_AT": at}, check=False)
     assert res.returncode == -9
     state = StateDir(Host("/", SubprocessRunner()), str(state_dir))
     registry = {"upgrade": lambda p: [s for s in upgrade_steps(p) if s.name == "initramfs"]}

@@ -1,4 +1,4 @@
-"""tests/support.py's in-process `run_cli`: the same results as a real `python -m hwmgr`,
+"""tests/support/__init__.py's in-process `run_cli`: the same results as a real `python -m hwmgr`,
 and nothing of one run (environment, cwd, signals, module globals) left for the next."""
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ def test_every_rebound_global_is_reset_or_pure() -> None:
     unknown = {m: sorted(n - known.get(m, set())) for m, n in found.items()
                if n - known.get(m, set())}
     assert not unknown, ("module state an in-process run would leak: add it to "
-                         f"tests/support.py RESET_GLOBALS (or PURE_GLOBALS): {unknown}")
+                         f"tests/support/__init__.py RESET_GLOBALS (or PURE_GLOBALS): {unknown}")
     stale = {m: sorted(n - found.get(m, set())) for m, n in known.items()
              if n - found.get(m, set())}
-    assert not stale, f"no longer rebound in hwmgr, drop from tests/support.py: {stale}"
+    assert not stale, f"no longer rebound in hwmgr, drop from tests/support/__init__.py: {stale}"
 
 
 @pytest.mark.parametrize("argv", [
@@ -90,7 +90,7 @@ def test_a_run_over_its_time_raises_timeout_expired() -> None:
 
 
 def test_a_crash_point_runs_in_its_own_process() -> None:
-    """HWMGR_CRASH_AT makes hwmgr SIGKILL itself: run_cli must not run that in pytest."""
-    res = run_cli("--version", env={"HWMGR_CRASH_AT": "nothing:before"})
+    """HWMGR_TEST_CRASH_AT makes hwmgr SIGKILL itself: run_cli must not run that in pytest."""
+    res = run_cli("--version", env={"HWMGR_TEST_CRASH_AT": "nothing:before"})
     assert res.returncode == 0 and res.stdout.startswith("hwmgr ")
     assert res.args[:3] == HWMGR and run_cli("--version").args[0] == "hwmgr.cli.main"

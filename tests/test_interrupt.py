@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 import pytest
-from lifecycle_env import headers_kernel, serve, write_catalog
-from srpmfactory import build_srpm
+from support.lifecycle_env import headers_kernel, serve, write_catalog
+from support.srpmfactory import build_srpm
 from support import HWMGR, REPO
 
 from hwmgr.host.runner import SubprocessRunner
@@ -77,7 +77,7 @@ class Bed:
             "HWMGR_SIGN_KEY": str(keys / "mok.key"), "HWMGR_SIGN_CERT": str(keys / "mok.pub"),
             "SSH_CONNECTION": "",
         }
-        self.env.pop("HWMGR_CRASH_AT", None)
+        self.env.pop("HWMGR_TEST_CRASH_AT", None)
         self.baseline: dict[str, str] | None = None  # the host's files with 1.0 installed
 
     def argv(self, verb: str, *args: str) -> list[str]:
@@ -86,7 +86,7 @@ class Bed:
         return [*HWMGR, verb, MODULE, *args, *kernel, *cat, "--yes"]
 
     def run(self, verb: str, *args: str, hook: str | None = None) -> subprocess.CompletedProcess:
-        env = {**self.env, **({"HWMGR_CRASH_AT": hook} if hook else {})}
+        env = {**self.env, **({"HWMGR_TEST_CRASH_AT": hook} if hook else {})}
         return subprocess.run(self.argv(verb, *args), capture_output=True, text=True, env=env,
                               cwd=REPO, timeout=600, check=False)
 
@@ -167,7 +167,7 @@ def _answered_before_undo(stderr: str, line: str) -> list[str]:
 def test_ctrl_c_during_dkms_build_stops_it_and_undoes(bed: Bed) -> None:
     before = _installed(bed, "1.0")
     bed.pidfile.unlink(missing_ok=True)
-    env = {**bed.env, "HWMGR_CRASH_AT": "dkms-add:undo:INT"}  # the second Ctrl-C, mid-undo
+    env = {**bed.env, "HWMGR_TEST_CRASH_AT": "dkms-add:undo:INT"}  # the second Ctrl-C, mid-undo
     proc = subprocess.Popen(bed.argv("upgrade", "--to", "2.0"), env=env, cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300

@@ -6,8 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from lifecycle_env import MODULE
 from support import FIXTURES, run_cli
+from support.lifecycle_env import MODULE
 
 JOURNALS = FIXTURES / "journals"
 

@@ -329,7 +329,7 @@ def headers_not_running() -> str:
     """A kernel with headers that this machine does not run (Debian's 6.1 here)."""
     if os.geteuid() != 0 or not shutil.which("dkms") or not shutil.which("rpmbuild"):
         pytest.skip("needs root, dkms and rpmbuild")
-    from lifecycle_env import headers_kernel
+    from support.lifecycle_env import headers_kernel
 
     kver = headers_kernel()
     if kver is None or kver == os.uname().release:
@@ -363,8 +363,8 @@ def test_real_gate_for_a_kernel_installed_but_not_running(
     as they were."""
     import dataclasses
 
-    import srpmfactory
-    from lifecycle_env import mok_pair, same_serial
+    from support import srpmfactory
+    from support.lifecycle_env import mok_pair, same_serial
 
     from hwmgr.inventory import guard
     from hwmgr.lifecycle.dkms import Dkms, render_dkms_conf

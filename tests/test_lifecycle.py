@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from lifecycle_env import MODULE, Bed, cleanup_dkms, make_bed, same_serial, write_catalog
 from support import run_cli
+from support.lifecycle_env import MODULE, Bed, cleanup_dkms, make_bed, same_serial, write_catalog
 
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
@@ -235,7 +235,7 @@ def _reset_to(bed: Bed, version: str) -> None:
 def test_crash_during_upgrade_then_recover(bed: Bed, step: str, phase: str) -> None:
     _reset_to(bed, "1.0")
     old = host_fingerprint(bed)
-    res = upgrade(bed, "1.1", env={"HWMGR_CRASH_AT": f"{step}:{phase}"})
+    res = upgrade(bed, "1.1", env={"HWMGR_TEST_CRASH_AT": f"{step}:{phase}"})
     assert res.returncode == -9, (res.returncode, res.stderr)
     assert open_txns(bed), "the killed transaction is left open"
     rec = hw(bed, "recover", "--json")
@@ -259,7 +259,7 @@ def test_crash_during_rollback_then_recover(bed: Bed, step: str, phase: str) -> 
     _reset_to(bed, "1.0")
     assert upgrade(bed, "1.1").returncode == 0
     new = host_fingerprint(bed)
-    res = hw(bed, "rollback", MODULE, "--yes", env={"HWMGR_CRASH_AT": f"{step}:{phase}"})
+    res = hw(bed, "rollback", MODULE, "--yes", env={"HWMGR_TEST_CRASH_AT": f"{step}:{phase}"})
     assert res.returncode == -9, (res.returncode, res.stderr)
     rec = hw(bed, "recover", "--json")
     assert rec.returncode == 0, rec.stderr

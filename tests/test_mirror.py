@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from lifecycle_env import MODULE, serve, write_catalog
-from srpmfactory import build_srpm
 from support import run_cli
+from support.lifecycle_env import MODULE, serve, write_catalog
+from support.srpmfactory import build_srpm
 
 
 def sha(p: Path) -> str:

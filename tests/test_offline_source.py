@@ -8,7 +8,7 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from lifecycle_env import serve
+from support.lifecycle_env import serve
 
 from hwmgr.catalog.schema import findings
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError

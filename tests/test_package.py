@@ -20,7 +20,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lifecycle_env import MODULE, make_bed, write_catalog  # noqa: E402
+from support.lifecycle_env import MODULE, make_bed, write_catalog  # noqa: E402
 
 import hwmgr  # noqa: E402
 from hwmgr import cli

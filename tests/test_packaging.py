@@ -151,7 +151,7 @@ def test_wheel_carries_the_catalog_and_recipes(wheel: Path) -> None:
 @pytest.mark.parametrize("version", SUPPORTED)
 def test_installed_wheel_checks_a_host(version: str, wheel: Path, tmp_path: Path) -> None:
     """pip install of the wheel into a clean venv (dependencies from the index, through pip's
-    cache), then check and inventory run from a directory outside the checkout."""
+    cache), then check, inventory and fleet-report run from a directory outside the checkout."""
     # a clean environment: no PYTHONPATH to this checkout (pip would take it for installed);
     # pip keeps its own cache, hwmgr gets throw-away dirs
     env = {k: v for k, v in os.environ.items()
@@ -190,6 +190,13 @@ def test_installed_wheel_checks_a_host(version: str, wheel: Path, tmp_path: Path
     be2net = [d for d in doc["data"]["devices"] if d["driver"] == "be2net"]
     assert be2net and all(d["driver_version"] == "4.1.307r"
                           and d["catalog"]["status"] == "known-bad" for d in be2net), be2net
+    # the fleet page: its template is package data, Jinja2 came from the index as a dependency
+    batch = tmp_path / "batch.json"
+    batch.write_text(json.dumps(hwmgr("check", "--root", str(HOSTS / "seed002-before"),
+                                      "--root", str(HOSTS / "seed002-after"))[1]))
+    rc, doc = hwmgr("fleet-report", "--results", str(batch), "--out", str(tmp_path / "report"))
+    assert rc == 5 and doc["data"]["summary"]["hosts"] == 2, doc
+    assert "<h1>Fleet compliance</h1>" in (tmp_path / "report/fleet-report.html").read_text()
     # the catalog and recipes found are the venv's share/hwmgr, not this checkout's
     where = subprocess.run(
         [str(venv / "bin" / "python"), "-c", "from hwmgr.config import shipped_dirs as s; "

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from apply_env import ApplyNs, tree_bytes
+from support.apply_env import ApplyNs, tree_bytes
 
 from hwmgr.compliance.apply import Change, plan_apply
 from hwmgr.compliance.persist_os import split_ethtool_opts
@@ -257,31 +257,26 @@ SITE_FILES = {
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for a namespace")
 @pytest.mark.parametrize("backend", sorted(SITE_FILES))
 def test_a_live_apply_edits_the_site_file_and_revert_restores_it_exactly(
-        tmp_path: Path, backend: str) -> None:
-    env = ApplyNs.create(tmp_path)
-    try:
-        env.x("ethtool", "-K", "v0", "gro", "off")
-        rel, body = SITE_FILES[backend]
-        (env.root / rel).parent.mkdir(parents=True)
-        (env.root / rel).write_bytes(body)
-        before = tree_bytes(env.root)
-        res = env.apply([{"interface": "v0", "item": "features.gro", "wanted": "on"},
-                         {"interface": "v0", "item": "txqueuelen", "wanted": 4242}],
-                        "--yes", "--json")
-        assert res.returncode == 0, res.stderr
-        rows = {c["item"]: c["persist"]["backend"]
-                for c in json.loads(res.stdout)["data"]["changes"]}
-        # initscripts has no TXQUEUELEN: that one is the udev rule's
-        assert rows == {"features.generic-receive-offload": backend, "txqueuelen":
-                        "udev-rule" if backend == "network-scripts" else backend}
-        assert (env.gro(), env.qlen()) == ("on", 4242)
-        assert b"generic-receive-offload on" in (env.root / rel).read_bytes()
-        rev = env.hwmgr("revert", "--state-dir", env.state, "--yes")
-        assert rev.returncode == 0, rev.stderr
-        assert (env.gro(), env.qlen()) == ("off", 1000)
-        assert tree_bytes(env.root) == before  # the site file byte for byte, ours gone
-    finally:
-        env.teardown()
+        ns: ApplyNs, backend: str) -> None:
+    rel, body = SITE_FILES[backend]
+    (ns.root / rel).parent.mkdir(parents=True)
+    (ns.root / rel).write_bytes(body)
+    before = tree_bytes(ns.root)
+    res = ns.apply([{"interface": "v0", "item": "features.gro", "wanted": "on"},
+                     {"interface": "v0", "item": "txqueuelen", "wanted": 4242}],
+                    "--yes", "--json")
+    assert res.returncode == 0, res.stderr
+    rows = {c["item"]: c["persist"]["backend"]
+            for c in json.loads(res.stdout)["data"]["changes"]}
+    # initscripts has no TXQUEUELEN: that one is the udev rule's
+    assert rows == {"features.generic-receive-offload": backend, "txqueuelen":
+                    "udev-rule" if backend == "network-scripts" else backend}
+    assert (ns.gro(), ns.qlen()) == ("on", 4242)
+    assert b"generic-receive-offload on" in (ns.root / rel).read_bytes()
+    rev = ns.hwmgr("revert", "--state-dir", ns.state, "--yes")
+    assert rev.returncode == 0, rev.stderr
+    assert (ns.gro(), ns.qlen()) == ("off", 1000)
+    assert tree_bytes(ns.root) == before  # the site file byte for byte, ours gone
 
 
 def test_an_image_under_persist_root_is_judged_by_its_own_release(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from apply_env import REPO
+from support.apply_env import REPO
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]  # NetworkManager starts twice
 

@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from shipped import SHIPPED, shipped_doc
 from support import HOSTS, run_cli
+from support.shipped import SHIPPED, shipped_doc
 
 from hwmgr.host.capture import COLLECTOR, COLLECTOR_RECORDS
 

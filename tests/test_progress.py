@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from lifecycle_env import MODULE, write_catalog
 from support import HWMGR, REPO
-from terminal import HAVE_TMUX, in_tmux
+from support.lifecycle_env import MODULE, write_catalog
+from support.terminal import HAVE_TMUX, in_tmux
 
 from hwmgr.errors import network_reason
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-import srpmfactory as factory
 from support import REPO, python_runs_as_nobody, run_cli
+from support import srpmfactory as factory
 
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host

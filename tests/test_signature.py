@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from lifecycle_env import MODULE, cleanup_dkms, make_bed, write_catalog
-from srpmfactory import build_srpm, corrupt_header_signature
 from support import run_cli
-from vendorkey import VendorKey, forget, import_key, make_key, sign
+from support.lifecycle_env import MODULE, cleanup_dkms, make_bed, write_catalog
+from support.srpmfactory import build_srpm, corrupt_header_signature
+from support.vendorkey import VendorKey, forget, import_key, make_key, sign
 
 from hwmgr.errors import BadInputError, RefusedError
 from hwmgr.host.runner import SubprocessRunner

@@ -9,7 +9,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-import srpmfactory as factory
+from support import srpmfactory as factory
 
 from hwmgr.errors import BadInputError, NotFoundError, RefusedError
 from hwmgr.host.runner import SubprocessRunner

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 from support import HOSTS, HWMGR, REPO, run_cli, run_json
-from terminal import HAVE_TMUX, in_tmux
+from support.terminal import HAVE_TMUX, in_tmux
 
 from hwmgr.ui.check_table import fit_widths, table_lines, value_text
 

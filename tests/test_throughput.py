@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from netns import A_IP, B_IP, IP, UNUSED_IP, VethLink, free_port, leftover_namespaces
 from support import REPO, run_cli
+from support.netns import A_IP, B_IP, IP, UNUSED_IP, VethLink, free_port, leftover_namespaces
 
 from hwmgr.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNKNOWN
 from hwmgr.host.runner import Result

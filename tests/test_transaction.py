@@ -1,7 +1,8 @@
 """Transaction engine: journaling order, rollback, crash recovery at every boundary, host lock.
 
-Crash tests run tests/helpers_crash.py as a real subprocess on a temporary host root, SIGKILL
-it at a step boundary (HWMGR_CRASH_AT), recover in a fresh process and compare every file.
+Crash tests run tests/support/helpers_crash.py as a real subprocess on a temporary host root,
+SIGKILL it at a step boundary (HWMGR_TEST_CRASH_AT), recover in a fresh process and compare
+every file.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from hwmgr.transaction.engine import Ctx, Step, Transaction, TransactionError
 from hwmgr.transaction.state import BACKUP_RECORD, StateDir, history
 
 HERE = Path(__file__).resolve().parent
-HELPER = HERE / "helpers_crash.py"
+HELPER = HERE / "support" / "helpers_crash.py"
 REPO = HERE.parent
 
 
@@ -64,11 +65,12 @@ def tree(root: Path) -> dict[str, str]:
 def spawn(
     root: Path, *args: str, crash: str | None = None, **env: str
 ) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if k not in ("HWMGR_CRASH_AT", H.FAIL_UNDO_ENV)}
+    full = {k: v for k, v in os.environ.items()
+            if k not in ("HWMGR_TEST_CRASH_AT", H.FAIL_UNDO_ENV)}
     full["PYTHONPATH"] = str(REPO)
     full.update(env)
     if crash:
-        full["HWMGR_CRASH_AT"] = crash
+        full["HWMGR_TEST_CRASH_AT"] = crash
     return subprocess.run(
         [sys.executable, str(HELPER), str(root), *args],
         capture_output=True,

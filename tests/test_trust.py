@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from srpmfactory import build_be2net_srpm, corrupt_header_signature
 from support import run_cli
-from vendorkey import VendorKey, forget, gpg, import_key, make_key, sign
+from support.srpmfactory import build_be2net_srpm, corrupt_header_signature
+from support.vendorkey import VendorKey, forget, gpg, import_key, make_key, sign
 
 pytestmark = pytest.mark.skipif(not shutil.which("gpg") or not shutil.which("rpmsign"),
                                 reason="gpg and rpmsign are needed")

@@ -17,9 +17,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from lifecycle_env import MODULE, cleanup_dkms, headers_kernel, serve
-from srpmfactory import build_srpm
 from support import run_cli
+from support.lifecycle_env import MODULE, cleanup_dkms, headers_kernel, serve
+from support.srpmfactory import build_srpm
 from test_lifecycle import module_state
 
 from hwmgr.host.runner import SubprocessRunner

@@ -11,7 +11,7 @@ The story takes the two newest SRPMs (igb 5.18.7 and 5.17.5, which build on Debi
 vendor release too old for the target kernel: `recipe check` proves that it fails cleanly,
 naming the compiler's line.
 
-The SRPMs come from HWMGR_VENDOR_DIR (tests/vendor_env.py, docs/testing.md), checked against
+The SRPMs come from HWMGR_VENDOR_DIR (tests/support/vendor_env.py, docs/testing.md), checked against
 its SUMS.txt. Uses machine-wide /var/lib/dkms, /usr/src and /lib/modules like
 tests/test_trust_story.py: the story removes only the igb versions it installs; `recipe check`
 builds in scratch trees and changes none of them.
@@ -28,9 +28,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from lifecycle_env import headers_kernel
 from support import run_cli
-from vendor_env import (
+from support.lifecycle_env import headers_kernel
+from support.vendor_env import (
     IGB_KCOMPAT_6_1,
     checked,
     igb_kernels,

@@ -18,8 +18,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from hostile_tree import Member, info, tar_bytes
-from lifecycle_env import headers_kernel
+from support.hostile_tree import Member, info, tar_bytes
+from support.lifecycle_env import headers_kernel
 from support import run_cli
 
 from hwmgr.errors import EXIT_REFUSED, BadInputError, HwmgrError, RefusedError

@@ -16,8 +16,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from shipped import write_shipped
 from support import HOSTS, REPO
+from support.shipped import write_shipped
 
 from hwmgr import cli
 from hwmgr.errors import (
@@ -130,8 +130,8 @@ DRIVEN_BELOW: dict[tuple[str, int], str] = {
 }
 
 # codes documented but not driven here: the test that drives each for real, by name.
-# test_delegated_code_is_asserted_by_the_named_test reads each one's source (tests/delegated.py)
-# and fails unless it exists, runs the verb and asserts the code.
+# test_delegated_code_is_asserted_by_the_named_test reads each one's source
+# (tests/support/delegated.py) and fails unless it exists, runs the verb and asserts the code.
 DELEGATED: dict[tuple[str, int], str] = {
     ("catalog", EXIT_FAILED): "test_catalog_update.py::test_update_refusals_change_nothing",
     ("check", EXIT_REBOOT_PENDING):
@@ -359,7 +359,7 @@ def test_generated_exit_code_tables_are_current() -> None:
 @pytest.mark.parametrize(("verb", "code"), sorted([*DELEGATED, *UNPROVEN]), ids=lambda v: str(v))
 def test_delegated_code_is_asserted_by_the_named_test(verb: str, code: int) -> None:
     """The named test exists, runs `hwmgr VERB` and asserts CODE (read from its source)."""
-    from delegated import claims
+    from support.delegated import claims
 
     if (verb, code) in UNPROVEN:
         pytest.xfail(UNPROVEN[verb, code])

@@ -256,8 +256,8 @@ def _dkms_clean(kver: str) -> None:
 
 @pytest.fixture
 def vbed(tmp_path: Path, live: dict):
-    from lifecycle_env import headers_kernel, serve, write_catalog
-    from srpmfactory import build_srpm
+    from support.lifecycle_env import headers_kernel, serve, write_catalog
+    from support.srpmfactory import build_srpm
 
     if os.geteuid() != 0 or shutil.which("dkms") is None:
         pytest.skip("needs root and dkms")
@@ -352,7 +352,7 @@ def test_failed_verification_really_rolls_back_and_reboots(tmp_path: Path, vbed:
 @pytest.mark.slow  # iperf3 / a real rollback
 def test_verify_throughput_keeps_before_and_after(tmp_path: Path, live: dict) -> None:
     """Seed 000's story as data: slow before the 'upgrade' (tbf), fast after, both in history."""
-    from netns import B_IP, VethLink
+    from support.netns import B_IP, VethLink
 
     if os.geteuid() != 0:
         pytest.skip("network namespaces need root")

@@ -13,7 +13,7 @@ from typing import Sequence
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shipped import shipped_doc
+from support.shipped import shipped_doc
 
 from hwmgr.catalog.versions import (
     EVR,

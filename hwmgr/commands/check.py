@@ -8,9 +8,8 @@ from typing import Any
 
 from hwmgr.catalog.load import load_catalog
 from hwmgr.compliance.batch import batch_exit_code, check_roots, roots_named
-from hwmgr.compliance.check import CheckResult, check_host, exit_code, parse_layers
+from hwmgr.compliance.check import Judged, judge_host, parse_layers
 from hwmgr.compliance.history import record_check
-from hwmgr.compliance.judge import Finding
 from hwmgr.compliance.prom import failure_registry, write_prom, write_registry
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
@@ -25,7 +24,7 @@ from hwmgr.errors import (
 )
 from hwmgr.lifecycle.gaterecord import check_items
 from hwmgr.output import Outcome, printable
-from hwmgr.transaction.pending import open_transactions, reboot_pending
+from hwmgr.transaction.pending import open_transactions
 from hwmgr.ui.check_table import render, render_evidence
 from hwmgr.ui.options import common_options, lifecycle_options
 from hwmgr.ui.verbhelp import Example
@@ -87,12 +86,13 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     args.root = roots[0] if roots else None
     t0 = time.monotonic()
     try:
-        data, code, result = _check_one(ctx, layers)
+        judged = _check_one(ctx, layers)
     except HwmgrError as exc:
         if args.prom:  # the textfile says the check failed, not the last good run's items
             why, took = exc.message, time.monotonic() - t0
             write_registry(args.prom, lambda: failure_registry(why, took))
         raise
+    data, code, result = judged.data, judged.code, judged.result
     opened = open_transactions(ctx.host, ctx.config.state_dir) if ctx.host.live else []
     if opened:  # an interrupted apply or upgrade: what check sees may be half of it
         data.setdefault("notes", []).extend(opened)
@@ -115,37 +115,10 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
                    exit_code=code)
 
 
-def _judge(host: Any, cat: Any, layers: set[str],
-           state_dir: str) -> tuple[dict[str, Any], int, CheckResult]:
-    """One host's check data and exit code (the batch's and the single check's one rule)."""
-    result = check_host(host, cat, layers)
-    if "driver" in layers:  # kernel-gate's record per managed driver and new kernel
-        result.findings += [_gate_finding(i) for i in check_items(host, state_dir,
-                                                                     result.kernel)]
-    # a change installed but not yet live: from the journal and the boot id, never guessed
-    pending = reboot_pending(host, state_dir)
-    data = result.data(pending)
-    code = exit_code(result.findings, [p for p in pending if p.get("status") == "pending"])
-    if code == EXIT_OK and pending:  # only "unknown" entries: the boot id could not be read
-        code = EXIT_UNKNOWN
-    data["compliant"] = code == EXIT_OK
-    return data, code, result
-
-
-def _gate_finding(item: dict[str, Any]) -> Finding:
-    """A kernel-gate item ("e1000e ready for kernel KVER: yes" / "no: why" / unknown) as a
-    driver-layer finding. No fix command: the why names what to fix before the gate runs
-    again, and the table shows the reason only when there is none."""
-    status = item["status"]
-    have = {"ok": "yes", "drift": "no"}.get(status)
-    return Finding("driver", None, None, f"kernel_ready.{item['driver']}.{item['kernel']}",
-                   "yes", have, status, item["reason"])
-
-
-def _check_one(ctx: Any, layers: set[str]) -> tuple[dict[str, Any], int, CheckResult]:
+def _check_one(ctx: Any, layers: set[str]) -> Judged:
     """This machine or the one `--root` (run() keeps a live check in the host's history)."""
     cat = load_catalog(ctx.args.catalog, config=ctx.config)
-    return _judge(ctx.host, cat, layers, ctx.config.state_dir)
+    return judge_host(ctx.host, cat, layers, ctx.config.state_dir, check_items)
 
 
 def _run_batch(args: argparse.Namespace, ctx: Any, layers: set[str],
@@ -158,8 +131,8 @@ def _run_batch(args: argparse.Namespace, ctx: Any, layers: set[str],
     cat = load_catalog(args.catalog, config=ctx.config)
 
     def check_one(host: Any) -> tuple[dict[str, Any], int]:
-        data, code, _ = _judge(host, cat, layers, ctx.config.state_dir)
-        return data, code
+        judged = judge_host(host, cat, layers, ctx.config.state_dir, check_items)
+        return judged.data, judged.code
 
     hosts = check_roots(named, check_one)
     code = batch_exit_code(hosts)

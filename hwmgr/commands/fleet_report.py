@@ -21,7 +21,7 @@ from hwmgr.errors import (
     UsageError,
 )
 from hwmgr.fleet.groups import assign, compile_pattern, read_groups
-from hwmgr.fleet.html import render_html
+from hwmgr.fleet.html import html_chunks
 from hwmgr.fleet.junit import junit_chunks
 from hwmgr.fleet.prom import failure_registry, fleet_registry
 from hwmgr.fleet.report import build_report, exit_code, report_chunks
@@ -151,8 +151,8 @@ def _run(args: argparse.Namespace, ctx: Any) -> Outcome:
     files = write_outputs(args.out, {
         "fleet-report.json": report_chunks(report),
         "fleet-report.xml": junit_chunks(report, groups),
-        "fleet-report.html": render_html(report, trend["points"][:-1], groups=groups,
-                                         news=new, shown=value_text, items=items).encode("utf-8"),
+        "fleet-report.html": html_chunks(report, trend["points"][:-1], groups=groups,
+                                         news=new, shown=value_text, items=items),
         TREND_FILE: (json.dumps(trend, ensure_ascii=False, separators=(",", ":")) + "\n")
         .encode(),
     })

@@ -12,7 +12,7 @@ snapshot records, so `check --root SNAPSHOT` judges exactly what `check` judges 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 from hwmgr.catalog.load import Catalog
 from hwmgr.catalog.refs import Cite, cite, inbox_policies
@@ -30,6 +30,12 @@ from hwmgr.host.ifname import tool_safe
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard
 from hwmgr.inventory.scan import Inventory, Scan, host_identity, parse_ethtool_i
+from hwmgr.transaction.pending import reboot_pending
+
+# the kernel gate's items for a host's managed drivers and newer kernels (host, state dir,
+# the kernel it runs): lifecycle.gaterecord.check_items, handed in by the verb (the gate's
+# records live beside compliance, not below it)
+GateItems = Callable[[Host, str, Optional[str]], "list[dict[str, Any]]"]
 
 LAYER_WORDS = {"driver": "driver", "drivers": "driver", "firmware": "firmware",
                "setting": "setting", "settings": "setting", "sysctl": "sysctl",
@@ -75,11 +81,11 @@ class CheckResult:
     devices: dict[str, str] = field(default_factory=dict)  # address -> display name
     notes: list[str] = field(default_factory=list)
 
-    def data(self, reboot_pending: list[dict[str, Any]]) -> dict[str, Any]:
-        """The normative `check --json` data object."""
+    def data(self, reboot_pending: list[dict[str, Any]], code: int) -> dict[str, Any]:
+        """The normative `check --json` data object, for the exit code `judge_host` gave."""
         return {
             "schema_version": SCHEMA_VERSION,
-            "compliant": exit_code(self.findings, reboot_pending) == EXIT_OK,
+            "compliant": code == EXIT_OK,
             "summary": summary(self.findings),
             "reboot_pending": list(reboot_pending),
             "catalog_version": self.catalog_version,
@@ -87,6 +93,15 @@ class CheckResult:
             "findings": [f.to_json() for f in self.findings],
             **({"notes": list(self.notes)} if self.notes else {}),
         }
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One host judged: the `check --json` data, its exit code and the findings behind them."""
+
+    data: dict[str, Any]
+    code: int
+    result: CheckResult
 
 
 def exit_code(findings: Iterable[Finding], reboot_pending: list[Any]) -> int:
@@ -343,3 +358,27 @@ def check_host(host: Host, cat: Catalog, layers: set[str]) -> CheckResult:
         result.hostname, result.kernel = host_identity(host)
     result.findings += sysctl_findings(host, sysctl_rules, sysctls)
     return result
+
+
+def gate_finding(item: Mapping[str, Any]) -> Finding:
+    """A kernel-gate item ("e1000e ready for kernel KVER: yes" / "no: why" / unknown) as a
+    driver-layer finding; no fix command: the why names what to fix before the gate reruns."""
+    status = item["status"]
+    have = {"ok": "yes", "drift": "no"}.get(status)
+    return Finding("driver", None, None, f"kernel_ready.{item['driver']}.{item['kernel']}",
+                   "yes", have, status, item["reason"])
+
+
+def judge_host(host: Host, cat: Catalog, layers: set[str], state_dir: str,
+               gate_items: GateItems) -> Judged:
+    """The check rule, whole: the catalog's findings, the kernel gate's items (driver layer)
+    and the reboots pending (from the journal and the boot id, never guessed) → the verdict,
+    its exit code and the data `check --json` prints; `check` and the batch both call this."""
+    result = check_host(host, cat, layers)
+    if "driver" in layers:
+        result.findings += [gate_finding(i) for i in gate_items(host, state_dir, result.kernel)]
+    pending = reboot_pending(host, state_dir)
+    code = exit_code(result.findings, [p for p in pending if p.get("status") == "pending"])
+    if code == EXIT_OK and pending:  # only "unknown" entries: the boot id could not be read
+        code = EXIT_UNKNOWN
+    return Judged(result.data(pending, code), code, result)

@@ -4,40 +4,57 @@ What reads at any size comes first and is rendered here, so it reads without Jav
 counts, the trend and what is new since the last report, what drifts across the fleet (item ×
 hosts, with the values seen and the fix), and the groups. The host list and each host's detail
 are drawn by the inline script from compact embedded data (`view.compact`), a page of rows at a
-time, so 10,000 hosts make a page of a few MB. Every host-supplied string goes through
-`html.escape` or, in the script, `textContent`; the embedded JSON has `<`, `>` and `&` as \\u
-escapes, so a hostile hostname cannot close the script element or inject markup.
+time, so 10,000 hosts make a page of a few MB. The page is the Jinja2 template
+`report.html.j2`, with autoescape on: every host-supplied string is escaped as text or a quoted
+attribute (in the script, drawn with `textContent`); only the page's own CSS and script and the
+embedded JSON are marked as markup, and that JSON has `<`, `>` and `&` as \\u escapes, so a
+hostile hostname cannot close the script element or inject markup.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from html import escape
+from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, Iterator
 from urllib.parse import quote
+
+import jinja2
+from markupsafe import Markup
 
 from hwmgr.fleet.report import HOST_STATUSES, LAYERS, Report
 from hwmgr.fleet.trend import News
 from hwmgr.fleet.view import NO_RESULT, FleetItem, Shown, compact, fleet_items, group_rows
 
-_SLOT = re.compile(r"\{\{([a-z_]+)\}\}")
 CARD_KEYS = ("hosts", "compliant", "drift", "unknown", "unreachable", "failed", "reboot-pending")
 FLEET_STATUSES = ("drift", "unknown")  # the fleet table: what someone has to act on
 MAX_GROUPS = 200  # beyond that the groups table is a host list again; the rest are counted
+CHUNK = 1 << 20  # characters of the page written at a time
+TEMPLATE = "report.html.j2"
 
 
 def _asset(name: str) -> str:
     return resources.files("hwmgr.fleet").joinpath(name).read_text(encoding="utf-8")
 
 
-def _e(value: Any) -> str:
-    """Escape any value for HTML text or a quoted attribute; non-strings as compact JSON."""
+def _text(value: Any) -> Any:
+    """How the template prints a value: null as nothing, numbers as they are, other non-strings
+    (a finding's {"min": N}) as compact JSON; autoescape then escapes what is not markup."""
     if value is None:
         return ""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return escape(text, quote=True)
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+@lru_cache(maxsize=1)
+def _template() -> jinja2.Template:
+    """The page's template, compiled once (Jinja2 2.11, RHEL 9's, to 3.x)."""
+    env = jinja2.Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+                             finalize=_text)
+    env.filters["fragment"] = lambda text: quote(str(text), safe="")  # a #name=value part
+    return env.from_string(_asset(TEMPLATE))
 
 
 def plain(value: Any) -> str:
@@ -54,144 +71,82 @@ def embed_json(obj: Any) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-def _badge(status: str) -> str:
-    return f'<span class="badge b-{_e(status)}">{_e(status)}</span>'
-
-
-def _cards(summary: dict[str, int]) -> str:
+def _cards(summary: dict[str, int]) -> list[dict[str, Any]]:
     out = []
     for key in CARD_KEYS:
-        n = summary[key.replace("-", "_")]
         label = "hosts" if key == "hosts" else key.replace("-", " ")
-        tip = "show all hosts" if key == "hosts" else f"show only {label} hosts"
-        out.append(
-            f'    <div class="card st-{key}" data-key="{key}" data-json-count="{n}" '
-            f'id="count-{key}" title="{tip}">'
-            f'<span class="n">{n}</span><span class="l">{label}</span></div>')
-    return "\n".join(out)
+        out.append({"key": key, "n": summary[key.replace("-", "_")], "label": label,
+                    "tip": "show all hosts" if key == "hosts" else f"show only {label} hosts"})
+    return out
 
 
-def sparkline(points: list[dict[str, Any]], width: int = 300, height: int = 64) -> str:
-    """An inline SVG of compliant (green) and drifting (red) host counts over reports."""
+def sparkline(points: list[dict[str, Any]], width: int = 300,
+              height: int = 64) -> dict[str, Any] | None:
+    """The trend's geometry: compliant (green) and drifting (red) host counts over reports,
+    as polyline points and the last 60 reports' dots; None below two reports."""
     if len(points) < 2:
-        return ('<figcaption>Trend: from the next run on (fleet-report keeps '
-                'fleet-trend.json beside the report and reads it back).</figcaption>')
+        return None
     top = max(max(p["compliant"], p["drift"]) for p in points) or 1
     step = (width - 16) / (len(points) - 1)
 
     def y(p: dict[str, Any], key: str) -> float:
         return float(height - 8 - p[key] * (height - 16) / top)
 
-    def line(key: str) -> str:
-        return " ".join(f"{8 + i * step:.1f},{y(p, key):.1f}" for i, p in enumerate(points))
-
-    dots = []
-    for key, colour in (("compliant", "#2e7d32"), ("drift", "#c62828")):
-        for i, p in enumerate(points[-60:], start=max(0, len(points) - 60)):
-            dots.append(f'<circle cx="{8 + i * step:.1f}" cy="{y(p, key):.1f}" r="2.5" '
-                        f'fill="{colour}"><title>{_e(p["generated"])}: {p[key]} {key}</title>'
-                        '</circle>')
-    first, last = points[0], points[-1]
-    return (
-        f'<svg id="sparkline" data-points="{len(points)}" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="compliant and drift hosts '
-        f'over {len(points)} reports">'
-        f'<line x1="8" y1="{height - 8}" x2="{width - 8}" y2="{height - 8}" stroke="#dde1e7"/>'
-        f'<polyline fill="none" stroke="#2e7d32" stroke-width="2" points="{line("compliant")}"/>'
-        f'<polyline fill="none" stroke="#c62828" stroke-width="2" points="{line("drift")}"/>'
-        + "".join(dots) + "</svg>"
-        f'<figcaption>Trend over {len(points)} reports ({_e(first["generated"][:10])} → '
-        f'{_e(last["generated"][:10])}): <span class="lg-c">■ compliant '
-        f'{first["compliant"]} → {last["compliant"]}</span> · <span class="lg-d">■ drift '
-        f'{first["drift"]} → {last["drift"]}</span></figcaption>')
+    lines = {key: " ".join(f"{8 + i * step:.1f},{y(p, key):.1f}" for i, p in enumerate(points))
+             for key in ("compliant", "drift")}
+    dots = [{"cx": f"{8 + i * step:.1f}", "cy": f"{y(p, key):.1f}", "colour": colour,
+             "generated": p["generated"], "n": p[key], "key": key}
+            for key, colour in (("compliant", "#2e7d32"), ("drift", "#c62828"))
+            for i, p in enumerate(points[-60:], start=max(0, len(points) - 60))]
+    return {"n": len(points), "width": width, "height": height, "lines": lines, "dots": dots,
+            "first": points[0], "last": points[-1]}
 
 
-def _news(news: News) -> str:
-    if news["since"] is None:
-        return '<p class="news" id="news">New since the last report: no earlier report.</p>'
-    n_items = sum(len(v) for v in news["items"].values())
-    return (f'<p class="news" id="news" data-new-hosts="{len(news["hosts"])}" '
-            f'data-new-items="{n_items}" data-fixed="{news["fixed"]}">Since '
-            f'{_e(news["since"])}: <b>{len(news["hosts"])}</b> hosts newly drifting, '
-            f'<b>{n_items}</b> items newly drifting on {len(news["items"])} hosts, '
-            f'<b>{news["fixed"]}</b> fixed. <a href="#new=1" id="show-new">show them</a></p>')
+def _context(report: Report, history: list[dict[str, Any]], groups: dict[str, str],
+             news: News, shown: Shown, items: list[FleetItem] | None) -> dict[str, Any]:
+    """What the template shows, computed: counts, the trend, the tables' rows, the data."""
+    s = report["summary"]
+    grows = group_rows(report, groups)
+    return {
+        "generated": report["generated"], "catalog_version": report["catalog_version"],
+        "format_version": report["format_version"], "s": s, "cards": _cards(s),
+        "trend": sparkline([*history, {"generated": report["generated"], **s}]),
+        "news": news, "news_items": sum(len(v) for v in news["items"].values()),
+        "items": [r for r in (fleet_items(report, shown) if items is None else items)
+                  if r["status"] in FLEET_STATUSES],
+        "n_groups": len(grows), "groups_more": len(grows) - MAX_GROUPS,
+        "groups": [{**row, "no_result": sum(row["status"][st] for st in NO_RESULT),
+                    "top": row["items"].most_common(3)} for row in grows[:MAX_GROUPS]],
+        "host_statuses": HOST_STATUSES, "layers": LAYERS,
+        # the page's own files and the escaped JSON: the only markup not from the template
+        "css": Markup(_asset("report.css")), "js": Markup(_asset("report.js")),
+        "data": Markup(embed_json(compact(report, groups, news, shown))),
+    }
 
 
-def _values(pairs: list[tuple[str, int]], hosts: int) -> str:
-    if not pairs:
-        return ""
-    if len(pairs) == 1 and pairs[0][1] == hosts:
-        return _e(pairs[0][0])
-    return " · ".join(f"{_e(v)} <small>×{n}</small>" for v, n in pairs)
-
-
-def _fleet_row(row: FleetItem, total: int) -> str:
-    n = row["hosts"]
-    pct = 100.0 * n / total if total else 0.0
-    fix = f'<code>{_e(row["fix"])}</code> <small>(e.g.)</small>' if row["fix"] else (
-        _e(row["reason"] or ""))
-    return (f'      <tr data-item="{_e(row["item"])}" data-status="{row["status"]}" '
-            f'data-layer="{row["layer"]}" data-hosts="{n}">'
-            f'<td>{_badge(row["status"])}</td><td>{row["layer"]}</td>'
-            f'<td><a class="item-link" href="#q={quote(row["item"], safe="")}&amp;'
-            f'item={row["status"]}">'
-            f'<code>{_e(row["item"])}</code></a></td>'
-            f'<td class="num">{n}<span class="bar" style="width:{pct:.0f}%"></span></td>'
-            f'<td>{_values(row["expected"], n)}</td><td>{_values(row["actual"], n)}</td>'
-            f'<td>{fix}</td></tr>')
-
-
-def _group_row(row: dict[str, Any]) -> str:
-    st = row["status"]
-    top = ", ".join(f"{_e(item)} ({n})" for item, n in row["items"].most_common(3))
-    return (f'      <tr data-group="{_e(row["group"])}"><td><a class="group-link" '
-            f'href="#group={quote(row["group"], safe="")}">{_e(row["group"])}</a></td>'
-            f'<td class="num">{row["hosts"]}</td><td class="num">{st["compliant"]}</td>'
-            f'<td class="num">{st["drift"]}</td><td class="num">{st["unknown"]}</td>'
-            f'<td class="num">{sum(st[s] for s in NO_RESULT)}</td>'
-            f'<td class="num">{st["reboot-pending"]}</td><td>{top}</td></tr>')
+def html_chunks(report: Report, history: list[dict[str, Any]], *, groups: dict[str, str],
+                news: News, shown: Shown = plain,
+                items: list[FleetItem] | None = None) -> Iterator[bytes]:
+    """The page as UTF-8 pieces of about CHUNK characters, as the template makes them: inline
+    CSS/JS, data embedded, no external references. `history` is the earlier runs' counts,
+    `groups` {host: group}, `news` what is new since the previous run, `shown` how a value
+    reads (`check`'s words for limits), `items` the fleet's items when the caller has them
+    already (`view.fleet_items` with `shown`)."""
+    buf: list[str] = []
+    size = 0
+    for piece in _template().generate(_context(report, history, groups, news, shown, items)):
+        buf.append(piece)
+        size += len(piece)
+        if size >= CHUNK:
+            yield "".join(buf).encode("utf-8")
+            buf, size = [], 0
+    if buf:
+        yield "".join(buf).encode("utf-8")
 
 
 def render_html(report: Report, history: list[dict[str, Any]], *, groups: dict[str, str],
                 news: News, shown: Shown = plain,
                 items: list[FleetItem] | None = None) -> str:
-    """The whole page as one string: inline CSS/JS, data embedded, no external references.
-    `history` is the earlier runs' counts, `groups` {host: group}, `news` what is new since
-    the previous run, `shown` how a value reads (`check`'s words for limits), `items` the
-    fleet's items when the caller has them already (`view.fleet_items` with `shown`)."""
-    s = report["summary"]
-    total = s["hosts"]
-    items = [r for r in (fleet_items(report, shown) if items is None else items)
-             if r["status"] in FLEET_STATUSES]
-    grows = group_rows(report, groups)
-    point = {"generated": report["generated"], **s}
-    meta = (f"Generated {_e(report['generated'])} · catalog "
-            f"{_e(report['catalog_version'] or 'unknown')} · {total} hosts · "
-            f"{s['drift']} drifting, {s['unreachable'] + s['failed']} without a result")
-    more = len(grows) - MAX_GROUPS
-    slots = {
-        "title": _e(f"hwmgr fleet report {report['generated']}: {s['drift']} drift, "
-                    f"{s['compliant']}/{total} compliant"),
-        "css": _asset("report.css"),
-        "js": _asset("report.js"),
-        "meta": meta,
-        "cards": _cards(s),
-        "trend": sparkline([*history, point]),
-        "news": _news(news),
-        "n_items": str(len(items)),
-        "n_item_hosts": str(sum(r["hosts"] for r in items if r["status"] == "drift")),
-        "fleet_rows": "\n".join(_fleet_row(r, total) for r in items) or (
-            '      <tr><td colspan="7">Nothing drifts and nothing is unknown.</td></tr>'),
-        "n_groups": str(len(grows)),
-        "group_rows": "\n".join(_group_row(r) for r in grows[:MAX_GROUPS]),
-        "groups_more": (f'<p class="more">{more} more groups: filter the hosts by group '
-                        'name.</p>' if more > 0 else ""),
-        "status_options": "\n".join(f'      <option value="{st}">{st}</option>'
-                                    for st in HOST_STATUSES),
-        "layer_options": "\n".join(f'      <option value="{ly}">{ly}</option>'
-                                   for ly in LAYERS),
-        "n_hosts": str(total),
-        "format_version": str(report["format_version"]),
-        "data": embed_json(compact(report, groups, news, shown)),
-    }
-    return _SLOT.sub(lambda m: slots[m.group(1)], _asset("report.html.in"))
+    """The whole page as one string (`html_chunks`, joined)."""
+    return b"".join(html_chunks(report, history, groups=groups, news=news, shown=shown,
+                                items=items)).decode("utf-8")

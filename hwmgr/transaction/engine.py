@@ -33,7 +33,7 @@ step fails, the steps done are undone in reverse, and it ends `rolled-back` nami
 signal; after it ends, they stay deferred until the command ends (`interrupt.release`).
 SIGKILL or power loss leave it for `hwmgr recover`.
 
-Test hook: env `HWMGR_CRASH_AT="<step-name|seq>:<phase>[:INT|TERM|HUP][,...]"` SIGKILLs the
+Test hook: env `HWMGR_TEST_CRASH_AT="<step-name|seq>:<phase>[:INT|TERM|HUP][,...]"` SIGKILLs the
 process at a boundary (or sends it the named signal); phases: before (journaled started),
 saved (after ctx.save), after (do returned, not yet journaled done), done (journaled done),
 undo (before an undo runs).
@@ -56,8 +56,8 @@ from hwmgr.transaction.journal import Journal
 from hwmgr.transaction.pending import NOTE
 from hwmgr.transaction.state import StateDir
 
-CRASH_ENV = "HWMGR_CRASH_AT"
-CRASH_PHASES = ("before", "saved", "after", "done", "undo")
+TEST_CRASH_ENV = "HWMGR_TEST_CRASH_AT"
+TEST_CRASH_PHASES = ("before", "saved", "after", "done", "undo")
 UNDO_FAILED = "; then the undo of step "  # joins the cause and a failed undo in journaled errors
 STEP_STATES = ("pending", "started", "done", "failed", "undone", "kept")
 TXN_STATES = ("running", "interrupted", "failed", "committed", "rolled-back")
@@ -127,7 +127,7 @@ class Ctx:
         self._txn.journal.save_data(self.txn_id, self.seq, merged)
         self._txn._data[self.seq] = merged
         if self.phase == "do":
-            _crash_point(self._txn.steps[self.seq], self.seq, "saved")
+            _test_crash_point(self._txn.steps[self.seq], self.seq, "saved")
 
     def output(self, step_name: str) -> dict[str, Any]:
         """Journaled data of another step of this transaction (e.g. the fetched path)."""
@@ -303,7 +303,7 @@ class Transaction:
                 return stopped
             self._set(seq, "started")
             self._at = (seq, "running")
-            _crash_point(step, seq, "before")
+            _test_crash_point(step, seq, "before")
             if self.ui is not None:
                 self.ui.step(step.name, "start")
             try:
@@ -320,10 +320,10 @@ class Transaction:
                     return self._backward(f"interrupted by {self.signal} during step "
                                           f"'{step.name}': {_one_line(exc)}")
                 return self._backward(f"step '{step.name}' failed: {_one_line(exc)}")
-            _crash_point(step, seq, "after")
+            _test_crash_point(step, seq, "after")
             self._set(seq, "done", data=data)
             self._at = (seq, "done")
-            _crash_point(step, seq, "done")
+            _test_crash_point(step, seq, "done")
         stopped = self._interrupted(len(self.steps))
         if stopped is not None:
             return stopped
@@ -348,7 +348,7 @@ class Transaction:
                 self._set(seq, "kept", event="kept (irreversible)")
                 continue
             self._at = (seq, "undo")
-            _crash_point(step, seq, "undo")
+            _test_crash_point(step, seq, "undo")
             self.journal.event(self.id or 0, "undo-started", seq=seq)
             if self.ui is not None:
                 self.ui.step(step.name, "undo")
@@ -503,9 +503,9 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
-def _crash_point(step: Step, seq: int, phase: str) -> None:
-    """Test hook: SIGKILL ourselves at a step boundary named in $HWMGR_CRASH_AT."""
-    spec = os.environ.get(CRASH_ENV)
+def _test_crash_point(step: Step, seq: int, phase: str) -> None:
+    """Test hook: SIGKILL ourselves at a step boundary named in $HWMGR_TEST_CRASH_AT."""
+    spec = os.environ.get(TEST_CRASH_ENV)
     if not spec:
         return
     for item in spec.split(","):

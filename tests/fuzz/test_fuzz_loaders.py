@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-from hostile_state import committed_journal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.hostile_state import committed_journal
 
 from hwmgr import numtext, safejson, urls
 from hwmgr.catalog import versions

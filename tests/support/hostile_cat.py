@@ -14,9 +14,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from hostile import Case, Sandbox
-from hostile_tree import KVER, SEED
-from shipped import shipped_doc
+from support.hostile import Case, Sandbox
+from support.hostile_tree import KVER, SEED
+from support.shipped import shipped_doc
 
 FILE = "cat.json"
 BAD = frozenset({8})

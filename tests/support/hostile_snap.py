@@ -1,5 +1,5 @@
 """Generators of damaged snapshot directories (kinds `dir-*`), deterministic: every case is
-one mutation of the base host (tests/hostile_tree.py) run through one `--root` verb."""
+one mutation of the base host (tests/support/hostile_tree.py) run through one `--root` verb."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
-from hostile import Case, Sandbox
-from hostile_tree import (
+from support.hostile import Case, Sandbox
+from support.hostile_tree import (
     CONFIG,
     DIR,
     EXPECT,

@@ -15,11 +15,10 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from srpmfactory import build_srpm
-
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.dkms import Dkms, kernels_with_headers
+from support.srpmfactory import build_srpm
 
 MODULE = "hwmgrtest"
 
@@ -132,5 +131,5 @@ def make_bed(tmp: Path, versions: tuple[str, ...] = ("1.0", "1.1")) -> tuple[Bed
         "HWMGR_SIGN_KEY": str(key), "HWMGR_SIGN_CERT": str(cert),
         "SSH_CONNECTION": "",
     }
-    os.environ.pop("HWMGR_CRASH_AT", None)
+    os.environ.pop("HWMGR_TEST_CRASH_AT", None)
     return bed, srv

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hwmgr import errors
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 CODES = {n: getattr(errors, n) for n in dir(errors) if n.startswith("EXIT_")}
 
 

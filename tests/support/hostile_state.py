@@ -2,7 +2,7 @@
 an armed expectation, each damaged one field at a time (wrong types, blobs, deep nesting,
 huge integers, lone surrogates), then read by the verbs that trust them most: `history`,
 `plan rollback`, `verify`. Generators for tests/test_hostile_state.py (harness:
-tests/hostile.py).
+tests/support/hostile.py).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from hostile import Case, Sandbox
 from support import FIXTURES
+from support.hostile import Case, Sandbox
 
 DRIVER = "hwmgrtest"  # the upgrade the fixture journal records (tests/fixtures/journals)
 JOURNAL_FIXTURE = FIXTURES / "journals" / "upgrade-interrupted-at-arm.sqlite"

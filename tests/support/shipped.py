@@ -11,7 +11,7 @@ from hwmgr.catalog.discover import dir_files
 from hwmgr.catalog.load import load_catalog
 from hwmgr.config import config_from
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "catalogs"
 HEADER = SHIPPED / "hwmgr-catalog.json"
 

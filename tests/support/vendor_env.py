@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from lifecycle_env import newest_kernels_first
 
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.dkms import Dkms, kernels_with_headers
+from support.lifecycle_env import newest_kernels_first
 
 VENDOR_ENV = "HWMGR_VENDOR_DIR"
 SUMS = "SUMS.txt"

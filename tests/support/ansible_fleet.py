@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FIXTURE_HOSTS = REPO / "tests" / "fixtures" / "hosts"
 COLLECTION = REPO / "ansible_collections" / "hwmgr" / "fleet"
 BIN = Path(sys.executable).parent

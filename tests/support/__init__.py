@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 HOSTS = FIXTURES / "hosts"
 HWMGR = [sys.executable, "-m", "hwmgr"]
@@ -38,7 +38,7 @@ def python_runs_as_nobody() -> bool:
 RESET_GLOBALS = {"hwmgr.catalog.pciids": {"_default": None}}
 PURE_GLOBALS: dict[str, set[str]] = {}  # module -> names whose value is a pure memo
 # variables the hwmgr process reads only once (at start) or that make it act on itself
-PROCESS_ONLY_ENV = ("HWMGR_CRASH_AT",)  # transaction/engine.py SIGKILLs its own process
+PROCESS_ONLY_ENV = ("HWMGR_TEST_CRASH_AT",)  # transaction/engine.py SIGKILLs its own process
 
 
 class _Timeout(BaseException):

@@ -16,9 +16,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
-from hostile import Case, Sandbox
-from hostile_snap import DEV, EXPECT, JOURNAL, OUTPUT, VERB_ORDER, VERBS, base, codes
-from hostile_tree import Member, info, tar_bytes, tree_members, write_dir
+from support.hostile import Case, Sandbox
+from support.hostile_snap import DEV, EXPECT, JOURNAL, OUTPUT, VERB_ORDER, VERBS, base, codes
+from support.hostile_tree import Member, info, tar_bytes, tree_members, write_dir
 
 ARCHIVE = "snap.tar.gz"
 Members = Callable[[Sandbox], list[Member]]

@@ -1,6 +1,6 @@
 """A file-based demo transaction on a temporary host root, run as a real subprocess.
 
-test_transaction.py kills it at step boundaries (HWMGR_CRASH_AT) and recovers in a fresh
+test_transaction.py kills it at step boundaries (HWMGR_TEST_CRASH_AT) and recovers in a fresh
 process, and uses it as a second process for the host-lock tests.
 Usage: helpers_crash.py ROOT run|recover|hold SECONDS|try WAIT
 """
