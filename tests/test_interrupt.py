@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 import pytest
+from support import HWMGR, REPO
 from support.lifecycle_env import headers_kernel, serve, write_catalog
 from support.srpmfactory import build_srpm
-from support import HWMGR, REPO
 
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host

@@ -18,9 +18,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from support import run_cli
 from support.hostile_tree import Member, info, tar_bytes
 from support.lifecycle_env import headers_kernel
-from support import run_cli
 
 from hwmgr.errors import EXIT_REFUSED, BadInputError, HwmgrError, RefusedError
 from hwmgr.lifecycle.recipe import REPO_DRIVERS_DIR, load_recipe, parse_recipe
