@@ -110,6 +110,10 @@ CASES: dict[tuple[str, int], list[str]] = {
     ("collect-script", EXIT_OK): [],
     ("collect-script", EXIT_NOT_FOUND): ["--site-catalog", "nosuch.json"],
     ("collect-script", EXIT_BAD_INPUT): ["--site-catalog", "bad.json"],
+    ("rollout", EXIT_OK): ["start", "ro.json", "--change", "apply", "--hosts", "a"],
+    ("rollout", EXIT_NOT_FOUND): ["status", "nosuch.json"],
+    ("rollout", EXIT_BAD_INPUT): ["status", "bad.json"],
+    ("gate", EXIT_NOT_FOUND): ["check", "no-such-rollout"],
 }
 CASES.update({(verb, EXIT_USAGE): ["--no-such-option"] for verb in cli.VERBS
               if (verb, EXIT_USAGE) not in CASES})
@@ -151,6 +155,11 @@ NOT_DRIVEN: dict[tuple[str, int], str] = {
     **{("kernel-gate", c): "an installed kernel that is not running: /boot/vmlinuz-KVER "
        "(test_kernel_gate.py's gate functions, tests/lab)" for c in (
            EXIT_OK, EXIT_FAILED, EXIT_NOT_READY)},
+    **{("rollout", c): "a record with failed or pending hosts, or another rollout's "
+       "(test_rollout.py)" for c in (EXIT_FAILED, EXIT_PARTIAL, EXIT_REFUSED)},
+    **{("gate", c): "a live host's links, iperf3 peer and state dir (test_rollout_fleet.py)"
+       for c in (EXIT_OK, EXIT_FAILED, EXIT_REFUSED)},
+    ("gate", EXIT_BAD_INPUT): "a damaged baseline (test_rollout_fleet.py)",
 }
 
 
@@ -258,6 +267,8 @@ EXAMPLE_NEEDS = {  # verbs whose examples all change the live host or need the n
     "throughput": "an iperf3 peer", "mirror": "the vendor's server", "package": "rpmbuild",
     "apply": "the live host's NICs",
     "kernel-gate": "a kernel installed but not running, and a boot loader",
+    "rollout": "the record the examples before it make (test_rollout.py runs the story)",
+    "gate": "a live host's links and an iperf3 peer (test_rollout_fleet.py)",
 }
 EXAMPLES = [(verb, ex) for verb, mod in cli.verb_modules().items() for ex in mod.EXAMPLES]
 
