@@ -79,6 +79,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", help="mark: the host")
     p.add_argument("--state", choices=tuple(ro.MARKS), help="mark: what happened")
     p.add_argument("--evidence", default="{}", help="mark: the gate's JSON, or @FILE")
+    p.add_argument("--batch", metavar="JSON|@FILE",
+                   help="mark: a whole batch, {host: the hwmgr_rollout module's result}")
     p.add_argument("--reason", default="halted by hand", help="halt: why")
     p.add_argument("--out", metavar="DIR", help="report: where the files go")
 
@@ -108,12 +110,13 @@ def _hosts(args: argparse.Namespace) -> list[str]:
     return [ro.check_host_name(h) for h in names]
 
 
-def _evidence(text: str) -> Any:
+def _evidence(text: str, option: str) -> Any:
+    """--evidence / --batch: JSON text, or @FILE holding it."""
     if text.startswith("@"):
         return safejson.load_file(text[1:], text[1:], MAX_EVIDENCE_ARG)
     if len(text) > MAX_EVIDENCE_ARG:
-        raise UsageError("--evidence: longer than 1 MiB")
-    return safejson.load(text, "--evidence")
+        raise UsageError(f"{option}: longer than 1 MiB")
+    return safejson.load(text, option)
 
 
 def status_code(rec: dict[str, Any]) -> int:
@@ -134,17 +137,35 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         rec = record.read()
         if args.action == "claim":
             data = ro.claim(rec, _hosts(args))
+        elif args.action == "mark" and args.batch:
+            data = ro.mark_results(rec, _evidence(args.batch, "--batch"))
         elif args.action == "mark":
             if not args.host or not args.state:
-                raise UsageError("mark needs --host and --state")
-            data = ro.mark(rec, args.host, args.state, _evidence(args.evidence))
+                raise UsageError("mark needs --host and --state, or --batch")
+            data = ro.mark(rec, args.host, args.state, _evidence(args.evidence, "--evidence"))
         elif args.action == "halt":
             data = ro.halt(rec, args.reason)
         else:
             return _summary(args, rec)
         record.write(rec)
-    return Outcome(NAME, data=data, render=lambda c: c.print(printable(str(data)),
+    return Outcome(NAME, data=data, render=lambda c: c.print(printable(_line(data)),
                                                             markup=False))
+
+
+def _line(data: dict[str, Any]) -> str:
+    """One line for a person: what a claim, mark or halt did."""
+    parts = []
+    for key in ("start", "resume"):
+        if data.get(key):
+            parts.append(f"{key}: {', '.join(data[key])}")
+    if data.get("host"):
+        parts.append(f"{data['host']}: {data['state']}")
+    for key in ("marked", "skip", "left"):
+        if data.get(key):
+            parts.append(f"{key}: " + ", ".join(f"{h} ({v})" for h, v in data[key].items()))
+    if data.get("halted"):
+        parts.append(f"halted: {data['halted']['reason']}")
+    return "; ".join(parts) or "nothing to start"
 
 
 def _start(args: argparse.Namespace, record: ro.RecordFile) -> Outcome:

@@ -215,6 +215,45 @@ def mark(rec: dict[str, Any], name: str, state: str, evidence: Any) -> dict[str,
     return {"host": name, "state": state, "halted": rec["halted"], "budget": bs}
 
 
+def mark_results(rec: dict[str, Any], results: Any) -> dict[str, Any]:
+    """Mark a batch at once from {host: the hwmgr_rollout module's result}: a passed gate is
+    done; a failed one is failed, then rolled-back when its rollback ran; a module that
+    failed outright is a failed gate with its message; a host awaiting its reboot (or
+    already marked) is left as it is, and said so."""
+    if not isinstance(results, dict):
+        raise BadInputError("--batch: expected an object {host: module result}")
+    marked, left = {}, {}
+    for name, res in results.items():
+        h = rec["hosts"].get(name)
+        if h is None:
+            left[name] = "not in this rollout"
+            continue
+        if h["state"] != "in-flight":
+            left[name] = f"already {h['state']}"
+            continue
+        res = res if isinstance(res, dict) else {}
+        gate = res.get("gate")
+        if not isinstance(gate, dict):
+            if res.get("reboot_required"):
+                left[name] = "awaits its reboot"
+                continue
+            why = str(res.get("msg") or "no gate result")[:400]
+            gate = {"passed": False, "failed_steps": ["module"],
+                    "steps": [{"step": "module", "passed": False, "detail": why}]}
+        if gate.get("passed") is True and res.get("passed") is not False:
+            mark(rec, name, "done", gate)
+            marked[name] = "done"
+            continue
+        mark(rec, name, "failed", gate)
+        marked[name] = "failed"
+        rb = res.get("rollback")
+        if isinstance(rb, dict) and not rb.get("error") and not rb.get("reboot_required"):
+            mark(rec, name, "rolled-back", rb)
+            marked[name] = "rolled-back"
+    return {"marked": marked, "left": left, "halted": rec["halted"],
+            "budget": budget_state(rec)}
+
+
 def halt(rec: dict[str, Any], reason: str) -> dict[str, Any]:
     """Stop handing out hosts (hosts in flight finish); a second halt keeps the first."""
     if rec["halted"] is None:

@@ -1,0 +1,217 @@
+"""Issue 42's proof: a settings rollout through the real ansible-playbook over 20 hosts.
+
+Each host is a network namespace whose `v0` (txqueuelen 500: drifting from the site
+layer's 1000) is a veth to a peer namespace of its own; the peer serves iperf3 on a
+loopback address of its own (10.250.N.1), routed over that veth. One host's `v0` is shaped
+with tc to 10 Mbit/s, under the gate's floor. The rollout runs with batches 1,2,4,8 and a
+budget of 1: ansible-playbook is interrupted (SIGINT to its process group, as Ctrl-C) once
+the canary is done, and the same command run again resumes; the shaped host fails its
+throughput gate, is reverted exactly and gated again, the rollout halts, and the hosts
+after its batch never start. Every host's journal shows at most one committed apply.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ansible_fleet as af  # noqa: E402
+
+pytestmark = [
+    pytest.mark.slow,  # real ansible-playbook, 40 namespaces, iperf3
+    pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root"),
+    pytest.mark.skipif(not (af.BIN / "ansible-playbook").exists(),
+                       reason="ansible-core is not installed (pip install -e '.[dev]')"),
+    pytest.mark.skipif(not Path("/usr/bin/iperf3").exists(), reason="iperf3 is not installed"),
+    pytest.mark.timeout(600),
+]
+PLAYBOOK = Path("ansible_collections/hwmgr/fleet/playbooks/rollout.yml")
+HOSTS = 20
+SHAPED = "web-12"  # in the fourth batch (hosts 8-15 of batches 1,2,4,8)
+FLOOR = 100  # Mbit/s: a veth moves Gbit/s, the shaped one 10 Mbit/s
+BATCHES = [1, 2, 4, 8]
+
+
+class RolloutFleet(af.Fleet):
+    """af.Fleet's hosts, each with a peer namespace serving iperf3 on its own address."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.servers: list[subprocess.Popen] = []
+        self.ns_of: dict[str, str] = {}
+
+    def peered(self, name: str, n: int, *, shaped: bool = False) -> None:
+        ns = self.namespace(txqueuelen=af.TXQ_DRIFTED)
+        peer = f"{ns}-p"
+        af.sh([af.IP, "netns", "add", peer])
+        self.namespaces.append(peer)
+        af.sh([af.IP, "-n", ns, "link", "del", "v0"])  # v0's pair goes to the peer instead
+        af.sh([af.IP, "-n", ns, "link", "add", "v0", "txqueuelen", str(af.TXQ_DRIFTED),
+               "type", "veth", "peer", "name", "v1", "netns", peer])
+        addr, peer_addr, service = (f"10.249.{n}.1", f"10.249.{n}.2", f"10.250.{n}.1")
+        af.sh([af.IP, "-n", ns, "addr", "add", f"{addr}/30", "dev", "v0"])
+        af.sh([af.IP, "-n", ns, "link", "set", "v0", "up"])
+        for argv in (["addr", "add", f"{peer_addr}/30", "dev", "v1"], ["link", "set", "v1", "up"],
+                     ["link", "set", "lo", "up"], ["addr", "add", f"{service}/32", "dev", "lo"]):
+            af.sh([af.IP, "-n", peer, *argv])
+        af.sh([af.IP, "-n", ns, "route", "add", f"{service}/32", "via", peer_addr])
+        if shaped:
+            af.sh([af.IP, "netns", "exec", ns, "tc", "qdisc", "add", "dev", "v0", "root", "tbf",
+                   "rate", "10mbit", "burst", "32kbit", "latency", "50ms"])
+        self.servers.append(subprocess.Popen(
+            [af.IP, "netns", "exec", peer, "iperf3", "-s", "-B", service],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        py, _ = self.wrappers(ns, installed=True)
+        self.hosts[name] = {
+            "ansible_connection": "local", "ansible_python_interpreter": str(py),
+            "hwmgr_state_dir": str(self.tmp / "state" / name),
+            "hwmgr_persist_root": str(self.tmp / "persist" / name),
+            "hwmgr_rollout_peer": service, "hwmgr_rollout_floor": FLOOR}
+        (self.tmp / "persist" / name).mkdir(parents=True)
+        self.ns_of[name] = ns
+
+    def stop(self) -> None:
+        for proc in self.servers:
+            proc.terminate()
+            proc.wait(timeout=10)
+        self.servers.clear()
+        self.teardown()
+
+    def hwmgr_in(self, name: str, *argv: str) -> dict[str, Any]:
+        """`hwmgr ARGV --json` inside the host's namespace, with its state dir."""
+        res = af.sh([af.IP, "netns", "exec", self.ns_of[name], str(self.hwmgr), *argv,
+                     "--json", "--state-dir", self.hosts[name]["hwmgr_state_dir"]],
+                    check=False, timeout=120)
+        return json.loads(res.stdout)
+
+    def txqueuelen(self, name: str) -> int:
+        out = af.sh([af.IP, "-n", self.ns_of[name], "-j", "link", "show", "v0"]).stdout
+        return int(json.loads(out)[0]["txqlen"])
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory):
+    f = RolloutFleet(tmp_path_factory.mktemp("rollout"))
+    try:
+        for i in range(1, HOSTS + 1):
+            f.peered(f"web-{i:02d}", i, shaped=f"web-{i:02d}" == SHAPED)
+        yield f
+    finally:
+        f.stop()
+        assert af.leftover_namespaces(f.prefix) == []
+
+
+@pytest.fixture(scope="module")
+def collections(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return af.build_collection(tmp_path_factory.mktemp("galaxy"))
+
+
+def _argv(fleet: RolloutFleet, cols: Path) -> list[str]:
+    extra = {"hwmgr_rollout_change": "apply --layer settings", "hwmgr_rollout_batches": BATCHES,
+             "hwmgr_rollout_budget": "1", "hwmgr_rollout_record": str(fleet.tmp / "r.json"),
+             "hwmgr_rollout_report_dir": str(fleet.tmp / "report")}
+    return [str(af.BIN / "ansible-playbook"), "-i", str(fleet.inventory()), "-f", "8",
+            "-e", json.dumps(extra), str(cols / PLAYBOOK)]
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _record(fleet: RolloutFleet) -> dict[str, Any]:
+    return _json(fleet.tmp / "r.json")
+
+
+@pytest.fixture(scope="module")
+def rollout(fleet: RolloutFleet, collections: Path):
+    """Run 1 interrupted (Ctrl-C) after the canary is done; run 2, the same command."""
+    env = fleet.env(collections)
+    first = subprocess.Popen(_argv(fleet, collections), cwd=fleet.tmp, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and first.poll() is None:
+        hosts = _record(fleet).get("hosts", {})
+        if any(h["state"] == "done" for h in hosts.values()):
+            break
+        time.sleep(0.2)
+    interrupted_at = {n: h["state"] for n, h in _record(fleet).get("hosts", {}).items()}
+    if first.poll() is None:
+        os.killpg(first.pid, signal.SIGINT)
+    try:
+        out1, _ = first.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(first.pid, signal.SIGKILL)  # only this test's own session
+        out1, _ = first.communicate()
+    second = subprocess.run(_argv(fleet, collections), cwd=fleet.tmp, env=env,
+                            capture_output=True, text=True, timeout=500, check=False)
+    return {"interrupted_at": interrupted_at, "first": out1, "first_rc": first.returncode,
+            "second": second, "record": _record(fleet),
+            "report": _json(fleet.tmp / "report" / "rollout-report.json")}
+
+
+def test_the_canary_ran_before_the_interrupt_and_the_rerun_resumed(rollout) -> None:
+    at = rollout["interrupted_at"]
+    assert at.get("web-01") == "done" and rollout["first_rc"] != 0, rollout["first"][-3000:]
+    assert all(at[f"web-{i:02d}"] == "pending" for i in range(4, HOSTS + 1))
+    second = rollout["second"]
+    assert "hwmgr rollout" in second.stdout and second.returncode != 0, second.stdout[-3000:]
+
+
+def test_the_shaped_host_fails_its_throughput_gate_and_halts_the_rollout(rollout) -> None:
+    rec = rollout["record"]
+    shaped = rec["hosts"][SHAPED]
+    assert shaped["state"] == "rolled-back", json.dumps(shaped)[:2000]
+    assert shaped["gate"]["failed_steps"] == ["throughput"]
+    assert rec["halted"]["reason"] == "failure budget reached: 1 failed gate(s), limit 1"
+    batch_of = {n: h["batch"] for n, h in rec["hosts"].items()}
+    states = {n: h["state"] for n, h in rec["hosts"].items()}
+    # the hosts of the shaped host's batch were in flight and finished; none after it started
+    same = [n for n in states if batch_of[n] == batch_of[SHAPED] and n != SHAPED]
+    assert same and all(states[n] == "done" for n in same)
+    later = [f"web-{i:02d}" for i in range(16, HOSTS + 1)]
+    assert all(states[n] == "pending" for n in later), states
+    assert all(states[n] == "done" for n in (f"web-{i:02d}" for i in range(1, 16))
+               if n != SHAPED), states
+
+
+def test_the_failed_host_is_reverted_exactly_and_gated_again(fleet: RolloutFleet,
+                                                              rollout) -> None:
+    rb = rollout["record"]["hosts"][SHAPED]["rollback"]
+    assert rb["action"] == "revert" and rb["error"] is None and isinstance(rb["txn"], int)
+    assert rb["gate"]["steps"] and "throughput" in rb["gate"]["failed_steps"]  # still shaped
+    assert fleet.txqueuelen(SHAPED) == af.TXQ_DRIFTED  # the value it had, back
+    persist = Path(fleet.hosts[SHAPED]["hwmgr_persist_root"])
+    link = persist / "etc/systemd/network/10-hwmgr-v0.link"
+    assert not link.exists()  # the file the apply wrote is gone, as before
+    assert fleet.txqueuelen("web-01") == af.TXQ_WANTED
+    assert fleet.txqueuelen(f"web-{HOSTS:02d}") == af.TXQ_DRIFTED  # never started
+
+
+def test_nothing_was_applied_twice(fleet: RolloutFleet, rollout) -> None:
+    for name, h in rollout["record"]["hosts"].items():
+        txns = fleet.hwmgr_in(name, "history")["data"]["transactions"]
+        applied = [t for t in txns if t["kind"] == "apply" and t["state"] == "committed"]
+        reverts = [t for t in txns if t["kind"] == "revert" and t["state"] == "committed"]
+        want = 0 if h["state"] == "pending" else 1
+        assert len(applied) == want, (name, h["state"], txns)
+        assert len(reverts) == (1 if h["state"] == "rolled-back" else 0), name
+
+
+def test_the_report_shows_the_rollback(fleet: RolloutFleet, rollout) -> None:
+    report = rollout["report"]
+    assert report["counts"]["rolled-back"] == 1 and report["budget"]["spent"] is True
+    page = (fleet.tmp / "report" / "rollout-report.html").read_text()
+    assert SHAPED in page and "Halted" in page and "throughput: failed" in page
