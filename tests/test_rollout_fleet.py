@@ -28,6 +28,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ansible_fleet as af  # noqa: E402
+from rollout_fleet import RolloutFleet  # noqa: E402
 
 pytestmark = [
     pytest.mark.slow,  # real ansible-playbook, 40 namespaces, iperf3
@@ -40,59 +41,8 @@ pytestmark = [
 PLAYBOOK = Path("ansible_collections/hwmgr/fleet/playbooks/rollout.yml")
 HOSTS = 20
 SHAPED = "web-08"  # in the third batch (hosts 5-12 of batches 1,3,8)
-FLOOR = 100  # Mbit/s: every v0 is shaped to 300 Mbit/s (iperf3 then costs little CPU), the
-RATE, SLOW = "300mbit", "10mbit"  # failing host's to 10 Mbit/s
 BATCHES = [1, 3, 8]
 LAST_STARTED = 12  # hosts 13-20 are the fourth batch: never started once the budget is spent
-
-
-class RolloutFleet(af.Fleet):
-    """af.Fleet's hosts, each with a peer namespace serving iperf3 on its own address."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.servers: list[subprocess.Popen] = []
-        self.ns_of: dict[str, str] = {}
-
-    def peered(self, name: str, n: int, *, shaped: bool = False) -> None:
-        ns = self.namespace(txqueuelen=af.TXQ_DRIFTED)
-        peer = f"{ns}-p"
-        af.sh([af.IP, "netns", "add", peer])
-        self.namespaces.append(peer)
-        af.sh([af.IP, "-n", ns, "link", "del", "v0"])  # v0's pair goes to the peer instead
-        af.sh([af.IP, "-n", ns, "link", "add", "v0", "txqueuelen", str(af.TXQ_DRIFTED),
-               "type", "veth", "peer", "name", "v1", "netns", peer])
-        addr, peer_addr, service = (f"10.249.{n}.1", f"10.249.{n}.2", f"10.250.{n}.1")
-        af.sh([af.IP, "-n", ns, "addr", "add", f"{addr}/30", "dev", "v0"])
-        af.sh([af.IP, "-n", ns, "link", "set", "v0", "up"])
-        for argv in (["addr", "add", f"{peer_addr}/30", "dev", "v1"], ["link", "set", "v1", "up"],
-                     ["link", "set", "lo", "up"], ["addr", "add", f"{service}/32", "dev", "lo"]):
-            af.sh([af.IP, "-n", peer, *argv])
-        af.sh([af.IP, "-n", ns, "route", "add", f"{service}/32", "via", peer_addr])
-        af.sh([af.IP, "netns", "exec", ns, "tc", "qdisc", "add", "dev", "v0", "root", "tbf",
-               "rate", SLOW if shaped else RATE, "burst", "64kbit", "latency", "50ms"])
-        self.servers.append(subprocess.Popen(
-            [af.IP, "netns", "exec", peer, "iperf3", "-s", "-B", service],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        py, _ = self.wrappers(ns, installed=True)
-        self.hosts[name] = {
-            "ansible_connection": "local", "ansible_python_interpreter": str(py),
-            "hwmgr_state_dir": str(self.tmp / "state" / name),
-            "hwmgr_persist_root": str(self.tmp / "persist" / name),
-            "hwmgr_rollout_peer": service, "hwmgr_rollout_floor": FLOOR}
-        (self.tmp / "persist" / name).mkdir(parents=True)
-        self.ns_of[name] = ns
-
-    def stop(self) -> None:
-        for proc in self.servers:
-            proc.terminate()
-            proc.wait(timeout=10)
-        self.servers.clear()
-        self.teardown()
-
-    def txqueuelen(self, name: str) -> int:
-        out = af.sh([af.IP, "-n", self.ns_of[name], "-j", "link", "show", "v0"]).stdout
-        return int(json.loads(out)[0]["txqlen"])
 
 
 @pytest.fixture(scope="module")
