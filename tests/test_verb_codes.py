@@ -159,7 +159,7 @@ NOT_DRIVEN: dict[tuple[str, int], str] = {
        "(test_rollout.py)" for c in (EXIT_FAILED, EXIT_PARTIAL, EXIT_REFUSED)},
     **{("gate", c): "a live host's links, iperf3 peer and state dir (test_rollout_fleet.py)"
        for c in (EXIT_OK, EXIT_FAILED, EXIT_REFUSED)},
-    ("gate", EXIT_BAD_INPUT): "a damaged baseline (test_rollout_fleet.py)",
+    ("gate", EXIT_BAD_INPUT): "a damaged baseline (test_gate.py)",
 }
 
 
