@@ -187,7 +187,7 @@ def evaluate(host: Host, cat: Any, base: dict[str, Any], opts: GateOptions,
     """Every step of the gate, in order; passed only when all pass."""
     v = verify()
     steps = [_step("verify", v["status"] in ("verified", "nothing-armed"),
-                   f"verify: {v['status']}", verify_status=v["status"])]
+                   v["status"], verify_status=v["status"])]
     steps.append(links_step(base, links(host)))
     if opts.peer:
         steps.append(throughput_step(host, opts))
