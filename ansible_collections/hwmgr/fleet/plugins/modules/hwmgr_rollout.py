@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: hwmgr_rollout
-short_description: One host of an hwmgr rollout: change, gate, exact rollback if it fails
+short_description: "One host of an hwmgr rollout: change, gate, exact rollback if it fails"
 description:
   - O(action=run) records the host's baseline (C(hwmgr gate baseline), kept on a resume),
     makes the change (C(hwmgr apply) of catalog settings layers, or C(hwmgr upgrade DRIVER
@@ -21,8 +21,8 @@ description:
     gates, and rolls back and gates again when the gate fails (O(action=regate) gates a host
     rolled back by a change that itself needed a reboot).
   - A change already in effect (a resumed rollout after a crash of the control node) is
-    nothing to do for hwmgr (exit 4): nothing is changed twice.
-  - The module never fails for a failed gate: RV(passed) says it and RV(gate) holds the
+    nothing to do for hwmgr (exit 4), so nothing is changed twice.
+  - The module never fails for a failed gate; RV(passed) says it and RV(gate) holds the
     evidence, for C(hwmgr rollout mark) on the control node.
 version_added: "0.2.0"
 author: hwmgr authors
