@@ -144,3 +144,15 @@ def test_the_page_escapes_what_hosts_sent() -> None:
     page = render_page(rec)
     assert "<script>" not in page and "<img src=x>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "Halted" in page
+
+
+@pytest.mark.slow  # five CLI runs (~0.6 s)
+def test_status_says_done_failed_or_partial(tmp_path: Path) -> None:
+    rec = tmp_path / "r.json"
+    run_cli("rollout", "start", str(rec), "--change", "apply", "--hosts", "a,b")
+    assert run_cli("rollout", "status", str(rec)).returncode == 6  # EXIT_PARTIAL: pending
+    run_cli("rollout", "claim", str(rec), "--hosts", "a,b")
+    run_cli("rollout", "mark", str(rec), "--host", "a", "--state", "done")
+    run_cli("rollout", "mark", str(rec), "--host", "b", "--state", "failed")
+    res = run_cli("rollout", "status", str(rec))
+    assert res.returncode == 1 and "halted: failure budget reached" in res.stdout
