@@ -66,6 +66,8 @@ VERBS: dict[str, str] = {
     "collect-script": "print the POSIX sh snapshot collector",
     "kernel-gate": "build and check every managed driver for a new kernel; hold the boot "
                    "default if not",
+    "gate": "a rollout's health gate on this host: baseline before a change, check after",
+    "rollout": "a change over many hosts: canaries, batches, failure budget, resume, report",
 }
 
 

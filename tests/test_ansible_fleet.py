@@ -93,6 +93,7 @@ def test_collection_builds_installs_and_compiles(collections: Path) -> None:
     assert manifest["collection_info"]["namespace"] == "hwmgr"
     assert manifest["collection_info"]["name"] == "fleet"
     for rel in ("plugins/modules/hwmgr_check.py", "plugins/modules/hwmgr_apply.py",
+                "plugins/modules/hwmgr_rollout.py", "playbooks/rollout.yml",
                 "plugins/module_utils/hwmgr.py", "playbooks/fleet-check.yml",
                 "playbooks/inventory.example.yml", "roles/facts/files/hwmgr.fact"):
         assert (root / rel).is_file(), rel
@@ -101,13 +102,16 @@ def test_collection_builds_installs_and_compiles(collections: Path) -> None:
                root / "playbooks/files/store_archive.py"]:
         compile(py.read_text(), str(py), "exec")  # a SyntaxError fails the test
     docs = subprocess.run([str(af.BIN / "ansible-doc"), "-t", "module", "--json",
-                           "hwmgr.fleet.hwmgr_check", "hwmgr.fleet.hwmgr_apply"],
+                           "hwmgr.fleet.hwmgr_check", "hwmgr.fleet.hwmgr_apply",
+                           "hwmgr.fleet.hwmgr_rollout"],
                           env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections)},
                           capture_output=True, text=True, timeout=120, check=False)
     assert docs.returncode == 0, docs.stderr
     parsed = json.loads(docs.stdout)
     assert parsed["hwmgr.fleet.hwmgr_check"]["doc"]["options"]["root"]["type"] == "path"
     assert "check_mode" in parsed["hwmgr.fleet.hwmgr_apply"]["doc"]["attributes"]
+    assert parsed["hwmgr.fleet.hwmgr_rollout"]["doc"]["options"]["action"]["choices"] == [
+        "run", "gate", "regate"]
 
 
 def test_fact_without_hwmgr_is_one_failed_object(tmp_path: Path) -> None:

@@ -48,11 +48,11 @@ WRITES_PENDING = {
                         "named; moves onto Host writes once they can make symlinks",
 }
 # who may widen where a live Host writes: the run's dirs (cli, and a StateDir its own path),
-# the user's --out (package, fleet-report, mirror sync), the catalog layers' and the catalog
-# cache's dirs (catalog trust/update, the remembered schema verdicts)
+# the user's --out (package, fleet-report, mirror sync) and rollout record, the catalog
+# layers' and the catalog cache's dirs (catalog trust/update, the remembered schema verdicts)
 WIDENERS = {"allow_writes": {"cli.py", "transaction/state.py", "compliance/steps.py"},
             "writable": {"lifecycle/package.py", "fleet/write.py", "lifecycle/mirror.py",
-                         "ui/catalog_trust.py", "catalog/schema.py"}}
+                         "ui/catalog_trust.py", "catalog/schema.py", "fleet/rollout.py"}}
 SHUTIL_WRITES = {"copy", "copy2", "copyfile", "copytree", "copymode", "copystat", "move",
                  "rmtree", "chown", "make_archive", "unpack_archive"}
 OS_WRITES = {"rename", "renames", "replace", "remove", "unlink", "rmdir", "removedirs", "chmod",

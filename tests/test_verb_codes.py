@@ -111,6 +111,11 @@ CASES: dict[tuple[str, int], list[str]] = {
     ("collect-script", EXIT_OK): [],
     ("collect-script", EXIT_NOT_FOUND): ["--site-catalog", "nosuch.json"],
     ("collect-script", EXIT_BAD_INPUT): ["--site-catalog", "bad.json"],
+    ("rollout", EXIT_OK): ["start", "ro.json", "--change", "apply", "--hosts", "a"],
+    ("rollout", EXIT_NOT_FOUND): ["status", "nosuch.json"],
+    ("rollout", EXIT_BAD_INPUT): ["status", "bad.json"],
+    ("gate", EXIT_NOT_FOUND): ["check", "no-such-rollout"],
+    ("gate", EXIT_OK): ["baseline", "r-verbs"],  # this machine, into the sandbox's state dir
 }
 CASES.update({(verb, EXIT_USAGE): ["--no-such-option"] for verb in cli.VERBS
               if (verb, EXIT_USAGE) not in CASES})
@@ -185,6 +190,11 @@ DELEGATED: dict[tuple[str, int], str] = {
        for c in (EXIT_OK, EXIT_FAILED)},
     ("kernel-gate", EXIT_NOT_READY):
         "lab/test_kernel_gate.py::test_gate_b_unbuildable_driver_holds_the_old_kernel",
+    **{("rollout", c): "test_rollout.py::test_status_says_done_failed_or_partial" for c in (
+        EXIT_FAILED, EXIT_PARTIAL)},
+    ("rollout", EXIT_REFUSED):
+        "test_rollout.py::test_the_cli_resumes_the_same_rollout_and_refuses_another",
+    ("gate", EXIT_BAD_INPUT): "test_gate.py::test_a_damaged_baseline_is_exit_8_and_a_bad_id_exit_2",
 }
 
 # documented codes that no test drives yet, each saying why: shown as xfailed with that reason
@@ -192,6 +202,10 @@ DELEGATED: dict[tuple[str, int], str] = {
 UNPROVEN: dict[tuple[str, int], str] = {
     ("package", EXIT_FAILED): "no test runs `hwmgr package` into a failing rpmbuild "
     "(test_package.py's failing build is the RPM's %post, not the verb)",
+    ("gate", EXIT_FAILED): "test_rollout_fleet.py runs `hwmgr gate` through the hwmgr_rollout "
+    "module and asserts each gate's failure in the record, not the verb's exit code",
+    ("gate", EXIT_REFUSED): "no test runs the gate's throughput step over a default-route "
+    "interface (the throughput check's own refusal: test_throughput.py)",
 }
 
 
@@ -302,6 +316,8 @@ EXAMPLE_NEEDS = {  # verbs whose examples all change the live host or need the n
     "throughput": "an iperf3 peer", "mirror": "the vendor's server", "package": "rpmbuild",
     "apply": "the live host's NICs",
     "kernel-gate": "a kernel installed but not running, and a boot loader",
+    "rollout": "the record the examples before it make (test_rollout.py runs the story)",
+    "gate": "a live host's links and an iperf3 peer (test_rollout_fleet.py)",
 }
 EXAMPLES = [(verb, ex) for verb, mod in cli.verb_modules().items() for ex in mod.EXAMPLES]
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 from hwmgr.catalog.load import Catalog
 from hwmgr.catalog.refs import Cite, cite, inbox_policies
-from hwmgr.compliance import rules
+from hwmgr.compliance import kernellog, rules
 from hwmgr.compliance.ethtool import parse_version
 from hwmgr.compliance.fixes import upgrade_fix
 from hwmgr.compliance.iplink import LinkInfo, parse_ip_link
@@ -354,6 +354,13 @@ def check_host(host: Host, cat: Catalog, layers: set[str]) -> CheckResult:
                 result.devices[dev["address"]] = str(name)
         if "setting" in layers:
             result.findings += setting_findings(host, cat, governed(host, cat, scan), sysctls)
+        if "driver" in layers:
+            drivers = {d["driver"] for d in scan.devices if d.get("driver")}
+            drivers |= {i["driver"] for i in scan.interfaces if i.get("driver")}
+            found, note = kernellog.host_findings(host, drivers)
+            result.findings += found
+            if note and not host.meta:  # a snapshot without a recorded log says nothing
+                result.notes.append(note)
     else:
         result.hostname, result.kernel = host_identity(host)
     result.findings += sysctl_findings(host, sysctl_rules, sysctls)

@@ -18,6 +18,8 @@ class Status(Enum):
 # (`known_issue.CVE-2024-26934`, `firmware_min.ice-1.4.0-fw-2.40`)
 KNOWN_ISSUE = "known_issue."
 FIRMWARE_MIN = "firmware_min."
+# ... and of a known-bad kernel log line (`kernel_log.e1000e-hardware-unit-hang`)
+KERNEL_LOG = "kernel_log."
 
 # What a canonical item maps to: a setting's value, or the Status saying why there is none.
 ItemValue = Union[int, bool, str, list[int], Status]

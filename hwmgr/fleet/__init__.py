@@ -15,4 +15,10 @@ in place through a `Host` allowed to write only the output directory. The packag
 `hwmgr.errors`, `hwmgr.output`, the host seam and the standard library (the run's settings,
 e.g. SOURCE_DATE_EPOCH, and how a value reads, are passed in by the verb); the POSIX
 collector for hosts without Python (`collect.sh`) ships here as package data.
+
+Rollouts (docs/rollout.md): `rollout` keeps one rollout's record on the control node (its
+hosts' states and gate evidence, the batches, the failure budget, halt; every change under a
+file lock, written whole, so a re-run resumes), importing also `hwmgr.safejson` and the
+journal's clock (`hwmgr.transaction.journal.utcnow`); `rollout_page` renders its report
+with Jinja2 (autoescape) from `rollout.html.j2`, a page apart from the fleet report's.
 """

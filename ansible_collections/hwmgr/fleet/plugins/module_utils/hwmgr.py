@@ -70,6 +70,8 @@ VERB_EXIT_CODES = {
     'fleet-report': (0, 2, 5, 6, 7, 8, 11, 70, 130),
     'collect-script': (0, 2, 3, 8, 70, 130),
     'kernel-gate': (0, 1, 2, 3, 8, 9, 10, 12, 13, 70, 130),
+    'gate': (0, 1, 2, 3, 8, 9, 70, 130),
+    'rollout': (0, 1, 2, 3, 6, 8, 9, 70, 130),
 }
 # END exit codes
 # a check's exit code -> the host status of the fleet-report input format

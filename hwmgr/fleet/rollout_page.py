@@ -1,0 +1,61 @@
+"""The rollout report: the record summarised as JSON, and its page (a Jinja2 template with
+autoescape, `rollout.html.j2`), apart from the fleet check report's page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hwmgr.fleet.rollout import STATES, budget_state, counts
+
+TEMPLATE = "rollout.html.j2"
+
+
+def _gate(ev: Any) -> dict[str, Any] | None:
+    """A gate's evidence as the page shows it: steps with a name, a pass and a detail."""
+    if not isinstance(ev, dict):
+        return None
+    steps = [s for s in ev.get("steps") or [] if isinstance(s, dict)]
+    return {"passed": bool(ev.get("passed")),
+            "steps": [{"step": str(s.get("step")), "passed": bool(s.get("passed")),
+                       "detail": str(s.get("detail"))} for s in steps]}
+
+
+def report(rec: dict[str, Any]) -> dict[str, Any]:
+    """The report's JSON: the rollout, its budget, counts, and each host's state and
+    evidence (the record's own, so the report and the record never disagree)."""
+    return {"format": "hwmgr-rollout-report", "version": 1, "id": rec["id"],
+            "change": rec["change"], "batches": rec["batches"], "created": rec["created"],
+            "halted": rec["halted"], "budget": budget_state(rec), "counts": counts(rec),
+            "hosts": rec["hosts"]}
+
+
+def change_text(change: dict[str, Any]) -> str:
+    """The change as people read it: 'apply --layer settings', 'upgrade igb --to 5.18.7'."""
+    return " ".join(str(a) for a in [change.get("verb"), *change.get("args", [])])
+
+
+def render_page(rec: dict[str, Any]) -> str:
+    """The rollout page: every value autoescaped (host names, gate details are hostile)."""
+    import jinja2  # only the page needs it; `rollout claim/mark` on every host do not
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).resolve().parent)),
+        autoescape=True, undefined=jinja2.StrictUndefined)
+    rows = []
+    for name, h in rec["hosts"].items():
+        rb = h.get("rollback") if isinstance(h.get("rollback"), dict) else None
+        rows.append({"name": name, "state": h["state"], "batch": h["batch"],
+                     "resumed": h["resumed"], "finished": h["finished"],
+                     "gate": _gate(h.get("gate")),
+                     "rollback": None if rb is None else {
+                         "action": str(rb.get("action") or "rolled back"),
+                         "txn": rb.get("txn"), "gate": _gate(rb.get("gate"))}})
+    order = {"failed": 0, "rolled-back": 1, "in-flight": 2, "pending": 3, "done": 4}
+    rows.sort(key=lambda r: (order[r["state"]], r["name"]))
+    b = rec["budget"]
+    budget_text = (f"{b['percent']:g}% of {len(rec['hosts'])} hosts" if b.get("percent")
+                   is not None else f"{b['failures']} failed gate(s)")
+    return env.get_template(TEMPLATE).render(
+        rec=rec, rows=rows, states=STATES, counts=counts(rec), budget=budget_state(rec),
+        budget_text=budget_text, change_text=change_text(rec["change"]))
