@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import hwmgr
+from hwmgr.cli import VERBS
 
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "packaging.md"
@@ -178,6 +179,9 @@ def test_unpacked_deb_runs(built: Built, tmp_path: Path) -> None:
     page = sh("man", "-l", str(root / "usr/share/man/man8/hwmgr.8.gz"),
               env={"MANPAGER": "cat", "MANWIDTH": "100"}).stdout
     assert "hwmgr catalog validate" in page and "exit codes:" in page, page[:2000]
+    # every verb the CLI knows has its section, made from its own parser
+    missing = [v for v in VERBS if not re.search(rf"^ +hwmgr {v}$", page, re.M)]
+    assert not missing, missing
     comp = root / "usr/share/bash-completion/completions/hwmgr"
     script = (f"source {comp}; COMP_WORDS=(hwmgr cat); COMP_CWORD=1; _hwmgr; "
               "echo ${COMPREPLY[@]}; COMP_WORDS=(hwmgr catalog va); COMP_CWORD=2; _hwmgr; "
