@@ -6,11 +6,16 @@ VENV      ?= .venv
 BIN       := $(VENV)/bin
 STAMP     := $(VENV)/.installed
 APT_RUN   := python3 python3-venv python3-pip pciutils ethtool kmod iproute2
-APT_TEST  := $(APT_RUN) rpm rpmlint dkms linux-headers-amd64 iperf3 lshw curl openssl gnupg \
+APT_TEST  := $(APT_RUN) rpm cpio rpmlint dkms linux-headers-amd64 iperf3 lshw curl openssl gnupg \
              build-essential libpci-dev chromium shellcheck busybox-static dash \
              openssh-server openssh-client \
              ifupdown initramfs-tools grub-common \
              lintian
+# daemons the tests start only confined (tests/test_persist_nm.py: NetworkManager in its own
+# network and mount namespaces with its own D-Bus): installed without starting, their units
+# masked (scripts/apt-ensure --no-start), and a host conf leaving every device unmanaged
+APT_NOSTART := network-manager
+NM_HOST_CONF := /etc/NetworkManager/conf.d/00-hwmgr-tests-unmanaged.conf
 PYTEST_ARGS ?=
 LINT_PATHS := hwmgr tests bench lab scripts ansible_collections catalog-src
 # Real vendor source RPMs for the tests (tests/vendor_env.py, docs/testing.md): never in the
@@ -40,6 +45,11 @@ apt-run:
 
 apt-test:
 	@scripts/apt-ensure $(APT_TEST)
+	@scripts/apt-ensure --no-start $(APT_NOSTART)
+	@test -f $(NM_HOST_CONF) || { mkdir -p $(dir $(NM_HOST_CONF)) && printf '%s\n' \
+	  '# make apt-test (hwmgr): NetworkManager is here for the tests, which run their own' \
+	  '# confined one; should this one ever start, it leaves every device alone' \
+	  '[main]' 'no-auto-default=*' '[keyfile]' 'unmanaged-devices=*' > $(NM_HOST_CONF); }
 
 # --- python environment ------------------------------------------------------------
 $(STAMP): setup.cfg pyproject.toml

@@ -84,10 +84,18 @@ Exact command (sources as fetched on 2026-11-28; the URLs are those in the evide
             a ubuntu $c https://github.com/balabit-deps/$G/blob/$h/debian.master/changelog
         done
     done
+    # noble: the debian.master/changelog of linux 6.8.0-49.49, as imported in
+    # github.com/yukimaruyama2023/ubuntu-noble (its only commit that has that file)
+    N=b6014e538651a3b2631bd04fcf6c1cfda39c2c4c
+    git -C $B/ubuntu-noble show $N:debian.master/changelog > $W/noble-6.8.0-49.49.changelog
+    a ubuntu $W/noble-6.8.0-49.49.changelog \
+        https://github.com/yukimaruyama2023/ubuntu-noble/blob/$N/debian.master/changelog
     } > $W/kb.args
-    python3 catalog-src/kernel_builds.py -o catalogs/kernel-builds.json @$W/kb.args
+    python3 catalog-src/kernel_builds.py --update -o catalogs/kernel-builds.json @$W/kb.args
 
-(`@FILE` reads one argument a line.)
+(`@FILE` reads one argument a line.) `--update` rewrites only the distributions it is given
+sources for and keeps the file's other sections (`kernel_builds.lifecycle` is kept by hand).
+To redo the Ubuntu table alone, give only the Ubuntu sources.
 """
 
 from __future__ import annotations
@@ -132,6 +140,9 @@ _UBUNTU_VERSION = re.compile(r"^(\d+\.\d+\.\d+)-(\d+)\.(\d+)$")
 _UPDATE = re.compile(r"^  \* \w+ update: v(\d+\.\d+\.\d+) upstream stable release")
 _RELEASE_COMMIT = re.compile(r"^\s+- Linux (\d+\.\d+\.\d+)\s*$")
 _BULLET = re.compile(r"^  \* ")
+# from noble on, after its last whole release Ubuntu applies picks from newer stable series,
+# named by date (focal's "upstream stable patchset v5.4.192" is its own series: not these)
+_PATCHSET = re.compile(r"^  \* \w+ update: upstream stable patchset \d{4}-\d{2}-\d{2}\b")
 
 
 class SourceError(ValueError):
@@ -252,6 +263,8 @@ class Found:
     """ABI -> the package versions built as it and their upstream bases."""
 
     builds: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    # Ubuntu uploads with picks from newer stable series since their base: not mapped
+    picked: List[str] = field(default_factory=list)
 
     def add(self, abi: str, package: str, upstream: str) -> None:
         old = self.builds.setdefault(abi, {}).get(package)
@@ -378,21 +391,29 @@ def released_updates(body: str) -> List[str]:
 
 
 def ubuntu_found(entries: Sequence[Entry]) -> Found:
-    """`X.Y.Z-N` -> the highest stable release applied whole up to that upload."""
+    """`X.Y.Z-N` -> the highest stable release applied whole up to that upload; an upload
+    that has also taken an "upstream stable patchset" since that release (picks from newer
+    stable series, after its own series ended upstream: noble's 6.8 from 6.8.0-44 on) is
+    left out, as no single upstream release is its base any more."""
     top = _UBUNTU_VERSION.match(entries[0].version)
     if not top or entries[0].source != "linux":
         raise SourceError(f"not an Ubuntu linux changelog: {entries[0].version}")
     series, dist = top.group(1), entries[0].distribution
     found = Found()
     base: Optional[str] = None
+    picked = False  # a patchset applied since `base`
     for e in reversed(entries):
         if not e.version.startswith(series + "-"):
             continue
         for rel in released_updates(e.body):
             if base is None or vkey(rel) > vkey(base):
-                base = rel
+                base, picked = rel, False
+        picked = picked or any(_PATCHSET.match(ln) for ln in e.body.splitlines())
         m = _UBUNTU_VERSION.match(e.version)
-        if m and e.source == "linux" and e.distribution == dist and base is not None:
+        if m and e.source == "linux" and e.distribution == dist and base is not None \
+                and picked:
+            found.picked.append(e.version)
+        elif m and e.source == "linux" and e.distribution == dist and base is not None:
             found.add(f"{series}-{m.group(2)}", e.version, base)
     return found
 
@@ -493,7 +514,8 @@ def gencontrol_evidence(src: Source, code: Gencontrol) -> Dict[str, str]:
 
 
 def ubuntu_evidence(src: Source, entries: Sequence[Entry], found: Found,
-                    new_keys: Sequence[str]) -> Dict[str, str]:
+                    new_keys: Sequence[str], found_here: Optional[Found] = None) -> Dict[str, str]:
+    found_here = found_here or Found()
     top = entries[0]
     series = top.version.split("-")[0]
     rel = top.distribution.capitalize()
@@ -509,6 +531,11 @@ def ubuntu_evidence(src: Source, entries: Sequence[Entry], found: Found,
         how = (f"top entry 'linux ({top.version}) {top.distribution}' (an upload absent from "
                f"the newer changelogs), base from the '{rel} update' sections of it and its "
                f"older entries: {pairs}")
+    if found_here.picked:
+        how += (f"; the uploads {found_here.picked[0]} .. {found_here.picked[-1]} also took "
+                f"'{rel} update: upstream stable patchset <date>' sections (picks from newer "
+                "stable series) after their last whole release, so no upstream release is "
+                "their base: left out")
     return {"title": f"Ubuntu {top.distribution}: debian.master/changelog of linux "
                      f"{top.version}",
             "url": src.url, "observed": how + _shared(found, new_keys)}
@@ -541,11 +568,11 @@ def build(sources: Sequence[Source]) -> Dict[str, object]:
             new = [k for k in sorted(f.builds, key=natural_key) if k not in total.builds]
             total.merge(f)
             if new:
-                evidence.append((src, entries, new))
+                evidence.append((src, entries, new, f))
         if kind == "ubuntu":
-            ev = [ubuntu_evidence(s, e, total, n) for s, e, n in evidence]
+            ev = [ubuntu_evidence(s, e, total, n, f) for s, e, n, f in evidence]
         else:
-            ev = [debian_evidence(s, e, total, n, gencs) for s, e, n in evidence]
+            ev = [debian_evidence(s, e, total, n, gencs) for s, e, n, _ in evidence]
             ev += [gencontrol_evidence(s, c) for s, c in
                    sorted(codes, key=lambda sc: debian_order(sc[1].version))]
             for src in sources:
@@ -584,7 +611,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          "*.debian.tar.xz) or packages (a Debian Packages index to "
                          "cross-check); URL where the file came from")
     ap.add_argument("-o", "--output", type=Path, help="write here (default: stdout)")
+    ap.add_argument("--update", action="store_true",
+                    help="replace only the distributions given sources for in the existing "
+                         "--output file, keeping its other sections")
     args = ap.parse_args(argv)
+    if args.update and not (args.output and args.output.is_file()):
+        ap.error("--update needs an existing --output file")
     sources = []
     for kind, path, url in args.source:
         if kind not in ("debian", "ubuntu", "gencontrol", "packages"):
@@ -595,6 +627,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except SourceError as exc:
         print(f"kernel_builds: {exc}", file=sys.stderr)
         return 1
+    if args.update:
+        old = json.loads(args.output.read_text(encoding="utf-8"))
+        old.setdefault("kernel_builds", {}).update(doc["kernel_builds"])  # type: ignore[arg-type]
+        doc = old
     text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
     if args.output:
         args.output.write_text(text, encoding="utf-8")

@@ -23,8 +23,9 @@ adds an `elN` line to the known issue with that id, with the changelog as a sour
     .venv/bin/python catalog-src/merge.py --kernel-lines catalog-src/proposed/rhel-kernels.json
 
 Only where the upstream record says the bug is older than the kernel the EL release is built
-on (5.14 for el9): every build of that line before the fix carried it. A bug that came later
-upstream reached RHEL by a backport at a build no source names, so that issue gets no line.
+on (3.10 for el7, 4.18 for el8, 5.14 for el9): every build of that line before the fix carried
+it. A bug that came later upstream reached RHEL by a backport at a build no source names, so
+that issue gets no line.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def merge_file(proposal: Path, drivers_dir: Path = DRIVERS,
     return out
 
 
-EL_BASE = {"el8": "4.18", "el9": "5.14", "el10": "6.12"}
+EL_BASE = {"el7": "3.10", "el8": "4.18", "el9": "5.14", "el10": "6.12"}
 
 
 def _before(a: str, b: str) -> bool:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Propose `el9`/`el10` kernel lines for the catalog's CVE known issues from RHEL kernel changelogs.
+"""Propose `el7`..`el10` kernel lines for the catalog's CVE known issues from RHEL changelogs.
 
 Reads the `%changelog` of RHEL's kernel as AlmaLinux imports it (AlmaLinux rebuilds RHEL's
 kernel unchanged, with the same build numbers): the git import of its source RPMs,
@@ -12,6 +12,21 @@ vault.almalinux.org URL), one branch per minor release. Run from the checkout's 
         --output catalog-src/proposed/rhel-kernels.json
 
 (the repository is the bare git dir of that snapshot; `git` must be on PATH).
+
+RHEL 7 and 8 the same way from CentOS's import of RHEL's kernel src.rpm (git.centos.org's
+rpms/kernel, mirrored at https://github.com/MafSam/centos: branches c7 and c8, one "import
+kernel-<version>" commit per src.rpm, the spec at `SPECS/kernel.spec`):
+
+    .venv/bin/python catalog-src/rhel_kernel_changelog.py \
+        $MIRRORS/MafSam+centos/repo --branches c7 c8 --spec SPECS/kernel.spec \
+        --repo-url https://github.com/MafSam/centos \
+        --output catalog-src/proposed/rhel-kernels-el7-el8.json
+
+OpenELA's import (https://github.com/openela-main/kernel, branches el8, el-8.8, el-8.9) and
+CIQ's (ciq-rocky-lts/kernel) have the same layout. A branch there holds every minor release,
+so a z-stream's minor release is also taken from its header's `_N` suffix
+(`[4.18.0-147.8.1.el8_1]`). RHEL 7's builds carry none (`3.10.0-1160.119.1.el7`, as hosts
+print them too): its z-streams are proposed as written, their stream the build number.
 
 What is read: every commit of every branch named, oldest first; in each, `almalinux/kernel.spec`
 (files of 4 MiB and more are absent from the snapshot: such commits are listed in the
@@ -60,17 +75,25 @@ DEFAULT_OUTPUT = Path(__file__).resolve().parent / "proposed" / "rhel-kernels.js
 DEFAULT_BRANCHES = ("9.0", "9.1", "9.2", "9.3", "9.4", "9.5", "9.6", "10.0")
 
 # kernel base per RHEL major: the only builds a line holds
-BASES: Dict[str, str] = {"el9": "5.14.0", "el10": "6.12.0"}
+BASES: Dict[str, str] = {"el7": "3.10.0", "el8": "4.18.0", "el9": "5.14.0", "el10": "6.12.0"}
+# lines whose z-stream builds carry no `_N` minor suffix (RHEL 7: `3.10.0-1160.119.1.el7`)
+NO_MINOR = frozenset({"el7"})
 # the form hwmgr validates a line's `fixed` entries in
 FIXED_RE: Dict[str, re.Pattern[str]] = {
     line: re.compile(rf"^{re.escape(base)}-\d+(?:\.\d+)*\.{line}(?:_\d+)?$")
     for line, base in BASES.items()}
 CVE_RE = re.compile(r"CVE-\d{4}-\d{4,}")
+# RHEL 7's kernel maintainer signed the 7.3 z-stream headers (3.10.0-514.1.1 .. 514.26.2)
+# with this address, in Red Hat's own src.rpm
+RED_HAT_OTHER_MAILS = ("fhrbata@hrbata.com",)
+# RHEL 7/8 entries start with the tree area: `- [net] Bluetooth: L2CAP: Fix ...`
+AREA_RE = re.compile(r"^\[[\w/.-]+\] ")
 # Red Hat's header: `* Mon Jul 28 2025 Name <mail> [5.14.0-570.32.1.el9_6]`
 HEADER_RE = re.compile(r"^\* .*<(?P<mail>[^>]*)>.*\[(?P<build>[^\]\s]+)\]\s*$")
 BUILD_RE = re.compile(r"^(?P<base>\d+\.\d+\.\d+)-(?P<num>\d+)(?P<z>(?:\.\d+)*)"
                       r"\.el(?P<major>\d+)(?:_(?P<minor>\d+))?$")
-SRPM_RE = re.compile(r"/kernel-(?P<version>\d+\.\d+\.\d+-[\w.]+)\.src\.rpm$")
+# a commit subject naming its src.rpm: AlmaLinux's vault URL, or "import kernel-<version>"
+SRPM_RE = re.compile(r"(?:/|^import )kernel-(?P<version>\d+\.\d+\.\d+-[\w.]+?)(?:\.src\.rpm)?$")
 
 Pair = Tuple[str, str]  # (build as in the header, CVE id)
 
@@ -88,7 +111,8 @@ class Entry:
     @property
     def red_hat(self) -> bool:
         """Written under a Red Hat header (not AlmaLinux's or another rebuilder's)."""
-        return self.mail.lower().endswith("@redhat.com")
+        mail = self.mail.lower()
+        return mail.endswith("@redhat.com") or mail in RED_HAT_OTHER_MAILS
 
     @property
     def cves(self) -> List[str]:
@@ -101,7 +125,7 @@ class Entry:
     @property
     def prefix(self) -> str:
         """The subject's component (`ice` of `ice: Fix ...`), else its first words."""
-        subject = self.text.split(" (", 1)[0]
+        subject = AREA_RE.sub("", self.text.split(" (", 1)[0])
         parts = subject.split(": ")
         if len(parts) > 1:
             return ": ".join(p.strip() for p in parts[:-1])
@@ -171,7 +195,7 @@ class Build:
     def version(self, stream_minor: Dict[int, int]) -> str:
         """hwmgr's string: main line without `_N`, z-stream with its stream's minor."""
         rel = ".".join(str(p) for p in self.key())
-        if self.mainline:
+        if self.mainline or self.line in NO_MINOR:
             return f"{self.base}-{rel}.el{self.major}"
         return f"{self.base}-{rel}.el{self.major}_{stream_minor[self.num]}"
 
@@ -188,20 +212,21 @@ def branch_commits(repo: Path, branch: str) -> List[Tuple[str, str]]:
             for ln in out.splitlines() if ln.strip()]
 
 
-def changelog_files(repo: Path, commit: str, spec_only: bool) -> List[Tuple[str, str, bool]]:
+def changelog_files(repo: Path, commit: str, spec_only: bool,
+                    spec: str = SPEC) -> List[Tuple[str, str, bool]]:
     """(path, blob, present) of the changelog files at commit; spec first."""
-    out = git(repo, "ls-tree", commit, "almalinux/", "redhat/").decode()
+    out = git(repo, "ls-tree", commit, spec.rsplit("/", 1)[0] + "/", "redhat/").decode()
     found: List[Tuple[str, str, bool]] = []
     aux: List[Tuple[str, str, bool]] = []
     for ln in out.splitlines():
         meta, path = ln.split("\t", 1)
         blob = meta.split()[2]
-        if path == SPEC:
+        if path == spec:
             found.append((path, blob, git_has(repo, blob)))
         elif AUX_RE.match(path) and not spec_only:
             aux.append((path, blob, git_has(repo, blob)))
-    if not any(p == SPEC for p, _, _ in found):
-        found.append((SPEC, "", False))
+    if not any(p == spec for p, _, _ in found):
+        found.append((spec, "", False))
     return found + sorted(aux)
 
 
@@ -249,7 +274,8 @@ class Collected:
                 self.first.setdefault(pair, (commit, path, e.prefix))
 
 
-def collect(repo: Path, branches: Sequence[str], spec_only: bool = False) -> Collected:
+def collect(repo: Path, branches: Sequence[str], spec_only: bool = False,
+            spec: str = SPEC) -> Collected:
     col = Collected()
     done: Set[str] = set()
     for branch in branches:
@@ -262,9 +288,9 @@ def collect(repo: Path, branches: Sequence[str], spec_only: bool = False) -> Col
                 continue
             done.add(commit)
             files: List[str] = []
-            for path, blob, present in changelog_files(repo, commit, spec_only):
+            for path, blob, present in changelog_files(repo, commit, spec_only, spec):
                 if not present:
-                    if path == SPEC:
+                    if path == spec:
                         col.missing.append({"branch": branch, "commit": commit,
                                             "srpm": subject})
                     continue
@@ -279,15 +305,22 @@ def collect(repo: Path, branches: Sequence[str], spec_only: bool = False) -> Col
     return col
 
 
-def streams_of(tips: Dict[str, str]) -> Dict[str, Dict[int, int]]:
-    """line -> build number of each branch's stream -> its minor release."""
+def streams_of(tips: Dict[str, str], headers: Iterable[str] = ()) -> Dict[str, Dict[int, int]]:
+    """line -> build number of each branch's stream -> its minor release; `headers` adds
+    the streams whose z-stream headers state it (`_N`), for a branch of many minors."""
     out: Dict[str, Dict[int, int]] = {}
-    for tip in tips.values():
+    for tip in [*sorted(headers), *tips.values()]:
         b = Build.parse(tip)
         if b is None or b.minor is None or b.mainline:
             continue
         out.setdefault(b.line, {})[b.num] = b.minor
     return out
+
+
+def placeable(b: Build, minors: Dict[str, Dict[int, int]]) -> bool:
+    """A z-stream build whose string hwmgr can compare: its minor release known, or a line
+    whose builds carry none (el7: `3.10.0-1160.119.1.el7`)."""
+    return b.line in NO_MINOR or b.num in minors.get(b.line, {})
 
 
 def coverage(headers: Iterable[str],
@@ -296,19 +329,21 @@ def coverage(headers: Iterable[str],
     best: Dict[str, Dict[int, Build]] = {}
     for h in headers:
         b = Build.parse(h)
-        if b is None or b.mainline or b.num not in minors.get(b.line, {}):
+        if b is None or b.mainline or not placeable(b, minors):
             continue
         cur = best.setdefault(b.line, {}).get(b.num)
         if cur is None or b.key() > cur.key():
             best[b.line][b.num] = b
-    return {line: {str(num): best[line][num].version(minors[line]) for num in sorted(best[line])}
+    return {line: {str(num): best[line][num].version(minors.get(line, {}))
+                   for num in sorted(best[line])}
             for line in sorted(best, key=lambda s: int(s[2:]))}
 
 
-def propose(col: Collected, cves: Dict[str, List[str]]) -> Tuple[Dict[str, object], Counter]:
+def propose(col: Collected, cves: Dict[str, List[str]], repo_url: str = REPO_URL,
+            minor_from_header: bool = False) -> Tuple[Dict[str, object], Counter]:
     """The proposal's `lines`/`streams` and counters."""
     counts: Counter = Counter()
-    minors = streams_of(col.tips)
+    minors = streams_of(col.tips, col.headers if minor_from_header else ())
     # per line, CVE -> list of (Build, header string, where)
     named: Dict[str, Dict[str, List[Tuple[Build, str, Tuple[str, str, str]]]]] = {}
     for (header, cve), where in sorted(col.first.items()):
@@ -318,7 +353,7 @@ def propose(col: Collected, cves: Dict[str, List[str]]) -> Tuple[Dict[str, objec
         if b is None or BASES.get(b.line) != b.base:
             counts["skipped: header not a GA-base build (5.14-N, 6.11.0-N)"] += 1
             continue
-        if not b.mainline and b.num not in minors.get(b.line, {}):
+        if not b.mainline and not placeable(b, minors):
             counts["skipped: dotted pre-GA build (5.14.0-1.6.1)"] += 1
             continue
         if not b.mainline and b.minor is not None and b.minor != minors[b.line][b.num]:
@@ -340,7 +375,7 @@ def propose(col: Collected, cves: Dict[str, List[str]]) -> Tuple[Dict[str, objec
                 if not FIXED_RE[line].match(v):
                     raise ValueError(f"{cve}: {v} is not an {line} build hwmgr accepts")
                 fixed.append(v)
-                urls.append(f"{REPO_URL}/blob/{commit}/{path}")
+                urls.append(f"{repo_url}/blob/{commit}/{path}")
                 evidence.append(f"the kernel-{v} changelog names {cve} ({prefix})")
                 counts[f"{line} main-line fixes" if b.mainline else f"{line} z-stream fixes"] += 1
             main = [b for b, _, _ in chosen if b.mainline]
@@ -360,9 +395,10 @@ def propose(col: Collected, cves: Dict[str, List[str]]) -> Tuple[Dict[str, objec
     return result, counts
 
 
-def source_text(repo: Path, branches: Sequence[str], col: Collected, spec_only: bool) -> str:
-    what = SPEC if spec_only else f"{SPEC} and redhat/kernel.changelog-N.M"
-    head = (f"{REPO_URL}, branches {', '.join(branches)}: "
+def source_text(repo: Path, branches: Sequence[str], col: Collected, spec_only: bool,
+                spec: str = SPEC, repo_url: str = REPO_URL) -> str:
+    what = spec if spec_only else f"{spec} and redhat/kernel.changelog-N.M"
+    head = (f"{repo_url}, branches {', '.join(branches)}: "
             f"{what} of every commit, Red Hat's build headers only")
     commits = "; ".join(f"{r['branch']} {r['commit']} ({', '.join(map(str, r['files'])) or '-'})"
                         for r in col.read)
@@ -370,7 +406,7 @@ def source_text(repo: Path, branches: Sequence[str], col: Collected, spec_only: 
 
 
 def summary(cves: Dict[str, List[str]], result: Dict[str, object], counts: Counter,
-            col: Collected) -> str:
+            col: Collected, spec: str = SPEC) -> str:
     lines: Dict[str, Dict[str, object]] = result["lines"]  # type: ignore[assignment]
     out: List[str] = []
     per: Dict[str, Counter] = {}
@@ -390,7 +426,7 @@ def summary(cves: Dict[str, List[str]], result: Dict[str, object], counts: Count
     out.append(f"catalog CVEs named in a Revert entry: {len(result['reverts'])}")  # type: ignore[arg-type]
     out.append("catalog CVEs named only under a rebuilder's header (not counted): "
                f"{result['not_red_hat']}")
-    out.append(f"commits read: {len(col.read)}; without {SPEC}: {len(col.missing)}")
+    out.append(f"commits read: {len(col.read)}; without {spec}: {len(col.missing)}")
     for m in col.missing:
         out.append(f"  {m['branch']} {m['commit']} {m['srpm'].rsplit('/', 1)[-1]}")
     return "\n".join(out)
@@ -398,20 +434,25 @@ def summary(cves: Dict[str, List[str]], result: Dict[str, object], counts: Count
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    ap.add_argument("repo", type=Path, help="bare git dir of mkuron/almalinux-kernel")
+    ap.add_argument("repo", type=Path, help="bare git dir of the src.rpm import")
     ap.add_argument("--branches", nargs="+", default=list(DEFAULT_BRANCHES))
     ap.add_argument("--catalog", type=Path, default=ROOT / "catalogs" / "drivers")
     ap.add_argument("--spec-only", action="store_true",
                     help="read almalinux/kernel.spec only, not redhat/kernel.changelog-N.M")
+    ap.add_argument("--spec", default=SPEC, help="the spec's path in the import")
+    ap.add_argument("--repo-url", default=REPO_URL, help="the import's GitHub address")
+    ap.add_argument("--minor-from-header", action="store_true",
+                    help="a branch holds several minor releases: a z-stream header's _N says which")
     ap.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     args = ap.parse_args(argv)
     cves = catalog_cves(args.catalog)
-    col = collect(args.repo, args.branches, spec_only=args.spec_only)
-    result, counts = propose(col, cves)
-    doc = {"source": source_text(args.repo, args.branches, col, args.spec_only), **result}
+    col = collect(args.repo, args.branches, spec_only=args.spec_only, spec=args.spec)
+    result, counts = propose(col, cves, args.repo_url, minor_from_header=args.minor_from_header)
+    doc = {"source": source_text(args.repo, args.branches, col, args.spec_only, args.spec,
+                                 args.repo_url), **result}
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n", encoding="utf-8")
-    print(summary(cves, result, counts, col), file=sys.stderr)
+    print(summary(cves, result, counts, col, args.spec), file=sys.stderr)
     return 0
 
 

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,8 @@ class Bed:
     catalog: Path
     env: dict[str, str] = field(default_factory=dict)
     srpms: dict[str, Path] = field(default_factory=dict)
+    mok_cn: str = ""  # the module-signing key's subject CN and serial (mok_pair)
+    mok_serial: str = ""
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -93,6 +96,24 @@ def cleanup_dkms(kver: str) -> None:
         host.run(["depmod", "-a", kver])  # forget the files just deleted
 
 
+def mok_pair(tmp: Path, cn: str) -> tuple[Path, Path, str]:
+    """A module-signing key pair made by openssl as a MOK is (RSA, self-signed X.509, DER):
+    (key, certificate, the certificate's serial in hex)."""
+    key, cert = tmp / "mok.key", tmp / "mok.der"
+    subprocess.run(["openssl", "req", "-new", "-x509", "-newkey", "rsa:2048", "-nodes",
+                    "-days", "2", "-subj", f"/CN={cn}", "-keyout", str(key), "-outform", "DER",
+                    "-out", str(cert)], check=True, capture_output=True, timeout=120)
+    serial = subprocess.run(["openssl", "x509", "-inform", "DER", "-in", str(cert), "-noout",
+                             "-serial"], check=True, capture_output=True, text=True,
+                            timeout=60).stdout.strip().split("=", 1)[1]
+    return key, cert, serial
+
+
+def same_serial(a: str, b: str) -> bool:
+    """modinfo's sig_key (AA:BB:...) and openssl's serial (AABB...) name the same number."""
+    return int(a.replace(":", ""), 16) == int(b.replace(":", ""), 16)
+
+
 def make_bed(tmp: Path, versions: tuple[str, ...] = ("1.0", "1.1")) -> tuple[Bed, object]:
     kver = headers_kernel()
     assert kver, "linux-headers-amd64 must be installed (make test installs it)"
@@ -104,9 +125,11 @@ def make_bed(tmp: Path, versions: tuple[str, ...] = ("1.0", "1.1")) -> tuple[Bed
     write_catalog(bed.catalog, url, srpms)
     keys = tmp / "keys"
     keys.mkdir()
+    bed.mok_cn = f"hwmgr test MOK {os.getpid()}"
+    key, cert, bed.mok_serial = mok_pair(keys, bed.mok_cn)
     bed.env = {
         "HWMGR_STATE_DIR": str(tmp / "state"), "HWMGR_CACHE_DIR": str(tmp / "cache"),
-        "HWMGR_SIGN_KEY": str(keys / "mok.key"), "HWMGR_SIGN_CERT": str(keys / "mok.pub"),
+        "HWMGR_SIGN_KEY": str(key), "HWMGR_SIGN_CERT": str(cert),
         "SSH_CONNECTION": "",
     }
     os.environ.pop("HWMGR_CRASH_AT", None)

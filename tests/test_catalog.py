@@ -757,14 +757,18 @@ def test_docs_site_layer_example_validates(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     """The site layers docs/catalog.md shows are accepted layered over the shipped catalog:
     the first makes its version the recommended one, the second adds a kernel to a listed
-    version (naming only that one: kernels merge by value)."""
+    version (naming only that one: kernels merge by value); the third (the offline path) names
+    a file obtained by hand instead of a URL."""
     text = (REPO / "docs" / "catalog.md").read_text()
     blocks = re.findall(r"```json\n(.*?)```", text, re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     layer, kernels = tmp_path / "20-igb.json", tmp_path / "60-kernels.json"
     layer.write_text(blocks[0])
     kernels.write_text(blocks[1])
+    offline = tmp_path / "21-igb-offline.json"
+    offline.write_text(blocks[2])
     assert main(["catalog", "validate", str(SHIPPED), str(layer), str(kernels)]) == 0
+    assert main(["catalog", "validate", str(SHIPPED), str(offline)]) == 0
     cat = load_catalog([SHIPPED, layer, kernels])
     assert cat.entry("igb")["versions"]["5.18.7"]["status"] == "recommended"
     shipped = load_catalog([SHIPPED]).entry("be2net")["versions"]["10.2.470.14"]["kernels"]

@@ -140,6 +140,43 @@ def test_focal_update_sections() -> None:
     assert found.builds["5.4.0-164"] == {"5.4.0-164.181": "5.4.248"}
 
 
+NOBLE = "ubuntu-noble-6.8.0-45.45..6.8.0-40.40.changelog"
+
+
+def test_noble_update_sections_and_patchsets() -> None:
+    """6.8.0-40.40 applies v6.8.9 .. v6.8.12 whole; 6.8.0-44.44 on, 6.8 ended upstream and
+    Ubuntu takes dated patchsets from newer stable series: no upstream release is their base."""
+    entries = _entries(NOBLE)
+    assert [e.version for e in entries] == ["6.8.0-45.45", "6.8.0-44.44", "6.8.0-40.40"]
+    assert sorted(kb.released_updates(entries[2].body), key=kb.vkey) == [
+        "6.8.9", "6.8.10", "6.8.11", "6.8.12"]
+    found = kb.ubuntu_found(entries)
+    assert found.table() == {"6.8.0-40": "6.8.12"}
+    assert found.picked == ["6.8.0-44.44", "6.8.0-45.45"]
+    # focal's "upstream stable patchset v5.4.192" is its own series, not a dated pick
+    assert not kb._PATCHSET.match("  * Focal update: upstream stable patchset v5.4.192 (LP: #1)")
+
+
+def test_update_keeps_the_other_sections(tmp_path: Path) -> None:
+    """--update rewrites the distributions given sources for and keeps the rest (the
+    hand-kept lifecycle, Debian's table when only Ubuntu changelogs are given)."""
+    out = tmp_path / "kernel-builds.json"
+    keep = {"debian": {"abi": {"6.1.0-18": "6.1.76"}, "evidence": []},
+            "lifecycle": {"as_of": "2026-11"}}
+    out.write_text(json.dumps({"schema_version": 3, "kernel_builds": keep}))
+    args = ["--source", "ubuntu", str(FIX / NOBLE), "https://example.invalid/noble",
+            "-o", str(out)]
+    assert kb.main([*args, "--update"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["kernel_builds"]["debian"] == keep["debian"]
+    assert doc["kernel_builds"]["lifecycle"] == keep["lifecycle"]
+    ubu = doc["kernel_builds"]["ubuntu"]
+    assert ubu["abi"] == {"6.8.0-40": "6.8.12"}
+    assert "6.8.0-44.44 .. 6.8.0-45.45" in ubu["evidence"][0]["observed"]
+    assert kb.main(args) == 0  # without --update: the file is the run's output alone
+    assert list(json.loads(out.read_text())["kernel_builds"]) == ["ubuntu"]
+
+
 def test_natural_order() -> None:
     keys = ["6.1.0-10", "6.12.74+deb13+1", "5.10.0-9", "6.1.0-9", "6.12.74+deb13",
             "6.12.100+deb13"]

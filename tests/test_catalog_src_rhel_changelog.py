@@ -119,3 +119,61 @@ def test_build_forms() -> None:
     assert rc.Build.parse("5.14.0-427.el9").mainline
     assert rc.Build.parse("5.14-1.2.1.el9") is None
     assert rc.Build.parse("5.14.0-1.6.1.el9").key() == (1, 6, 1)
+
+
+# RHEL 8 and 7 as CentOS imported Red Hat's src.rpm (github.com/MafSam/centos, c8 and c7)
+EL8_2 = "el8_2-4.18.0-193.28.1..193.21.1.changelog"
+EL8_MAIN = "el8-4.18.0-173.el8.changelog"
+EL7 = "el7-3.10.0-514.26.1..514.24.1.changelog"
+C8 = "8195f79cf59fa7e6514be865650bffbd52650d29"
+C7 = "d6bfd60741b14479a15b43acaa1ea5a8d73df543"
+CENTOS = "https://github.com/MafSam/centos"
+
+
+def test_pairs_of_el8_and_el7_excerpts() -> None:
+    pairs = _pairs(EL8_2)
+    assert ("4.18.0-193.28.1.el8_2", "CVE-2020-12351") in pairs
+    assert ("4.18.0-193.27.1.el8_2", "CVE-2020-14331") in pairs
+    assert ("4.18.0-193.23.1.el8_2", "CVE-2020-14386") in pairs
+    assert {c for _, c in pairs} == {"CVE-2020-12351", "CVE-2020-12352", "CVE-2020-14331",
+                                     "CVE-2020-14385", "CVE-2020-14386"}
+    by_cve = {c: e for e in _entries(EL8_2) for c in e.cves}
+    # the `[net]` tree area is not the component
+    assert by_cve["CVE-2020-12351"].prefix == "Bluetooth: L2CAP"
+    assert set(_pairs(EL8_MAIN)) == {("4.18.0-173.el8", "CVE-2018-12207")}  # ten entries
+    # the 7.3 z-stream headers are signed @hrbata.com by RHEL 7's maintainer: Red Hat's own
+    el7 = _pairs(EL7)
+    assert ("3.10.0-514.26.1.el7", "CVE-2017-1000364") in el7
+    assert ("3.10.0-514.25.1.el7", "CVE-2017-7895") in el7
+    assert {b for b, _ in el7} == {"3.10.0-514.26.1.el7", "3.10.0-514.25.1.el7"}
+
+
+def test_el8_fixed_lists_with_minor_from_header() -> None:
+    col = rc.Collected()
+    col.add(_entries(EL8_2), C8, "SPECS/kernel.spec")
+    col.add(_entries(EL8_MAIN), C8, "SPECS/kernel.spec")
+    col.add(_entries(EL7), C7, "SPECS/kernel.spec")
+    # a CentOS branch holds every minor release: its tip says nothing of stream 193
+    col.tips = {"c8": "4.18.0-477.13.1.el8_8", "c7": "3.10.0-1160.119.1.el7"}
+    cves = {"CVE-2020-14386": ["tg3"], "CVE-2018-12207": ["ice"],
+            "CVE-2017-7477": ["ixgbe"], "CVE-2099-0001": ["ice"]}
+    without, _ = rc.propose(col, cves, CENTOS)
+    assert set(without["lines"]["el8"]) == {"CVE-2018-12207"}  # z-streams of no known minor
+    result, counts = rc.propose(col, cves, CENTOS, minor_from_header=True)
+    el8 = result["lines"]["el8"]
+    assert el8["CVE-2020-14386"]["fixed"] == ["4.18.0-193.23.1.el8_2"]
+    assert el8["CVE-2018-12207"]["fixed"] == ["4.18.0-173.el8"]
+    assert el8["CVE-2020-14386"]["urls"] == [f"{CENTOS}/blob/{C8}/SPECS/kernel.spec"]
+    assert el8["CVE-2020-14386"]["evidence"] == [
+        "the kernel-4.18.0-193.23.1.el8_2 changelog names CVE-2020-14386 (packet)"]
+    # RHEL 7 builds carry no `_N` (hosts print `3.10.0-514.25.1.el7` too): the stream is 514
+    assert result["lines"]["el7"] == {"CVE-2017-7477": {
+        "fixed": ["3.10.0-514.25.1.el7"],
+        "urls": [f"{CENTOS}/blob/{C7}/SPECS/kernel.spec"],
+        "evidence": ["the kernel-3.10.0-514.25.1.el7 changelog names CVE-2017-7477 (macsec)"]}}
+    assert result["streams"]["el8"] == {"193": "4.18.0-193.28.1.el8_2"}
+    assert result["streams"]["el7"] == {"514": "3.10.0-514.26.1.el7"}
+    assert counts["el8 z-stream fixes"] == 1 and counts["el8 main-line fixes"] == 1
+    assert counts["el7 z-stream fixes"] == 1
+    for data in el8.values():
+        assert all(rc.FIXED_RE["el8"].match(v) for v in data["fixed"])

@@ -80,7 +80,8 @@ def test_no_verdict_names_what_the_host_does_not_run(cat: Catalog) -> None:
 def test_verdict_share_on_real_servers(cat: Catalog) -> None:
     """Every function on a kernel build the catalog places gets a verdict; the others (a
     post that prints no kernel release, a derivative kernel) are uncatalogued kernel builds,
-    and the share over all is held at what this catalog reaches (docs/known-issues.md)."""
+    and the share over all is held at what this catalog reaches (docs/known-issues.md): an
+    unplaced build whose every known carrier is past its end of support is outdated."""
     counted = judged = placed = placed_judged = 0
     misses = []
     for host_dir in HOSTS:
@@ -100,4 +101,4 @@ def test_verdict_share_on_real_servers(cat: Catalog) -> None:
           f"verdict ({share:.0%}); on kernels the catalog places: {placed_judged} of "
           f"{placed}; misses: {misses}")
     assert placed >= 6 and placed_judged == placed, misses
-    assert share >= 0.4, misses
+    assert share >= 0.8, misses

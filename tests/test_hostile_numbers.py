@@ -30,6 +30,14 @@ LITERALS = {
     "just-past-bound": "0x" + "f" * (MAX_NUMBER_CHARS - 1),
     "zeros": "0" * 10000 + "1",
 }
+# digits Python's int() takes that are not ASCII (Arabic-Indic, fullwidth, mathematical): one
+# verb each, as unknown is all they can be
+UNICODE_DIGITS = {
+    "arabic-indic": "\u0663" * 5000,
+    "fullwidth-short": "\uff11\uff15\uff10\uff10",
+    "math-bold": "\U0001d7d7" * 40,
+    "hex-unicode-digits": "0x" + "\u0661" * 30,
+}
 SYSFS = [f"{DEV}/numa_node", f"{DEV}/current_link_width", f"{DEV}/sriov_totalvfs",
          f"{DEV}/sriov_numvfs", f"{NET}/mtu", f"{NET}/speed", f"{NET}/carrier",
          f"{NET}/tx_queue_len"]
@@ -62,7 +70,7 @@ def _sysfs_case(rel: str, lit: str, verb: str) -> Case:
         target.write_text(lit + "\n")
         return argv(str(root))
 
-    return Case("huge-int-sysfs", f"{rel}/{lit[:6]}{len(lit)}/{verb}", build, frozenset(codes))
+    return Case("huge-int-sysfs", f"{rel}/{lit[:6]!a}{len(lit)}/{verb}", build, frozenset(codes))
 
 
 def _tool_case(rel: str, line: str, lit: str, verb: str) -> Case:
@@ -76,17 +84,20 @@ def _tool_case(rel: str, line: str, lit: str, verb: str) -> Case:
         (root / rel).write_text(text.replace(line, f"{label}:\t{lit}", 1))
         return argv(str(root))
 
-    return Case("huge-int-ethtool", f"{rel}/{line}/{lit[:6]}{len(lit)}/{verb}", build,
+    return Case("huge-int-ethtool", f"{rel}/{line}/{lit[:6]!a}{len(lit)}/{verb}", build,
                 frozenset(codes))
 
 
 def _cases() -> dict[str, list[Case]]:
     sysfs = [_sysfs_case(rel, lit, verb) for rel in SYSFS for lit in LITERALS.values()
              for verb in ("inventory-json", "check")]
+    sysfs += [_sysfs_case(rel, lit, "check") for rel in SYSFS for lit in UNICODE_DIGITS.values()]
     sysfs += [_sysfs_case(rel, LITERALS["hex"], verb) for rel in SYSFS
               for verb in ("inventory", "check-json", "apply")]
     tool = [_tool_case(rel, line, lit, verb) for rel, line in TOOL for lit in LITERALS.values()
             for verb in ("check", "check-json")]
+    tool += [_tool_case(rel, line, lit, "check") for rel, line in TOOL
+             for lit in UNICODE_DIGITS.values()]
     tool += [_tool_case(rel, line, LITERALS["hex"], "apply") for rel, line in TOOL]
     return {"huge-int-sysfs": sysfs, "huge-int-ethtool": tool}
 

@@ -72,6 +72,12 @@ def test_el_streams() -> None:
     assert kbuild.fix_for("el8", "4.18.0-553.5.1.el8_10", fixed)[0] is True
     # without a main-line fix a later minor release is not assumed fixed
     assert kbuild.fix_for("el8", "4.18.0-553.5.1.el8_10", fixed[:2]) == (False, None)
+    # RHEL 7's z-streams carry no _N: the dotted release marks them, not main line
+    el7 = ("3.10.0-514.25.1.el7", "3.10.0-693.el7")
+    assert kbuild.fix_for("el7", "3.10.0-514.21.1.el7", el7) == (False, el7[0])
+    assert kbuild.fix_for("el7", "3.10.0-514.26.2.el7.x86_64", el7)[0] is True
+    assert kbuild.fix_for("el7", "3.10.0-693.el7", el7)[0] is True
+    assert kbuild.fix_for("el7", "3.10.0-1160.119.1.el7", el7[:1]) == (False, None)
     assert kbuild.el_minor("4.18.0-305.25.1.el8_4.x86_64") == "8.4"
     assert kbuild.el_minor("4.18.0-305.el8.x86_64") is None
 

@@ -308,6 +308,18 @@ def test_kernel_install_hook_ignores_remove(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ a real build (slow)
+def _modinfo_fields(kver: str, name: str) -> dict[str, str]:
+    """`modinfo -k KVER NAME` as field -> value (a continued field keeps its first line)."""
+    info = subprocess.run(["modinfo", "-k", kver, name], capture_output=True, text=True,
+                          check=True, timeout=60).stdout
+    out: dict[str, str] = {}
+    for ln in info.splitlines():
+        k, sep, v = ln.partition(":")
+        if sep and not k.startswith((" ", "\t")):
+            out.setdefault(k.strip(), v.strip())
+    return out
+
+
 def _tree(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*")) if root.exists() else []
 
@@ -325,25 +337,46 @@ def headers_not_running() -> str:
     return kver
 
 
+SB_GUID = "8be4df61-93ca-11d2-aa0d-00e098032b8c"  # EFI_GLOBAL_VARIABLE
+
+
+def secure_boot_root(tmp: Path, on: bool) -> Host:
+    """A root whose SecureBoot efivar holds what the kernel exposes: 4 bytes of attributes
+    (NV|BS|RT = 0x06, little-endian) then the value byte."""
+    var = tmp / f"sys/firmware/efi/efivars/SecureBoot-{SB_GUID}"
+    var.parent.mkdir(parents=True)
+    var.write_bytes(b"\x06\x00\x00\x00" + (b"\x01" if on else b"\x00"))
+    return Host(tmp, SubprocessRunner())
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("broken", [False, True], ids=["builds", "fails-to-build"])
+@pytest.mark.parametrize("case", ["builds", "fails-to-build", "secure-boot-signed",
+                                  "secure-boot-no-key"])
 def test_real_gate_for_a_kernel_installed_but_not_running(
-        broken: bool, headers_not_running: str, tmp_path: Path) -> None:
+        case: str, headers_not_running: str, tmp_path: Path) -> None:
     """A managed test module (tests/kmod) in a scratch state dir: the gate's real DKMS build,
     install for that kernel only, depmod and modinfo checks; or, when the source does not
-    compile, not ready quoting the make line and the kept log. /lib/modules/KVER/updates and
-    DKMS end exactly as they were."""
+    compile, not ready quoting the make line and the kept log. With Secure Boot on (read from
+    the efivar by guard.secure_boot): DKMS signs with the openssl-made key the upgrade
+    recorded (sign-file) and modinfo's signer and key serial are that key's; with no key to
+    sign with, the gate says not ready and why. /lib/modules/KVER/updates and DKMS end exactly
+    as they were."""
     import dataclasses
 
     import srpmfactory
+    from lifecycle_env import mok_pair, same_serial
 
     from hwmgr.inventory import guard
     from hwmgr.lifecycle.dkms import Dkms, render_dkms_conf
     from hwmgr.lifecycle.recipe import ModuleSpec, load_recipe
     from hwmgr.lifecycle.srpm import unpack_srpm
 
+    broken, sb = case == "fails-to-build", case.startswith("secure-boot")
     kver = headers_not_running
-    name, version = ("hwmgrtest_gatebad" if broken else "hwmgrtest_gate"), f"1.0.{os.getpid()}"
+    name = {"builds": "hwmgrtest_gate", "fails-to-build": "hwmgrtest_gatebad",
+            "secure-boot-signed": "hwmgrtest_gatesb",
+            "secure-boot-no-key": "hwmgrtest_gatenk"}[case]
+    version = f"1.0.{os.getpid()}"
     recipe = dataclasses.replace(load_recipe("hwmgrtest"), driver=name, srpm_name=name,
                                  tarball=f"{name}-{{version}}.tar.gz",
                                  subdir=f"{name}-{{version}}", modules=(ModuleSpec(name),))
@@ -351,7 +384,15 @@ def test_real_gate_for_a_kernel_installed_but_not_running(
     updates = Path(f"/lib/modules/{kver}/updates")
     before = _tree(updates)
     existed = {d: d.exists() for d in (updates / "dkms", updates)}
-    dkms = Dkms(host, mok_key=tmp_path / "mok.key", mok_cert=tmp_path / "mok.pub")
+    cn = f"hwmgr test MOK {name} {version}"
+    key, cert, serial = mok_pair(tmp_path, cn) if case == "secure-boot-signed" else (
+        tmp_path / "mok.key", tmp_path / "mok.pub", "")
+    dkms = Dkms(host, mok_key=key, mok_cert=cert)
+    if case == "secure-boot-no-key":  # no sign-file to sign with: DKMS says it and goes on
+        dkms.env["sign_file"] = str(tmp_path / "no-sign-file")
+    secure_boot = guard.secure_boot(secure_boot_root(tmp_path / "efi", True)) if sb \
+        else guard.secure_boot(host)
+    assert secure_boot is True or not sb, "mokutil answered for this machine, not the efivar"
     if dkms.is_added(name, version) or Path(f"/usr/src/{name}-{version}").exists():
         pytest.skip(f"{name}/{version} exists on this host already; not touching it")
     srpm = srpmfactory.build_srpm(name, version, tmp_path / "srpm", broken=broken)
@@ -361,10 +402,12 @@ def test_real_gate_for_a_kernel_installed_but_not_running(
         state = StateDir(host, str(tmp_path / "state"))
         j = state.journal()
         params = {"driver": name, "version": version, "modules": [name], "kernels": [kver],
-                  "initramfs": [], "drivers_dir": str(tmp_path / "no-recipes")}
+                  "initramfs": [], "drivers_dir": str(tmp_path / "no-recipes"),
+                  "sign_key": str(key), "sign_cert": str(cert)}
         j.set_txn(j.begin("upgrade", name, params, []), state="committed")
         (m,) = kernelgate.managed_drivers(state)
-        r = kernelgate.gate_driver(host, state, m, kver, guard.secure_boot(host), dkms=dkms)
+        assert (m.sign_key, m.sign_cert) == (str(key), str(cert))  # what the gate signs with
+        r = kernelgate.gate_driver(host, state, m, kver, secure_boot, dkms=dkms)
         rec = kernelgate.write_record(host, state, kver, os.uname().release, [r])
         state.close()
         if broken:
@@ -374,12 +417,21 @@ def test_real_gate_for_a_kernel_installed_but_not_running(
             assert r.facts["make_line"] in r.why and "this_does_not_compile" in log.read_text()
             assert not Path(f"/lib/modules/{kver}/updates/dkms/{name}.ko").exists()
             return
+        if case == "secure-boot-no-key":
+            assert not r.ready and r.why == (
+                f"{name}: unsigned while Secure Boot is on: the module would not load (give "
+                "DKMS a module-signing key: HWMGR_SIGN_KEY/HWMGR_SIGN_CERT at upgrade, or "
+                "/var/lib/dkms/mok.key)"), r.why
+            assert rec["ready"] is False and rec["drivers"][name]["ready"] is False
+            assert "signer" not in _modinfo_fields(kver, name)
+            return
         assert r.ready, r.why
         ko = f"/lib/modules/{kver}/updates/dkms/{name}.ko"
-        info = subprocess.run(["modinfo", "-k", kver, name], capture_output=True, text=True,
-                              check=True).stdout
-        fields = {k.strip(): v.strip() for k, _, v in
-                  (ln.partition(":") for ln in info.splitlines())}
+        fields = _modinfo_fields(kver, name)
+        if case == "secure-boot-signed":  # signed by the key given, read back by modinfo
+            assert fields["signer"] == cn and fields["sig_hashalgo"], fields
+            assert same_serial(fields["sig_key"], serial), (fields["sig_key"], serial)
+            assert r.facts[name]["signature"] == f"signed by {cn}"
         assert fields["filename"] == ko and fields["version"] == version
         assert fields["vermagic"].split()[0] == kver
         got = r.facts[name]

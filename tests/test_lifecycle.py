@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from lifecycle_env import MODULE, Bed, cleanup_dkms, make_bed, write_catalog
+from lifecycle_env import MODULE, Bed, cleanup_dkms, make_bed, same_serial, write_catalog
 from support import run_cli
 
 from hwmgr.host.runner import SubprocessRunner
@@ -91,7 +91,23 @@ def test_full_cycle(bed: Bed) -> None:
     assert "committed" in res.stdout
     v10 = module_state(bed)
     assert v10[0] == "1.0"
+    # DKMS signed it (sign-file) with the openssl-made key HWMGR_SIGN_KEY/CERT name: modinfo
+    # reads that key's subject and serial back from the module's signature
+    signed = {f: subprocess.run(["modinfo", "-k", bed.kver, "-F", f, MODULE], capture_output=True,
+                                text=True, check=True).stdout.strip()
+              for f in ("signer", "sig_key")}
+    assert signed["signer"] == bed.mok_cn and same_serial(signed["sig_key"], bed.mok_serial), \
+        (signed, bed.mok_serial)
     assert "installed" in host_fingerprint(bed)["dkms"]
+    # another hwmgr holds the state dir's lock: the rollback is refused, nothing changes
+    before = host_fingerprint(bed)
+    state_dir = bed.env["HWMGR_STATE_DIR"]
+    held = StateDir(Host("/", SubprocessRunner(), writable=[state_dir]), state_dir)
+    with held.lock(command="test_full_cycle"):
+        res = hw(bed, "rollback", MODULE, "--yes")
+    held.close()
+    assert res.returncode == 10 and "locked by pid" in res.stderr, res.stderr
+    assert host_fingerprint(bed) == before and module_state(bed) == v10
     # rollback to what was there: no module at all
     res = hw(bed, "rollback", MODULE, "--yes")
     assert res.returncode == 0, res.stderr

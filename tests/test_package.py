@@ -276,3 +276,35 @@ def test_post_fails_the_install_when_the_dkms_build_fails(tmp_path: Path) -> Non
                          text=True, timeout=300, check=False)
     assert res.returncode != 0, res.stdout + res.stderr
     assert "h28fail/1.0: added" in res.stdout, res.stdout + res.stderr  # add did run
+
+
+def test_package_a_vendor_tarball_without_url(bed, tmp_path: Path, monkeypatch,
+                                              capsys) -> None:
+    """A source that is the vendor's tarball alone, obtained by hand (no URL; in the cache,
+    where `catalog trust --file` keeps it): wrapped without rpm ever unpacking an SRPM, and
+    without an URL tag (rpmbuild refuses an empty one)."""
+    name = f"{MODULE}-1.0.tar.gz"
+    payload = subprocess.run(["rpm2cpio", str(bed.srpms["1.0"])], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["cpio", "-i", "--quiet", name], input=payload, cwd=tmp_path, check=True)
+    data = (tmp_path / name).read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    doc = json.loads(bed.catalog.read_text())
+    doc["drivers"][MODULE]["versions"]["1.0"]["source"] = {
+        "type": "tarball", "filename": name, "sha256": sha, "size": len(data)}
+    cat = tmp_path / "by-hand.json"
+    cat.write_text(json.dumps(doc))
+    monkeypatch.setattr(bed, "catalog", cat)
+    cache = tmp_path / "cache"
+    (cache / "sha256" / sha).mkdir(parents=True)
+    (cache / "sha256" / sha / name).write_bytes(data)
+    monkeypatch.setitem(bed.env, "HWMGR_CACHE_DIR", str(cache))
+    out = tmp_path / "out"
+    rc, got, calls = _package(bed, monkeypatch, capsys, "--to", "1.0", "--out", str(out))
+    assert rc == 0, got
+    assert got["data"]["source"]["origin"] == "cache"
+    assert {c[0] for c in calls} == {"rpmbuild"}, calls  # no SRPM: nothing for rpm to unpack
+    rpm = out / f"{MODULE}-dkms-1.0-1.noarch.rpm"
+    assert query(rpm, "--qf", "%{NAME} %{URL}") == f"{MODULE}-dkms (none)"
+    src = f"/usr/src/{MODULE}-1.0"
+    assert f"{src}/{MODULE}.c" in query(rpm, "-l").split()

@@ -133,3 +133,25 @@ def test_hostile_notes_are_not_trusted(host: Host) -> None:
     db.commit()
     db.close()
     assert reboot_pending(host, STATE) == []
+
+
+@pytest.mark.slow  # a whole check of a snapshot
+def test_check_verb_exits_7_on_a_snapshot_taken_before_the_reboot(tmp_path: Path) -> None:
+    """`hwmgr check --root` of a host whose journal holds an upgrade committed in the boot the
+    snapshot saw: reboot pending, exit 7 (the compliance itself is clean: seed002-after)."""
+    import shutil
+
+    from support import HOSTS, run_cli
+
+    from hwmgr.host.capture import BOOT_ID
+
+    root = tmp_path / "snap"
+    shutil.copytree(HOSTS / "seed002-after", root, symlinks=True)
+    boot(root, BOOT1)
+    meta = json.loads((root / "snapshot.json").read_text())
+    meta["records"] = [*meta.get("records", []), "state", BOOT_ID]
+    (root / "snapshot.json").write_text(json.dumps(meta))
+    txn = commit(Host(root, SubprocessRunner()), "upgrade", "be2net", version="2.0")
+    res = run_cli("check", "--root", str(root))
+    assert res.returncode == 7, res.stderr
+    assert f"reboot pending: be2net: upgrade #{txn} of be2net" in res.stdout, res.stdout

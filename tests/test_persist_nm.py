@@ -1,7 +1,10 @@
 """The NetworkManager backend against a real NetworkManager (Debian's network-manager package),
 confined: its own network namespace (a veth pair), its own mount namespace with a private
-/run (D-Bus system bus, NM's runtime state, udev's database made by `udevadm test`), and
-its keyfiles in a temp dir. hwmgr runs inside those namespaces (nsenter), sets the values
+/run (D-Bus system bus, NM's runtime state, udev's database made by `udevadm test`) and
+/etc/NetworkManager, its config, state and keyfiles in a temp dir, no conf.d of this machine,
+DNS and hostname left alone, every device but v0 unmanaged. The host's own NetworkManager is
+installed masked (`make apt-test`); the test proves this machine's NM and DNS files unchanged.
+hwmgr runs inside those namespaces (nsenter), sets the values
 through `nmcli connection modify`, NM writes the keyfile, a restarted NM reads it and applies
 it when the connection comes up, and `hwmgr revert` puts the properties back.
 """
@@ -25,6 +28,7 @@ SETUP = """set -e
 mount -t tmpfs none /run
 mkdir -p /run/dbus /run/NetworkManager /run/netns
 mount --bind {tmp}/lib /var/lib/NetworkManager
+mount --bind {tmp}/etc /etc/NetworkManager
 for d in v0 v1; do udevadm test --action=add /sys/class/net/$d >/dev/null 2>&1; done
 dbus-daemon --system --fork --print-pid > {tmp}/dbus.pid
 exec sleep 600
@@ -32,13 +36,18 @@ exec sleep 600
 CONF = """[main]
 plugins=keyfile
 no-auto-default=*
+dns=none
+rc-manager=unmanaged
+hostname-mode=none
 [keyfile]
 path={tmp}/connections
-unmanaged-devices=none
+unmanaged-devices=except:interface-name:v0
 [device]
-match-device=*
+match-device=interface-name:v0
 managed=1
 """
+# what a NetworkManager let loose would change on this machine
+HOST_FILES = ("/etc/resolv.conf", "/etc/hostname", "/etc/NetworkManager")
 
 
 class ConfinedNM:
@@ -48,7 +57,7 @@ class ConfinedNM:
         self.tmp, self.ns = tmp, f"h27nm-{os.getpid()}"
         self.holder: subprocess.Popen | None = None
         self.nm: subprocess.Popen | None = None
-        for d in ("lib", "connections"):
+        for d in ("lib", "connections", "etc", "conf.d", "system-conf.d"):
             (tmp / d).mkdir()
         (tmp / "nm.conf").write_text(CONF.format(tmp=tmp))
         subprocess.run(["ip", "netns", "add", self.ns], check=True)
@@ -74,8 +83,13 @@ class ConfinedNM:
                               check=check, cwd=REPO, env=env)
 
     def start_nm(self) -> None:
+        t = self.tmp
         self.nm = subprocess.Popen(self.argv("NetworkManager", "--no-daemon",
-                                             f"--config={self.tmp}/nm.conf"),
+                                             f"--config={t}/nm.conf",
+                                             f"--config-dir={t}/conf.d",
+                                             f"--system-config-dir={t}/system-conf.d",
+                                             f"--intern-config={t}/lib/intern.conf",
+                                             f"--state-file={t}/lib/NetworkManager.state"),
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
         while "v0:ethernet:disconnected" not in self.x(
@@ -110,12 +124,21 @@ class ConfinedNM:
 def nm(tmp_path: Path):
     if os.geteuid() != 0 or not shutil.which("NetworkManager") or not shutil.which("nsenter"):
         pytest.skip("needs root, NetworkManager (network-manager) and nsenter")
+    before = {p: _snapshot(Path(p)) for p in HOST_FILES}
     env = ConfinedNM(tmp_path)
     try:
         env.start_nm()
         yield env
     finally:
         env.teardown()
+    assert {p: _snapshot(Path(p)) for p in HOST_FILES} == before, "NM changed this machine"
+
+
+def _snapshot(path: Path) -> object:
+    """A file's bytes, or a directory's files and their bytes (None when absent)."""
+    if path.is_dir():
+        return {str(f): f.read_bytes() if f.is_file() else None for f in sorted(path.rglob("*"))}
+    return path.read_bytes() if path.exists() else None
 
 
 def test_networkmanager_reads_what_apply_wrote_and_revert_puts_it_back(nm: ConfinedNM,

@@ -287,3 +287,27 @@ def test_plan_names_an_in_tree_module_without_a_version_field() -> None:
     out = console.export_text()
     assert f"target kernel 5.10.0-32-amd64: now a module without a version field ({ko})" in out
     assert "target kernel 6.1.0-56-amd64: now no module" in out
+
+
+@pytest.mark.parametrize(("value", "key", "refused"), [
+    (1, False, True), (1, True, False), (0, False, False)], ids=["on-no-key", "on-key", "off"])
+def test_secure_boot_read_from_the_efivar(seed000: tuple[Path, Path], value: int, key: bool,
+                                          refused: bool) -> None:
+    """No mokutil answer recorded: the SecureBoot efivar, as the kernel exposes it (4 bytes of
+    attributes, NV|BS|RT, then the value), says. On with no module-signing key refuses (9)
+    naming the key it looked for; on with the key and certificate HWMGR_SIGN_KEY/CERT name,
+    or off, plans (--force: the route refusal aside)."""
+    snap, catalog = seed000
+    var = snap / "sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+    var.parent.mkdir(parents=True)
+    var.write_bytes(b"\x06\x00\x00\x00" + bytes([value]))
+    env = {"HWMGR_SIGN_KEY": "/etc/hwmgr/mok.key", "HWMGR_SIGN_CERT": "/etc/hwmgr/mok.der"}
+    if key:
+        (snap / "etc/hwmgr").mkdir(parents=True, exist_ok=True)
+        (snap / "etc/hwmgr/mok.key").write_bytes(b"key")
+        (snap / "etc/hwmgr/mok.der").write_bytes(b"cert")
+    res, doc = plan(snap, catalog, "--force", env=env)
+    assert res.returncode == (9 if refused else 0), doc
+    assert reasons(doc) == ([
+        "Secure Boot is enabled and no module-signing key is configured (/etc/hwmgr/mok.key): "
+        "the new module would not load"] if refused else []), doc

@@ -352,3 +352,17 @@ def test_judge_and_sizing() -> None:
     assert [streams_for(s) for s in (None, 100, 1000, 10000, 25000, 100000)] == [1, 1, 1, 2,
                                                                                   4, 8]
     assert split_duration(3) == (1, 2) and split_duration(20) == (2, 18)
+
+
+def test_iperf3_flooding_stderr_does_not_block(link: VethLink, tmp_path: Path) -> None:
+    """An iperf3 that writes 1 MiB to stderr before it runs (16 pipe buffers' worth): the
+    runner drains both pipes as they fill, so the measurement goes on and passes."""
+    wrapper = tmp_path / "iperf3"
+    wrapper.write_text("#!/bin/sh\nhead -c 1048576 /dev/zero | tr '\\0' e >&2\n"
+                       "exec /usr/bin/iperf3 \"$@\"\n")
+    wrapper.chmod(0o755)
+    rc, doc, _ = hw(link, "--peer", B_IP, "--floor", "1",
+                    env={"PATH": f"{tmp_path}:{os.environ['PATH']}"})
+    assert rc == EXIT_OK, doc
+    (run,) = doc["data"]["runs"]
+    assert run["status"] == "ok" and run["mbps"] > 1, run

@@ -10,8 +10,10 @@ run it in a private mount namespace with overlays when other tests share the mac
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -108,6 +110,11 @@ def test_new_user_story(story: dict) -> None:
     res = hw(s, "catalog", "trust", MODULE, "1.1", "--file", str(pkg), "--yes")
     assert res.returncode == 0, res.stderr
     assert f"package:    {MODULE}-1.1-1" in res.stderr
+    # trust keeps the file in this machine's cache (issue 39); the servers upgraded below are
+    # other machines, with empty caches: they get it from the mirror
+    sha = hashlib.sha256(pkg.read_bytes()).hexdigest()
+    assert (Path(s["env"]["HWMGR_CACHE_DIR"]) / "sha256" / sha / pkg.name).is_file()
+    shutil.rmtree(s["env"]["HWMGR_CACHE_DIR"])
     # 3. ...and declares the kernel they built and tested on: the line plan printed
     Path(line.group(1)).write_text(line.group(2) + "\n")
     # 4. a connected machine fills the internal mirror, served over HTTP

@@ -189,6 +189,13 @@ def el_minor(release: str) -> Optional[str]:
     return f"{el.group(3)[2:]}.{el.group(4)}" if el and el.group(4) else None
 
 
+def _el_main_line(version: str) -> bool:
+    """An EL main-line build (`4.18.0-490.el8`), not a z-stream one: RHEL 7's z-streams
+    (`3.10.0-1160.119.1.el7`) carry no `_N`, so the dotted release says it."""
+    el = _EL.match(version)
+    return el is not None and "." not in el.group(2)
+
+
 def stream(line: str, version: str) -> str:
     """The stream a fix covers: `6.1` of 6.1.84; the EL build number (`477` of
     4.18.0-477.10.1.el8_8)."""
@@ -202,7 +209,7 @@ def stream(line: str, version: str) -> str:
 def fix_for(line: str, version: str, fixed: tuple[str, ...]) -> tuple[bool, Optional[str]]:
     """(covered, the fix this build needs): each fix covers its own stream from that release
     on; upstream, the highest fix (mainline's) every later stream too; on EL, a main-line
-    fix (no `_N` minor suffix) every later stream, a z-stream fix only its own. When not
+    fix (the build number alone) every later stream, a z-stream fix only its own. When not
     covered, the fix named is the one of the build's own stream, else the lowest fix above."""
     if not fixed:
         return False, None
@@ -211,7 +218,7 @@ def fix_for(line: str, version: str, fixed: tuple[str, ...]) -> tuple[bool, Opti
     for f in ordered:
         if stream(line, f) == mine:
             return compare(line, version, f) >= 0, f
-    spanning = ordered[-1:] if line == UPSTREAM else [f for f in ordered if el_minor(f) is None]
+    spanning = ordered[-1:] if line == UPSTREAM else [f for f in ordered if _el_main_line(f)]
     for f in spanning:
         if compare(line, version, f) >= 0:
             return True, f

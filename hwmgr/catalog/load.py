@@ -24,6 +24,7 @@ from hwmgr.catalog.model import Knowledge
 from hwmgr.catalog.refs import driver_key, json_path, parse_json_path, ref_hits
 from hwmgr.catalog.rules import RuleData
 from hwmgr.catalog.schema import VerdictCache, findings
+from hwmgr.catalog.support import Support
 from hwmgr.catalog.validate import parse, read_catalog, semantic_errors, v3_errors
 from hwmgr.catalog.verdict import Verdict, _kernel_ok, decide
 from hwmgr.config import Config
@@ -176,6 +177,7 @@ class Catalog(RuleData):
         self._index: dict[tuple[str | None, ...], list[tuple[str, int]]] = {}
         self._knowledge: dict[str, Knowledge] = {}  # typed known issues, built on first use
         self._builds: dict[tuple[str | None, ...], KernelBuild] = {}
+        self._support: Support | None = None
 
     # ---------------------------------------------------------------- building
     def _layer(self, chk: _Check, take: bool = False) -> None:
@@ -415,6 +417,12 @@ class Catalog(RuleData):
         """The merged `kernel_builds` tables (distribution ABIs, EL streams)."""
         got = self.doc.get("kernel_builds")
         return got if isinstance(got, dict) else {}
+
+    def support(self) -> Support:
+        """The lifecycle table (support.Support), read once."""
+        if self._support is None:
+            self._support = Support.from_table(self.kernel_builds().get("lifecycle"))
+        return self._support
 
     def kernel_build(self, kernel: str | None, proc_version: str | None = None,
                      signature: str | None = None) -> KernelBuild:

@@ -10,6 +10,7 @@ from hwmgr.catalog import issues, versions
 from hwmgr.catalog.kbuild import KernelBuild
 from hwmgr.catalog.model import Knowledge
 from hwmgr.catalog.refs import FIRMWARE_SCHEME, driver_key, inbox_policies
+from hwmgr.catalog.support import Support, last_month
 from hwmgr.errors import VersionError
 
 
@@ -41,6 +42,8 @@ class Catalog(Protocol):
     def kernel_build(self, kernel: str | None) -> KernelBuild: ...
 
     def distribution(self, build: KernelBuild) -> str | None: ...
+
+    def support(self) -> Support: ...
 
 
 class Firmware(TypedDict, total=False):
@@ -186,7 +189,7 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None,
         # (a listed verdict of its own, from a field note or a vendor, speaks of the
         # version string wherever it runs)
         return _in_tree(out, cat, know, name, raw, build, kernel, listed, entry,
-                        kernel_release, ids)
+                        kernel_release, ids, dev.get("driver_version_source"))
     try:
         cmp_rec = versions.compare(raw, rec_ver, scheme, kernel=kernel) if rec_ver else None
     except VersionError as exc:
@@ -249,7 +252,7 @@ def _known(out: Verdict, found: list[issues.Hit], name: str, scheme: str,
 def _in_tree(out: Verdict, cat: Catalog, know: Knowledge, name: str, raw: str,
              build: KernelBuild, kernel: str | None, listed: Mapping[str, Any] | None,
              entry: Mapping[str, Any], kernel_release: bool,
-             ids: tuple[Any, ...]) -> Verdict:
+             ids: tuple[Any, ...], source: Any = None) -> Verdict:
     """An in-tree build with no known issue: judged by the kernel build it belongs to, never
     by another distribution's verdict."""
     out["in_tree"] = True
@@ -299,6 +302,11 @@ def _in_tree(out: Verdict, cat: Catalog, know: Knowledge, name: str, raw: str,
             "the host's kernel release is not recorded, so issues stated for kernel builds "
             "were not checked")
         return out
+    over = _past_support(cat, name, raw, build, listed, source)
+    if over:
+        out["listed_status"] = listed["status"] if listed else "baseline"
+        out["status"], out["reason"] = "outdated", over
+        return out
     if not build.release:
         why = "the host's kernel release is not recorded"
     elif build.known:
@@ -311,6 +319,41 @@ def _in_tree(out: Verdict, cat: Catalog, know: Knowledge, name: str, raw: str,
     out["status"], out["reason"] = "uncatalogued", (
         f"uncatalogued kernel build: in-tree {name} {raw} on {build.label()}; {why}")
     return out
+
+
+_BASE = re.compile(r"^(\d+\.\d+)(?:[.+-]|$)")
+
+
+def _past_support(cat: Catalog, name: str, raw: str, build: KernelBuild,
+                  listed: Mapping[str, Any] | None, source: Any) -> str | None:
+    """Why an in-tree version string the catalog cannot place is outdated, or None: every
+    kernel line known to print it (its distribution releases and upstream series) is past
+    its end of support, and so is the host's own upstream base when only that is known.
+    The reason names no line the host may not run (`catalog show` lists them)."""
+    if listed is None or (build.release and build.known):
+        return None
+    support = cat.support()
+    lines = listed.get("distributions") or ()
+    if source == "ethtool":  # not the lines whose ethtool -i prints the kernel release
+        lines = [d for d in lines if d not in (listed.get("modinfo_only") or ())]
+    ends = support.all_over(lines, listed.get("upstream") or ())
+    if not ends:
+        return None
+    last = last_month(ends)
+    since = f", the last of them in {last}" if last else ""
+    every = (f"every one of the {len(ends)} kernel lines the catalog knows to print "
+             f"{name} {raw} is past its end of support{since} (as of {support.as_of}; "
+             f"`hwmgr catalog show {name}` lists them)")
+    if not build.release:
+        return (f"in-tree {name} {raw} on an unrecorded kernel: {every}; "
+                "a supported kernel is the way out")
+    base = _BASE.match(build.release)
+    ended = support.series(base.group(1)) if base else None
+    if ended is None:
+        return None
+    return (f"in-tree {name} {raw} on {build.label()}, a kernel built on upstream "
+            f"{base.group(1) if base else ''}, a series past its end of support; {every}; "
+            "a supported kernel is the way out")
 
 
 _PRETTY = {"rhel": "RHEL", "debian": "Debian", "ubuntu": "Ubuntu"}
@@ -403,7 +446,8 @@ def source_refusal(source: Mapping[str, Any] | None) -> str | None:
     if not source:
         return "the catalog gives no source for this version"
     if source.get("verified") is False or not source.get("sha256"):
-        return f"source {source.get('url')} is not verified (no known sha256/size)"
+        named = source.get("url") or source.get("filename")
+        return f"source {named} is not verified (no known sha256/size)"
     if str(source.get("url", "")).startswith("http://") and source.get("allow_http") is not True:
         return f"source {source.get('url')} is plain http and not marked allow_http"
     return None

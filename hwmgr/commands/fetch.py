@@ -69,7 +69,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
                              mirror=args.mirror or load_config(ctx.host).mirror,
                              per_source=source_mirrors(info["source"]),
                              progress=progress.download(src.name(), src.size),
-                             on_retry=progress.retry)
+                             on_retry=progress.retry, who=f"{args.driver} {args.to}")
     finally:
         progress.close()
     data = {"path": str(res.path), "sha256": res.sha256, "size": res.size,

@@ -1,4 +1,5 @@
-"""Test a driver's build recipe on a vendor SRPM before installing anything, or list recipes."""
+"""Test a driver's build recipe on a vendor SRPM or tarball before installing anything, or list
+recipes."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from hwmgr.ui.verbhelp import Example
 
 NAME = "recipe"
 NOTES = """\
-check: the SRPM is unpacked as 'hwmgr upgrade' does, then built with DKMS for each kernel
+check: the SRPM or vendor tarball is unpacked as 'hwmgr upgrade' does (a tarball's name
+       gives the version), then built with DKMS for each kernel
        (--kernel, default every kernel with headers) in scratch trees under the state dir:
        /usr/src, /var/lib/dkms and /lib/modules are not touched. A failed build's make.log
        is kept in <state dir>/logs/. Writing a recipe: docs/recipes.md."""
@@ -37,12 +39,13 @@ EXAMPLES = (
             EXIT_NOT_FOUND),
 )
 EXIT_CODES = {
-    EXIT_OK: "built for every target kernel, each module at the SRPM's version and kernel",
+    EXIT_OK: "built for every target kernel, each module at the source's version and kernel",
     EXIT_FAILED: "a build failed (the make line, its first error and the log's end are shown; "
                  "the log is kept) or a module reports another version or kernel",
-    EXIT_NOT_FOUND: "no recipe for the driver, no such SRPM file, or no kernel headers",
-    EXIT_BAD_INPUT: "invalid recipe, unreadable SRPM, or bad --version/--kernel",
-    EXIT_REFUSED: "the SRPM is not the recipe's package, or its tarball is unsafe",
+    EXIT_NOT_FOUND: "no recipe for the driver, no such SRPM or tarball, or no kernel headers",
+    EXIT_BAD_INPUT: "invalid recipe, unreadable SRPM or tarball, or bad --version/--kernel",
+    EXIT_REFUSED: "the SRPM is not the recipe's package, a tarball is not named like the "
+                  "recipe's, or a tarball is unsafe or fails its MANIFEST",
     EXIT_PERMISSION: "the state dir is not writable for the scratch trees (run as root or "
                      "pass --state-dir)",
 }
@@ -66,17 +69,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Sub-commands: check DRIVER --file SRPM, list."""
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     c = sub.add_parser("check", parents=[_sub_options()],
-                       help="build an SRPM with the driver's recipe in a scratch DKMS tree",
-                       description="Build a vendor SRPM with DRIVER's recipe for each target "
-                                   "kernel in scratch DKMS trees and report the modules built, "
+                       help="build an SRPM or vendor tarball with the driver's recipe in a "
+                            "scratch DKMS tree",
+                       description="Build a vendor SRPM or tarball with DRIVER's recipe for "
+                                   "each target kernel in scratch DKMS trees and report the "
+                                   "modules built, "
                                    "or the failing make line and the end of make.log.")
     c.add_argument("driver", metavar="DRIVER")
-    c.add_argument("--file", required=True, metavar="SRPM", help="the vendor source RPM")
+    c.add_argument("--file", required=True, metavar="FILE",
+                   help="the vendor source RPM, or the vendor's tarball (.tar.gz/.tgz/.tar.xz)")
     c.add_argument("--kernel", action="append", metavar="KVER",
                    help="target kernel (repeatable; default: every kernel with headers)")
     c.add_argument("--version", metavar="V",
-                   help="the driver version (default: the SRPM's Version); need not be in "
-                        "any catalog")
+                   help="the driver version (default: the SRPM's Version, or the version in the "
+                        "tarball's name); need not be in any catalog")
     c.add_argument("--state-dir", metavar="DIR",
                    help="scratch trees and kept logs (default $HWMGR_STATE_DIR or the "
                         "configured state dir)")

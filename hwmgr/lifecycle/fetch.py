@@ -58,9 +58,10 @@ STEP = 64 << 10  # bytes read (and reported to the progress callback) at a time
 
 @dataclass
 class Source:
-    """One downloadable artifact as a catalog names it: where, its sha256 and exact size."""
+    """One downloadable artifact as a catalog names it: where, its sha256 and exact size.
+    No `url`: a file the site obtained by hand, served only by the cache or a mirror."""
 
-    url: str
+    url: str | None
     sha256: str
     size: int
     allow_http: bool = False
@@ -71,11 +72,11 @@ class Source:
         """Build a Source from a catalog `source` object; BadInputError names a bad field."""
         if not isinstance(entry, Mapping):
             raise BadInputError(f"{where}: expected an object with url, sha256 and size")
-        for key in ("url", "sha256", "size"):
+        for key in ("sha256", "size"):
             if key not in entry:
                 raise BadInputError(f"{where}.{key}: missing")
         src = cls(
-            url=entry["url"],
+            url=entry.get("url"),
             sha256=entry["sha256"],
             size=entry["size"],
             allow_http=entry.get("allow_http", False),
@@ -88,6 +89,8 @@ class Source:
         """The cache file name: `filename` if set, else the last path segment of the URL."""
         if self.filename is not None:
             return self.filename
+        if not self.url:
+            return ""  # _validate: set source.filename
         path = urls.path_of(self.url)
         return unquote(path.rsplit("/", 1)[-1])
 
@@ -126,18 +129,24 @@ def _check_hex(sha256: object, where: str) -> str:
     return hexsum
 
 
-def _validate(src: Source, *, where: str = "source") -> tuple[str, str, int, str]:
-    """Check a Source; return (url, sha256 hex, size, file name) or raise BadInputError."""
-    if not isinstance(src.url, str) or not src.url:
-        raise BadInputError(f"{where}.url: missing")
-    parts = urls.split(src.url)
-    bad = urls.problem(src.url)
-    if parts is None or bad is not None:
-        raise BadInputError(f"{where}.url: {bad}: {printable(src.url)[:200]!r}")
+def _validate(src: Source, *, where: str = "source") -> tuple[str | None, str, int, str]:
+    """Check a Source; return (url or None, sha256 hex, size, file name) or raise
+    BadInputError."""
+    if src.url is not None:
+        if not isinstance(src.url, str) or not src.url:
+            raise BadInputError(f"{where}.url: empty")
+        parts = urls.split(src.url)
+        bad = urls.problem(src.url)
+        if parts is None or bad is not None:
+            raise BadInputError(f"{where}.url: {bad}: {printable(src.url)[:200]!r}")
+        if parts.scheme == "http" and not src.allow_http:
+            raise RefusedError(f"refusing plain-http download {src.url} (catalog does not "
+                               "allow_http)")
+    elif src.filename is None:
+        raise BadInputError(f"{where}: no url and no filename; a file obtained by hand is "
+                            "named with source.filename")
     if not isinstance(src.allow_http, bool):
         raise BadInputError(f"{where}.allow_http: expected true or false")
-    if parts.scheme == "http" and not src.allow_http:
-        raise RefusedError(f"refusing plain-http download {src.url} (catalog does not allow_http)")
     hexsum = _check_hex(src.sha256, f"{where}.sha256")
     if not isinstance(src.size, int) or isinstance(src.size, bool) or src.size <= 0:
         raise BadInputError(f"{where}.size: expected a positive byte count, got {src.size!r}")
@@ -354,9 +363,10 @@ def fetch(
 
     if verified(final.real, hexsum, size):
         return result("cache", None)
-    if offline and (mirror is None or not mirror_files(mirror, name, hexsum)):
+    if (offline or url is None) and (mirror is None or not mirror_files(mirror, name, hexsum)):
         where = f"cache {cache_dir}" + (f" or mirror {mirror}" if mirror is not None else "")
-        raise NotFoundError(f"offline: {name} (sha256 {hexsum[:12]}...) is not in the {where}")
+        how = "offline" if offline else "no url in the catalog"
+        raise NotFoundError(f"{how}: {name} (sha256 {hexsum[:12]}...) is not in the {where}")
     try:
         host.makedirs(str(Path(final.logical).parent))
     except OSError as exc:
@@ -376,7 +386,7 @@ def fetch(
                 used = None  # online: a bad mirror copy is skipped, the network decides
             if used is not None:
                 return result("mirror", used.resolve().as_uri())
-        if offline:  # pragma: no cover - the mirror file vanished since the check above
+        if offline or url is None:  # pragma: no cover - the mirror file vanished meanwhile
             raise NotFoundError(f"offline: {name} is no longer in mirror {mirror}")
         with contextlib.ExitStack() as stack:
             if session is None:  # our own, closed when done

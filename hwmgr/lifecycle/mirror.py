@@ -51,9 +51,12 @@ def mirror_urls(src: Source, base: str | None, per_source: Sequence[str] = ()) -
 def fetch_mirrored(host: Host, src: Source, cache_dir: str, *, mirror: str | None = None,
                    per_source: Sequence[str] = (), offline: bool = False,
                    progress: Progress | None = None,
-                   on_retry: Callable[[str], None] | None = None) -> FetchResult:
+                   on_retry: Callable[[str], None] | None = None,
+                   who: str = "DRIVER VERSION") -> FetchResult:
     """`fetch`, trying the mirror URLs first. A mirror that fails (missing, wrong checksum,
-    unreachable) is skipped; the vendor URL is the last resort (unless offline)."""
+    unreachable) is skipped; the vendor URL is the last resort (unless offline). A failure
+    to get the file at all names the offline commands that would have served it (`who`:
+    the driver and version, for those commands)."""
     local, base = split_mirror(mirror)
     for path in per_source:
         if path.startswith("file://") and local is None:
@@ -77,7 +80,17 @@ def fetch_mirrored(host: Host, src: Source, cache_dir: str, *, mirror: str | Non
     except HwmgrError as exc:
         if tried:
             exc.message = f"{exc.message} (mirrors tried first: {'; '.join(tried)})"
+        if not isinstance(exc, RefusedError):  # not a bad copy: the file was not reachable
+            exc.message = f"{exc.message}; {offline_hint(src.name(), who)}"
         raise
+
+
+def offline_hint(name: str, who: str) -> str:
+    """The offline commands that serve a vendor file without the network (docs/catalog.md,
+    "The whole path")."""
+    return (f"without the network, `hwmgr catalog trust {who} --file {name}` keeps the file "
+            f"in the cache, or `hwmgr mirror sync DIR --from {name}` puts it in a mirror for "
+            "`--offline --mirror DIR`")
 
 
 def sync(catalog: Any, dest: Path, *, driver: str | None = None, version: str | None = None,

@@ -32,7 +32,7 @@ from hwmgr.lifecycle.fetch import Source
 from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
 from hwmgr.lifecycle.recipe import Recipe, check_version, load_recipe
 from hwmgr.lifecycle.signature import check_signature
-from hwmgr.lifecycle.srpm import unpack_srpm
+from hwmgr.lifecycle.tarball import kind_of, unpack_source
 
 TEMPLATE_NAME = "driver-dkms.spec.in"
 REPO_SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
@@ -163,7 +163,7 @@ def make_tarball(host: Host, tree: Path, dkms_conf: str, dest: str, top: str) ->
 
         def add(path: Path, arc: str) -> None:
             ti = tar.gettarinfo(str(path), arcname=arc)
-            if ti is None:  # a socket: unpack_srpm never lets one through
+            if ti is None:  # a socket: the source checks never let one through
                 raise RefusedError(f"{path}: not a file, directory or link")
             ti.uid = ti.gid = 0
             ti.uname = ti.gname = "root"
@@ -268,26 +268,27 @@ def build_dkms_rpm(
                          offline=settings.offline, mirror=settings.mirror,
                          per_source=source_mirrors(source),
                          progress=ui.download(src.name(), src.size) if ui else None,
-                         on_retry=ui.retry if ui else None)
+                         on_retry=ui.retry if ui else None, who=f"{driver} {version}")
     if source.get("signing_key"):
         check_signature(host, got.path, settings.state_dir, source["signing_key"])
     name = f"{driver}-dkms"
     work = host.make_temp_dir(f"{settings.cache_dir}/package", prefix=f"{name}-{version}.")
     try:
         with _activity(ui, f"unpacking {got.path.name}"):
-            tree = unpack_srpm(host, got.path, f"{work}/unpack", recipe, version)
+            tree = unpack_source(host, got.path, f"{work}/unpack", recipe, version)
         conf = render_dkms_conf(recipe, version)
         top = host.makedirs(f"{work}/rpmbuild")
         for sub in ("SOURCES", "SPECS"):
             host.makedirs(f"{work}/rpmbuild/{sub}")
         make_tarball(host, tree, conf, f"{work}/rpmbuild/SOURCES/{driver}-{version}.tar.gz",
                      f"{driver}-{version}")
-        tags = srpm_tags(host, got.path)
+        tags = (srpm_tags(host, got.path) if kind_of(got.path) == "srpm"
+                else {"license": "", "url": ""})  # a tarball has no header to ask
         spec_text = render_spec(template.read_text(encoding="utf-8"), {
             "@DRIVER@": driver,
             "@VERSION@": version,
             "@LICENSE@": spec_value(tags["license"] or "Unknown"),
-            "@URL@": spec_value(tags["url"] or source["url"]),
+            "@URL@": spec_value(tags["url"] or source.get("url") or ""),
             "@DESCRIPTION@": describe(recipe, version, got.path.name, got.sha256),
             "@DATE@": changelog_date(),
             "@PACKAGER@": spec_value(packager),
@@ -295,6 +296,8 @@ def build_dkms_rpm(
                 f"Wrapped by hwmgr {__version__} from {got.path.name} "
                 f"(catalog {catalog.version or 'unversioned'})"),
         })
+        if not (tags["url"] or source.get("url")):  # a file obtained by hand: rpm refuses
+            spec_text = re.sub(r"(?m)^URL:[ \t]*\n", "", spec_text)  # an empty URL tag
         spec = top / "SPECS" / f"{name}.spec"
         host.write_bytes(f"{work}/rpmbuild/SPECS/{name}.spec", spec_text.encode("utf-8"))
         with _activity(ui, f"rpmbuild {name}-{version}"):

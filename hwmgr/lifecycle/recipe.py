@@ -1,8 +1,11 @@
-"""Driver build recipes: `drivers/<driver>/recipe.json` says how to turn a vendor SRPM into DKMS.
+"""Driver build recipes: `drivers/<driver>/recipe.json` says how to turn a vendor source (an
+SRPM, or the vendor's own tarball) into DKMS.
 
-A recipe is data, not code: which tarball inside the SRPM holds the sources, which directory
-inside it is the module tree, the DKMS MAKE/CLEAN lines, the modules it builds and where they
-go, which kernels it applies to, and whether the module is loaded from the initramfs.
+A recipe is data, not code: which layout the vendor ships (`source.type`: an SRPM holding a
+tarball, or the tarball alone), which tarball holds the sources, which directory inside it is
+the module tree, which sums file in it lists the vendor's checksums, the DKMS MAKE/CLEAN
+lines, the modules it builds and where they go, which kernels it applies to, and whether the
+module is loaded from the initramfs.
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ _TOP_KEYS = {
     "format", "version", "driver", "description", "source", "build", "modules", "kernels",
     "initramfs",
 }
-_SOURCE_KEYS = {"type", "srpm_name", "tarball", "subdir"}
+_SOURCE_KEYS = {"type", "srpm_name", "tarball", "subdir", "manifest"}
+SOURCE_TYPES = ("srpm", "tarball")  # an SRPM holding the tarball, or the vendor's tarball alone
+TARBALL_SUFFIXES = (".tar.gz", ".tgz", ".tar.xz")
 _BUILD_KEYS = {"make", "clean"}
 _MODULE_KEYS = {"name", "built_location", "dest_location", "dest_name"}
 _KERNEL_KEYS = {"include", "exclude"}
@@ -76,6 +81,8 @@ class Recipe:
     kernels_include: tuple[str, ...] = ("*",)
     kernels_exclude: tuple[str, ...] = ()
     initramfs: bool = False
+    source_type: str = "srpm"
+    manifest: str = ""  # sha512 sums file in the module tree ('' = none); checked when there
 
     @property
     def module_names(self) -> list[str]:
@@ -89,6 +96,17 @@ class Recipe:
     def tarball_glob(self, version: str) -> str:
         """The glob naming the source tarball inside the SRPM for `version`."""
         return self.tarball.replace("{version}", check_version(version))
+
+    def tarball_version(self, filename: str) -> str | None:
+        """The version a vendor tarball's file name says, read with `source.tarball`; None
+        when the name does not have the recipe's form."""
+        head, sep, tail = self.tarball.partition("{version}")
+        if not sep:
+            return None
+        pattern = (fnmatch.translate(head)[4:-3] + r"(?P<v>[A-Za-z0-9][A-Za-z0-9._+~-]{0,63}?)"
+                   + fnmatch.translate(tail.replace("{version}", "*"))[4:-3])
+        found = re.fullmatch(pattern, filename)
+        return found.group("v") if found else None
 
     def source_subdir(self, version: str) -> str:
         """The module tree's directory inside the tarball for `version` ('' = tarball top)."""
@@ -263,13 +281,23 @@ class _Validator:
         description = self.string(top.get("description", ""), "description")
 
         src = self.obj(top["source"], "source", _SOURCE_KEYS, ["type", "tarball"])
-        if src["type"] != "srpm":
-            raise self.fail("source.type", f"unsupported source type {src['type']!r}")
+        if src["type"] not in SOURCE_TYPES:
+            raise self.fail("source.type", f"unsupported source type {src['type']!r} "
+                                           f"(one of {', '.join(SOURCE_TYPES)})")
+        if src["type"] == "tarball" and "srpm_name" in src:
+            raise self.fail("source.srpm_name", "only for source.type 'srpm'")
         srpm_name = self.string(src.get("srpm_name", name), "source.srpm_name", MODULE_RE)
         tarball = self.rel_pattern(src["tarball"], "source.tarball", False)
         if "/" in tarball:
-            raise self.fail("source.tarball", "must be a file name inside the SRPM, not a path")
+            raise self.fail("source.tarball", "must be a file name, not a path")
+        if src["type"] == "tarball" and (src["tarball"].count("{version}") != 1
+                                         or not tarball.endswith(TARBALL_SUFFIXES)):
+            raise self.fail("source.tarball", "a vendor tarball's name holds {version} once "
+                                              f"and ends with {', '.join(TARBALL_SUFFIXES)}")
         subdir = self.rel_pattern(src.get("subdir", ""), "source.subdir", True).strip("/")
+        manifest = self.rel_pattern(src.get("manifest", ""), "source.manifest", True)
+        if manifest and ("{version}" in manifest or any(c in manifest for c in "*?[")):
+            raise self.fail("source.manifest", "a file name in the module tree, no pattern")
 
         build = self.obj(top["build"], "build", _BUILD_KEYS, ["make"])
         make = self.shell_line(build["make"], "build.make")
@@ -305,4 +333,6 @@ class _Validator:
             kernels_include=include,
             kernels_exclude=exclude,
             initramfs=initramfs,
+            source_type=src["type"],
+            manifest=manifest.strip("/"),
         )

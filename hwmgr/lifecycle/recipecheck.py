@@ -1,6 +1,7 @@
-"""`hwmgr recipe check`: build a vendor SRPM with a driver's recipe in scratch DKMS trees.
+"""`hwmgr recipe check`: build a vendor source (SRPM or tarball) with a driver's recipe in
+scratch DKMS trees.
 
-A recipe is proven before anything is installed: the SRPM is unpacked exactly as an upgrade
+A recipe is proven before anything is installed: the source is unpacked exactly as an upgrade
 does it, then `dkms add` / `dkms build -k KVER` run with private source, DKMS and install
 trees in a scratch dir under the state dir (DKMS still reads the real kernel headers), and
 each built module is read back with `modinfo`. /usr/src, /var/lib/dkms and /lib/modules are
@@ -17,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from hwmgr.config import DEFAULT_BUILD_TIMEOUT
-from hwmgr.errors import HwmgrError, NotFoundError, NotPermittedError, RefusedError
+from hwmgr.errors import HwmgrError, NotFoundError, NotPermittedError
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.advice import RECIPE_DOC
 from hwmgr.lifecycle.buildlog import BuildFailed, keep_log
 from hwmgr.lifecycle.dkms import Dkms, headers_package, kernels_with_headers, render_dkms_conf
 from hwmgr.lifecycle.recipe import RECIPE_FILE, Recipe, check_kernel, check_version
-from hwmgr.lifecycle.srpm import inspect_srpm, unpack_srpm
+from hwmgr.lifecycle.tarball import source_version, unpack_source
 from hwmgr.transaction.state import StateDir
 
 QUICK_TIMEOUT = 60.0
@@ -132,11 +133,8 @@ def check_recipe(host: Host, recipe: Recipe, srpm: str | os.PathLike[str], *,
         check_version(version, "--version")
     for kver in kernels or []:
         check_kernel(kver)
-    info = inspect_srpm(host, srpm)
-    if info.name != recipe.srpm_name:
-        raise RefusedError(f"{srpm.name}: package name is {info.name!r}, recipe "
-                           f"'{recipe.driver}' expects {recipe.srpm_name!r} (source.srpm_name)")
-    version = check_version(version or info.version)
+    named = source_version(host, recipe, srpm)  # an SRPM's Version, a tarball's name
+    version = check_version(version or named)
     targets = target_kernels(host, kernels)
     dkms = Dkms(host)
     for kver in targets:  # all missing headers named before anything is built
@@ -149,7 +147,7 @@ def check_recipe(host: Host, recipe: Recipe, srpm: str | os.PathLike[str], *,
                                 f"({exc.strerror}): run as root, or pass --state-dir DIR "
                                 "you can write") from None
     try:
-        tree = unpack_srpm(host, srpm, f"{work}/unpack", recipe, version)
+        tree = unpack_source(host, srpm, f"{work}/unpack", recipe, version)
         dkms = Dkms(host, scratch=f"{work}/dkms", build_timeout=build_timeout)
         dkms.add(tree, recipe.driver, version, dkms_conf=render_dkms_conf(recipe, version))
         results = [_build_one(host, dkms, recipe, version, kver, f"{state.path}/logs")

@@ -143,7 +143,10 @@ def check_tarball(
                     if total > max_bytes:
                         raise RefusedError(f"{where}: unpacks to more than {max_bytes} bytes")
     except (OSError, tarfile.TarError, EOFError) as exc:
-        raise BadInputError(f"{path}: not a readable tar archive ({exc})") from None
+        words = (str(exc).splitlines() or [type(exc).__name__])[0].rstrip(":")
+        if words.startswith("file could not be opened"):  # tarfile lists every method tried
+            words = "not gzip, bzip2, xz or tar data"
+        raise BadInputError(f"{path}: not a readable tar archive ({words})") from None
 
     def refuse(ti: tarfile.TarInfo, why: str) -> RefusedError:
         return RefusedError(f"{where}: refusing member {ti.name!r}: {why}")

@@ -26,7 +26,7 @@ from hwmgr.lifecycle.fetch import Source
 from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
 from hwmgr.lifecycle.recipe import Recipe, load_recipe
 from hwmgr.lifecycle.signature import check_signature
-from hwmgr.lifecycle.srpm import unpack_srpm
+from hwmgr.lifecycle.tarball import unpack_source
 from hwmgr.transaction.engine import Ctx, Step
 
 Files = dict[str, dict[str, dict[str, Any]]]  # kernel -> module -> kmod.ModuleFile.as_dict()
@@ -103,7 +103,8 @@ def _fetch_do(ctx: Ctx) -> dict[str, Any]:
     res = fetch_mirrored(ctx.host, src, _value(ctx, "cache_dir"),
                          offline=bool(_value(ctx, "offline")), mirror=_value(ctx, "mirror"),
                          per_source=source_mirrors(ctx.params["source"]), progress=progress,
-                         on_retry=ctx.ui.retry if ctx.ui else None)
+                         on_retry=ctx.ui.retry if ctx.ui else None,
+                         who=f"{ctx.params['driver']} {ctx.params['version']}")
     out: dict[str, Any] = {"path": str(res.path), "sha256": res.sha256, "origin": res.origin,
                            "seconds": round(res.seconds, 3)}
     key = ctx.params["source"].get("signing_key")
@@ -122,9 +123,9 @@ def _fetch_check(ctx: Ctx) -> bool:
 
 def _unpack_do(ctx: Ctx) -> dict[str, Any]:
     recipe = _recipe(ctx)
-    srpm = Path(ctx.output("fetch")["path"])
+    source = Path(ctx.output("fetch")["path"])  # an SRPM or a vendor tarball
     ctx.host.remove_tree(_work(ctx))
-    tree = unpack_srpm(ctx.host, srpm, _work(ctx), recipe, ctx.params["version"])
+    tree = unpack_source(ctx.host, source, _work(ctx), recipe, ctx.params["version"])
     return {"tree": str(tree)}
 
 
@@ -336,17 +337,20 @@ def _kernels(params: dict[str, Any], key: str = "kernels") -> str:
 def upgrade_steps(params: dict[str, Any]) -> list[Step]:
     """fetch → unpack → dkms add → build → back up → install (commit) → initramfs → arm."""
     dv = f"{params['driver']}/{params['version']}"
-    url = params["source"].get("url", "?")
+    src = params["source"]
+    get = (f"download {src['url']}" if src.get("url") else
+           f"take {src.get('filename', '?')} from the cache or a mirror (no URL)")
     ks = _kernels(params)
     image = (f"keep the initramfs of {_kernels(params, 'initramfs')} in the state dir, "
              "rebuild it and check it holds the new module"
              if params.get("initramfs") else "none to rebuild (no initramfs holds it)")
     return [
         Step("fetch", _fetch_do, None, _fetch_check,
-             description=f"download {url} (sha256 checked; kept on rollback)"),
+             description=f"{get} (sha256 checked; kept on rollback)"),
         Step("unpack", _unpack_do, _unpack_undo, lambda c: bool(c.data.get("tree"))
              and Path(c.data["tree"]).is_dir(),
-             description="unpack the SRPM with rpm into the state dir's work/"),
+             description="unpack the vendor source (an SRPM with rpm, or the vendor's "
+                         "tarball) into the state dir's work/"),
         Step("dkms-add", _add_do, _add_undo, _add_check, description=f"dkms add {dv}"),
         Step("dkms-build", _build_do, _noop, _build_check,
              description=f"dkms build {dv} for {ks}"),

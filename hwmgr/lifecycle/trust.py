@@ -1,10 +1,12 @@
 """Trusting a vendor package on purpose: `hwmgr catalog trust DRIVER VERSION --file PKG`.
 
-The admin obtained a vendor SRPM by their own means. hwmgr inspects it with rpm (digests,
-name, version, vendor, build host, payload, signature key), refuses one whose name or version
-is not the catalog's (via the driver recipe's package name), and records its sha256 and size
-(and the signing key, when signed) in a site catalog layer: the same JSON an admin could write
-by hand, merged over the base catalog by `hwmgr.catalog.layers`.
+The admin obtained a vendor SRPM or tarball by their own means. hwmgr inspects an SRPM with
+rpm (digests, name, version, vendor, build host, payload, signature key), a tarball with the
+source checks (members, the version its name says, the vendor's sha512 MANIFEST), refuses one
+whose name or version is not the catalog's (via the driver recipe), records its sha256 and
+size (and the signing key, when signed) in a site catalog layer: the same JSON an admin could
+write by hand, merged over the base catalog by `hwmgr.catalog.layers`; and keeps the file in
+the download cache, so the next `upgrade` needs no URL and no network.
 """
 
 from __future__ import annotations
@@ -19,8 +21,12 @@ from hwmgr.errors import BadInputError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.advice import not_in_catalog
+from hwmgr.lifecycle.cache import CacheFile, copy_verified, verified
+from hwmgr.lifecycle.fetch import cache_path
+from hwmgr.lifecycle.recipe import Recipe
 from hwmgr.lifecycle.signature import header_key_id, same_key, verify_in_keyring
 from hwmgr.lifecycle.srpm import RPM_TIMEOUT, inspect_srpm
+from hwmgr.lifecycle.tarball import inspect_tarball, kind_of
 
 TRUST_FILE = "50-trusted.json"
 _EXTRA_QUERY = "%{VENDOR}\\n%{BUILDHOST}\\n"
@@ -40,12 +46,15 @@ class PackageFacts:
     sha256: str
     size: int
     files: list[str] = field(default_factory=list)
+    kind: str = "srpm"  # or "tarball": a vendor's tarball
+    manifest: int = 0  # files the tarball's sha512 MANIFEST vouched for
 
     def as_dict(self) -> dict[str, Any]:
-        return {"file": str(self.path), "name": self.name, "version": self.version,
-                "release": self.release, "vendor": self.vendor, "build_host": self.build_host,
-                "signing_key": self.signing_key, "sha256": self.sha256, "size": self.size,
-                "files": self.files}
+        return {"file": str(self.path), "kind": self.kind, "name": self.name,
+                "version": self.version, "release": self.release, "vendor": self.vendor,
+                "build_host": self.build_host, "signing_key": self.signing_key,
+                "sha256": self.sha256, "size": self.size, "files": self.files,
+                "manifest_files": self.manifest}
 
 
 def _none(value: str) -> str | None:
@@ -53,8 +62,15 @@ def _none(value: str) -> str | None:
     return None if value in ("", "(none)") else value
 
 
-def inspect_package(host: Host, pkg: Path) -> PackageFacts:
-    """Inspect a source RPM (digest check first: a corrupt one is refused, exit 9)."""
+def inspect_package(host: Host, pkg: Path, recipe: Recipe) -> PackageFacts:
+    """Inspect a source RPM (digest check first: a corrupt one is refused, exit 9) or a vendor
+    tarball (members, the version in its name, its MANIFEST: refused naming the member)."""
+    if kind_of(Path(pkg)) == "tarball":
+        tar = inspect_tarball(Path(pkg), recipe)
+        return PackageFacts(Path(pkg), recipe.driver, tar.version, "", None, None, None,
+                            sha256_file(pkg), Path(pkg).stat().st_size,
+                            [m for m in tar.members if m.count("/") <= 1 and m.strip("/")],
+                            kind="tarball", manifest=tar.manifest_checked)
     info = inspect_srpm(host, pkg)
     res = host.run(["rpm", "-qp", "--nosignature", "--qf", _EXTRA_QUERY, str(pkg)],
                    timeout=RPM_TIMEOUT)
@@ -115,10 +131,15 @@ def site_layer(driver: str, version: str, facts: PackageFacts, source: Mapping[s
                today: str | None = None) -> dict[str, Any]:
     """The site-catalog JSON that records this package as the version's trusted source."""
     day = today or datetime.date.today().isoformat()
-    note = (f"trusted with 'hwmgr catalog trust' on {day} from {facts.path.name}: "
-            f"{facts.name}-{facts.version}-{facts.release}, vendor {facts.vendor or 'none'}, "
-            f"build host {facts.build_host or 'none'}, "
-            + (f"signed by key {facts.signing_key}" if facts.signing_key else "unsigned"))
+    if facts.kind == "tarball":
+        sums = (f"the sha512 of {facts.manifest} files checked against its MANIFEST"
+                if facts.manifest else "no sha512 MANIFEST checked")
+        what = f"vendor tarball of {facts.name} {facts.version}, {sums}, unsigned"
+    else:
+        what = (f"{facts.name}-{facts.version}-{facts.release}, vendor "
+                f"{facts.vendor or 'none'}, build host {facts.build_host or 'none'}, "
+                + (f"signed by key {facts.signing_key}" if facts.signing_key else "unsigned"))
+    note = f"trusted with 'hwmgr catalog trust' on {day} from {facts.path.name}: {what}"
     src: dict[str, Any] = {"sha256": facts.sha256, "size": facts.size, "verified": True,
                            "notes": [note]}
     if facts.signing_key:  # a key the catalog pinned stays as written (it may be longer)
@@ -126,6 +147,26 @@ def site_layer(driver: str, version: str, facts: PackageFacts, source: Mapping[s
     if not source.get("filename") and not str(source.get("url", "")).endswith(facts.path.name):
         src["filename"] = facts.path.name
     return {"drivers": {driver: {"versions": {version: {"source": src}}}}}
+
+
+def cached_name(facts: PackageFacts, source: Mapping[str, Any]) -> str:
+    """The name `fetch` looks the file up by once the layer is recorded (`site_layer`)."""
+    return str(source.get("filename") or facts.path.name)
+
+
+def keep_in_cache(host: Host, cache_dir: str, facts: PackageFacts,
+                  source: Mapping[str, Any]) -> Path:
+    """Copy the trusted file into the download cache where `fetch` looks first, verified
+    again after the copy; returns its path there."""
+    final = CacheFile(host, str(cache_path(Path(cache_dir), facts.sha256,
+                                           cached_name(facts, source))))
+    if verified(final.real, facts.sha256, facts.size):
+        return final.real
+    host.makedirs(str(Path(final.logical).parent))
+    if not copy_verified(facts.path, final, facts.sha256, facts.size):
+        raise RefusedError(f"{facts.path.name}: changed while it was copied into the cache "
+                           f"{cache_dir}; not recorded")
+    return final.real
 
 
 def _deep(dst: dict[str, Any], src: Mapping[str, Any]) -> None:

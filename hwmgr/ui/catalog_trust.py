@@ -29,11 +29,12 @@ NAME = "catalog"
 def add_actions(sub: Any, common: Callable[[], argparse.ArgumentParser]) -> None:
     """Sub-parsers of the trust verbs."""
     t = sub.add_parser("trust", parents=[common()], help="record a vendor package's checksum",
-                       description="Inspect a vendor SRPM with rpm and, on confirmation, record "
-                                   "its sha256/size (and signing key) in the site catalog.")
+                       description="Inspect a vendor SRPM with rpm (or a vendor tarball: members, "
+                                   "MANIFEST) and, on confirmation, record its sha256/size (and "
+                                   "signing key) in the site catalog and keep it in the cache.")
     t.add_argument("driver", metavar="DRIVER")
     t.add_argument("version", metavar="VERSION")
-    t.add_argument("--file", required=True, metavar="PKG", help="the vendor source RPM")
+    t.add_argument("--file", required=True, metavar="PKG", help="the vendor source RPM or tarball")
     t.add_argument("--sha256", help="checksum published elsewhere (the file must match)")
     t.add_argument("--size", type=int, help="size published elsewhere (the file must match)")
     t.add_argument("--require-signature", action="store_true",
@@ -91,12 +92,15 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
 
 def _trust(args: argparse.Namespace, ctx: Any, loc: Any) -> Outcome:
     state_dir = ctx.config.state_dir
-    local_host = _local(ctx, loc, state_dir) if args.key else _local(ctx, loc)
+    cache = ctx.config.cache_dir  # the trusted file is kept there for the next upgrade
+    local_host = (_local(ctx, loc, state_dir, cache) if args.key
+                  else _local(ctx, loc, cache))
     cat = load_catalog(getattr(args, "catalog", None), config=ctx.config)
     info = trust.version_entry(cat, args.driver, args.version)
     recipe = load_recipe(args.driver, ctx.config.drivers_dir)
-    facts = trust.inspect_package(local_host, Path(args.file))
-    trust.check_match(facts, args.driver, args.version, recipe.srpm_name)
+    facts = trust.inspect_package(local_host, Path(args.file), recipe)
+    trust.check_match(facts, args.driver, args.version,
+                      recipe.srpm_name if facts.kind == "srpm" else recipe.driver)
     trust.check_published(args.sha256, args.size, facts)
     pinned = info["source"].get("signing_key")
     pinned_in = cat.provenance.of(("drivers", args.driver, "versions", args.version, "source",
@@ -133,6 +137,8 @@ def _record(args: argparse.Namespace, ctx: Any, loc: Any, local_host: Any, facts
         data["key_imported"] = keyfile.install_key(local_host, key, work)
         data["key"]["in_keyring"] = True
         verify_in_keyring(local_host, facts.path, ctx.config.state_dir, facts.signing_key)
+    data["cached"] = str(trust.keep_in_cache(local_host, ctx.config.cache_dir, facts,
+                                             info["source"]))
     target = str(loc.site_dir / trust.TRUST_FILE)
     before = local_host.read_bytes(target, limit=MAX_FILE_BYTES + 1)  # kept whole for the undo
     trust.record(local_host, loc.site_dir, layer)
@@ -151,19 +157,22 @@ def _record(args: argparse.Namespace, ctx: Any, loc: Any, local_host: Any, facts
              f"key {key.key_id} already in {ring}, not imported again; ")
     return Outcome(NAME, data=data, render=lambda c: c.print(
         printable(keyed) + f"recorded {args.driver} {args.version}: sha256 {facts.sha256}, "
-        f"{facts.size} bytes{signed} in {printable(data['site_file'])}", markup=False,
+        f"{facts.size} bytes{signed} in {printable(data['site_file'])}; kept in the cache "
+        f"as {printable(data['cached'])}", markup=False,
         soft_wrap=True))
 
 
 def _show_facts(facts: Any, key_lines: list[str]) -> None:
     """What rpm (and gpg, for --key) says, before the question (stderr: stdout keeps the
     result)."""
-    lines = [f"package:    {facts.name}-{facts.version}-{facts.release} ({facts.path.name})",
+    pkg = "-".join(x for x in (facts.name, facts.version, facts.release) if x)
+    sums = ([f"manifest:   sha512 of {facts.manifest} files match"] if facts.manifest else [])
+    lines = [f"package:    {pkg} ({facts.path.name}{', vendor tarball' * (facts.kind != 'srpm')})",
              f"vendor:     {facts.vendor or '(none)'}",
              f"build host: {facts.build_host or '(none)'}",
              f"signed by:  {facts.signing_key or '(unsigned)'}",
              f"sha256:     {facts.sha256}",
              f"size:       {facts.size} bytes",
-             "payload:    " + ", ".join(facts.files), *key_lines]
+             "payload:    " + ", ".join(facts.files), *sums, *key_lines]
     sys.stderr.write("".join(printable(line) + "\n" for line in lines))
     sys.stderr.flush()

@@ -14,6 +14,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -24,7 +25,7 @@ from hostile_state import committed_journal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hwmgr import safejson
+from hwmgr import numtext, safejson, urls
 from hwmgr.catalog import versions
 from hwmgr.compliance.apply import changes_from_findings, load_changes
 from hwmgr.errors import BadInputError, HwmgrError, VersionError
@@ -258,6 +259,74 @@ def test_columns_and_header_numbers(value: str) -> None:
     n = _ascii_int(value, 19)
     assert n is None or (0 <= n < 10 ** 19 and value.strip().isascii())
     printable(value).encode("utf-8")  # what reaches a terminal always encodes
+
+
+# ------------------------------------------------------------------ numbers, URLs, terminal text
+# number-shaped text as sysfs, /proc and ethtool may hold it: a sign, a base prefix, a run of
+# digits (ASCII of each base, or any Unicode decimal digit), up to 10,000 of them, padded
+_DIGIT = st.one_of(st.sampled_from("0123456789abcdefABCDEF"),
+                   st.characters(whitelist_categories=("Nd",)))
+NUMBER_TEXT = st.builds(
+    lambda pad, sign, prefix, d, n, tail: f"{pad}{sign}{prefix}{d * n}{tail}{pad}",
+    st.sampled_from(["", " ", "\n", "\t "]), st.sampled_from(["", "-", "+", "--"]),
+    st.sampled_from(["", "0x", "0X", "0o", "0b", "0"]), _DIGIT,
+    st.integers(0, 10_000), st.one_of(st.just(""), TEXT))
+
+
+@FUZZ
+@given(st.one_of(NUMBER_TEXT, TEXT), st.sampled_from(sorted(numtext._PATTERNS)))
+@_timed("numtext")
+def test_numbers_in_untrusted_text(text: str, base: int) -> None:
+    """Either a number small enough to print, or NumberError on one line naming the field."""
+    value = numtext.to_int(text, base)
+    if value is not None:
+        assert len(str(value)) < 80 and len(text.strip()) <= numtext.MAX_NUMBER_CHARS
+        assert text.strip().isascii()
+        return
+    with pytest.raises(numtext.NumberError) as err:
+        numtext.parse_int(text, "sys/class/net/x/mtu", base)
+    msg = str(err.value)
+    assert msg.startswith("sys/class/net/x/mtu: ") and "\n" not in msg and len(msg) < 200
+    assert printable(msg) == msg
+
+
+# URL-shaped text: a scheme, a host (names, IPv4, IPv6 with or without its bracket closed,
+# Unicode), a port (past 65535, signed, not a number) and a rest, any part hostile
+URL_TEXT = st.builds(
+    lambda scheme, host, port, rest: f"{scheme}{host}{port}{rest}",
+    st.sampled_from(["http://", "https://", "HTTP://", "file://", "ftp://", "", "http:/",
+                     "javascript:"]),
+    st.one_of(st.sampled_from(["127.0.0.1", "[::1]", "[::1", "::1]", "[", "]", "[v1.x]",
+                               "例え.jp", "a" * 300, "", "user:pw@host", "%zz"]), TEXT),
+    st.one_of(st.just(""), st.integers(-10, 10 ** 30).map(lambda n: f":{n}"),
+              TEXT.map(lambda t: ":" + t)),
+    st.one_of(st.just("/x.src.rpm"), TEXT, st.just("/" + "a" * 9000)))
+
+
+@FUZZ
+@given(URL_TEXT, URL_TEXT)
+@_timed("urls")
+def test_urls(url: str, location: str) -> None:
+    """split, problem, join and path_of never raise; a URL problem() accepts splits to a host."""
+    why = urls.problem(url)
+    parts = urls.split(url)
+    if why is None:
+        assert parts is not None and parts.host and parts.scheme in ("http", "https")
+        assert parts.port is not None and 0 <= parts.port <= 65535
+    else:
+        assert isinstance(why, str) and "\n" not in why and printable(why) == why
+    urls.problem(urls.join(url, location))
+    assert isinstance(urls.path_of(url), str)
+
+
+@FUZZ
+@given(st.one_of(TEXT, st.text(alphabet=st.characters(max_codepoint=0x9f), max_size=200)))
+@_timed("printable")
+def test_terminal_text_has_no_raw_control(text: str) -> None:
+    """What any rendering prints: no C0 (but newline), DEL or C1 character survives."""
+    out = printable(text)
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", out), out
+    out.encode("utf-8")
 
 
 # ------------------------------------------------------------------ the corpus
