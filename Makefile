@@ -9,7 +9,8 @@ APT_RUN   := python3 python3-venv python3-pip pciutils ethtool kmod iproute2
 APT_TEST  := $(APT_RUN) rpm cpio rpmlint dkms linux-headers-amd64 iperf3 lshw curl openssl gnupg \
              build-essential libpci-dev chromium shellcheck busybox-static dash \
              openssh-server openssh-client \
-             ifupdown initramfs-tools grub-common
+             ifupdown initramfs-tools grub-common \
+             lintian
 # daemons the tests start only confined (tests/test_persist_nm.py: NetworkManager in its own
 # network and mount namespaces with its own D-Bus): installed without starting, their units
 # masked (scripts/apt-ensure --no-start), and a host conf leaving every device unmanaged
@@ -33,7 +34,8 @@ LEG_VENVS := $(foreach v,$(PY_LEGS),.venv-$(v)/.installed)
 # the QEMU lab (issue 5): adds its packages to APT_TEST and the lab targets
 include lab/Makefile.inc
 
-.PHONY: all demo test check lint legs bench bytecode apt-run apt-test venv clean install-kernel-hooks
+.PHONY: all demo test check lint legs bench bytecode apt-run apt-test venv clean install-kernel-hooks \
+        packages
 
 all: test
 
@@ -66,11 +68,13 @@ bytecode: $(STAMP)
 venv: $(STAMP) bytecode
 
 # one venv per other Python, with what the tests need (the test extra) from the package index
-.venv-%/.installed: setup.cfg pyproject.toml
+.venv-%/.installed: setup.cfg pyproject.toml specs/el9-constraints.txt
 	@py=$$(scripts/find-python $*) && test -n "$$py" || exit 1; \
 	  test -x .venv-$*/bin/python || $$py -m venv .venv-$*
 	.venv-$*/bin/python -m pip install -q --upgrade pip
-	.venv-$*/bin/python -m pip install -q -e '.[test]'
+	# 3.9 is RHEL 9's platform Python: its leg runs with the libraries RHEL 9 and EPEL 9 ship
+	.venv-$*/bin/python -m pip install -q $(if $(filter 3.9,$*),-c specs/el9-constraints.txt) \
+	  -e '.[test]'
 	@touch $@
 
 legs: $(LEG_VENVS)
@@ -116,6 +120,11 @@ BENCHES = $(sort $(filter-out %.py %.md,$(wildcard bench/*)))
 bench: apt-test venv
 	@for b in $(BENCHES); do echo "== $$b =="; $(BIN)/python $$b || exit 1; done
 
+# hwmgr's packages into dist/: the EL9 and EL8 RPMs and the .deb (docs/install.md,
+# docs/packaging.md); scripts/build-packages says how
+packages: venv
+	scripts/build-packages $(BIN)/python dist
+
 # the kernel gate's hooks (docs/kernel-gate.md) for a Debian/pip install; the RPM ships its own
 install-kernel-hooks:
 	install -D -m 0755 contrib/kernel/postinst.d/zz-hwmgr-gate /etc/kernel/postinst.d/zz-hwmgr-gate
@@ -123,4 +132,4 @@ install-kernel-hooks:
 		/etc/kernel/install.d/90-hwmgr-gate.install
 
 clean:
-	rm -rf $(VENV) .venv-* build *.egg-info .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) .venv-* build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache

@@ -50,15 +50,16 @@ def install_requires() -> dict[str, str]:
 
 
 def spec_requires() -> tuple[str | None, dict[str, str]]:
-    """The spec's `python3 >= X` and its python3dist(name) >= X requirements."""
+    """The spec's `python(abi) = X` and its python3.9dist(name) >= X requirements (the EL9
+    branch's: the EL8 flavour carries two of them instead, tests/test_packages.py)."""
     python, dists = None, {}
     for line in SPEC.read_text().splitlines():
         mo = re.match(r"Requires:\s*(.+?)\s*$", line)
         if not mo:
             continue
         req = mo.group(1)
-        py = re.fullmatch(r"python3\s*>=\s*([0-9.]+)", req)
-        dist = re.fullmatch(r"python3dist\(([^)]+)\)\s*>=\s*([0-9.]+)", req)
+        py = re.fullmatch(r"python\(abi\)\s*=\s*([0-9.]+)", req)
+        dist = re.fullmatch(r"python3\.9dist\(([^)]+)\)\s*>=\s*([0-9.]+)", req)
         if py:
             python = py.group(1)
         elif dist:
@@ -74,8 +75,30 @@ def test_rpm_requires_what_setup_cfg_installs() -> None:
     assert requires, "setup.cfg lists no install_requires"
     assert dists == requires, f"hwmgr.spec Requires {dists} != setup.cfg {requires}"
     minimum = _setup()["options"]["python_requires"].strip()
-    assert minimum == f">={python}", f"hwmgr.spec python3 >= {python}, setup.cfg {minimum}"
+    assert minimum == f">={python}", f"hwmgr.spec python(abi) = {python}, setup.cfg {minimum}"
     assert minimum == f">={SUPPORTED[0]}", "the oldest leg of make test is not the minimum"
+
+
+def el9_pins() -> dict[str, str]:
+    """specs/el9-constraints.txt: {name: version} of what RHEL 9 and EPEL 9 ship."""
+    pins = {}
+    for line in _lines((REPO / "specs" / "el9-constraints.txt").read_text()):
+        name, _, version = line.partition("==")
+        pins[_canon(name)] = version
+    return pins
+
+
+def _vt(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+def test_lower_bounds_install_on_rhel9() -> None:
+    """Every install_requires is pinned for the 3.9 leg (RHEL 9's version) and its lower
+    bound is not above that version: pip and dnf accept what RHEL 9 has."""
+    pins = el9_pins()
+    for name, minimum in install_requires().items():
+        assert name in pins, f"{name}: no RHEL 9 version in specs/el9-constraints.txt"
+        assert _vt(minimum) <= _vt(pins[name]), f"{name}>={minimum}, RHEL 9 has {pins[name]}"
 
 
 def _data_files() -> dict[str, list[str]]:

@@ -79,6 +79,27 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     return inlined
 
 
+NAME_MAPS = ("properties", "patternProperties", "$defs")  # keys below these are names
+
+
+def as_draft7(schema: Any, names: bool = False) -> Any:
+    """The 2020-12 schema in draft 7's words, for jsonschema 3.2 (RHEL 9's, which has no
+    2020-12 validator): `dependentRequired` is draft 7's array-valued `dependencies`, the
+    only 2020-12 keyword the schema uses; `$defs` stays, as its references are pointers."""
+    if isinstance(schema, list):
+        return [as_draft7(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if names:
+            out[key] = as_draft7(value)
+        else:
+            out["dependencies" if key == "dependentRequired" else key] = as_draft7(
+                value, names=key in NAME_MAPS)
+    return out
+
+
 def findings(data: Any, partial: bool = False) -> list[Finding]:
     """(path parts, message) of `data` against the shipped schema, or its relaxed form for a
     partial layer (see `layers.relaxed_schema`), sorted by path."""
@@ -89,9 +110,12 @@ def findings(data: Any, partial: bool = False) -> list[Finding]:
 
     text = schema_bytes()
     if (text, partial) not in _VALIDATORS:
-        schema = json.loads(text)
-        _VALIDATORS[text, partial] = jsonschema.Draft202012Validator(
-            inline_refs(layers.relaxed_schema(schema) if partial else schema))
+        schema = inline_refs(layers.relaxed_schema(json.loads(text)) if partial
+                             else json.loads(text))
+        if hasattr(jsonschema, "Draft202012Validator"):  # jsonschema >= 4
+            _VALIDATORS[text, partial] = jsonschema.Draft202012Validator(schema)
+        else:  # 3.2, RHEL 9's (specs/el9-constraints.txt): the same rules as draft 7
+            _VALIDATORS[text, partial] = jsonschema.Draft7Validator(as_draft7(schema))
     out: list[Finding] = []
     try:
         for err in _VALIDATORS[text, partial].iter_errors(data):

@@ -289,18 +289,28 @@ def _rich_table(console: Any, rows: list[Row], keys: list[str], widths: dict[str
     from rich.text import Text
 
     head = dict(COLUMNS)
-    t = Table(show_edge=False, pad_edge=False, header_style="bold", expand=False)
-    for k in keys:
-        t.add_column(head[k], width=widths[k], no_wrap=True, overflow="fold")
+    last = len(keys) - 1
+
+    def pad(text: str, i: int) -> str:
+        """The cell's own padding, a space inside each rule: rich before 14 gives a column one
+        cell less than its width when the table has pad_edge=False (RHEL 9's 13.1, Debian
+        12's 13.3, Ubuntu 24.04's 13.7 cropped the last letter of each device line)."""
+        return "\n".join(" " * (i > 0) + ln + " " * (i < last) for ln in text.split("\n"))
+
+    t = Table(show_edge=False, padding=0, header_style="bold", expand=False)
+    for i, k in enumerate(keys):
+        t.add_column(pad(head[k], i), width=widths[k] + (i > 0) + (i < last), no_wrap=True,
+                     overflow="fold")
     for r in rows:
         cells = []
-        for k in keys:
+        for i, k in enumerate(keys):
             if k == "device":
-                cells.append(Text("\n".join(_device_lines(r, widths[k]))))
+                cells.append(Text(pad("\n".join(_device_lines(r, widths[k])), i)))
             elif k == "verdict":
-                cells.append(Text(r.cells[k], style=STATUS_STYLE.get(r.status or "", "dim")))
+                cells.append(Text(pad(r.cells[k], i),
+                                  style=STATUS_STYLE.get(r.status or "", "dim")))
             else:
-                cells.append(Text(r.cells[k]))
+                cells.append(Text(pad(r.cells[k], i)))
         t.add_row(*cells)
     console.print(t, crop=False)
 
