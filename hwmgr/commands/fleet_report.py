@@ -22,6 +22,7 @@ from hwmgr.errors import (
 )
 from hwmgr.fleet.groups import assign, compile_pattern, read_groups
 from hwmgr.fleet.html import html_chunks
+from hwmgr.fleet.jinja import jinja2
 from hwmgr.fleet.junit import junit_chunks
 from hwmgr.fleet.prom import failure_registry, fleet_registry
 from hwmgr.fleet.report import build_report, exit_code, report_chunks
@@ -117,6 +118,7 @@ def _no_cycle_collection() -> Iterator[None]:
 
 def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     """Read and check every input first; write only when all of it is good."""
+    jinja2()  # the page needs it: without it, say so before anything is read or written
     try:
         with _no_cycle_collection():
             return _run(args, ctx)

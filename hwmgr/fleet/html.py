@@ -16,15 +16,16 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 from urllib.parse import quote
 
-import jinja2
-from markupsafe import Markup
-
+from hwmgr.fleet.jinja import jinja2, markup
 from hwmgr.fleet.report import HOST_STATUSES, LAYERS, Report
 from hwmgr.fleet.trend import News
 from hwmgr.fleet.view import NO_RESULT, FleetItem, Shown, compact, fleet_items, group_rows
+
+if TYPE_CHECKING:
+    from jinja2 import Template
 
 CARD_KEYS = ("hosts", "compliant", "drift", "unknown", "unreachable", "failed", "reboot-pending")
 FLEET_STATUSES = ("drift", "unknown")  # the fleet table: what someone has to act on
@@ -48,13 +49,15 @@ def _text(value: Any) -> Any:
 
 
 @lru_cache(maxsize=1)
-def _template() -> jinja2.Template:
+def _template() -> Template:
     """The page's template, compiled once (Jinja2 2.11, RHEL 9's, to 3.x)."""
-    env = jinja2.Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
-                             finalize=_text)
+    j2 = jinja2()
+    env = j2.Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True,
+                         keep_trailing_newline=True, undefined=j2.StrictUndefined,
+                         finalize=_text)
     env.filters["fragment"] = lambda text: quote(str(text), safe="")  # a #name=value part
-    return env.from_string(_asset(TEMPLATE))
+    template: Template = env.from_string(_asset(TEMPLATE))
+    return template
 
 
 def plain(value: Any) -> str:
@@ -119,8 +122,8 @@ def _context(report: Report, history: list[dict[str, Any]], groups: dict[str, st
                     "top": row["items"].most_common(3)} for row in grows[:MAX_GROUPS]],
         "host_statuses": HOST_STATUSES, "layers": LAYERS,
         # the page's own files and the escaped JSON: the only markup not from the template
-        "css": Markup(_asset("report.css")), "js": Markup(_asset("report.js")),
-        "data": Markup(embed_json(compact(report, groups, news, shown))),
+        "css": markup(_asset("report.css")), "js": markup(_asset("report.js")),
+        "data": markup(embed_json(compact(report, groups, news, shown))),
     }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hwmgr.fleet.jinja import jinja2
 from hwmgr.fleet.rollout import STATES, budget_state, counts
 
 TEMPLATE = "rollout.html.j2"
@@ -37,11 +38,10 @@ def change_text(change: dict[str, Any]) -> str:
 
 def render_page(rec: dict[str, Any]) -> str:
     """The rollout page: every value autoescaped (host names, gate details are hostile)."""
-    import jinja2  # only the page needs it; `rollout claim/mark` on every host do not
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(Path(__file__).resolve().parent)),
-        autoescape=True, undefined=jinja2.StrictUndefined)
+    j2 = jinja2()  # only the page needs it; `rollout claim/mark` on every host do not
+    env = j2.Environment(
+        loader=j2.FileSystemLoader(str(Path(__file__).resolve().parent)),
+        autoescape=True, undefined=j2.StrictUndefined)
     rows = []
     for name, h in rec["hosts"].items():
         rb = h.get("rollback") if isinstance(h.get("rollback"), dict) else None
@@ -56,6 +56,7 @@ def render_page(rec: dict[str, Any]) -> str:
     b = rec["budget"]
     budget_text = (f"{b['percent']:g}% of {len(rec['hosts'])} hosts" if b.get("percent")
                    is not None else f"{b['failures']} failed gate(s)")
-    return env.get_template(TEMPLATE).render(
+    page: str = env.get_template(TEMPLATE).render(
         rec=rec, rows=rows, states=STATES, counts=counts(rec), budget=budget_state(rec),
         budget_text=budget_text, change_text=change_text(rec["change"]))
+    return page
