@@ -79,3 +79,23 @@ def test_a_damaged_baseline_is_exit_8_and_a_bad_id_exit_2(tmp_path: Path) -> Non
     assert res.returncode == 2 and "rollout id" in res.stderr
     res = run_cli("gate", "check", "r2", "--state-dir", str(state))
     assert res.returncode == 3 and "no baseline for rollout r2" in res.stderr
+
+
+@pytest.mark.slow  # a namespace of its own and three hwmgr processes in it
+def test_gate_check_fails_on_a_link_gone_down_and_refuses_a_default_route_peer(ns) -> None:
+    """Exit 1: v0 was up at the baseline and lost its carrier. Exit 9: the throughput step
+    would run over the interface that carries the namespace's default route."""
+    base = ns.hwmgr("gate", "baseline", "r1", "--state-dir", ns.state)
+    assert base.returncode == 0, base.stderr
+    ns.ip("link", "set", "v1", "down")  # v0's peer: v0 loses its carrier
+    got = ns.hwmgr("gate", "check", "r1", "--state-dir", ns.state, "--json")
+    assert got.returncode == 1, got.stderr
+    doc = json.loads(got.stdout)
+    assert "links" in doc["data"]["failed_steps"], doc["data"]
+    ns.ip("link", "set", "v1", "up")
+    ns.ip("addr", "add", "10.99.0.1/24", "dev", "v0")
+    ns.ip("route", "add", "default", "via", "10.99.0.2", "dev", "v0")
+    got = ns.hwmgr("gate", "check", "r1", "--state-dir", ns.state, "--peer", "10.99.0.2",
+                   "--floor", "1", "--interface", "v0")
+    assert got.returncode == 9, (got.returncode, got.stderr)
+    assert "default route" in got.stderr

@@ -308,3 +308,20 @@ def test_package_a_vendor_tarball_without_url(bed, tmp_path: Path, monkeypatch,
     assert query(rpm, "--qf", "%{NAME} %{URL}") == f"{MODULE}-dkms (none)"
     src = f"/usr/src/{MODULE}-1.0"
     assert f"{src}/{MODULE}.c" in query(rpm, "-l").split()
+
+
+def test_a_failing_rpmbuild_is_exit_1_and_leaves_nothing(bed, tmp_path: Path, monkeypatch,
+                                                         capsys) -> None:
+    """A site's rpm macros that break the payload (a compressor rpm does not know) make the
+    real rpmbuild fail: exit 1 naming it, no RPM written, the work dir gone."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".rpmmacros").write_text("%_binary_payload w9.nosuchcompressor\n")
+    monkeypatch.setenv("HOME", str(home))
+    out = tmp_path / "out"
+    rc, doc, _ = _package(bed, monkeypatch, capsys, "--to", "1.0", "--out", str(out))
+    assert rc == 1 and doc["status"] == "error", doc
+    assert doc["errors"][0].startswith(f"rpmbuild of {MODULE}-dkms 1.0 failed"), doc["errors"]
+    assert not list(out.glob("*.rpm"))
+    work = Path(bed.env["HWMGR_CACHE_DIR"]) / "package"
+    assert not any(work.iterdir())

@@ -195,18 +195,16 @@ DELEGATED: dict[tuple[str, int], str] = {
     ("rollout", EXIT_REFUSED):
         "test_rollout.py::test_the_cli_resumes_the_same_rollout_and_refuses_another",
     ("gate", EXIT_BAD_INPUT): "test_gate.py::test_a_damaged_baseline_is_exit_8_and_a_bad_id_exit_2",
+    **{("gate", c): "test_gate.py::"
+       "test_gate_check_fails_on_a_link_gone_down_and_refuses_a_default_route_peer"
+       for c in (EXIT_FAILED, EXIT_REFUSED)},
+    ("package", EXIT_FAILED):
+        "test_package.py::test_a_failing_rpmbuild_is_exit_1_and_leaves_nothing",
 }
 
 # documented codes that no test drives yet, each saying why: shown as xfailed with that reason
 # (make test's summary lists them); a test that drives one moves it to DELEGATED
-UNPROVEN: dict[tuple[str, int], str] = {
-    ("package", EXIT_FAILED): "no test runs `hwmgr package` into a failing rpmbuild "
-    "(test_package.py's failing build is the RPM's %post, not the verb)",
-    ("gate", EXIT_FAILED): "test_rollout_fleet.py runs `hwmgr gate` through the hwmgr_rollout "
-    "module and asserts each gate's failure in the record, not the verb's exit code",
-    ("gate", EXIT_REFUSED): "no test runs the gate's throughput step over a default-route "
-    "interface (the throughput check's own refusal: test_throughput.py)",
-}
+UNPROVEN: dict[tuple[str, int], str] = {}
 
 
 @pytest.fixture(scope="module")
