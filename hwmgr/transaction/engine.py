@@ -30,7 +30,10 @@ Signals (`interrupt`): SIGINT, SIGTERM, SIGHUP are deferred while a transaction 
 recovers, and each is answered on stderr at once; going forward, the first one stops the
 command in flight (`runner.stop_commands`: a dkms build is not waited for), so the running
 step fails, the steps done are undone in reverse, and it ends `rolled-back` naming the
-signal; after it ends, they stay deferred until the command ends (`interrupt.release`).
+signal. Past the point of no return the recovery policy holds for signals too: the remaining
+steps run and the transaction commits (a rollback's `restore` has removed the DKMS version
+its undo could not bring back). After it ends, they stay deferred until the command ends
+(`interrupt.release`).
 SIGKILL or power loss leave it for `hwmgr recover`.
 
 Test hook: env `HWMGR_TEST_CRASH_AT="<step-name|seq>:<phase>[:INT|TERM|HUP][,...]"` SIGKILLs the
@@ -229,14 +232,22 @@ class Transaction:
         self.signal: str | None = None  # the first deferred signal that arrived (e.g. SIGINT)
         self._at = (0, "before")  # (seq, "before" | "running" | "done" | "undo" | "ended")
 
+    def _past_commit(self) -> bool:
+        """Going forward past the point of no return (a `commit_point` step is done): from
+        here a signal, like a crash (`recover`), finishes the transaction instead of undoing."""
+        return self.direction == "forward" and any(
+            st == "done" and s.commit_point for s, st in zip(self.steps, self._states))
+
     def _note_signal(self, name: str) -> None:
-        """A deferred signal: the first going forward stops the command in flight; each is
-        answered on stderr at once, naming the step being undone."""
+        """A deferred signal: the first going forward stops the command in flight, unless the
+        transaction is past its point of no return; each is answered on stderr at once, naming
+        the step being undone (or finished)."""
         first, self.signal = self.signal is None, self.signal or name
         seq, phase = self._at
-        if first and self.direction == "forward" and phase != "ended":
+        past = phase not in ("ended", "undo") and self._past_commit()
+        if first and self.direction == "forward" and phase != "ended" and not past:
             stop_commands()
-        answer(name, first, seq + 1, self.steps[seq].name, phase)
+        answer(name, first, seq + 1, self.steps[seq].name, "finishing" if past else phase)
 
     @property
     def journal(self) -> Journal:
@@ -288,7 +299,7 @@ class Transaction:
     def _interrupted(self, seq: int) -> TxnResult | None:
         """Roll back when a deferred signal arrived (checked before step `seq` runs, and with
         `seq == len(steps)` before the commit)."""
-        if self.signal is None:
+        if self.signal is None or self._past_commit():
             return None
         done = [s.name for s, st in zip(self.steps, self._states) if st == "done"]
         where = f"after step '{done[-1]}'" if done else "before its first step"

@@ -98,12 +98,17 @@ def release() -> list[str]:
 def answer(name: str, first: bool, number: int, step: str, phase: str) -> None:
     """Say on stderr, at once, what a deferred signal does: the transaction is at step
     `number` (1-based) named `step`, in `phase` ("before" | "running" | "done" | "undo" |
-    "ended")."""
+    "finishing": past the point of no return | "ended")."""
     who = "interrupted" if name == "SIGINT" else f"interrupted by {name}"
     if phase == "ended":
         line = f"{who}: the transaction has ended; its result stands"
     elif phase == "before":
         line = f"{who}: stopping before step {number} ({step}); nothing was changed"
+    elif phase == "finishing":
+        line = (f"{who}: past the point of no return: finishing step {number} ({step}) and "
+                "the rest so the host ends in the new state; Ctrl-C again is ignored" if first
+                else f"{name} again: still finishing step {number} ({step}); ignored until "
+                "the host is consistent")
     elif not first:
         line = (f"{name} again: still undoing step {number} ({step}); ignored until the host "
                 "is consistent")
