@@ -236,8 +236,9 @@ def test_1_inventory_in_the_guest(lab: Lab, chains: dict[str, Chain]) -> None:
 
 @pytest.mark.timeout(60)
 def test_1b_site_trusts_the_obtained_srpm(lab: Lab, chains: dict[str, Chain]) -> None:
-    """Issue 14: no checksum → plan refuses; `catalog trust` of the obtained SRPM records it;
-    plan passes; the upgrade's fetch comes from the site mirror (the vendor host never
+    """No checksum → plan refuses; `catalog trust` of the obtained SRPM records it and keeps
+    the verified file in the cache (docs/catalog.md, the whole path offline); plan passes; the
+    upgrade's fetch is served from that cache, never from the vendor host (which never
     resolves in the guest). Its reboot and verify are scenario 2."""
     b = chains["a"].data.get("boot1")
     assert b is not None, "scenario 1 did not boot"
@@ -253,7 +254,7 @@ def test_1b_site_trusts_the_obtained_srpm(lab: Lab, chains: dict[str, Chain]) ->
     (steps,) = [t["steps"] for t in ok(b, "upgrade-steps")["data"]["transactions"]
                 if t["id"] == txn["id"]]
     fetch = steps[0]
-    assert fetch["name"] == "fetch" and fetch["data"]["origin"] == "mirror", fetch
+    assert fetch["name"] == "fetch" and fetch["data"]["origin"] == "cache", fetch
     assert fetch["data"]["sha256"] == pkg["sha256"], fetch
 
 
