@@ -36,18 +36,17 @@ its undo could not bring back). After it ends, they stay deferred until the comm
 (`interrupt.release`).
 SIGKILL or power loss leave it for `hwmgr recover`.
 
-Test hook: env `HWMGR_TEST_CRASH_AT="<step-name|seq>:<phase>[:INT|TERM|HUP][,...]"` SIGKILLs the
-process at a boundary (or sends it the named signal); phases: before (journaled started),
-saved (after ctx.save), after (do returned, not yet journaled done), done (journaled done),
-undo (before an undo runs).
+Test hook (`testhook`): env
+`HWMGR_TEST_CRASH_AT="<step-name|seq>:<phase>[:INT|TERM|HUP][,...]"` SIGKILLs the process
+at a boundary (or sends it the named signal); phases: before (journaled started), saved
+(after ctx.save), after (do returned, not yet journaled done), done (journaled done), undo
+(before an undo runs).
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import os
-import signal
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -58,8 +57,8 @@ from hwmgr.transaction.interrupt import answer, deferring_signals
 from hwmgr.transaction.journal import Journal
 from hwmgr.transaction.pending import NOTE
 from hwmgr.transaction.state import StateDir
+from hwmgr.transaction.testhook import crash_point
 
-TEST_CRASH_ENV = "HWMGR_TEST_CRASH_AT"
 TEST_CRASH_PHASES = ("before", "saved", "after", "done", "undo")
 UNDO_FAILED = "; then the undo of step "  # joins the cause and a failed undo in journaled errors
 STEP_STATES = ("pending", "started", "done", "failed", "undone", "kept")
@@ -130,7 +129,7 @@ class Ctx:
         self._txn.journal.save_data(self.txn_id, self.seq, merged)
         self._txn._data[self.seq] = merged
         if self.phase == "do":
-            _test_crash_point(self._txn.steps[self.seq], self.seq, "saved")
+            crash_point(self._txn.steps[self.seq].name, self.seq, "saved")
 
     def output(self, step_name: str) -> dict[str, Any]:
         """Journaled data of another step of this transaction (e.g. the fetched path)."""
@@ -314,7 +313,7 @@ class Transaction:
                 return stopped
             self._set(seq, "started")
             self._at = (seq, "running")
-            _test_crash_point(step, seq, "before")
+            crash_point(step.name, seq, "before")
             if self.ui is not None:
                 self.ui.step(step.name, "start")
             try:
@@ -331,10 +330,10 @@ class Transaction:
                     return self._backward(f"interrupted by {self.signal} during step "
                                           f"'{step.name}': {_one_line(exc)}")
                 return self._backward(f"step '{step.name}' failed: {_one_line(exc)}")
-            _test_crash_point(step, seq, "after")
+            crash_point(step.name, seq, "after")
             self._set(seq, "done", data=data)
             self._at = (seq, "done")
-            _test_crash_point(step, seq, "done")
+            crash_point(step.name, seq, "done")
         stopped = self._interrupted(len(self.steps))
         if stopped is not None:
             return stopped
@@ -359,7 +358,7 @@ class Transaction:
                 self._set(seq, "kept", event="kept (irreversible)")
                 continue
             self._at = (seq, "undo")
-            _test_crash_point(step, seq, "undo")
+            crash_point(step.name, seq, "undo")
             self.journal.event(self.id or 0, "undo-started", seq=seq)
             if self.ui is not None:
                 self.ui.step(step.name, "undo")
@@ -512,18 +511,3 @@ def _one_line(exc: BaseException) -> str:
     if not isinstance(exc, HwmgrError):
         text = f"{type(exc).__name__}: {text}"
     return " ".join(text.split())
-
-
-def _test_crash_point(step: Step, seq: int, phase: str) -> None:
-    """Test hook: SIGKILL ourselves at a step boundary named in $HWMGR_TEST_CRASH_AT."""
-    spec = os.environ.get(TEST_CRASH_ENV)
-    if not spec:
-        return
-    for item in spec.split(","):
-        where, _, when = item.strip().rpartition(":")
-        sig = signal.SIGKILL
-        if when in ("INT", "TERM", "HUP"):
-            sig = getattr(signal, f"SIG{when}")
-            where, _, when = where.rpartition(":")
-        if when == phase and where in (step.name, str(seq)):
-            os.kill(os.getpid(), sig)
