@@ -10,6 +10,7 @@ from hwmgr.config import load_config
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_LOCKED,
     EXIT_NOT_FOUND,
     EXIT_NOT_READY,
@@ -21,13 +22,18 @@ from hwmgr.errors import (
     NotFoundError,
     RefusedError,
 )
+from hwmgr.host.runner import allow_commands
+from hwmgr.host.seam import Host
 from hwmgr.inventory import guard
 from hwmgr.lifecycle import INSTALL_TREE, gaterecord
 from hwmgr.lifecycle import kernelgate as gate
+from hwmgr.lifecycle.gatesteps import GateSteps
 from hwmgr.lifecycle.plan import running_kernel
 from hwmgr.lifecycle.recipe import check_kernel
 from hwmgr.output import Outcome, printable
+from hwmgr.transaction.interrupt import deferring_signals
 from hwmgr.transaction.state import StateDir
+from hwmgr.transaction.testhook import boot_host
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example
 
@@ -48,6 +54,8 @@ EXIT_CODES = {
     EXIT_NOT_READY: "not ready for kernel KVER (or the site config cannot be read): boot "
                     "default held on the running kernel",
     EXIT_PERMISSION: "not root",
+    EXIT_INTERRUPTED: "interrupted (SIGINT, SIGTERM, SIGHUP): KVER recorded as not gated, the "
+                      "boot default held on the running kernel",
 }
 
 
@@ -82,39 +90,75 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
                        else f"/boot/vmlinuz-{kver} (nor {INSTALL_TREE}/{kver}/vmlinuz)")
             raise NotFoundError(f"kernel {kver} is not installed: no {missing}")
         gaterecord.read_hold(host, state)  # a damaged hold is exit 8 before anything is built
-        try:
-            timeout = load_config(host).build_timeout_seconds
-            config_error = None
-        except BadInputError as exc:  # fail closed: a gate that cannot read its site config
-            timeout, config_error = 0.0, exc.message  # builds nothing and holds the default
-        unready: list[Any]
-        if config_error is None:
-            drivers = gate.managed_drivers(state)
-            sb = guard.secure_boot(host) if drivers else None
-            results = [gate.gate_driver(host, state, m, kver, sb, build_timeout=timeout)
-                       for m in drivers]
+        steps = GateSteps()
+        with deferring_signals(steps.note, hold=True):
+            try:
+                data, unready = _gate(host, state, kver, running, args.allow_unready, steps)
+            finally:
+                allow_commands()
+    state.close()
+    if steps.stopped:
+        return _interrupted(data, steps)
+    return _outcome(data, unready, running or "unknown", args.allow_unready)
+
+
+def _gate(host: Host, state: StateDir, kver: str, running: str | None, allow_unready: bool,
+          steps: GateSteps) -> tuple[dict[str, Any], list[Any]]:
+    """Gate every managed driver, write the record, hold or release the default; a signal
+    (`steps`) ends the gate not ready, recorded so, the default held (docs/kernel-gate.md)."""
+    try:
+        timeout = load_config(host).build_timeout_seconds
+        config_error = None
+    except BadInputError as exc:  # fail closed: a gate that cannot read its site config
+        timeout, config_error = 0.0, exc.message  # builds nothing and holds the default
+    unready: list[Any]
+    if config_error is None:
+        drivers = gate.managed_drivers(state)
+        sb = guard.secure_boot(host) if drivers else None
+        results = [gate.gate_driver(host, state, m, kver, sb, build_timeout=timeout,
+                                    steps=steps) for m in drivers]
+        if steps.start("record"):
             for r in results:  # `verify` after booting KVER checks what the gate installed
                 gate.extend_expectation(host, state, kver, r)
-            record = gate.write_record(host, state, kver, running, results)
-            unready = [r for r in results if not r.ready]
-            gated = record["drivers"]
-        else:
-            unready, gated = [_Unready("site config", "(unreadable)", config_error)], {}
-        data: dict[str, Any] = {"kernel": kver, "running": running, "ready": not unready,
-                                "drivers": gated, "held": None, "released": None,
-                                "site_config_error": config_error}
-        if unready and not args.allow_unready:
-            try:
-                data["held"] = gate.hold(host, state, kver, running or "")
-            except HwmgrError as exc:
-                r = unready[0]
-                raise HwmgrError(f"not ready for kernel {kver} ({r.driver} {r.version}: "
-                                 f"{r.why}), and the boot default could NOT be held: "
-                                 f"{exc.message}", exit_code=exc.exit_code) from None
-        else:
-            data["released"] = gate.release(host, state, kver)
-    state.close()
-    return _outcome(data, unready, running or "unknown", args.allow_unready)
+        if steps.stopped:  # not gated: every driver says so, and the default is held
+            steps.settle()
+            results = [gate.Readiness(r.driver, r.version, False, steps.why(), r.facts)
+                       for r in results]
+        record = gate.write_record(host, state, kver, running, results,
+                                   interrupted=steps.why() if steps.stopped else None)
+        unready = [r for r in results if not r.ready]
+        gated = record["drivers"]
+    else:
+        unready, gated = [_Unready("site config", "(unreadable)", config_error)], {}
+    data: dict[str, Any] = {"kernel": kver, "running": running, "ready": not unready,
+                            "drivers": gated, "held": None, "released": None,
+                            "site_config_error": config_error,
+                            "interrupted": steps.why() if steps.stopped else None}
+    boot = boot_host(host)
+    if unready and (steps.stopped or not allow_unready):
+        steps.start("hold", settling=True)
+        try:
+            data["held"] = gate.hold(host, state, kver, running or "", boot=boot)
+        except HwmgrError as exc:
+            r = unready[0]
+            raise HwmgrError(f"not ready for kernel {kver} ({r.driver} {r.version}: "
+                             f"{r.why}), and the boot default could NOT be held: "
+                             f"{exc.message}", exit_code=exc.exit_code) from None
+    else:
+        steps.start("release", settling=True)
+        data["released"] = gate.release(host, state, kver, boot=boot)
+    return data, unready
+
+
+def _interrupted(data: dict[str, Any], steps: GateSteps) -> Outcome:
+    """A signal stopped the gate: exit 130, one line saying where and that the default is
+    held (the record says not gated)."""
+    held = data["held"]
+    then = (f"boot default held on {data['running']} ({held['backend']})" if held else
+            "no hwmgr-managed driver: nothing to hold")
+    line = f"{steps.why()}; {then}; run hwmgr kernel-gate {data['kernel']} again"
+    return Outcome(NAME, status="interrupted", data=data, errors=[line],
+                   exit_code=EXIT_INTERRUPTED)
 
 
 class _Unready(NamedTuple):

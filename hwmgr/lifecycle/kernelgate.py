@@ -26,6 +26,7 @@ from hwmgr.lifecycle import INSTALL_TREE, bootloader, gaterecord, kmod
 from hwmgr.lifecycle.buildlog import BuildFailed, keep_log
 from hwmgr.lifecycle.dkms import Dkms
 from hwmgr.lifecycle.expect import parse_expectation
+from hwmgr.lifecycle.gatesteps import GateSteps
 from hwmgr.lifecycle.recipe import load_recipe
 from hwmgr.transaction.journal import utcnow
 from hwmgr.transaction.state import StateDir
@@ -142,13 +143,25 @@ def _check(host: Host, m: Managed, kver: str, kos: dict[str, str],
 
 def gate_driver(host: Host, state: StateDir, m: Managed, kver: str,
                 secure_boot: bool | None, dkms: Dkms | None = None,
-                build_timeout: float = DEFAULT_BUILD_TIMEOUT) -> Readiness:
-    """Build, install (KVER only), depmod, initramfs and check one managed driver."""
+                build_timeout: float = DEFAULT_BUILD_TIMEOUT,
+                steps: GateSteps | None = None) -> Readiness:
+    """Build, install (KVER only), depmod, initramfs and check one managed driver; each a
+    step of `steps`, whose signal stops it and undoes a half-done install
+    (`_settle`)."""
     d = dkms or Dkms(host, mok_key=m.sign_key, mok_cert=m.sign_cert,
                      build_timeout=build_timeout)
+    st = steps or GateSteps()
 
     def no(why: str, **facts: Any) -> Readiness:
         return Readiness(m.driver, m.version, False, why, facts)
+
+    def stopped() -> Readiness | None:
+        if not st.stopped:
+            return None
+        at = st.step
+        st.settle()
+        _settle(host, d, m, kver, at)
+        return no(st.why())
 
     try:
         d.check_headers(kver)
@@ -158,31 +171,57 @@ def gate_driver(host: Host, state: StateDir, m: Managed, kver: str,
         src = d.source_dir(m.driver, m.version)
         return no(f"DKMS has no {m.driver}/{m.version} (its source {src} is gone): run "
                   f"hwmgr upgrade {m.driver} --to {m.version} again")
+    if not st.start("dkms-build"):
+        return stopped() or no(st.why())
     try:
         d.build(m.driver, m.version, kver)
     except BuildFailed as exc:
+        if st.stopped:
+            return stopped() or no(st.why())
         dest = f"{state.path}/logs/gate-{kver}-{m.driver}-{m.version}.make.log"
         kept = keep_log(host, exc, dest)
         exc = exc.kept_at(kept) if kept else exc
         return no(exc.message, make_line=exc.make_line, first_error=exc.facts.first_error,
                   make_log=kept or exc.log)
     except HwmgrError as exc:
-        return no(exc.message)
+        return stopped() or no(exc.message)
     try:
+        if not st.start("dkms-install"):
+            return stopped() or no(st.why())
         for e in d.status(m.driver):  # one DKMS version per kernel, as upgrade keeps it
             if e.kernel == kver and e.version != m.version and e.state == "installed":
                 d.uninstall(m.driver, e.version, kver, depmod=False)
         kos = {mod: str(p) for mod, p in d.install(m.driver, m.version, kver,
                                                    force=True).items()}
+        if not st.start("depmod"):
+            return stopped() or no(st.why())
         kmod.depmod(host, kver)
         if m.storage:
+            if not st.start("initramfs"):
+                return stopped() or no(st.why())
             kmod.rebuild_initramfs(host, kver)
     except HwmgrError as exc:
-        return no(exc.message)
+        return stopped() or no(exc.message)
+    if not st.start("check"):
+        return stopped() or no(st.why())
     facts, why = _check(host, m, kver, kos, secure_boot)
+    halted = stopped()
+    if halted:
+        return halted
     if why:
         return no(why, **facts)
     return Readiness(m.driver, m.version, True, "built, installed and checked", facts)
+
+
+def _settle(host: Host, d: Dkms, m: Managed, kver: str, step: str) -> None:
+    """After a signal at `step`: a stopped `dkms build` registered nothing for KVER (DKMS
+    keeps a build only once make finished); an install or depmod that was running is undone
+    or redone so the files, DKMS and modules.dep of KVER agree. KVER is not booted by
+    default (the gate holds it), so a finished build or a checked install is kept."""
+    if step == "dkms-install":
+        d.uninstall(m.driver, m.version, kver, depmod=False)
+    if step in ("dkms-install", "depmod"):
+        kmod.depmod(host, kver)
 
 
 def extend_expectation(host: Host, state: StateDir, kver: str, r: Readiness) -> str | None:
@@ -205,11 +244,13 @@ def extend_expectation(host: Host, state: StateDir, kver: str, r: Readiness) -> 
 
 # ------------------------------------------------------------------ records
 def write_record(host: Host, state: StateDir, kver: str, running: str | None,
-                 results: list[Readiness]) -> dict[str, Any]:
+                 results: list[Readiness], interrupted: str | None = None) -> dict[str, Any]:
     """Keep the gate's outcome for `kver` in `<state>/kernels/KVER.json` (what `check`
-    shows): per driver its version, ready, why and the facts checked, with the time."""
+    shows): per driver its version, ready, why and the facts checked, with the time; an
+    `interrupted` gate (why) is not ready, whatever its drivers got to."""
     rec = {"kernel": kver, "running": running, "checked": utcnow(),
-           "ready": all(r.ready for r in results),
+           "ready": interrupted is None and all(r.ready for r in results),
+           "interrupted": interrupted,
            "drivers": {r.driver: {k: v for k, v in asdict(r).items() if k != "driver"}
                        for r in results}}
     gaterecord.write(host, gaterecord.record_path(state, kver), rec)
@@ -217,16 +258,19 @@ def write_record(host: Host, state: StateDir, kver: str, running: str | None,
 
 
 # ------------------------------------------------------------------ the hold
-def hold(host: Host, state: StateDir, kver: str, running: str) -> dict[str, Any]:
+def hold(host: Host, state: StateDir, kver: str, running: str,
+         boot: Host | None = None) -> dict[str, Any]:
     """Keep the boot default on `running` while `kver` is not ready; the first hold keeps
-    what the boot loader had, a later one only adds its kernel."""
+    what the boot loader had, a later one only adds its kernel. The boot loader is read and
+    changed on `boot` (default: `host`)."""
+    boot = boot or host
     current = gaterecord.read_hold(host, state)
     if current is None:
-        backend = bootloader.detect(host)
+        backend = bootloader.detect(boot)
         if backend is None:
             raise HwmgrError("no boot loader hwmgr can hold was found (GRUB, grubby, "
                              "systemd-boot)")
-        saved = backend.hold(host, running)
+        saved = backend.hold(boot, running)
         current = {"backend": backend.name, "held_on": running, "kernels": [],
                    "saved": saved, "since": utcnow()}
     elif current.get("held_on") != running:  # a hold from another boot: hold this one now
@@ -234,7 +278,7 @@ def hold(host: Host, state: StateDir, kver: str, running: str) -> dict[str, Any]
         if backend is None:
             where = f"{state.path}/{gaterecord.KERNELS}/{gaterecord.HOLD}"
             raise BadInputError(f"{where}: unknown back-end {current['backend']!r}")
-        fresh = backend.hold(host, running)
+        fresh = backend.hold(boot, running)
         current["held_on"], current["saved"]["held_entry"] = running, fresh.get("held_entry")
     if kver not in current["kernels"]:
         current["kernels"].append(kver)
@@ -242,9 +286,11 @@ def hold(host: Host, state: StateDir, kver: str, running: str) -> dict[str, Any]
     return current
 
 
-def release(host: Host, state: StateDir, kver: str) -> dict[str, Any] | None:
+def release(host: Host, state: StateDir, kver: str,
+            boot: Host | None = None) -> dict[str, Any] | None:
     """Drop `kver` from the hold; with no kernel left held, restore exactly what the boot
-    loader had and forget the hold. Returns the hold as it was, or None when none."""
+    loader had (on `boot`, default `host`) and forget the hold. Returns the hold as it was,
+    or None when none."""
     current = gaterecord.read_hold(host, state)
     if current is None:
         return None
@@ -256,6 +302,6 @@ def release(host: Host, state: StateDir, kver: str) -> dict[str, Any] | None:
     backend = bootloader.by_name(current["backend"])
     if backend is None:
         raise BadInputError(f"{path}: unknown back-end {current['backend']!r}")
-    backend.restore(host, current["saved"])
+    backend.restore(boot or host, current["saved"])
     host.remove(path)
     return current
