@@ -300,3 +300,58 @@ def test_plan_check_verify_and_history_agree_on_every_path(bed: Bed) -> None:
         assert {k: said[k] for k in want} == want, (name, said)
         assert ("REBOOT PENDING" if promised else "compliant") in str(said["check headline"])
     bed.baseline = None  # nothing installed now: the next test installs 1.0 again
+
+
+def _kernel_ready(bed: Bed) -> list[tuple[str, int]]:
+    """check's kernel_ready findings for this module (status, and check's exit code)."""
+    res = _hw(bed, "check", "--layer", "driver", "--catalog", str(bed.catalog), "--json")
+    found = [f["status"] for f in json.loads(res.stdout)["data"]["findings"]
+             if f["item"].startswith(f"kernel_ready.{MODULE}.")]
+    return [(s, res.returncode) for s in found]
+
+
+def test_plan_check_verify_and_history_agree_after_a_kernel_gate(bed: Bed,
+                                                                  tmp_path: Path) -> None:
+    """The kernel-gate path: the gate readies a kernel not yet booted and journals nothing,
+    so it neither makes a reboot pending nor settles one. After an upgrade (reboot pending),
+    a gate that passes allows the new kernel (boot default untouched) and one that fails
+    (here: a site config it cannot read, so it fails closed) holds the default; either way
+    plan, check (exit 7: pending, the gate's item ok or drift), verify and history say what
+    they said before the gate, and check's kernel_ready item says what the gate decided."""
+    _installed(bed, "1.0")
+    res = bed.run("upgrade", "--to", "1.1")
+    assert res.returncode == 0, res.stderr
+    pending = _statements(bed)
+    want = {"plan": True, "check": True, "check exit": 7, "verify": "reboot-pending",
+            "verify exit": 7, "history": True}
+    assert {k: pending[k] for k in want} == want, pending
+    image = Path(f"/boot/vmlinuz-{bed.kver}")  # "installed": the headers came without it
+    made = not image.exists()
+    boot = tmp_path / "boot"
+    shutil.copytree(REPO / "tests/fixtures/kernelgate/grub", boot, symlinks=True)
+    cfg = boot / "boot/grub/grub.cfg"
+    cfg.write_text(cfg.read_text().replace("6.1.0-56-amd64", os.uname().release))
+    grub = [boot / "etc/default/grub", boot / "boot/grub/grubenv"]
+    before = [p.read_bytes() for p in grub]
+    bad = tmp_path / "hwmgr.json"
+    bad.write_text("{not json")
+    env = {**bed.env, "HWMGR_TEST_BOOT_ROOT": str(boot)}
+    try:
+        if made:
+            image.write_bytes(b"")
+        for name, extra, code in (("passed", {}, 0), ("failed", {"HWMGR_CONFIG": str(bad)}, 12),
+                                  ("passed again", {}, 0)):
+            gate = subprocess.run([*HWMGR, "kernel-gate", bed.kver], capture_output=True,
+                                  text=True, env={**env, **extra}, cwd=REPO, timeout=600,
+                                  check=False)
+            print(f"\ngate {name}: exit {gate.returncode}\n{gate.stdout}{gate.stderr}")
+            assert gate.returncode == code, gate.stderr
+            said = _statements(bed)
+            assert {k: said[k] for k in want} == want, (name, said)
+            held = [p.read_bytes() for p in grub] != before
+            assert held == (code == 12), name  # passed: the default is the boot loader's own
+            assert _kernel_ready(bed) == [("ok" if code == 0 else "drift", 7)], name
+    finally:
+        if made:
+            image.unlink(missing_ok=True)
+    bed.baseline = None  # 1.1 installed now

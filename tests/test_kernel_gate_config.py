@@ -58,6 +58,9 @@ def test_a_bad_site_config_holds_the_boot_default(name: str, tmp_path: Path,
     hold = gaterecord.read_hold(host, StateDir(host, STATE))
     assert hold is not None and NEW in hold["kernels"]
     assert "GRUB_DEFAULT=saved" in (host.read_text(bootloader.GRUB_DEFAULTS) or "")
+    # the record says so (check must not show an earlier run's "ready: yes" under a hold)
+    (item,) = gaterecord.check_items(host, STATE, "6.1.0-56-amd64")
+    assert item["status"] == "drift" and "site config cannot be read" in item["reason"]
 
 
 @needs_editenv

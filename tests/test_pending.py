@@ -183,3 +183,37 @@ def test_check_verb_exits_7_on_a_snapshot_taken_before_the_reboot(tmp_path: Path
     res = run_cli("check", "--root", str(root))
     assert res.returncode == 7, res.stderr
     assert f"reboot pending: be2net: upgrade #{txn} of be2net" in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize("passed", [True, False])
+def test_the_kernel_gate_path_neither_makes_nor_settles_a_reboot(host: Host,
+                                                                  passed: bool) -> None:
+    """The kernel gate readies a kernel not yet booted and journals nothing: after an upgrade
+    (pending in this boot) its record changes no reboot answer; check's exit is 7 either way
+    (its kernel_ready item ok, or drift in the driver layer the reboot may fix); after the
+    reboot into the running kernel (the default held, or a new boot anyway) nothing is
+    pending and check's exit is the gate's: 0 passed, 5 failed."""
+    from hwmgr.compliance.check import exit_for, gate_finding
+    from hwmgr.lifecycle import gaterecord, kernelgate
+
+    running, new = "6.1.0-56-amd64", "6.1.0-58-amd64"
+    for p in ("proc/sys/kernel/osrelease", f"boot/vmlinuz-{new}"):
+        (host.root / p).parent.mkdir(parents=True, exist_ok=True)
+    (host.root / "proc/sys/kernel/osrelease").write_text(running + "\n")
+    (host.root / f"boot/vmlinuz-{new}").write_bytes(b"")
+    (host.root / f"lib/modules/{new}").mkdir(parents=True)
+    txn = commit(host, "upgrade", "be2net", driver="be2net", version="2.0", modules=["be2net"],
+                 kernels=[running], initramfs=[], **{"from": {running: {"be2net": {}}}})
+    pending = reboot_pending(host, STATE)
+    assert [e["txn"] for e in pending] == [txn]
+    why = "built, installed and checked" if passed else "kernel headers are not installed"
+    kernelgate.write_record(host, StateDir(host, STATE), new, running, [
+        kernelgate.Readiness("be2net", "2.0", passed, why)])
+    assert reboot_pending(host, STATE) == pending  # the gate journals nothing
+    (item,) = gaterecord.check_items(host, STATE, running)
+    finding = gate_finding(item)
+    assert finding.status == ("ok" if passed else "drift")
+    assert exit_for([(finding.layer, finding.status)], pending) == 7
+    boot(host.root, BOOT2)
+    assert reboot_pending(host, STATE) == []
+    assert exit_for([(finding.layer, finding.status)], []) == (0 if passed else 5)

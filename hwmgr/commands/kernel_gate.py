@@ -128,7 +128,10 @@ def _gate(host: Host, state: StateDir, kver: str, running: str | None, allow_unr
                                    interrupted=steps.why() if steps.stopped else None)
         unready = [r for r in results if not r.ready]
         gated = record["drivers"]
-    else:
+    else:  # recorded too: `check` must not go on showing an earlier run's "ready: yes"
+        why = f"site config cannot be read: {config_error}"
+        gate.write_record(host, state, kver, running, [
+            gate.Readiness(m.driver, m.version, False, why) for m in gate.managed_drivers(state)])
         unready, gated = [_Unready("site config", "(unreadable)", config_error)], {}
     data: dict[str, Any] = {"kernel": kver, "running": running, "ready": not unready,
                             "drivers": gated, "held": None, "released": None,
