@@ -6,7 +6,7 @@ VENV      ?= .venv
 BIN       := $(VENV)/bin
 STAMP     := $(VENV)/.installed
 APT_RUN   := python3 python3-venv python3-pip pciutils ethtool kmod iproute2
-APT_TEST  := $(APT_RUN) rpm cpio rpmlint dkms linux-headers-amd64 iperf3 lshw curl openssl gnupg \
+APT_TEST  := $(APT_RUN) rpm cpio rpmlint zsh dkms linux-headers-amd64 iperf3 lshw curl openssl gnupg \
              build-essential libpci-dev chromium shellcheck busybox-static dash \
              openssh-server openssh-client \
              ifupdown initramfs-tools grub-common \

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "packaging.md"
 RELEASE = re.search(r"^Release:\s*(\d+)%\{\?dist\}", (REPO / "specs" / "hwmgr.spec").read_text(),
                     re.M)
-TOOLS = ("rpm", "rpmbuild", "rpmlint", "dpkg-deb", "lintian", "apt-get", "man")
+TOOLS = ("rpm", "rpmbuild", "rpmlint", "dpkg-deb", "lintian", "apt-get", "man", "zsh")
 
 pytestmark = [
     pytest.mark.slow,
@@ -188,6 +188,20 @@ def test_unpacked_deb_runs(built: Built, tmp_path: Path) -> None:
               "echo ${COMPREPLY[@]}")
     lines = sh("bash", "-c", script).stdout.splitlines()
     assert lines[0] == "catalog" and "validate" in lines[1].split(), lines
+    # zsh: the file parses, and compinit loads it from where the package puts it, in a real
+    # interactive zsh whose TAB completes a verb, a subcommand and an option (not a stranger)
+    zcomp = root / "usr/share/zsh/vendor-completions/_hwmgr"
+    assert sh("zsh", "-n", str(zcomp)).returncode == 0
+    assert "'fetch:download and verify a driver'\\''s vendor package'" in zcomp.read_text()
+    out, cwd = tmp_path / "zsh.out", tmp_path / "empty"
+    cwd.mkdir()
+    typed = ["hwmgr kernel-g", "hwmgr catalog va", "hwmgr kernel-gate --allow-u", "hwmgr zz"]
+    subprocess.run(["zsh", "-f", str(REPO / "tests/support/zsh_complete.zsh"), str(out),
+                    str(zcomp.parent), *typed], cwd=cwd, timeout=60, check=True,
+                   capture_output=True, env={"PATH": "/usr/bin:/bin", "HOME": str(cwd)})
+    assert out.read_text().splitlines() == [
+        "<hwmgr kernel-gate >", "<hwmgr catalog validate >",
+        "<hwmgr kernel-gate --allow-unready >", "<hwmgr zz>"]
 
 
 def test_el8_rpm_carries_what_python39_lacks(built: Built, tmp_path: Path) -> None:
