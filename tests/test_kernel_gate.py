@@ -501,3 +501,18 @@ def test_check_shows_the_gate_record_of_a_snapshot(tmp_path: Path) -> None:
     table = run_cli("check", "--root", str(root), env={"HWMGR_STATE_DIR": STATE}).stdout
     assert f"be2net ready for kernel {new}: no: kernel headers for {new}" in " ".join(
         table.split())
+
+
+@pytest.mark.parametrize("hook", sorted(HOOKS))
+def test_hooks_log_an_interrupted_gate_and_exit_0(hook: str, tmp_path: Path) -> None:
+    """A gate that ends 130 (a signal: not gated, default held) is logged as such."""
+    gate = tmp_path / "gate"
+    gate.write_text("#!/bin/sh\necho 'hwmgr kernel-gate: interrupted by SIGTERM at step 1' >&2\n"
+                    "exit 130\n")
+    gate.chmod(0o755)
+    res = subprocess.run([str(REPO / "contrib/kernel" / hook), *HOOKS[hook]],
+                         env={**os.environ, "HWMGR": str(gate)}, capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "hwmgr kernel-gate 9.9.9-none: exit 130 (interrupted: not gated, boot default held " \
+           "on the running kernel)" in res.stderr
