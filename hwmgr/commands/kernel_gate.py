@@ -22,10 +22,11 @@ from hwmgr.errors import (
     RefusedError,
 )
 from hwmgr.inventory import guard
-from hwmgr.lifecycle import INSTALL_TREE, gaterecord
-from hwmgr.lifecycle import kernelgate as gate
+from hwmgr.lifecycle import INSTALL_TREE
+from hwmgr.lifecycle.build.recipe import check_kernel
+from hwmgr.lifecycle.gate import gaterecord
+from hwmgr.lifecycle.gate import kernelgate as gate
 from hwmgr.lifecycle.plan import running_kernel
-from hwmgr.lifecycle.recipe import check_kernel
 from hwmgr.output import Outcome, printable
 from hwmgr.transaction.state import StateDir
 from hwmgr.ui import lifecycle as ui

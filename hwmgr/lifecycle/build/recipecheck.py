@@ -20,11 +20,11 @@ from typing import Any
 from hwmgr.config import DEFAULT_BUILD_TIMEOUT
 from hwmgr.errors import HwmgrError, NotFoundError, NotPermittedError
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.advice import RECIPE_DOC
-from hwmgr.lifecycle.buildlog import BuildFailed, keep_log
-from hwmgr.lifecycle.dkms import Dkms, headers_package, kernels_with_headers, render_dkms_conf
-from hwmgr.lifecycle.recipe import RECIPE_FILE, Recipe, check_kernel, check_version
-from hwmgr.lifecycle.tarball import source_version, unpack_source
+from hwmgr.lifecycle.build.advice import RECIPE_DOC
+from hwmgr.lifecycle.build.buildlog import BuildFailed, keep_log
+from hwmgr.lifecycle.build.dkms import Dkms, headers_package, kernels_with_headers, render_dkms_conf
+from hwmgr.lifecycle.build.recipe import RECIPE_FILE, Recipe, check_kernel, check_version
+from hwmgr.lifecycle.build.tarball import source_version, unpack_source
 from hwmgr.transaction.state import StateDir
 
 QUICK_TIMEOUT = 60.0
