@@ -367,9 +367,9 @@ def test_real_gate_for_a_kernel_installed_but_not_running(
     from support.lifecycle_env import mok_pair, same_serial
 
     from hwmgr.inventory import guard
-    from hwmgr.lifecycle.build.dkms import Dkms, render_dkms_conf
-    from hwmgr.lifecycle.build.recipe import ModuleSpec, load_recipe
-    from hwmgr.lifecycle.build.srpm import unpack_srpm
+    from hwmgr.lifecycle.builds.dkms import Dkms, render_dkms_conf
+    from hwmgr.lifecycle.builds.recipe import ModuleSpec, load_recipe
+    from hwmgr.lifecycle.builds.srpm import unpack_srpm
 
     broken, sb = case == "fails-to-build", case.startswith("secure-boot")
     kver = headers_not_running

@@ -108,7 +108,7 @@ def test_imports_point_down() -> None:
 ROOMS: dict[str, list[set[str]]] = {
     # sources are fetched and verified, builds use them, the plan room runs both as steps,
     # and the kernel gate reads the plan room's records to rebuild for a new kernel
-    "lifecycle": [{"source"}, {"build"}, {""}, {"gate"}],
+    "lifecycle": [{"source"}, {"builds"}, {""}, {"gate"}],
     # readers and setters, then the persistence backends that use them, then apply and check
     "compliance": [{"items", "ethtool", "iplink", "sysctl", "fixes", "read", "setters"},
                    {"persist"}, {""}],
@@ -116,7 +116,7 @@ ROOMS: dict[str, list[set[str]]] = {
 
 
 def room_of(module: str) -> tuple[str, int] | None:
-    """('lifecycle', 1) for hwmgr.lifecycle.build.dkms; None outside a package with rooms or
+    """('lifecycle', 1) for hwmgr.lifecycle.builds.dkms; None outside a package with rooms or
     for the package's face, which every room may import."""
     parts = module.split(".")
     if len(parts) < 3 or parts[1] not in ROOMS:

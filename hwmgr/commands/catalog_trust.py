@@ -18,7 +18,7 @@ from hwmgr.config import catalog_locations
 from hwmgr.errors import HwmgrError
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle import trust
-from hwmgr.lifecycle.build.recipe import load_recipe
+from hwmgr.lifecycle.builds.recipe import load_recipe
 from hwmgr.lifecycle.source import keyfile
 from hwmgr.lifecycle.source.signature import keyring_path, verify_in_keyring
 from hwmgr.output import Outcome, printable

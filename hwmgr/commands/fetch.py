@@ -17,7 +17,7 @@ from hwmgr.errors import (
     NotFoundError,
     RefusedError,
 )
-from hwmgr.lifecycle.build.advice import not_in_catalog
+from hwmgr.lifecycle.builds.advice import not_in_catalog
 from hwmgr.lifecycle.source.fetch import Source
 from hwmgr.lifecycle.source.mirror import fetch_mirrored, source_mirrors
 from hwmgr.lifecycle.source.signature import check_signature

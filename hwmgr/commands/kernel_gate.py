@@ -23,7 +23,7 @@ from hwmgr.errors import (
 )
 from hwmgr.inventory import guard
 from hwmgr.lifecycle import INSTALL_TREE
-from hwmgr.lifecycle.build.recipe import check_kernel
+from hwmgr.lifecycle.builds.recipe import check_kernel
 from hwmgr.lifecycle.gate import gaterecord
 from hwmgr.lifecycle.gate import kernelgate as gate
 from hwmgr.lifecycle.plan import running_kernel

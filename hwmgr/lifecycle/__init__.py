@@ -1,7 +1,7 @@
 """Driver lifecycle: plan an upgrade or rollback, then run it as journaled steps.
 
 Four rooms, imports pointing down (tests/test_layers.py `ROOMS`): `source/` (fetch, mirrors,
-cache, signatures, vendor keys), `build/` (recipes, SRPMs and tarballs, DKMS, module files,
+cache, signatures, vendor keys), `builds/` (recipes, SRPMs and tarballs, DKMS, module files,
 initramfs, the DKMS RPM), the plan room here (`plan`, `steps`, the upgrade `record`, the
 expectation file verify reads, a snapshot's `bundle`, `trust`), and `gate/` (the kernel gate).
 May import `hwmgr.transaction`, `hwmgr.inventory`, `hwmgr.catalog`, `hwmgr.config`, `hwmgr.host`.

@@ -27,9 +27,9 @@ from hwmgr.host.ifname import tool_safe
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard as safety
 from hwmgr.lifecycle import INSTALL_TREE
-from hwmgr.lifecycle.build import kmod
-from hwmgr.lifecycle.build.dkms import kernels_with_headers
-from hwmgr.lifecycle.build.recipe import load_recipe
+from hwmgr.lifecycle.builds import kmod
+from hwmgr.lifecycle.builds.dkms import kernels_with_headers
+from hwmgr.lifecycle.builds.recipe import load_recipe
 
 
 def target_kernels(host: Host) -> list[str]:

@@ -18,11 +18,11 @@ from typing import Any, Callable, Optional, TypedDict
 from hwmgr.config import DEFAULT_BUILD_TIMEOUT
 from hwmgr.errors import HwmgrError
 from hwmgr.host.hashing import sha256_file
-from hwmgr.lifecycle.build import initramfs, kmod
-from hwmgr.lifecycle.build.buildlog import BuildFailed, keep_log
-from hwmgr.lifecycle.build.dkms import Dkms, render_dkms_conf
-from hwmgr.lifecycle.build.recipe import Recipe, load_recipe
-from hwmgr.lifecycle.build.tarball import unpack_source
+from hwmgr.lifecycle.builds import initramfs, kmod
+from hwmgr.lifecycle.builds.buildlog import BuildFailed, keep_log
+from hwmgr.lifecycle.builds.dkms import Dkms, render_dkms_conf
+from hwmgr.lifecycle.builds.recipe import Recipe, load_recipe
+from hwmgr.lifecycle.builds.tarball import unpack_source
 from hwmgr.lifecycle.expect import EXPECTATION_FORMAT
 from hwmgr.lifecycle.source.fetch import Source
 from hwmgr.lifecycle.source.mirror import fetch_mirrored, source_mirrors

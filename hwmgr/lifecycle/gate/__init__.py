@@ -3,5 +3,5 @@ its records and the drivers still managed that `check` reads (`gaterecord`), and
 loader's hold of the default kernel (`bootloader`).
 
 The top room of lifecycle/: it reads the plan room's upgrade records and expectations and
-uses `build/`; nothing in lifecycle/ imports it.
+uses `builds/`; nothing in lifecycle/ imports it.
 """

@@ -23,10 +23,10 @@ from hwmgr.errors import BadInputError, HwmgrError, NotFoundError
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard
 from hwmgr.lifecycle import INSTALL_TREE
-from hwmgr.lifecycle.build import kmod
-from hwmgr.lifecycle.build.buildlog import BuildFailed, keep_log
-from hwmgr.lifecycle.build.dkms import Dkms
-from hwmgr.lifecycle.build.recipe import load_recipe
+from hwmgr.lifecycle.builds import kmod
+from hwmgr.lifecycle.builds.buildlog import BuildFailed, keep_log
+from hwmgr.lifecycle.builds.dkms import Dkms
+from hwmgr.lifecycle.builds.recipe import load_recipe
 from hwmgr.lifecycle.expect import parse_expectation
 from hwmgr.lifecycle.gate import bootloader, gaterecord
 from hwmgr.transaction.journal import utcnow

@@ -2,5 +2,5 @@
 (`http`), the download cache (`cache`), fetch and internal mirrors (`fetch`, `mirror`), the
 package's signature (`signature`) and the vendor keys a site trusts (`keyfile`).
 
-The lowest room of lifecycle/: it imports none of `build/`, `gate/` or the plan room.
+The lowest room of lifecycle/: it imports none of `builds/`, `gate/` or the plan room.
 """

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 from hwmgr import safejson
 from hwmgr.config import shipped_dirs
 from hwmgr.errors import BadInputError, NotFoundError
-from hwmgr.lifecycle.build.advice import no_recipe
+from hwmgr.lifecycle.builds.advice import no_recipe
 from hwmgr.output import printable
 
 RECIPE_FORMAT = "hwmgr-recipe"

@@ -19,7 +19,7 @@ from pathlib import Path
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.links import Escape, table_links, walk
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.build.recipe import Recipe, check_version
+from hwmgr.lifecycle.builds.recipe import Recipe, check_version
 from hwmgr.lifecycle.source.signature import RPM_TIMEOUT
 from hwmgr.numtext import to_int
 

@@ -26,13 +26,13 @@ from hwmgr.config import Config
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.build.advice import not_in_catalog
-from hwmgr.lifecycle.build.dkms import render_dkms_conf
+from hwmgr.lifecycle.builds.advice import not_in_catalog
+from hwmgr.lifecycle.builds.dkms import render_dkms_conf
+from hwmgr.lifecycle.builds.recipe import Recipe, check_version, load_recipe
+from hwmgr.lifecycle.builds.tarball import kind_of, unpack_source
 from hwmgr.lifecycle.source.fetch import Source
 from hwmgr.lifecycle.source.mirror import fetch_mirrored, source_mirrors
-from hwmgr.lifecycle.build.recipe import Recipe, check_version, load_recipe
 from hwmgr.lifecycle.source.signature import check_signature
-from hwmgr.lifecycle.build.tarball import kind_of, unpack_source
 
 TEMPLATE_NAME = "driver-dkms.spec.in"
 REPO_SPECS_DIR = Path(__file__).resolve().parents[3] / "specs"
