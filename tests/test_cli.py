@@ -97,7 +97,7 @@ def test_a_check_imports_no_lifecycle_machinery_and_builds_only_its_own_parser()
     assert res.returncode == 0, res.stderr
     rc, mods = res.stdout.splitlines()
     assert rc in {"0", "5"}, res.stderr
-    assert "hwmgr.lifecycle.gaterecord" in mods and "hwmgr.transaction.state" in mods
+    assert "hwmgr.lifecycle.gate.gaterecord" in mods and "hwmgr.transaction.state" in mods
     for heavy in ("dkms", "recipe", "buildlog", "kernelgate", "plan", "engine"):
         assert f".{heavy}'" not in mods, (heavy, mods)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hwmgr.compliance.apply import Change, plan_apply
-from hwmgr.compliance.persist import link_matches, parse_ini
+from hwmgr.compliance.persist.backends import link_matches, parse_ini
 from hwmgr.host.runner import Result
 from hwmgr.host.seam import Host
 

@@ -78,8 +78,8 @@ def test_progress_lines_escape_what_servers_and_tools_say() -> None:
 
 
 def test_a_carriage_return_cannot_forge_a_line_in_modinfo_or_dkms_status() -> None:
-    from hwmgr.lifecycle.dkms import parse_status
-    from hwmgr.lifecycle.kmod import modinfo_fields
+    from hwmgr.lifecycle.builds.dkms import parse_status
+    from hwmgr.lifecycle.builds.kmod import modinfo_fields
 
     got = modinfo_fields("filename: /lib/modules/k/extra/vend.ko\nversion: 1.0\rsrcversion: "
                          "FORGED\nsrcversion: 0123ABC\nvermagic: 6.1.0 SMP\n")

@@ -1,4 +1,4 @@
-"""Tests for hwmgr.lifecycle.dkms with the real dkms, rpm tools and kernel headers.
+"""Tests for hwmgr.lifecycle.builds.dkms with the real dkms, rpm tools and kernel headers.
 
 Everything a test adds is removed again (DKMS entry, /usr/src/<name>-<version>, installed
 .ko files); versions carry the test process id so parallel runs do not collide. DKMS signing
@@ -23,15 +23,15 @@ from support import srpmfactory as factory
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.dkms import (
+from hwmgr.lifecycle.builds.dkms import (
     Dkms,
     headers_package,
     kernels_with_headers,
     parse_status,
     render_dkms_conf,
 )
-from hwmgr.lifecycle.recipe import ModuleSpec, Recipe, load_recipe
-from hwmgr.lifecycle.srpm import unpack_srpm
+from hwmgr.lifecycle.builds.recipe import ModuleSpec, Recipe, load_recipe
+from hwmgr.lifecycle.builds.srpm import unpack_srpm
 
 HOST = Host("/", SubprocessRunner())
 

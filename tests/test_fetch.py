@@ -1,4 +1,5 @@
-"""Tests for hwmgr.lifecycle.fetch against real HTTP(S) servers on 127.0.0.1 (no mocked requests).
+"""Tests for hwmgr.lifecycle.source.fetch against real HTTP(S) servers on 127.0.0.1 (no mocked
+requests).
 
 The scriptable server below can cut, stall, redirect, lie about lengths and ignore Range, and
 logs every request so a test can prove what did (or did not) touch the network.
@@ -31,9 +32,9 @@ from hwmgr.errors import (
 )
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.cache import CHUNK
-from hwmgr.lifecycle.fetch import FetchResult, Source, cache_path
-from hwmgr.lifecycle.fetch import fetch as fetch_through
+from hwmgr.lifecycle.source.cache import CHUNK
+from hwmgr.lifecycle.source.fetch import FetchResult, Source, cache_path
+from hwmgr.lifecycle.source.fetch import fetch as fetch_through
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -634,7 +635,7 @@ def test_source_from_catalog_and_cache_path() -> None:
 
 
 def test_import_is_lazy_about_requests() -> None:
-    code = "import sys, hwmgr.lifecycle.fetch; print('requests' in sys.modules)"
+    code = "import sys, hwmgr.lifecycle.source.fetch; print('requests' in sys.modules)"
     res = SubprocessRunner().run([sys.executable, "-c", code])
     assert res.ok, res.describe()
     assert res.stdout.strip() == "False"

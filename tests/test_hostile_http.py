@@ -14,8 +14,8 @@ import pytest
 from test_fetch import DIGEST, NAME, PAYLOAD, Server, body, fetch, src
 
 from hwmgr.errors import HwmgrError
-from hwmgr.lifecycle import http
-from hwmgr.lifecycle.fetch import cache_path
+from hwmgr.lifecycle.source import http
+from hwmgr.lifecycle.source.fetch import cache_path
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -214,7 +214,7 @@ def test_fetch_verb_names_the_url_and_deadline(
     from support.lifecycle_env import MODULE, write_catalog
 
     from hwmgr.host.deadline import Deadline
-    from hwmgr.lifecycle import fetch as fetch_mod
+    from hwmgr.lifecycle.source import fetch as fetch_mod
 
     routes_for(server)
     pkg = tmp_path / NAME
@@ -256,8 +256,8 @@ def test_a_dripping_mirror_is_skipped_at_its_deadline(
     from hwmgr.host.deadline import Deadline
     from hwmgr.host.runner import SubprocessRunner
     from hwmgr.host.seam import Host
-    from hwmgr.lifecycle import fetch as fetch_mod
-    from hwmgr.lifecycle.mirror import fetch_mirrored
+    from hwmgr.lifecycle.source import fetch as fetch_mod
+    from hwmgr.lifecycle.source.mirror import fetch_mirrored
 
     monkeypatch.setattr(fetch_mod, "deadline_for", lambda size, timeout: Deadline.after(TOTAL))
     server.routes[f"/m/sha256/{DIGEST}/{NAME}"] = drip_headers

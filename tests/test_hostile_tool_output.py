@@ -13,8 +13,8 @@ import pytest
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
 from hwmgr.inventory.raid import ADAPTERS, MegaCli, StorCli
-from hwmgr.lifecycle.buildlog import make_command
-from hwmgr.lifecycle.dkms import Dkms
+from hwmgr.lifecycle.builds.buildlog import make_command
+from hwmgr.lifecycle.builds.dkms import Dkms
 
 pytestmark = pytest.mark.timeout(30)
 

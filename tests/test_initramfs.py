@@ -30,7 +30,7 @@ from support.lifecycle_env import headers_kernel
 
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle import kmod
+from hwmgr.lifecycle.builds import kmod
 from hwmgr.lifecycle.steps import rollback_steps, upgrade_steps
 from hwmgr.transaction.engine import Transaction
 from hwmgr.transaction.state import StateDir

@@ -28,7 +28,7 @@ from support.srpmfactory import build_srpm
 
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.dkms import Dkms
+from hwmgr.lifecycle.builds.dkms import Dkms
 from hwmgr.transaction.state import StateDir
 
 pytestmark = pytest.mark.slow  # DKMS builds of a test module of its own

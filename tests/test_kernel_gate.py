@@ -20,7 +20,7 @@ from support import REPO, run_cli
 from hwmgr.errors import HwmgrError
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle import bootloader, gaterecord, kernelgate
+from hwmgr.lifecycle.gate import bootloader, gaterecord, kernelgate
 from hwmgr.transaction.state import StateDir
 
 FIXTURES = REPO / "tests" / "fixtures" / "kernelgate"
@@ -367,9 +367,9 @@ def test_real_gate_for_a_kernel_installed_but_not_running(
     from support.lifecycle_env import mok_pair, same_serial
 
     from hwmgr.inventory import guard
-    from hwmgr.lifecycle.dkms import Dkms, render_dkms_conf
-    from hwmgr.lifecycle.recipe import ModuleSpec, load_recipe
-    from hwmgr.lifecycle.srpm import unpack_srpm
+    from hwmgr.lifecycle.builds.dkms import Dkms, render_dkms_conf
+    from hwmgr.lifecycle.builds.recipe import ModuleSpec, load_recipe
+    from hwmgr.lifecycle.builds.srpm import unpack_srpm
 
     broken, sb = case == "fails-to-build", case.startswith("secure-boot")
     kver = headers_not_running

@@ -14,7 +14,7 @@ import pytest
 from test_kernel_gate import NEW, STATE, fixture_root, manage, needs_editenv
 
 from hwmgr.commands import kernel_gate
-from hwmgr.lifecycle import bootloader, gaterecord
+from hwmgr.lifecycle.gate import bootloader, gaterecord
 from hwmgr.transaction.state import StateDir
 
 BAD_CONFIGS = {

@@ -31,10 +31,10 @@ from support.srpmfactory import build_srpm
 
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle import bootloader, gaterecord
-from hwmgr.lifecycle.dkms import Dkms, render_dkms_conf
-from hwmgr.lifecycle.recipe import ModuleSpec, load_recipe
-from hwmgr.lifecycle.srpm import unpack_srpm
+from hwmgr.lifecycle.builds.dkms import Dkms, render_dkms_conf
+from hwmgr.lifecycle.builds.recipe import ModuleSpec, load_recipe
+from hwmgr.lifecycle.builds.srpm import unpack_srpm
+from hwmgr.lifecycle.gate import bootloader, gaterecord
 from hwmgr.transaction.state import StateDir
 
 pytestmark = pytest.mark.slow  # real DKMS builds for another kernel

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from hwmgr.cli import VERBS
+
 PKG = Path(__file__).resolve().parent.parent / "hwmgr"
 
 # lowest first; every hwmgr package or top-level module must be listed
@@ -100,39 +102,69 @@ def test_imports_point_down() -> None:
     assert not bad, "imports that do not point down:\n" + "\n".join(bad)
 
 
+# Rooms inside a package, lowest first: a module may import its own room and lower ones, never
+# a higher one. A room is a subpackage or a set of the package's own modules; "" is the package's
+# own modules not named in another room; the package's face (its __init__) is below every room.
+ROOMS: dict[str, list[set[str]]] = {
+    # sources are fetched and verified, builds use them, the plan room runs both as steps,
+    # and the kernel gate reads the plan room's records to rebuild for a new kernel
+    "lifecycle": [{"source"}, {"builds"}, {""}, {"gate"}],
+    # readers and setters, then the persistence backends that use them, then apply and check
+    "compliance": [{"items", "ethtool", "iplink", "sysctl", "fixes", "read", "setters"},
+                   {"persist"}, {""}],
+}
+
+
+def room_of(module: str) -> tuple[str, int] | None:
+    """('lifecycle', 1) for hwmgr.lifecycle.builds.dkms; None outside a package with rooms or
+    for the package's face, which every room may import."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[1] not in ROOMS:
+        return None
+    rooms = ROOMS[parts[1]]
+    named = set().union(*rooms)
+    room = parts[2] if parts[2] in named else ""
+    return parts[1], next(i for i, r in enumerate(rooms) if room in r)
+
+
+def test_rooms_point_down() -> None:
+    """Inside lifecycle/ and compliance/, imports point to the own room or a lower one."""
+    bad = []
+    for path in FILES:
+        me = room_of(module_name(path))
+        for line, target in imports(path) if me else ():
+            other = room_of(target)
+            if other and other[0] == me[0] and other[1] > me[1]:
+                bad.append(f"{path.relative_to(PKG)}:{line} imports {target} (room {other[1]} "
+                           f"of {me[0]}/ is above room {me[1]})")
+    assert not bad, "imports that climb a room:\n" + "\n".join(bad)
+
+
+def test_every_room_exists() -> None:
+    """A room named in ROOMS is a subpackage or module that exists (renames keep this true)."""
+    missing = [f"{pkg}/{room}" for pkg, rooms in ROOMS.items() for r in rooms for room in r
+               if room and not (PKG / pkg / room).is_dir()
+               and not (PKG / pkg / f"{room}.py").is_file()]
+    assert not missing, f"rooms that do not exist: {missing}"
+
+
 def test_no_verb_imports_another_verb() -> None:
+    """A verb imports no other verb; a verb's own parts (commands/VERB_PART.py, not a verb
+    themselves: catalog_trust for catalog's trust/update/rollback/sign) only its own."""
+    verbs = {name.replace("-", "_") for name in VERBS}
+
+    def verb_of(stem: str) -> str:
+        return stem if stem in verbs else stem.split("_")[0]
+
+    mods = {p.stem for p in (PKG / "commands").glob("*.py")} - {"__init__"}
+    orphans = [m for m in sorted(mods) if verb_of(m) not in verbs]
+    assert not orphans, f"modules in commands/ that are neither a verb nor a verb's part: {orphans}"
     bad = [f"commands/{path.name}:{line} imports {target}"
            for path in sorted((PKG / "commands").glob("*.py"))
-           for line, target in imports(path) if target.startswith("hwmgr.commands")]
+           for line, target in imports(path) if target.startswith("hwmgr.commands")
+           and (target.split(".")[-1] in verbs
+                or verb_of(target.split(".")[-1]) != verb_of(path.stem))]
     assert not bad, "verbs importing verbs (share code from a lower layer):\n" + "\n".join(bad)
-
-
-def test_no_import_cycles() -> None:
-    """Module cycles (inside one package too) by a depth-first search; type-only imports
-    (`if TYPE_CHECKING:`) are not runtime edges and may point back."""
-    graph: dict[str, set[str]] = {}
-    names = {module_name(p) for p in FILES}
-    for p in FILES:
-        graph[module_name(p)] = {t for _, t in imports(p, runtime=True)
-                                 if t in names} - {module_name(p)}
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(n: str) -> None:
-        state[n] = 1
-        stack.append(n)
-        for m in sorted(graph.get(n, ())):
-            if state.get(m) == 1:
-                cycle = stack[stack.index(m):] + [m]
-                raise AssertionError("import cycle: " + " -> ".join(cycle))
-            if m not in state:
-                visit(m)
-        stack.pop()
-        state[n] = 2
-
-    for n in sorted(graph):
-        if n not in state:
-            visit(n)
 
 
 def test_modules_stay_small() -> None:

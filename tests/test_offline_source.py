@@ -14,8 +14,8 @@ from hwmgr.catalog.schema import findings
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.fetch import Source
-from hwmgr.lifecycle.mirror import fetch_mirrored
+from hwmgr.lifecycle.source.fetch import Source
+from hwmgr.lifecycle.source.mirror import fetch_mirrored
 
 NAME = "igb-5.18.7-1.src.rpm"
 DATA = b"an SRPM obtained by hand\n"

@@ -26,9 +26,9 @@ import hwmgr  # noqa: E402
 from hwmgr import cli
 from hwmgr.host.runner import RecordingRunner, SubprocessRunner  # noqa: E402
 from hwmgr.host.seam import Host  # noqa: E402
-from hwmgr.lifecycle.dkms import render_dkms_conf  # noqa: E402
-from hwmgr.lifecycle.package import changelog_date, render_spec  # noqa: E402
-from hwmgr.lifecycle.recipe import load_recipe  # noqa: E402
+from hwmgr.lifecycle.builds.dkms import render_dkms_conf  # noqa: E402
+from hwmgr.lifecycle.builds.package import changelog_date, render_spec  # noqa: E402
+from hwmgr.lifecycle.builds.recipe import load_recipe  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "specs"

@@ -194,7 +194,7 @@ def test_the_kernel_gate_path_neither_makes_nor_settles_a_reboot(host: Host,
     reboot into the running kernel (the default held, or a new boot anyway) nothing is
     pending and check's exit is the gate's: 0 passed, 5 failed."""
     from hwmgr.compliance.check import exit_for, gate_finding
-    from hwmgr.lifecycle import gaterecord, kernelgate
+    from hwmgr.lifecycle.gate import gaterecord, kernelgate
 
     running, new = "6.1.0-56-amd64", "6.1.0-58-amd64"
     for p in ("proc/sys/kernel/osrelease", f"boot/vmlinuz-{new}"):

@@ -16,7 +16,7 @@ import pytest
 from support.apply_env import ApplyNs, tree_bytes
 
 from hwmgr.compliance.apply import Change, plan_apply
-from hwmgr.compliance.persist_os import split_ethtool_opts
+from hwmgr.compliance.persist.distro import split_ethtool_opts
 from hwmgr.host.runner import Result, SubprocessRunner
 from hwmgr.host.seam import Host
 

@@ -1,4 +1,5 @@
-"""Tests for hwmgr.lifecycle.recipe and the drivers/ folder: loading, validation, conformance."""
+"""Tests for hwmgr.lifecycle.builds.recipe and the drivers/ folder: loading, validation,
+conformance."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 from hwmgr.config import config_from
 from hwmgr.errors import BadInputError, NotFoundError
 from hwmgr.host.runner import SubprocessRunner
-from hwmgr.lifecycle.dkms import render_dkms_conf
-from hwmgr.lifecycle.recipe import (
+from hwmgr.lifecycle.builds.dkms import render_dkms_conf
+from hwmgr.lifecycle.builds.recipe import (
     REPO_DRIVERS_DIR,
     check_version,
     load_recipe,

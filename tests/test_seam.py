@@ -28,13 +28,15 @@ OWN_FILES = {
     "catalog/pciids.py": "reads the analysing machine's pci.ids name database",
     "catalog/versions.py": "reads its own schemes.json (package data)",
     "catalog/load.py": "reads catalog files",
-    "lifecycle/recipe.py": "reads drivers/<name>/ recipe files",
+    "lifecycle/builds/recipe.py": "reads drivers/<name>/ recipe files",
     "host/snapshot.py": "writes/extracts snapshot archives the user named",
-    "lifecycle/cache.py": "hashes cache files it verifies; flocks the cache dir while fetching",
+    "lifecycle/source/cache.py": "hashes cache files it verifies; flocks the cache dir while "
+                                 "fetching",
     "transaction/state.py": "opens the journal/lock under the state dir resolved via Host.path",
-    "lifecycle/dkms.py": "hashes the .ko files DKMS built, to compare with the installed ones",
+    "lifecycle/builds/dkms.py": "hashes the .ko files DKMS built, to compare with the installed "
+                               "ones",
     "transaction/engine.py": "journal and backups under the state dir resolved via Host.path",
-    "lifecycle/package.py": "reads the unpacked SRPM tree in its work dir to pack it",
+    "lifecycle/builds/package.py": "reads the unpacked SRPM tree in its work dir to pack it",
     "catalog/validate.py": "reads the catalog files the user named (regular files only)",
     "fleet/report.py": "reads the per-host result and history files the user named",
     "fleet/stream.py": "reads the many-hosts results file the user named, a host at a time",
@@ -51,8 +53,9 @@ WRITES_PENDING = {
 # the user's --out (package, fleet-report, mirror sync) and rollout record, the catalog
 # layers' and the catalog cache's dirs (catalog trust/update, the remembered schema verdicts)
 WIDENERS = {"allow_writes": {"cli.py", "transaction/state.py", "compliance/steps.py"},
-            "writable": {"lifecycle/package.py", "fleet/write.py", "lifecycle/mirror.py",
-                         "ui/catalog_trust.py", "catalog/schema.py", "fleet/rollout.py"}}
+            "writable": {"lifecycle/builds/package.py", "fleet/write.py",
+                         "lifecycle/source/mirror.py", "commands/catalog_trust.py",
+                         "catalog/schema.py", "fleet/rollout.py"}}
 SHUTIL_WRITES = {"copy", "copy2", "copyfile", "copytree", "copymode", "copystat", "move",
                  "rmtree", "chown", "make_archive", "unpack_archive"}
 OS_WRITES = {"rename", "renames", "replace", "remove", "unlink", "rmdir", "removedirs", "chmod",
@@ -166,7 +169,8 @@ def test_spawn_and_open_detectors_catch_each_kind() -> None:
         "from pathlib import Path\nPath('/sys/bus/pci')\nopen('/proc/x')\n", "m.py")
     assert len(got) == 3 and "m.py:2 builds Path('/sys/bus/pci')" in got[0], got
     assert "m.py:3 opens host path '/proc/x'" in got[1] and "outside the seam" in got[2], got
-    assert host_path_violations("open(p)\nhost.read_text('/etc/x')\n", "lifecycle/recipe.py") == []
+    assert host_path_violations("open(p)\nhost.read_text('/etc/x')\n",
+                                "lifecycle/builds/recipe.py") == []
 
 
 def _mode_arg(node: ast.Call, position: int) -> str | None:

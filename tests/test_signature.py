@@ -17,7 +17,7 @@ from support.vendorkey import VendorKey, forget, import_key, make_key, sign
 from hwmgr.errors import BadInputError, RefusedError
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.signature import check_signature, header_key_id, keyring_path, same_key
+from hwmgr.lifecycle.source.signature import check_signature, header_key_id, keyring_path, same_key
 
 pytestmark = pytest.mark.skipif(not shutil.which("gpg") or not shutil.which("rpmsign"),
                                 reason="gpg and rpmsign are needed")

@@ -428,7 +428,7 @@ def test_plan_reads_a_fresh_snapshot_like_the_live_host(tmp_path: Path) -> None:
     """Replaying a capture: the module each target kernel resolves to, routes and Secure
     Boot read the same as on the live host, and nothing reads as "not recorded"."""
     from hwmgr.inventory import guard as safety
-    from hwmgr.lifecycle import kmod
+    from hwmgr.lifecycle.builds import kmod
 
     target = tmp_path / "snap.tar.gz"
     assert run_cli("snapshot", str(target)).returncode == 0

@@ -1,4 +1,4 @@
-"""Tests for hwmgr.lifecycle.srpm with real rpmbuild-made SRPMs, including hostile ones."""
+"""Tests for hwmgr.lifecycle.builds.srpm with real rpmbuild-made SRPMs, including hostile ones."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from support import srpmfactory as factory
 from hwmgr.errors import BadInputError, NotFoundError, RefusedError
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.recipe import load_recipe
-from hwmgr.lifecycle.srpm import check_tarball, extract_tarball, inspect_srpm, unpack_srpm
+from hwmgr.lifecycle.builds.recipe import load_recipe
+from hwmgr.lifecycle.builds.srpm import check_tarball, extract_tarball, inspect_srpm, unpack_srpm
 
 V = factory.BE2NET_VERSION
 

@@ -45,7 +45,7 @@ from support.vendor_env import (
 from hwmgr.errors import EXIT_FAILED
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.dkms import Dkms
+from hwmgr.lifecycle.builds.dkms import Dkms
 
 DRIVER = "igb"
 SITE_LAYER = Path(__file__).resolve().parent / "fixtures" / "vendor" / "site-igb.json"

@@ -23,9 +23,9 @@ from support.hostile_tree import Member, info, tar_bytes
 from support.lifecycle_env import headers_kernel
 
 from hwmgr.errors import EXIT_REFUSED, BadInputError, HwmgrError, RefusedError
-from hwmgr.lifecycle.recipe import REPO_DRIVERS_DIR, load_recipe, parse_recipe
-from hwmgr.lifecycle.srpm import check_tarball
-from hwmgr.lifecycle.tarball import inspect_tarball, kind_of, source_version
+from hwmgr.lifecycle.builds.recipe import REPO_DRIVERS_DIR, load_recipe, parse_recipe
+from hwmgr.lifecycle.builds.srpm import check_tarball
+from hwmgr.lifecycle.builds.tarball import inspect_tarball, kind_of, source_version
 
 VERSION = "9.8.7-230.0.1.0"
 TOP = f"netxtreme-bnxt_en-{VERSION}"

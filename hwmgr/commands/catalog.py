@@ -15,6 +15,7 @@ from hwmgr.catalog.load import Catalog, load_catalog
 from hwmgr.catalog.model import BAD_SEVERITIES
 from hwmgr.catalog.refs import evidence_text, inbox_policies
 from hwmgr.catalog.stats import catalog_stats
+from hwmgr.commands import catalog_trust
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -26,7 +27,6 @@ from hwmgr.errors import (
     NotFoundError,
 )
 from hwmgr.output import Outcome, new_table, printable
-from hwmgr.ui import catalog_trust
 from hwmgr.ui.verbhelp import Example
 
 NAME = "catalog"

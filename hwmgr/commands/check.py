@@ -22,7 +22,7 @@ from hwmgr.errors import (
     HwmgrError,
     UsageError,
 )
-from hwmgr.lifecycle.gaterecord import check_items
+from hwmgr.lifecycle.gate.gaterecord import check_items
 from hwmgr.output import Outcome, printable
 from hwmgr.transaction.pending import open_transactions
 from hwmgr.ui.check_table import render, render_evidence

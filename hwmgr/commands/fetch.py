@@ -17,10 +17,10 @@ from hwmgr.errors import (
     NotFoundError,
     RefusedError,
 )
-from hwmgr.lifecycle.advice import not_in_catalog
-from hwmgr.lifecycle.fetch import Source
-from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
-from hwmgr.lifecycle.signature import check_signature
+from hwmgr.lifecycle.builds.advice import not_in_catalog
+from hwmgr.lifecycle.source.fetch import Source
+from hwmgr.lifecycle.source.mirror import fetch_mirrored, source_mirrors
+from hwmgr.lifecycle.source.signature import check_signature
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example

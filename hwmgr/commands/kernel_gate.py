@@ -25,11 +25,12 @@ from hwmgr.errors import (
 from hwmgr.host.runner import allow_commands
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard
-from hwmgr.lifecycle import INSTALL_TREE, gaterecord
-from hwmgr.lifecycle import kernelgate as gate
-from hwmgr.lifecycle.gatesteps import GateSteps
+from hwmgr.lifecycle import INSTALL_TREE
+from hwmgr.lifecycle.builds.recipe import check_kernel
+from hwmgr.lifecycle.gate import gaterecord
+from hwmgr.lifecycle.gate import kernelgate as gate
+from hwmgr.lifecycle.gate.gatesteps import GateSteps
 from hwmgr.lifecycle.plan import running_kernel
-from hwmgr.lifecycle.recipe import check_kernel
 from hwmgr.output import Outcome, printable
 from hwmgr.transaction.interrupt import deferring_signals
 from hwmgr.transaction.state import StateDir

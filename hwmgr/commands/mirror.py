@@ -16,7 +16,7 @@ from hwmgr.errors import (
     EXIT_REFUSED,
     BadInputError,
 )
-from hwmgr.lifecycle.mirror import sync, sync_from
+from hwmgr.lifecycle.source.mirror import sync, sync_from
 from hwmgr.output import Outcome, printable
 from hwmgr.ui.lifecycle import ProgressUI
 from hwmgr.ui.verbhelp import Example

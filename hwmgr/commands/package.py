@@ -15,7 +15,7 @@ from hwmgr.errors import (
     EXIT_OK,
     EXIT_REFUSED,
 )
-from hwmgr.lifecycle.package import DEFAULT_PACKAGER, build_dkms_rpm
+from hwmgr.lifecycle.builds.package import DEFAULT_PACKAGER, build_dkms_rpm
 from hwmgr.output import Outcome, printable
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.verbhelp import Example

@@ -15,8 +15,8 @@ from hwmgr.errors import (
     EXIT_PERMISSION,
     EXIT_REFUSED,
 )
-from hwmgr.lifecycle.recipe import list_recipes, load_recipe
-from hwmgr.lifecycle.recipecheck import check_recipe
+from hwmgr.lifecycle.builds.recipe import list_recipes, load_recipe
+from hwmgr.lifecycle.builds.recipecheck import check_recipe
 from hwmgr.output import Outcome
 from hwmgr.ui import recipe_view
 from hwmgr.ui.options import common_options

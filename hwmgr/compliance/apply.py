@@ -20,10 +20,10 @@ from typing import Any, Iterable, Mapping, TypedDict
 
 from hwmgr import safejson
 from hwmgr.catalog.load import load_catalog
-from hwmgr.compliance import persist, persist_os
 from hwmgr.compliance.check import check_host, parse_layers
 from hwmgr.compliance.items import Status, jsonable
 from hwmgr.compliance.judge import citation
+from hwmgr.compliance.persist import backends, distro
 from hwmgr.compliance.read import canonical_item
 from hwmgr.compliance.setters import command, normalise, settable, shown
 from hwmgr.compliance.steps import REGISTRY, pending_path
@@ -155,7 +155,7 @@ class ApplyPlan:
     changes: list[PlannedChange] = field(default_factory=list)
     files: list[FileWrite] = field(default_factory=list)
     nm: list[NmChange] = field(default_factory=list)
-    conflicts: list[persist.Conflict] = field(default_factory=list)
+    conflicts: list[backends.Conflict] = field(default_factory=list)
     refusals: list[Refusal] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     persist_root: str = "/"
@@ -249,27 +249,27 @@ def _plan_persistence(host: Host, plan: ApplyPlan, by_iface: dict[str | None, di
                           "only, until it is removed")
         return
     root = plan.persist_root
-    nm = persist.nm_connections(host) if root == "/" and host.live else {}
-    systemd = persist_os.systemd_version(host, root) if any(by_iface) else None
+    nm = backends.nm_connections(host) if root == "/" and host.live else {}
+    systemd = distro.systemd_version(host, root) if any(by_iface) else None
     where: dict[tuple[str | None, str], Persisted] = {}
     for iface, wanted in by_iface.items():
         if iface is None:
-            pps = [persist.SysctlBackend(host, root).plan(wanted, override)]
+            pps = [backends.SysctlBackend(host, root).plan(wanted, override)]
         else:
             assert systemd is not None
-            backend, reason = persist.choose_backend(host, root, iface, nm, systemd)
+            backend, reason = backends.choose_backend(host, root, iface, nm, systemd)
             pps = [backend.plan(iface, wanted, override)]
             pps[0].reason = reason
             left = {i: v for i, v in wanted.items() if i in pps[0].unpersisted
                     or pps[0].not_on_add and i in pps[0].keys}
-            if left and backend.name != persist_os.UdevRuleBackend.name:
-                pps.append(persist_os.UdevRuleBackend(host, root).plan(iface, left, override))
+            if left and backend.name != distro.UdevRuleBackend.name:
+                pps.append(distro.UdevRuleBackend(host, root).plan(iface, left, override))
                 pps[1].reason = "; ".join(
                     ([f"{pps[0].backend} cannot carry some ({systemd.source})"]
                      if set(left) & set(pps[0].unpersisted) else [])
                     + ([f"{pps[0].not_on_add}: the rule re-applies them on device add "
                         "(driver reload)"] if pps[0].not_on_add else []))
-            plan.conflicts += persist.other_owner_conflicts(host, root, iface, wanted)
+            plan.conflicts += backends.other_owner_conflicts(host, root, iface, wanted)
             for pp in pps:
                 if pp.keys:
                     plan.notes.append(f"{iface}: persisted with {pp.backend} ({pp.target}) "

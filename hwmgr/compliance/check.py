@@ -33,7 +33,7 @@ from hwmgr.inventory.scan import Inventory, Scan, host_identity, parse_ethtool_i
 from hwmgr.transaction.pending import reboot_pending
 
 # the kernel gate's items for a host's managed drivers and newer kernels (host, state dir,
-# the kernel it runs): lifecycle.gaterecord.check_items, handed in by the verb (the gate's
+# the kernel it runs): lifecycle.gate.gaterecord.check_items, handed in by the verb (the gate's
 # records live beside compliance, not below it)
 GateItems = Callable[[Host, str, Optional[str]], "list[dict[str, Any]]"]
 

@@ -14,7 +14,7 @@ import json
 from typing import Any, Callable
 
 from hwmgr.compliance.items import Status, jsonable
-from hwmgr.compliance.persist import nm_property, nm_setting_present
+from hwmgr.compliance.persist.backends import nm_property, nm_setting_present
 from hwmgr.compliance.setters import apply_item, read_item, same
 from hwmgr.errors import HwmgrError
 from hwmgr.host.hashing import sha256_file

@@ -119,7 +119,7 @@ def guard(session: requests.Session) -> Watchdog:
     """Mount adapters on `session` whose connections register with one Watchdog (returned;
     the same one when the session was guarded before), and bound its redirects to
     MAX_REDIRECTS."""
-    import requests.adapters  # only downloads need requests (see lifecycle/http.py)
+    import requests.adapters  # only downloads need requests (see lifecycle/source/http.py)
     import urllib3.connection
     import urllib3.connectionpool
 

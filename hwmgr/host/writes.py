@@ -38,7 +38,7 @@ LIVE_WRITABLE = (
     "/usr/src",  # DKMS source trees: `dkms add` copies the prepared tree to /usr/src/NAME-VER
     "/lib/modules",  # undo: restore a backed-up .ko, remove one that did not exist before
     "/boot",  # undo/rollback: put a kept initramfs image back byte for byte
-    # kernel-gate's hold of the boot default (lifecycle/bootloader.py)
+    # kernel-gate's hold of the boot default (lifecycle/gate/bootloader.py)
     "/etc/default/grub",
     "/efi/loader",
     # settings persistence (compliance apply/revert): one drop-in per backend

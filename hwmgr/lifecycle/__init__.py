@@ -1,8 +1,10 @@
 """Driver lifecycle: plan an upgrade or rollback, then run it as journaled steps.
 
-Owns fetch and the download cache, SRPM unpacking, package signatures, DKMS, module files
-(kmod), driver recipes, DKMS RPM packaging and the expectation file verify reads. May import
-`hwmgr.transaction`, `hwmgr.inventory`, `hwmgr.catalog`, `hwmgr.config`, `hwmgr.host`.
+Four rooms, imports pointing down (tests/test_layers.py `ROOMS`): `source/` (fetch, mirrors,
+cache, signatures, vendor keys), `builds/` (recipes, SRPMs and tarballs, DKMS, module files,
+initramfs, the DKMS RPM), the plan room here (`plan`, `steps`, the upgrade `record`, the
+expectation file verify reads, a snapshot's `bundle`, `trust`), and `gate/` (the kernel gate).
+May import `hwmgr.transaction`, `hwmgr.inventory`, `hwmgr.catalog`, `hwmgr.config`, `hwmgr.host`.
 """
 
 # each kernel's module tree: DKMS installs there, the kernel gate lists the kernels there

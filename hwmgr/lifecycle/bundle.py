@@ -26,9 +26,10 @@ from hwmgr.host.capture import (
 from hwmgr.host.ifname import tool_safe
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard as safety
-from hwmgr.lifecycle import INSTALL_TREE, kmod
-from hwmgr.lifecycle.dkms import kernels_with_headers
-from hwmgr.lifecycle.recipe import load_recipe
+from hwmgr.lifecycle import INSTALL_TREE
+from hwmgr.lifecycle.builds import kmod
+from hwmgr.lifecycle.builds.dkms import kernels_with_headers
+from hwmgr.lifecycle.builds.recipe import load_recipe
 
 
 def target_kernels(host: Host) -> list[str]:

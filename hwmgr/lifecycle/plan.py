@@ -34,10 +34,10 @@ from hwmgr.host import capture
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard as safety
 from hwmgr.inventory.scan import Inventory
-from hwmgr.lifecycle import kmod
-from hwmgr.lifecycle.advice import not_in_catalog
-from hwmgr.lifecycle.dkms import Dkms, headers_package, kernels_with_headers
-from hwmgr.lifecycle.recipe import load_recipe
+from hwmgr.lifecycle.builds import kmod
+from hwmgr.lifecycle.builds.advice import not_in_catalog
+from hwmgr.lifecycle.builds.dkms import Dkms, headers_package, kernels_with_headers
+from hwmgr.lifecycle.builds.recipe import load_recipe
 from hwmgr.lifecycle.record import upgrade_chain
 from hwmgr.lifecycle.steps import REGISTRY, RollbackParams, UpgradeParams, describe
 from hwmgr.transaction.engine import Transaction, TxnResult

@@ -18,15 +18,15 @@ from typing import Any, Callable, Optional, TypedDict
 from hwmgr.config import DEFAULT_BUILD_TIMEOUT
 from hwmgr.errors import HwmgrError
 from hwmgr.host.hashing import sha256_file
-from hwmgr.lifecycle import initramfs, kmod
-from hwmgr.lifecycle.buildlog import BuildFailed, keep_log
-from hwmgr.lifecycle.dkms import Dkms, render_dkms_conf
+from hwmgr.lifecycle.builds import initramfs, kmod
+from hwmgr.lifecycle.builds.buildlog import BuildFailed, keep_log
+from hwmgr.lifecycle.builds.dkms import Dkms, render_dkms_conf
+from hwmgr.lifecycle.builds.recipe import Recipe, load_recipe
+from hwmgr.lifecycle.builds.tarball import unpack_source
 from hwmgr.lifecycle.expect import EXPECTATION_FORMAT
-from hwmgr.lifecycle.fetch import Source
-from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
-from hwmgr.lifecycle.recipe import Recipe, load_recipe
-from hwmgr.lifecycle.signature import check_signature
-from hwmgr.lifecycle.tarball import unpack_source
+from hwmgr.lifecycle.source.fetch import Source
+from hwmgr.lifecycle.source.mirror import fetch_mirrored, source_mirrors
+from hwmgr.lifecycle.source.signature import check_signature
 from hwmgr.transaction.engine import Ctx, Step
 
 Files = dict[str, dict[str, dict[str, Any]]]  # kernel -> module -> kmod.ModuleFile.as_dict()
@@ -263,7 +263,7 @@ def _restore(ctx: Ctx, wanted: dict[str, dict[str, Any]], versions: list[str],
                     ctx.state.restore_file(backup)
             elif not rec.get("path") and now.path and not now.builtin:
                 ctx.host.remove(now.path)  # there was no such module before
-        kmod.depmod(ctx.host, k)  # the initramfs is the "initramfs" step's (lifecycle.initramfs)
+        kmod.depmod(ctx.host, k)  # the initramfs is the "initramfs" step's (build.initramfs)
     for v in versions:  # drop DKMS registrations no kernel uses any more
         if not any(e.version == v and e.kernel for e in d.status(name)):
             d.remove(name, v, "all", delete_source=True)

@@ -20,13 +20,13 @@ from typing import Any, Mapping
 from hwmgr.errors import BadInputError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.advice import not_in_catalog
-from hwmgr.lifecycle.cache import CacheFile, copy_verified, verified
-from hwmgr.lifecycle.fetch import cache_path
-from hwmgr.lifecycle.recipe import Recipe
-from hwmgr.lifecycle.signature import header_key_id, same_key, verify_in_keyring
-from hwmgr.lifecycle.srpm import RPM_TIMEOUT, inspect_srpm
-from hwmgr.lifecycle.tarball import inspect_tarball, kind_of
+from hwmgr.lifecycle.builds.advice import not_in_catalog
+from hwmgr.lifecycle.builds.recipe import Recipe
+from hwmgr.lifecycle.builds.srpm import inspect_srpm
+from hwmgr.lifecycle.builds.tarball import inspect_tarball, kind_of
+from hwmgr.lifecycle.source.cache import CacheFile, copy_verified, verified
+from hwmgr.lifecycle.source.fetch import cache_path
+from hwmgr.lifecycle.source.signature import RPM_TIMEOUT, header_key_id, same_key, verify_in_keyring
 
 TRUST_FILE = "50-trusted.json"
 _EXTRA_QUERY = "%{VENDOR}\\n%{BUILDHOST}\\n"

@@ -32,8 +32,8 @@ from hwmgr.errors import BadInputError, HwmgrError, VersionError
 from hwmgr.fleet.results import load_host
 from hwmgr.host.runner import Result
 from hwmgr.lifecycle import expect, record
-from hwmgr.lifecycle.http import _ascii_int
-from hwmgr.lifecycle.recipe import parse_recipe
+from hwmgr.lifecycle.builds.recipe import parse_recipe
+from hwmgr.lifecycle.source.http import _ascii_int
 from hwmgr.output import MAX_COLUMNS, MIN_COLUMNS, env_columns, printable
 from hwmgr.transaction.journal import STEP_COLUMNS, TXN_COLUMNS, Journal, checked_row
 from hwmgr.verify.throughput import IperfOutputError, parse_output

@@ -20,14 +20,14 @@ from typing import Any, Iterable
 from hwmgr import safejson
 from hwmgr.config import shipped_dirs
 from hwmgr.errors import BadInputError, NotFoundError
-from hwmgr.lifecycle.advice import no_recipe
+from hwmgr.lifecycle.builds.advice import no_recipe
 from hwmgr.output import printable
 
 RECIPE_FORMAT = "hwmgr-recipe"
 RECIPE_VERSION = 1
 RECIPE_FILE = "recipe.json"
 DKMS_TEMPLATE = "dkms.conf.in"
-REPO_DRIVERS_DIR = Path(__file__).resolve().parents[2] / "drivers"  # the checkout's (tests)
+REPO_DRIVERS_DIR = Path(__file__).resolve().parents[3] / "drivers"  # the checkout's (tests)
 
 DRIVER_RE = re.compile(r"[a-z0-9_][a-z0-9_.-]{0,63}")
 MODULE_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")

@@ -21,10 +21,10 @@ import fnmatch
 import re
 from typing import Any
 
-from hwmgr.compliance import persist_os
-from hwmgr.compliance.persist_keys import LINK_KEY_SINCE
-from hwmgr.compliance.persist_model import HEADER, Conflict, PersistPlan, under
-from hwmgr.compliance.persist_os import Systemd
+from hwmgr.compliance.persist import distro
+from hwmgr.compliance.persist.distro import Systemd
+from hwmgr.compliance.persist.keys import LINK_KEY_SINCE
+from hwmgr.compliance.persist.model import HEADER, Conflict, PersistPlan, under
 from hwmgr.compliance.read import canonical_item
 from hwmgr.compliance.setters import normalise, same, shown
 from hwmgr.host.seam import Host
@@ -299,7 +299,7 @@ class NetworkManagerBackend:
         return plan
 
 
-Backend = Any  # LinkFileBackend | NetworkManagerBackend | persist_os backends: .plan(...)
+Backend = Any  # LinkFileBackend | NetworkManagerBackend | distro backends: .plan(...)
 
 
 def choose_backend(host: Host, root: str, ifname: str, nm: dict[str, str],
@@ -310,20 +310,20 @@ def choose_backend(host: Host, root: str, ifname: str, nm: dict[str, str],
     if not root.rstrip("/") and ifname in nm:
         return (NetworkManagerBackend(host, nm[ifname]),
                 f"NetworkManager manages {ifname} (connection {nm[ifname]})")
-    ifcfg = under(root, f"{persist_os.IFCFG_DIR}/ifcfg-{ifname}")
+    ifcfg = under(root, f"{distro.IFCFG_DIR}/ifcfg-{ifname}")
     if host.read_bytes(ifcfg) is not None:
-        return (persist_os.NetworkScriptsBackend(host, root, ifcfg, systemd),
+        return (distro.NetworkScriptsBackend(host, root, ifcfg, systemd),
                 f"{ifcfg} exists: initscripts' ifup reads its ETHTOOL_OPTS and MTU")
-    stanza = persist_os.find_stanza(host, root, ifname)
+    stanza = distro.find_stanza(host, root, ifname)
     if stanza is not None:
-        return (persist_os.IfupdownBackend(host, root, stanza),
+        return (distro.IfupdownBackend(host, root, stanza),
                 f"{stanza} has an `iface {ifname}` stanza: ifupdown runs its post-up lines")
     if systemd.version is not None or not systemd.known and any(
             host.listdir(under(root, d)) for d in LINK_DIRS):
         return (LinkFileBackend(host, root, systemd),
                 f"udev reads .link files ({systemd.source}"
                 + (f": systemd {systemd.version})" if systemd.version else ")"))
-    return (persist_os.UdevRuleBackend(host, root),
+    return (distro.UdevRuleBackend(host, root),
             f"no NetworkManager, ifcfg-{ifname}, ifupdown stanza or systemd ({systemd.source}):"
             " a udev rule applies it on every device add")
 

@@ -20,11 +20,16 @@ from typing import Any
 from hwmgr.config import DEFAULT_BUILD_TIMEOUT
 from hwmgr.errors import HwmgrError, NotFoundError, NotPermittedError
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.advice import RECIPE_DOC
-from hwmgr.lifecycle.buildlog import BuildFailed, keep_log
-from hwmgr.lifecycle.dkms import Dkms, headers_package, kernels_with_headers, render_dkms_conf
-from hwmgr.lifecycle.recipe import RECIPE_FILE, Recipe, check_kernel, check_version
-from hwmgr.lifecycle.tarball import source_version, unpack_source
+from hwmgr.lifecycle.builds.advice import RECIPE_DOC
+from hwmgr.lifecycle.builds.buildlog import BuildFailed, keep_log
+from hwmgr.lifecycle.builds.dkms import (
+    Dkms,
+    headers_package,
+    kernels_with_headers,
+    render_dkms_conf,
+)
+from hwmgr.lifecycle.builds.recipe import RECIPE_FILE, Recipe, check_kernel, check_version
+from hwmgr.lifecycle.builds.tarball import source_version, unpack_source
 from hwmgr.transaction.state import StateDir
 
 QUICK_TIMEOUT = 60.0

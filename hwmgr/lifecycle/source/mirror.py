@@ -23,7 +23,7 @@ from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.fetch import FetchResult, Progress, Source, fetch
+from hwmgr.lifecycle.source.fetch import FetchResult, Progress, Source, fetch
 
 INDEX = "index.json"
 

@@ -17,9 +17,10 @@ from hwmgr.catalog.validate import MAX_FILE_BYTES
 from hwmgr.config import catalog_locations
 from hwmgr.errors import HwmgrError
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle import keyfile, trust
-from hwmgr.lifecycle.recipe import load_recipe
-from hwmgr.lifecycle.signature import keyring_path, verify_in_keyring
+from hwmgr.lifecycle import trust
+from hwmgr.lifecycle.builds.recipe import load_recipe
+from hwmgr.lifecycle.source import keyfile
+from hwmgr.lifecycle.source.signature import keyring_path, verify_in_keyring
 from hwmgr.output import Outcome, printable
 from hwmgr.ui.lifecycle import ProgressUI, confirm
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from hwmgr.errors import HwmgrError
 from hwmgr.host.hashing import sha256_file
-from hwmgr.lifecycle import kmod
+from hwmgr.lifecycle.builds import kmod
 from hwmgr.transaction.engine import Ctx
 
 

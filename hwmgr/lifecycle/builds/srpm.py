@@ -19,10 +19,10 @@ from pathlib import Path
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.links import Escape, table_links, walk
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.recipe import Recipe, check_version
+from hwmgr.lifecycle.builds.recipe import Recipe, check_version
+from hwmgr.lifecycle.source.signature import RPM_TIMEOUT
 from hwmgr.numtext import to_int
 
-RPM_TIMEOUT = 120.0
 MAX_TAR_BYTES = 2 << 30  # uncompressed size of all regular members
 MAX_TAR_MEMBERS = 100_000
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+~@%-")

@@ -1,5 +1,5 @@
 """What every persistence backend plans for one interface: the shared types and helpers of
-`persist` (systemd .link, NetworkManager, sysctl.d) and `persist_os` (network-scripts,
+`backends` (systemd .link, NetworkManager, sysctl.d) and `distro` (network-scripts,
 ifupdown, udev rule), kept here so neither imports the other's backends."""
 
 from __future__ import annotations

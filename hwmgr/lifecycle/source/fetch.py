@@ -21,7 +21,7 @@ from hwmgr import urls
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.deadline import Deadline, guard
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.cache import (
+from hwmgr.lifecycle.source.cache import (
     CacheFile,
     Sink,
     finish,
@@ -31,7 +31,7 @@ from hwmgr.lifecycle.cache import (
     mirror_files,
     verified,
 )
-from hwmgr.lifecycle.http import (
+from hwmgr.lifecycle.source.http import (
     MAX_BACKOFF,
     DeadlineExceeded,
     Transient,
@@ -45,7 +45,7 @@ from hwmgr.lifecycle.http import (
 from hwmgr.numtext import to_int
 from hwmgr.output import printable
 
-if TYPE_CHECKING:  # requests is imported when a download starts (hwmgr.lifecycle.http)
+if TYPE_CHECKING:  # requests is imported when a download starts (hwmgr.lifecycle.source.http)
     import requests
 
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")

@@ -21,8 +21,7 @@ from typing import Any, Iterator
 from hwmgr import safejson
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.signature import keyring_path, same_key, verify_in_keyring
-from hwmgr.lifecycle.srpm import RPM_TIMEOUT
+from hwmgr.lifecycle.source.signature import RPM_TIMEOUT, keyring_path, same_key, verify_in_keyring
 from hwmgr.numtext import to_int
 
 MAX_KEY_BYTES = 1 << 20  # a public key with many signatures is tens of KiB

@@ -26,16 +26,16 @@ from hwmgr.config import Config
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.advice import not_in_catalog
-from hwmgr.lifecycle.dkms import render_dkms_conf
-from hwmgr.lifecycle.fetch import Source
-from hwmgr.lifecycle.mirror import fetch_mirrored, source_mirrors
-from hwmgr.lifecycle.recipe import Recipe, check_version, load_recipe
-from hwmgr.lifecycle.signature import check_signature
-from hwmgr.lifecycle.tarball import kind_of, unpack_source
+from hwmgr.lifecycle.builds.advice import not_in_catalog
+from hwmgr.lifecycle.builds.dkms import render_dkms_conf
+from hwmgr.lifecycle.builds.recipe import Recipe, check_version, load_recipe
+from hwmgr.lifecycle.builds.tarball import kind_of, unpack_source
+from hwmgr.lifecycle.source.fetch import Source
+from hwmgr.lifecycle.source.mirror import fetch_mirrored, source_mirrors
+from hwmgr.lifecycle.source.signature import check_signature
 
 TEMPLATE_NAME = "driver-dkms.spec.in"
-REPO_SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
+REPO_SPECS_DIR = Path(__file__).resolve().parents[3] / "specs"
 SYSTEM_SPECS_DIR = Path("/usr/share/hwmgr/specs")
 DEFAULT_PACKAGER = "hwmgr <root@localhost>"
 RELEASE = "1"

@@ -3,7 +3,7 @@ RHEL/CentOS network-scripts (`ETHTOOL_OPTS` and `MTU` in ifcfg-IF), Debian ifupd
 (`post-up` lines in the interface's stanza), and a udev rule for whatever nothing else carries.
 
 Also what the host runs: `systemd_version` (from `systemctl --version`, else the distribution's
-release via `persist_keys.DISTRO_SYSTEMD`). Files are edited in place: only the lines hwmgr
+release via `keys.DISTRO_SYSTEMD`). Files are edited in place: only the lines hwmgr
 owns change, every other byte is kept, and revert puts the backed-up file back.
 """
 
@@ -14,8 +14,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from hwmgr.compliance.persist_keys import DISTRO_SYSTEMD, ETHTOOL_FLAG, ETHTOOL_LONG
-from hwmgr.compliance.persist_model import HEADER, PersistPlan, under
+from hwmgr.compliance.persist.keys import DISTRO_SYSTEMD, ETHTOOL_FLAG, ETHTOOL_LONG
+from hwmgr.compliance.persist.model import HEADER, PersistPlan, under
 from hwmgr.compliance.read import canonical_item
 from hwmgr.compliance.setters import LINK_ITEMS, normalise, shown
 from hwmgr.host import capture

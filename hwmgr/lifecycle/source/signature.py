@@ -13,8 +13,9 @@ from pathlib import Path
 
 from hwmgr.errors import BadInputError, HwmgrError, RefusedError
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.srpm import RPM_TIMEOUT
 
+# seconds an rpm query, check or unpack may take (every rpm call of lifecycle/ uses it)
+RPM_TIMEOUT = 120.0
 KEYRING = "keyring"
 _SIG = re.compile(r"(?i)\bsignature, key ID ([0-9a-f]{8,16}): (\S+)")
 _KEY_ID = re.compile(r"Key ID ([0-9a-fA-F]{8,40})")

@@ -24,8 +24,8 @@ from hwmgr.host.hashing import sha256_file
 from hwmgr.host.runner import RC_TIMEOUT, Result
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle import INSTALL_TREE
-from hwmgr.lifecycle.buildlog import BuildFailed, log_facts, make_command
-from hwmgr.lifecycle.recipe import Recipe, check_kernel, check_name, check_version
+from hwmgr.lifecycle.builds.buildlog import BuildFailed, log_facts, make_command
+from hwmgr.lifecycle.builds.recipe import Recipe, check_kernel, check_name, check_version
 from hwmgr.numtext import to_int
 
 SOURCE_TREE = "/usr/src"

@@ -7,7 +7,7 @@ for KVER only, installs it for KVER only, runs depmod for KVER, rebuilds KVER's 
 a storage driver, and checks what can be checked without booting: `modinfo -k KVER` (vermagic,
 version, signer), `depmod -e -E Module.symvers` (no unknown symbol) and the initramfs listing.
 The outcome is kept per kernel in `<state>/kernels/KVER.json`, which `check` reads; the boot
-default is held (lifecycle/bootloader.py) while a driver is not ready, the hold kept in
+default is held (lifecycle/gate/bootloader.py) while a driver is not ready, the hold kept in
 `<state>/kernels/hold.json` so a later passing run restores exactly what was there.
 """
 
@@ -22,12 +22,14 @@ from hwmgr.config import DEFAULT_BUILD_TIMEOUT
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard
-from hwmgr.lifecycle import INSTALL_TREE, bootloader, gaterecord, kmod
-from hwmgr.lifecycle.buildlog import BuildFailed, keep_log
-from hwmgr.lifecycle.dkms import Dkms
+from hwmgr.lifecycle import INSTALL_TREE
+from hwmgr.lifecycle.builds import kmod
+from hwmgr.lifecycle.builds.buildlog import BuildFailed, keep_log
+from hwmgr.lifecycle.builds.dkms import Dkms
+from hwmgr.lifecycle.builds.recipe import load_recipe
 from hwmgr.lifecycle.expect import parse_expectation
-from hwmgr.lifecycle.gatesteps import GateSteps
-from hwmgr.lifecycle.recipe import load_recipe
+from hwmgr.lifecycle.gate import bootloader, gaterecord
+from hwmgr.lifecycle.gate.gatesteps import GateSteps
 from hwmgr.transaction.journal import utcnow
 from hwmgr.transaction.state import StateDir
 

@@ -1,7 +1,7 @@
 """Data for the persistence backends: which systemd knows which .link key, which systemd each
 distribution release ships, and how ethtool option groups are spelled.
 
-Kept apart from the backends' logic (`persist`, `persist_os`) so a new key or release is one
+Kept apart from the backends' logic (`backends`, `distro`) so a new key or release is one
 line here, with its source.
 """
 

@@ -22,8 +22,8 @@ from hwmgr import safejson
 from hwmgr.errors import NotFoundError, RefusedError
 from hwmgr.host.links import Escape, table_links, walk
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.recipe import TARBALL_SUFFIXES, Recipe, check_version
-from hwmgr.lifecycle.srpm import check_tarball, extract_tarball, inspect_srpm, unpack_srpm
+from hwmgr.lifecycle.builds.recipe import TARBALL_SUFFIXES, Recipe, check_version
+from hwmgr.lifecycle.builds.srpm import check_tarball, extract_tarball, inspect_srpm, unpack_srpm
 from hwmgr.output import printable
 
 MAX_SOURCE_BYTES = 4 << 30  # a vendor source package; Broadcom's is ~1.5 MiB, Intel's 0.5

@@ -2,7 +2,7 @@
 
 Managed drivers (an upgrade still in effect in the journal; a rollback to inbox ends it), the
 per-kernel records `<state>/kernels/KVER.json` and the hold `<state>/kernels/hold.json`. Kept
-apart from the gate itself (lifecycle/kernelgate.py) so `check` reads them without importing
+apart from the gate itself (lifecycle/gate/kernelgate.py) so `check` reads them without importing
 the DKMS build and download machinery; with no managed driver it reads only the journal.
 """
 
