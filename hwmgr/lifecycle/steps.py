@@ -58,6 +58,7 @@ class RollbackParams(TypedDict):
     initramfs: list[str]
     devices: list[dict[str, Any]]
     remove_versions: list[str]
+    remove_packages: list[dict[str, str]]  # binary packages to dpkg -r: {name, sha256}
     undo_upgrade: int  # the upgrade transaction whose backup is restored
     restore: Files
     reinstall: dict[str, list[str]]  # kernel -> DKMS versions to install again
@@ -337,7 +338,12 @@ def _kernels(params: dict[str, Any], key: str = "kernels") -> str:
 
 
 def upgrade_steps(params: dict[str, Any]) -> list[Step]:
-    """fetch → unpack → dkms add → build → back up → install (commit) → initramfs → arm."""
+    """fetch → unpack → dkms add → build → back up → install (commit) → initramfs → arm;
+    from a binary package (params["package"]) the steps of lifecycle.pkgsteps."""
+    if params.get("package"):
+        from hwmgr.lifecycle.pkgsteps import package_steps  # it imports this module
+
+        return package_steps(params)
     dv = f"{params['driver']}/{params['version']}"
     src = params["source"]
     get = (f"download {src['url']}" if src.get("url") else
@@ -370,6 +376,9 @@ def upgrade_steps(params: dict[str, Any]) -> list[Step]:
 
 
 def _rb_restore_do(ctx: Ctx) -> dict[str, Any]:
+    from hwmgr.lifecycle.pkgsteps import remove_packages
+
+    remove_packages(ctx)  # dpkg -r the binary packages first: their files go with them
     _restore(ctx, ctx.params["restore"], ctx.params["remove_versions"],
              ctx.params.get("reinstall", {}))
     if not _matches(ctx, ctx.params["restore"]):
@@ -378,6 +387,9 @@ def _rb_restore_do(ctx: Ctx) -> dict[str, Any]:
 
 
 def _rb_restore_undo(ctx: Ctx) -> None:
+    from hwmgr.lifecycle.pkgsteps import reinstall_packages
+
+    reinstall_packages(ctx)
     saved = ctx.output("backup").get("saved", {})
     for k, mods in saved.items():
         for rec in mods.values():
@@ -389,7 +401,8 @@ def _rb_restore_undo(ctx: Ctx) -> None:
 def rollback_steps(params: dict[str, Any]) -> list[Step]:
     """back up current → remove DKMS versions + restore recorded files (commit) → arm."""
     d, mods = params["driver"], params["modules"]
-    restore = [*(f"dkms remove {d}/{v}" for v in reversed(params["remove_versions"])),
+    restore = [*(f"dpkg --purge {p['name']}" for p in params.get("remove_packages") or []),
+               *(f"dkms remove {d}/{v}" for v in reversed(params["remove_versions"])),
                *(f"restore {files[m]['path'] or f'(no {m} module)'} for {k}"
                  for k, files in params["restore"].items() for m in mods)]
     if restore:
