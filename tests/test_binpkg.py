@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from support import run_cli
 from support.lifecycle_env import MODULE, make_bed, mok_pair
-from support.vendor_env import srpms
+from support.vendor_env import igb_kernels, srpms
 
 from hwmgr.errors import EXIT_BAD_INPUT, EXIT_NOT_FOUND
 from hwmgr.lifecycle.binpkg import deb_name, deb_version, has_signature, rpm_version
@@ -110,9 +110,9 @@ def test_debian_package_name() -> None:
 def test_igb_5_18_7_as_a_signed_deb(tmp_path: Path) -> None:
     """Intel's igb 5.18.7 SRPM, obtained by hand (a site layer without URL, served from the
     vendor dir as a mirror), built for Debian 12's 6.1 headers, signed with a site key."""
-    kver = "6.1.0-56-amd64"
-    if not Path(f"/lib/modules/{kver}/build/Makefile").is_file():
-        pytest.skip(f"linux-headers-{kver} is not installed")
+    kernels = igb_kernels(["5.18.7"])  # Debian 12's 6.1 (6.1.0-56-amd64 here)
+    assert kernels, "linux-headers-amd64 must be installed (make apt-test installs it)"
+    kver = kernels[0]
     srpm = srpms("igb")["5.18.7"]
     data = srpm.read_bytes()
     layer = tmp_path / "igb-source.json"
@@ -130,20 +130,20 @@ def test_igb_5_18_7_as_a_signed_deb(tmp_path: Path) -> None:
                   str(cert), "--packager", PACKAGER, "--json", env=env, timeout=900)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)["data"]
-    deb = out / "igb-modules-6.1.0-56-amd64_5.18.7-1_amd64.deb"
+    deb = out / f"igb-modules-{kver}_5.18.7-1_amd64.deb"
     assert Path(doc["path"]) == deb and deb.is_file()
     assert machine_trees(kver) == before  # private DKMS trees: the host's are untouched
 
     fields = control_fields(deb)
-    assert fields["Package"] == "igb-modules-6.1.0-56-amd64"
+    assert fields["Package"] == f"igb-modules-{kver}"
     assert fields["Version"] == "5.18.7-1" and fields["Section"] == "kernel"
     assert fields["Hwmgr-Driver-Version"] == "5.18.7" and fields["Hwmgr-Kernel"] == kver
     assert fields["Hwmgr-Signed"] == "yes" and "Depends" not in fields
     assert fields["Hwmgr-Source-Sha256"] == hashlib.sha256(data).hexdigest()
     files = [m for m in members(deb) if not m.endswith("/")]
     assert files == [f"./lib/modules/{kver}/updates/hwmgr/igb.ko",
-                     "./usr/share/doc/igb-modules-6.1.0-56-amd64/changelog.Debian.gz",
-                     "./usr/share/doc/igb-modules-6.1.0-56-amd64/copyright"]
+                     f"./usr/share/doc/igb-modules-{kver}/changelog.Debian.gz",
+                     f"./usr/share/doc/igb-modules-{kver}/copyright"]
     scripts = tmp_path / "ctl"
     assert sh("dpkg-deb", "-e", str(deb), str(scripts)).returncode == 0
     for name in ("postinst", "postrm"):
@@ -227,3 +227,52 @@ def test_kernel_without_headers_is_refused_before_anything(bed, tmp_path: Path) 
                   "--binary", "deb", "--out", str(out), env=bed.env)
     assert res.returncode == EXIT_BAD_INPUT and "--kernel" in res.stderr
 
+
+
+# ------------------------------------------------------------------------ kmod RPM
+RPMLINT_KNOWN = {"unstripped-binary-or-object", "no-documentation", "invalid-license"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(shutil.which(t) for t in ("rpmbuild", "rpmlint", "dkms")),
+                    reason="rpmbuild, rpmlint and dkms are needed")
+def test_kmod_rpm(bed, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    res = run_cli("package", MODULE, "--catalog", str(bed.catalog), "--version", "1.0_lab",
+                  "--binary", "rpm", "--kernel", bed.kver, "--out", str(out), "--packager",
+                  PACKAGER, "--json", env=bed.env)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)["data"]
+    release = "1.k" + bed.kver.replace("-", "_")
+    rpm = out / f"kmod-{MODULE}-1.0_lab-{release}.x86_64.rpm"
+    assert Path(doc["path"]) == rpm and doc["signed"] is True
+    q = sh("rpm", "-qp", "--nosignature", "--qf", "%{NAME} %{VERSION} %{RELEASE}", str(rpm))
+    assert q.stdout == f"kmod-{MODULE} 1.0_lab {release}"
+    ko = f"/lib/modules/{bed.kver}/extra/{MODULE}/{MODULE}.ko"
+    listed = sh("rpm", "-qpl", "--nosignature", str(rpm)).stdout.split()
+    assert listed == [f"/lib/modules/{bed.kver}/extra/{MODULE}", ko]
+    scripts = sh("rpm", "-qp", "--scripts", "--nosignature", str(rpm)).stdout
+    post = scripts.split("postinstall scriptlet")[1].split("postuninstall scriptlet")[0]
+    postun = scripts.split("postuninstall scriptlet")[1]
+    assert f"printf '%s\\n' {ko} | /usr/sbin/weak-modules --add-modules" in post
+    assert f"/sbin/depmod -a {bed.kver}" in post
+    assert f"printf '%s\\n' {ko} | /usr/sbin/weak-modules --remove-modules" in postun
+    assert '[ "$1" -eq 0 ]' in postun
+    # the module inside is the signed one hwmgr built (rpm never strips it)
+    x = tmp_path / "x"
+    x.mkdir()
+    cpio = subprocess.run(f"rpm2cpio {rpm} | cpio -idm --quiet", shell=True, cwd=x,
+                          capture_output=True, check=False)
+    assert cpio.returncode == 0, cpio.stderr
+    inside = x / ko.lstrip("/")
+    assert has_signature(inside) and modinfo(inside, "version") == "1.0_lab"
+    assert doc["modules"][0]["sha256"] == hashlib.sha256(inside.read_bytes()).hexdigest()
+    lint = sh("rpmlint", "-r", str(Path(__file__).resolve().parents[1] / "specs" / "rpmlintrc"),
+              str(rpm))
+    tags = set(re.findall(r": [EW]: (\S+)", lint.stdout))
+    assert not re.search(r": E: ", lint.stdout), lint.stdout
+    assert tags <= RPMLINT_KNOWN, lint.stdout
+    frag = json.loads(Path(doc["layer"]).read_text())
+    entry = frag["drivers"][MODULE]["versions"]["1.0_lab"]["packages"][bed.kver]["rpm"]
+    assert entry == {"file": rpm.name, "sha256": doc["sha256"], "size": rpm.stat().st_size,
+                     "signed": True}

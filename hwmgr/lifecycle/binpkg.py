@@ -239,7 +239,10 @@ def build_binary(
         make = make_deb
         deb_name(driver, check_kernel(kernel))  # refuse an unusable name before building
     else:
-        raise BadInputError("--binary rpm is not available yet")
+        from hwmgr.lifecycle.kmodrpm import make_kmod_rpm
+
+        def make(h: Host, st: Staged, w: str, o: Path, pk: str) -> Path:
+            return make_kmod_rpm(h, st, w, o, pk, settings.specs_dir)
     out = Path(os.path.abspath(out_dir))
     local = Host("/", host.runner, writable=[out])  # the one directory the user named
     try:
