@@ -20,7 +20,10 @@ from support import run_cli
 from support.lifecycle_env import MODULE, make_bed, mok_pair
 from support.vendor_env import igb_kernels, srpms
 
+from hwmgr import cli
 from hwmgr.errors import EXIT_BAD_INPUT, EXIT_NOT_FOUND
+from hwmgr.host.runner import RecordingRunner, SubprocessRunner
+from hwmgr.host.seam import Host
 from hwmgr.lifecycle.binpkg import deb_name, deb_version, has_signature, rpm_version
 
 PACKAGER = "Site Builds <builds@example.org>"
@@ -79,13 +82,17 @@ def modinfo(ko: Path, field: str) -> str:
     return sh("modinfo", "-F", field, str(ko)).stdout.strip()
 
 
-def machine_trees(kver: str) -> dict[str, list[str]]:
-    """What the build host's own DKMS trees hold: the private build must change none."""
-    out = {}
-    for d in ("/var/lib/dkms", "/usr/src", f"/lib/modules/{kver}/updates"):
-        p = Path(d)
-        out[d] = sorted(str(x) for x in p.rglob("*")) if p.is_dir() else []
-    return out
+def machine_trees(driver: str, version: str, kver: str) -> dict[str, object]:
+    """What the build host's own trees hold of this driver version (other helpers' tests may
+    change the rest meanwhile): the private build must change none of it."""
+    updates = Path(f"/lib/modules/{kver}/updates")
+    return {
+        "src": Path(f"/usr/src/{driver}-{version}").exists(),
+        "dkms": Path(f"/var/lib/dkms/{driver}/{version}").exists(),
+        "modules": {str(p): hashlib.sha256(p.read_bytes()).hexdigest()
+                    for p in sorted(updates.rglob(f"{driver}.ko*"))} if updates.is_dir()
+        else {},
+    }
 
 
 # ------------------------------------------------------------------------ names (fast)
@@ -122,7 +129,7 @@ def test_igb_5_18_7_as_a_signed_deb(tmp_path: Path) -> None:
     key, cert, serial = mok_pair(tmp_path, "hwmgr site key igb test")
     env = {"HWMGR_STATE_DIR": str(tmp_path / "state"), "HWMGR_CACHE_DIR": str(tmp_path / "c"),
            "HWMGR_SIGN_KEY": "", "HWMGR_SIGN_CERT": ""}
-    before = machine_trees(kver)
+    before = machine_trees("igb", "5.18.7", kver)
     out = tmp_path / "out"
     res = run_cli("package", "igb", "--version", "5.18.7", "--binary", "deb", "--kernel", kver,
                   "--out", str(out), "--site-catalog", str(layer), "--offline",
@@ -132,7 +139,7 @@ def test_igb_5_18_7_as_a_signed_deb(tmp_path: Path) -> None:
     doc = json.loads(res.stdout)["data"]
     deb = out / f"igb-modules-{kver}_5.18.7-1_amd64.deb"
     assert Path(doc["path"]) == deb and deb.is_file()
-    assert machine_trees(kver) == before  # private DKMS trees: the host's are untouched
+    assert machine_trees("igb", "5.18.7", kver) == before  # private trees: the host's untouched
 
     fields = control_fields(deb)
     assert fields["Package"] == f"igb-modules-{kver}"
@@ -156,7 +163,7 @@ def test_igb_5_18_7_as_a_signed_deb(tmp_path: Path) -> None:
     ko = extracted_ko(deb, tmp_path, kver, "igb")
     assert modinfo(ko, "version") == "5.18.7"
     assert modinfo(ko, "vermagic").split()[0] == kver
-    assert modinfo(ko, "signer") == "hwmgr site key igb test" and has_signature(ko)
+    assert modinfo(ko, "signer") == "hwmgr site key igb test" and has_signature(ko.read_bytes())
     sig_key = modinfo(ko, "sig_key")
     assert int(sig_key.replace(":", ""), 16) == int(serial, 16)
 
@@ -186,13 +193,24 @@ def _env(bed, **extra: str) -> dict[str, str]:
 
 @pytest.mark.slow
 @needs_dpkg
-def test_unsigned_deb_maps_the_version(bed, tmp_path: Path) -> None:
+def test_unsigned_deb_maps_the_version(bed, tmp_path: Path, monkeypatch, capsys) -> None:
     out = tmp_path / "out"
-    res = run_cli("package", MODULE, "--catalog", str(bed.catalog), "--version", "1.0_lab",
-                  "--binary", "deb", "--kernel", bed.kver, "--out", str(out), "--json",
-                  env=_env(bed, HWMGR_SIGN_KEY="", HWMGR_SIGN_CERT=""))
-    assert res.returncode == 0, res.stderr
-    doc = json.loads(res.stdout)["data"]
+    for k, v in _env(bed, HWMGR_SIGN_KEY="", HWMGR_SIGN_CERT="").items():
+        monkeypatch.setenv(k, v)
+    runner = RecordingRunner(SubprocessRunner())
+    monkeypatch.setattr(cli, "open_host", lambda root: (Host("/", runner), None))
+    rc = cli.main(["package", MODULE, "--catalog", str(bed.catalog), "--version", "1.0_lab",
+                   "--binary", "deb", "--kernel", bed.kver, "--out", str(out), "--json"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    doc = json.loads(captured.out)["data"]
+    # every dkms call ran with private trees under the cache dir, never the host's own
+    dkms = [c.argv for c in runner.calls if c.argv[0] == "dkms"]
+    assert {c[1] for c in dkms} >= {"add", "build"}
+    cache = bed.env["HWMGR_CACHE_DIR"] + "/package/"
+    for argv in dkms:
+        for opt in ("--sourcetree", "--dkmstree", "--installtree"):
+            assert argv[argv.index(opt) + 1].startswith(cache), argv
     deb = out / f"{MODULE}-modules-{bed.kver}_1.0+lab-1_amd64.deb"
     assert Path(doc["path"]) == deb and doc["signed"] is False
     fields = control_fields(deb)
@@ -200,7 +218,7 @@ def test_unsigned_deb_maps_the_version(bed, tmp_path: Path) -> None:
     assert fields["Hwmgr-Signed"] == "no"
     ko = extracted_ko(deb, tmp_path, bed.kver, MODULE)
     assert modinfo(ko, "version") == "1.0_lab"
-    assert not has_signature(ko) and modinfo(ko, "signer") == ""
+    assert not has_signature(ko.read_bytes()) and modinfo(ko, "signer") == ""
     frag = json.loads(Path(doc["layer"]).read_text())
     entry = frag["drivers"][MODULE]["versions"]["1.0_lab"]["packages"][bed.kver]["deb"]
     assert entry["signed"] is False and entry["sha256"] == doc["sha256"]
@@ -265,7 +283,7 @@ def test_kmod_rpm(bed, tmp_path: Path) -> None:
                           capture_output=True, check=False)
     assert cpio.returncode == 0, cpio.stderr
     inside = x / ko.lstrip("/")
-    assert has_signature(inside) and modinfo(inside, "version") == "1.0_lab"
+    assert has_signature(inside.read_bytes()) and modinfo(inside, "version") == "1.0_lab"
     assert doc["modules"][0]["sha256"] == hashlib.sha256(inside.read_bytes()).hexdigest()
     lint = sh("rpmlint", "-r", str(Path(__file__).resolve().parents[1] / "specs" / "rpmlintrc"),
               str(rpm))

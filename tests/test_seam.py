@@ -51,7 +51,8 @@ WRITES_PENDING = {
 # the user's --out (package, fleet-report, mirror sync) and rollout record, the catalog
 # layers' and the catalog cache's dirs (catalog trust/update, the remembered schema verdicts)
 WIDENERS = {"allow_writes": {"cli.py", "transaction/state.py", "compliance/steps.py"},
-            "writable": {"lifecycle/package.py", "fleet/write.py", "lifecycle/mirror.py",
+            "writable": {"lifecycle/package.py", "lifecycle/binpkg.py", "fleet/write.py",
+                         "lifecycle/mirror.py",
                          "ui/catalog_trust.py", "catalog/schema.py", "fleet/rollout.py"}}
 SHUTIL_WRITES = {"copy", "copy2", "copyfile", "copytree", "copymode", "copystat", "move",
                  "rmtree", "chown", "make_archive", "unpack_archive"}

@@ -18,7 +18,9 @@ from hwmgr.errors import (
     EXIT_REFUSED,
     BadInputError,
 )
-from hwmgr.lifecycle.binpkg import FORMATS, build_binary
+from hwmgr.lifecycle.binpkg import FORMATS, Packager, build_binary
+from hwmgr.lifecycle.debpkg import make_deb
+from hwmgr.lifecycle.kmodrpm import make_kmod_rpm
 from hwmgr.lifecycle.package import DEFAULT_PACKAGER, build_dkms_rpm
 from hwmgr.output import Outcome, printable
 from hwmgr.ui import lifecycle as ui
@@ -113,11 +115,18 @@ def _binary(args: argparse.Namespace, host: Any, settings: Any) -> Outcome:
         raise BadInputError("--binary and --kernel go together (--binary deb|rpm --kernel KVER)")
     if args.keep_spec and args.binary != "rpm":
         raise BadInputError("--keep-spec applies to RPMs only")
+    make: Packager
+    if args.binary == "deb":
+        make = make_deb
+    else:
+        def make(h: Any, staged: Any, work: str, out: Any, packager: str) -> Any:
+            return make_kmod_rpm(h, staged, work, out, packager, settings.specs_dir)
     progress = ui.ProgressUI()
     try:
         res = build_binary(
             host, load_catalog(args.catalog, config=settings), args.driver, args.to,
-            fmt=args.binary, kernel=args.kernel, settings=settings, out_dir=args.out,
+            fmt=args.binary, kernel=args.kernel, make=make, settings=settings,
+            out_dir=args.out,
             sign_key=args.sign_key or settings.sign_key,
             sign_cert=args.sign_cert or settings.sign_cert,
             packager=args.packager or DEFAULT_PACKAGER, ui=progress)

@@ -11,7 +11,6 @@ temp dir, so the build host's /usr/src, /var/lib/dkms and /lib/modules are never
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -36,6 +35,7 @@ from hwmgr.lifecycle.tarball import kind_of, unpack_source
 FORMATS = ("deb", "rpm")
 DEB_SUBDIR = "updates/hwmgr"  # below /lib/modules/K: hwmgr-verify expects /updates/hwmgr/
 QUICK_TIMEOUT = 60.0
+MAX_MODULE_BYTES = 256 << 20  # read whole to check the signature (igb.ko: ~0.6 MiB)
 # DKMS signs when its sign-file exists; a path that never does keeps an unsigned build
 # unsigned (without a key, DKMS would otherwise make and use a throwaway one)
 NO_SIGN_FILE = "/nonexistent/hwmgr-unsigned-build"
@@ -155,13 +155,9 @@ def _signing_pair(key: str | None, cert: str | None) -> tuple[str, str] | None:
     return os.path.abspath(key), os.path.abspath(cert)
 
 
-def has_signature(path: Path) -> bool:
-    """True when the module file ends with the kernel's appended-signature magic."""
-    with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        size = fh.tell()
-        fh.seek(max(0, size - len(_MODULE_SIG_MAGIC)))
-        return fh.read() == _MODULE_SIG_MAGIC
+def has_signature(data: bytes) -> bool:
+    """True when a module file's bytes end with the kernel's appended-signature magic."""
+    return data.endswith(_MODULE_SIG_MAGIC)
 
 
 def _activity(ui: Any, what: str) -> Any:
@@ -203,7 +199,7 @@ def build_modules(
     modules = []
     for m, ko in kos.items():
         signer = host.run(["modinfo", "-F", "signer", str(ko)], timeout=QUICK_TIMEOUT)
-        signed = has_signature(ko)
+        signed = has_signature(host.read_bytes(str(ko), limit=MAX_MODULE_BYTES) or b"")
         if pair and not signed:
             raise HwmgrError(f"{m}.ko for {kernel} was built but not signed with "
                              f"{pair[0]} (is the kernel's sign-file installed?)")
@@ -217,36 +213,31 @@ def build_modules(
                   got.path.name, got.sha256, str(catalog.version or "unversioned"))
 
 
+# (host, staged modules, work dir, out dir, packager) -> the built package in the work dir:
+# debpkg.make_deb, kmodrpm.make_kmod_rpm (the command picks one: they import this module)
 Packager = Callable[[Host, Staged, str, Path, str], Path]
 
 
 def build_binary(
     host: Host, catalog: Any, driver: str, version: str, *, fmt: str, kernel: str,
-    settings: Config, out_dir: str | os.PathLike[str], sign_key: str | None = None,
-    sign_cert: str | None = None, packager: str = DEFAULT_PACKAGER, ui: Any = None,
+    make: Packager, settings: Config, out_dir: str | os.PathLike[str],
+    sign_key: str | None = None, sign_cert: str | None = None,
+    packager: str = DEFAULT_PACKAGER, ui: Any = None,
 ) -> BinaryResult:
-    """`hwmgr package DRIVER --version V --binary FMT --kernel K --out DIR`: the package and
-    its catalog layer fragment (`<package file>.catalog.json`) in `out_dir`."""
+    """`hwmgr package DRIVER --version V --binary FMT --kernel K --out DIR`: the package
+    `make` builds and its catalog layer fragment (`<package file>.catalog.json`) in
+    `out_dir`."""
     started = time.monotonic()
     if fmt not in FORMATS:
         raise BadInputError(f"--binary {fmt!r}: one of {', '.join(FORMATS)}")
     if "\n" in packager or not packager.strip():
         raise BadInputError(f"packager {packager!r} must be one line like 'Name <email>'")
-    make: Packager
     if fmt == "deb":
-        from hwmgr.lifecycle.debpkg import make_deb  # imports this module: loaded on use
-
-        make = make_deb
         deb_name(driver, check_kernel(kernel))  # refuse an unusable name before building
-    else:
-        from hwmgr.lifecycle.kmodrpm import make_kmod_rpm
-
-        def make(h: Host, st: Staged, w: str, o: Path, pk: str) -> Path:
-            return make_kmod_rpm(h, st, w, o, pk, settings.specs_dir)
     out = Path(os.path.abspath(out_dir))
-    local = Host("/", host.runner, writable=[out])  # the one directory the user named
+    out_host = Host("/", host.runner, writable=[out])  # the one directory the user named
     try:
-        local.makedirs(str(out))
+        out_host.makedirs(str(out))
     except OSError as exc:
         raise HwmgrError(f"cannot create output dir {out}: {exc.strerror}") from None
     work = host.make_temp_dir(f"{settings.cache_dir}/package", prefix=f"{driver}-{version}.")
@@ -257,14 +248,14 @@ def build_binary(
             built = make(host, staged, work, out, packager)
         dest = out / built.name
         try:
-            local.copy_in(built, str(dest), mode=0o644)
+            out_host.copy_in(built, str(dest), mode=0o644)
         except OSError as exc:
             raise HwmgrError(f"cannot write {dest}: {exc.strerror}") from None
         digest, size = sha256_file(dest), dest.stat().st_size
         layer = out / f"{built.name}.catalog.json"
         doc = layer_fragment(driver, version, kernel, fmt, built.name, digest, size,
                              staged.signed)
-        local.write_bytes(str(layer), (json.dumps(doc, indent=1) + "\n").encode())
+        out_host.write_bytes(str(layer), (json.dumps(doc, indent=1) + "\n").encode())
         pkg_version = deb_version(version) if fmt == "deb" else rpm_version(version)
         return BinaryResult(
             path=dest, format=fmt,
@@ -279,14 +270,3 @@ def build_binary(
         with contextlib.suppress(OSError):
             host.remove_tree(work)
 
-
-def md5sums(root: Path) -> str:
-    """DEBIAN/md5sums for the files under `root` (DEBIAN/ itself left out), sorted."""
-    lines = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not (dirpath == str(root) and d == "DEBIAN"))
-        for name in sorted(filenames):
-            p = Path(dirpath, name)
-            digest = hashlib.md5(p.read_bytes()).hexdigest()  # noqa: S324 - dpkg's format
-            lines.append(f"{digest}  {p.relative_to(root)}\n")
-    return "".join(lines)

@@ -11,6 +11,7 @@ hwmgr checks it before installing (hwmgr.lifecycle.pkgsteps).
 from __future__ import annotations
 
 import gzip
+import hashlib
 import textwrap
 import time
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 from hwmgr import __version__
 from hwmgr.errors import HwmgrError
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.binpkg import DEB_SUBDIR, Staged, deb_name, deb_version, md5sums
+from hwmgr.lifecycle.binpkg import DEB_SUBDIR, MAX_MODULE_BYTES, Staged, deb_name, deb_version
 
 BUILD_TIMEOUT = 300.0
 QUICK_TIMEOUT = 60.0
@@ -105,15 +106,21 @@ def make_deb(host: Host, s: Staged, work: str, out: Path, packager: str) -> Path
     name = deb_name(s.driver, s.kernel)
     root = f"{work}/deb"
     host.remove_tree(root)
+    payload: dict[str, bytes] = {}  # path below the package root -> contents
     for m in s.modules:
-        host.copy_in(m.path, f"{root}/lib/modules/{s.kernel}/{DEB_SUBDIR}/{m.path.name}",
-                     mode=0o644)
-    doc = f"{root}/usr/share/doc/{name}"
-    host.write_bytes(f"{doc}/copyright", _copyright(s).encode())
-    host.write_bytes(f"{doc}/changelog.Debian.gz", _changelog(s, name, packager))
+        data = host.read_bytes(str(m.path), limit=MAX_MODULE_BYTES)
+        if data is None:
+            raise HwmgrError(f"cannot read the built module {m.path}")
+        payload[f"lib/modules/{s.kernel}/{DEB_SUBDIR}/{m.path.name}"] = data
+    payload[f"usr/share/doc/{name}/copyright"] = _copyright(s).encode()
+    payload[f"usr/share/doc/{name}/changelog.Debian.gz"] = _changelog(s, name, packager)
+    for rel, data in payload.items():
+        host.write_bytes(f"{root}/{rel}", data, mode=0o644)
+    size = sum(len(d) for d in payload.values())
+    host.write_bytes(f"{root}/DEBIAN/md5sums", "".join(
+        f"{hashlib.md5(d).hexdigest()}  {rel}\n"  # noqa: S324 - dpkg's md5sums format
+        for rel, d in sorted(payload.items())).encode())
     real = host.path(root)
-    size = sum(p.stat().st_size for p in real.rglob("*") if p.is_file())
-    host.write_bytes(f"{root}/DEBIAN/md5sums", md5sums(real).encode())
     host.write_bytes(f"{root}/DEBIAN/control",
                      control(s, name, arch, packager, (size + 1023) // 1024).encode())
     for script, cases in (("postinst", "configure"), ("postrm", "remove|purge")):

@@ -9,12 +9,12 @@ the copy is checked again, so a file changed between plan and install is never i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from hwmgr.errors import HwmgrError, RefusedError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle import initramfs, kmod
+from hwmgr.lifecycle import kmod
 from hwmgr.lifecycle.dkms import Dkms
 from hwmgr.lifecycle.pkgcheck import inspect_deb
 from hwmgr.transaction.engine import Ctx, Step
@@ -161,11 +161,12 @@ def _install_check(ctx: Ctx) -> bool:
         for m in ctx.params["modules"] for r in [kmod.resolve(ctx.host, m, kernel)])
 
 
-def _install_undo(ctx: Ctx) -> None:
-    from hwmgr.lifecycle.steps import _restore  # steps imports this module
+def _install_undo_with(restore: Callable[[Ctx, dict[str, Any]], None]) -> Callable:
+    def undo(ctx: Ctx) -> None:
+        dpkg_remove(ctx.host, _pkg(ctx)["name"])
+        restore(ctx, ctx.output("backup").get("saved", {}))
 
-    dpkg_remove(ctx.host, _pkg(ctx)["name"])
-    _restore(ctx, ctx.output("backup").get("saved", {}), [], {})
+    return undo
 
 
 def remove_packages(ctx: Ctx) -> None:
@@ -182,21 +183,12 @@ def reinstall_packages(ctx: Ctx) -> None:
             dpkg_install(ctx.host, kept, rec["name"])
 
 
-def package_steps(params: dict[str, Any]) -> list[Step]:
-    """verify-package → inspect → backup → install (commit) → initramfs → arm."""
-    from hwmgr.lifecycle.steps import (
-        _arm_check,
-        _arm_do_with,
-        _arm_undo,
-        _backup_do,
-        _noop,
-        _resolved,
-    )
-
+def package_steps(params: dict[str, Any], *, backup: Step, image: Step, arm: Step,
+                  restore: Callable[[Ctx, dict[str, Any]], None]) -> list[Step]:
+    """verify-package → inspect → backup → install (commit) → initramfs → arm; the backup,
+    initramfs and arm steps and the file restore are the DKMS upgrade's (steps.py passes
+    them: it imports this module)."""
     pkg = params["package"]
-    image = (f"keep the initramfs of {', '.join(params['initramfs'])} in the state dir, "
-             "rebuild it and check it holds the new module"
-             if params.get("initramfs") else "none to rebuild (no initramfs holds it)")
     return [
         Step("verify-package", _verify_do, _verify_undo, _verify_check,
              description=f"copy {pkg['path']} into the state dir, check its sha256 against "
@@ -205,14 +197,9 @@ def package_steps(params: dict[str, Any]) -> list[Step]:
              description=f"dpkg-deb -c/-f/-x: only {', '.join(params['modules'])} module "
                          f"files for {pkg.get('kernel', '?')}, modinfo version "
                          f"{params['version']}"),
-        Step("backup", _backup_do, _noop, lambda c: "saved" in c.data,
-             description="back up the current module files into the state dir "
-             "(kept for rollback)"),
-        Step("install", _install_do, _install_undo, _install_check, commit_point=True,
-             description=f"dpkg -i {pkg.get('name', '?')} + depmod"),
-        Step("initramfs", initramfs.rebuild_do, initramfs.restore_undo,
-             initramfs.rebuilt_check, description=image),
-        Step("arm", _arm_do_with(_resolved), _arm_undo, _arm_check,
-             description=f"arm post-reboot verification of {params['driver']} "
-             f"{params['version']}"),
+        backup,
+        Step("install", _install_do, _install_undo_with(restore), _install_check,
+             commit_point=True, description=f"dpkg -i {pkg.get('name', '?')} + depmod"),
+        image,
+        arm,
     ]
