@@ -41,7 +41,7 @@ def _dpkg_status(name: str) -> str:
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("binpkg-upgrade")
-    b, srv = make_bed(tmp, versions=(VERSION,))
+    b, srv = make_bed(tmp, versions=("1.0", VERSION))  # 1.0: a DKMS upgrade beneath
     cleanup_dkms(b.kver)
     out = tmp / "out"
     res = run_cli("package", MODULE, "--catalog", str(b.catalog), "--version", VERSION,
@@ -186,4 +186,44 @@ def test_crash_during_package_upgrade_then_recover(bed: Bed, step: str, phase: s
         assert state == "committed" and _dpkg_status(bed.env["DEB_NAME"]) == "installed"
         assert hw(bed, "rollback", MODULE, "--yes").returncode == 0
         assert fingerprint(bed) == old
+    assert not open_txns(bed)
+
+
+def test_package_over_a_dkms_upgrade_then_rollback(bed: Bed) -> None:
+    """inbox → DKMS 1.0 (updates/dkms) → package 1.0_lab (updates/hwmgr: the DKMS file,
+    which would compete, is displaced into the backup) → rollback: DKMS 1.0 byte for byte
+    → rollback: as before the first upgrade."""
+    before = fingerprint(bed)
+    res = hw(bed, "upgrade", MODULE, "--to", "1.0", "--kernel", bed.kver, "--yes")
+    assert res.returncode == 0, res.stdout + res.stderr
+    on_dkms = fingerprint(bed)
+    assert any("/updates/dkms/" in p for p in on_dkms["modules"])  # type: ignore[union-attr]
+    res = upgrade(bed, bed.env["DEB"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    mods = fingerprint(bed)["modules"]
+    assert list(mods) == [f"/lib/modules/{bed.kver}/updates/hwmgr/{MODULE}.ko"]  # type: ignore
+    assert hw(bed, "rollback", MODULE, "--yes").returncode == 0
+    assert fingerprint(bed) == on_dkms
+    assert hw(bed, "rollback", MODULE, "--yes").returncode == 0
+    assert fingerprint(bed) == before
+    assert not open_txns(bed)
+
+
+@pytest.mark.parametrize("phase", ["before", "after"])
+@pytest.mark.parametrize("step", ["backup", "restore", "arm"])
+def test_crash_during_package_rollback_then_recover(bed: Bed, step: str, phase: str) -> None:
+    before = fingerprint(bed)
+    assert upgrade(bed, bed.env["DEB"]).returncode == 0
+    new = fingerprint(bed)
+    res = hw(bed, "rollback", MODULE, "--yes", env={"HWMGR_TEST_CRASH_AT": f"{step}:{phase}"})
+    assert res.returncode == -9, (res.returncode, res.stderr)
+    rec = hw(bed, "recover", "--json")
+    assert rec.returncode == 0, rec.stderr
+    state = json.loads(rec.stdout)["data"][0]["state"]
+    if state == "rolled-back":  # the package is installed again, exactly as it was
+        assert fingerprint(bed) == new
+        assert hw(bed, "rollback", MODULE, "--yes").returncode == 0
+    else:
+        assert state == "committed"
+    assert fingerprint(bed) == before
     assert not open_txns(bed)
