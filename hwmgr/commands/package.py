@@ -46,7 +46,7 @@ EXAMPLES = (
 EXIT_CODES = {
     EXIT_OK: "written",
     EXIT_FAILED: "build failed",
-    EXIT_NOT_FOUND: "not found (driver, version, offline miss)",
+    EXIT_NOT_FOUND: "not found (driver, version, offline miss, --kernel headers)",
     EXIT_BAD_INPUT: "bad input",
     EXIT_REFUSED: "refused (known-bad version, unverified source, checksum mismatch)",
 }

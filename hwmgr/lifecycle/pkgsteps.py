@@ -195,11 +195,12 @@ def package_steps(params: dict[str, Any], *, backup: Step, image: Step, arm: Ste
                          "the catalog's again"),
         Step("inspect", _inspect_do, _inspect_undo, lambda c: "modules" in c.data,
              description=f"dpkg-deb -c/-f/-x: only {', '.join(params['modules'])} module "
-                         f"files for {pkg.get('kernel', '?')}, modinfo version "
+                         f"files for {pkg.get('kernel', 'its kernel')}, modinfo version "
                          f"{params['version']}"),
         backup,
         Step("install", _install_do, _install_undo_with(restore), _install_check,
-             commit_point=True, description=f"dpkg -i {pkg.get('name', '?')} + depmod"),
+             commit_point=True,
+             description=f"dpkg -i {pkg.get('name', 'the package')} + depmod"),
         image,
         arm,
     ]
