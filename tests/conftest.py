@@ -66,7 +66,7 @@ MACHINE_WIDE = {"test_build_log.py", "test_dkms.py", "test_initramfs.py", "test_
                 "test_lifecycle.py", "test_package.py", "test_recipe_check.py",
                 "test_trust_story.py", "test_vendor_igb.py", "test_verify.py", "test_bench.py",
                 "test_hostile_tool_output.py", "test_signature.py", "test_interrupt.py",
-                "test_kernel_gate_signals.py"}
+                "test_kernel_gate_signals.py", "test_binpkg_upgrade.py"}
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

@@ -53,9 +53,9 @@ WRITES_PENDING = {
 # the user's --out (package, fleet-report, mirror sync) and rollout record, the catalog
 # layers' and the catalog cache's dirs (catalog trust/update, the remembered schema verdicts)
 WIDENERS = {"allow_writes": {"cli.py", "transaction/state.py", "compliance/steps.py"},
-            "writable": {"lifecycle/builds/package.py", "fleet/write.py",
-                         "lifecycle/source/mirror.py", "commands/catalog_trust.py",
-                         "catalog/schema.py", "fleet/rollout.py"}}
+            "writable": {"lifecycle/builds/package.py", "lifecycle/builds/binpkg.py",
+                         "fleet/write.py", "lifecycle/source/mirror.py",
+                         "commands/catalog_trust.py", "catalog/schema.py", "fleet/rollout.py"}}
 SHUTIL_WRITES = {"copy", "copy2", "copyfile", "copytree", "copymode", "copystat", "move",
                  "rmtree", "chown", "make_archive", "unpack_archive"}
 OS_WRITES = {"rename", "renames", "replace", "remove", "unlink", "rmdir", "removedirs", "chmod",

@@ -52,6 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel", action="append", metavar="KVER",
                    help="target kernel (repeatable; default: every kernel with headers, else the "
                    "running one)")
+    p.add_argument("--package", metavar="FILE",
+                   help="upgrade: install this site-built binary package instead of building "
+                   "(its sha256 must be in the catalog's packages)")
     p.add_argument("--force", action="store_true", help="downgrade refusals to warnings "
                    "where that is safe (route/SSH interface, deprecated version)")
 
@@ -63,8 +66,11 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             raise UsageError("plan upgrade needs --to VERSION")
         catalog = load_catalog(args.catalog, config=ctx.config)
         plan = plan_upgrade(ctx.host, catalog, args.driver, args.to,
-                            settings=settings, kernels=args.kernel, force=args.force)
+                            settings=settings, kernels=args.kernel, force=args.force,
+                            package=args.package)
     else:
+        if args.package:
+            raise UsageError("--package applies to plan upgrade only")
         plan = plan_rollback(ctx.host, args.driver, settings=settings, to=args.to,
                              force=args.force)
     return ui.plan_outcome(NAME, plan)

@@ -31,6 +31,9 @@ EXAMPLES = (
     Example("hwmgr upgrade be2net --to 10.2.470.14 --yes"),
     Example("hwmgr upgrade be2net --to 10.2.470.14 --kernel 2.6.32-279.el6.x86_64 --offline "
             "--mirror /srv/hwmgr-mirror --yes"),
+    Example("hwmgr upgrade igb --to 5.18.7 --package "
+            "igb-modules-6.1.0-56-amd64_5.18.7-1_amd64.deb --kernel 6.1.0-56-amd64 --yes",
+            "no compiler: install the site's signed build"),
 )
 EXIT_CODES = {
     EXIT_OK: "installed (reboot to load)",
@@ -54,6 +57,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel", action="append", metavar="KVER",
                    help="target kernel (repeatable; default: every kernel with headers, else the "
                    "running one)")
+    p.add_argument("--package", metavar="FILE",
+                   help="install this site-built binary package (hwmgr package --binary deb) "
+                   "instead of building: its sha256 must be in the catalog's packages")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     p.add_argument("--force", action="store_true",
                    help="proceed although the driver carries the default route/SSH session")
@@ -69,7 +75,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     settings = with_site(ctx.config, site)  # the plan journals the result
     catalog = load_catalog(args.catalog, config=settings)
     plan = plan_upgrade(host, catalog, args.driver, args.to,
-                        settings=settings, kernels=args.kernel, force=args.force)
+                        settings=settings, kernels=args.kernel, force=args.force,
+                        package=args.package)
     if plan.refusals:
         return ui.plan_outcome(NAME, plan)
     ui.confirm(args, f"upgrade {args.driver} to {args.to}")

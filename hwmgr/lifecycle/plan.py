@@ -37,6 +37,7 @@ from hwmgr.inventory.scan import Inventory
 from hwmgr.lifecycle.builds import kmod
 from hwmgr.lifecycle.builds.advice import not_in_catalog
 from hwmgr.lifecycle.builds.dkms import Dkms, headers_package, kernels_with_headers
+from hwmgr.lifecycle.builds.pkgcheck import check_package
 from hwmgr.lifecycle.builds.recipe import load_recipe
 from hwmgr.lifecycle.record import upgrade_chain
 from hwmgr.lifecycle.steps import REGISTRY, RollbackParams, UpgradeParams, describe
@@ -127,7 +128,7 @@ def _affected_devices(host: Host, driver: str, modules: list[str]) -> list[dict[
 
 
 def _safety(host: Host, plan: Plan, settings: Config, env: Mapping[str, str] | None,
-            force: bool) -> None:
+            force: bool, signed: bool | None = None) -> None:
     """Add refusals for routes/SSH, Secure Boot and free space (nothing is changed)."""
     ifaces = {i for d in plan.devices for i in d["interfaces"]}
     if ifaces and capture.lacks(host, capture.ROUTES):
@@ -153,7 +154,11 @@ def _safety(host: Host, plan: Plan, settings: Config, env: Mapping[str, str] | N
         sb: bool | None = False
     else:
         sb = safety.secure_boot(host)
-    if sb and not safety.signing_key(host, settings.sign_key, settings.sign_cert):
+    if sb and signed is False:
+        plan.refuse("Secure Boot is enabled and the package's modules are unsigned: they "
+                    "would not load (build it with --sign-key/--sign-cert)")
+    elif sb and signed is None and not safety.signing_key(host, settings.sign_key,
+                                                          settings.sign_cert):
         plan.refuse(
             "Secure Boot is enabled and no module-signing key is configured "
             f"({settings.sign_key or safety.DKMS_MOK_KEY}): the new module would not load"
@@ -254,20 +259,30 @@ def kernel_mismatch(driver: str, version: str, kernel: str, globs: list[str],
 def plan_upgrade(
     host: Host, catalog: Any, driver: str, version: str, *, settings: Config,
     kernels: list[str] | None = None, force: bool = False,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None, package: str | None = None,
 ) -> Plan:
-    """Decide an upgrade of `driver` to `version`; refusals say why it must not run."""
+    """Decide an upgrade of `driver` to `version`; refusals say why it must not run. With
+    `package` (a site-built binary package, hostile input) it is installed instead of
+    building: checked against the catalog's `packages` and inspected first (pkgcheck)."""
     entry = catalog.entry(driver)  # NotFoundError for an unknown driver
     recipe = load_recipe(driver, settings.drivers_dir)
     modules = recipe.module_names
-    ks = _kernels(host, kernels)
     versions = entry.get("versions", {})
     bad_version = _version_refusal(version, str(entry.get("version_scheme") or "rpm"))
     info = None if bad_version else versions.get(version)
+    pkg, pkg_refusal = None, None
+    if package is not None and info is not None:
+        try:
+            pkg = check_package(host, info, driver, version, package, kernels, modules)
+        except HwmgrError as exc:
+            pkg_refusal = Refusal(str(exc), exc.exit_code, INPUT)
+    ks = _kernels(host, kernels or ([pkg.kernel] if pkg else None))
     shown = version if len(version) <= MAX_VERSION_LEN else f"{version[:24]}..."
     plan = Plan("upgrade", driver, shown, {}, ks, modules)
     current = _current(host, modules, ks, plan)
     plan.from_versions = {k: current[k][modules[0]]["version"] for k in ks}
+    if pkg_refusal:
+        plan.refuse(pkg_refusal, pkg_refusal.code, INPUT)
     if bad_version:
         plan.refuse(bad_version, EXIT_BAD_INPUT, INPUT)
     elif info is None:
@@ -280,7 +295,7 @@ def plan_upgrade(
         plan.refuse(f"{driver} {version} is deprecated in the catalog (--force to use)",
                     EXIT_REFUSED, CATALOG)
     source = info.get("source")
-    why = source_refusal(source) if info else None
+    why = source_refusal(source) if info and package is None else None
     if why:
         plan.refuse(f"{driver} {version}: {why}", EXIT_REFUSED, CATALOG)
     globs = info.get("kernels") or ["*"]
@@ -293,14 +308,16 @@ def plan_upgrade(
     if not ks:
         plan.refuse("no target kernel: pass --kernel or install kernel headers",
                     EXIT_REFUSED, KERNEL)
-    _check_headers(host, ks, plan)
-    _running_left_out(host, ks, plan)
+    if package is None:  # a binary package needs no headers
+        _check_headers(host, ks, plan)
+        _running_left_out(host, ks, plan)
     fix_first = any(getattr(r, "rank", HOST) <= CATALOG for r in plan.refusals)
     if (ks and not fix_first and not plan.unread
             and all(current[k][m]["version"] == version for k in ks for m in modules)):
         raise NothingToDo(f"{driver} {version} is already installed for {', '.join(ks)}")
     plan.devices = _affected_devices(host, driver, modules)
-    _safety(host, plan, settings, env, force)
+    _safety(host, plan, settings, env, force,
+            signed=None if package is None else bool(pkg and pkg.signed))
     plan.reboot_required = reboot_needed(host, modules, ks)
     plan.reboot_pending = pending_now(host, settings.state_dir, driver)
     for k in ks:
@@ -321,6 +338,8 @@ def plan_upgrade(
         "build_timeout": settings.build_timeout, "needs_reboot": plan.reboot_required,
     }
     plan.params = dict(params)
+    if package is not None:
+        plan.params["package"] = pkg.as_dict() if pkg else {"path": package}
     # no steps for a string that is not a version
     plan.steps = [] if bad_version else describe(REGISTRY["upgrade"](plan.params))
     return plan
@@ -362,7 +381,11 @@ def plan_rollback(
     tp = target["params"]
     modules, ks = tp["modules"], tp["kernels"]
     current = _current(host, modules, ks)
-    remove = [t["params"]["version"] for t in chain[chain.index(target):]]
+    undone = chain[chain.index(target):]
+    remove = [t["params"]["version"] for t in undone if not t["params"].get("package")]
+    packages = [{"name": t["params"]["package"]["name"],
+                 "sha256": t["params"]["package"]["sha256"]}
+                for t in undone if t["params"].get("package")]
     plan = Plan("rollback", driver, "", {k: current[k][modules[0]]["version"] for k in ks},
                 ks, modules)
     saved = next((st["data"].get("saved") for st in target["steps"] if st["name"] == "backup"),
@@ -394,7 +417,8 @@ def plan_rollback(
     plan.initramfs = {k: k in tp.get("initramfs", []) for k in ks}
     params: RollbackParams = {
         "driver": driver, "version": plan.to_version, "modules": modules, "kernels": ks,
-        "remove_versions": remove, "undo_upgrade": target["id"], "restore": dest,
+        "remove_versions": remove, "remove_packages": packages,
+        "undo_upgrade": target["id"], "restore": dest,
         "reinstall": reinstall, "needs_reboot": plan.reboot_required,
         "initramfs": [k for k in ks if plan.initramfs.get(k)],
         "devices": plan.devices,

@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional, TypedDict
 from hwmgr.config import DEFAULT_BUILD_TIMEOUT
 from hwmgr.errors import HwmgrError
 from hwmgr.host.hashing import sha256_file
+from hwmgr.lifecycle import pkgsteps
 from hwmgr.lifecycle.builds import initramfs, kmod
 from hwmgr.lifecycle.builds.buildlog import BuildFailed, keep_log
 from hwmgr.lifecycle.builds.dkms import Dkms, render_dkms_conf
@@ -58,6 +59,7 @@ class RollbackParams(TypedDict):
     initramfs: list[str]
     devices: list[dict[str, Any]]
     remove_versions: list[str]
+    remove_packages: list[dict[str, str]]  # binary packages to dpkg -r: {name, sha256}
     undo_upgrade: int  # the upgrade transaction whose backup is restored
     restore: Files
     reinstall: dict[str, list[str]]  # kernel -> DKMS versions to install again
@@ -337,7 +339,8 @@ def _kernels(params: dict[str, Any], key: str = "kernels") -> str:
 
 
 def upgrade_steps(params: dict[str, Any]) -> list[Step]:
-    """fetch → unpack → dkms add → build → back up → install (commit) → initramfs → arm."""
+    """fetch → unpack → dkms add → build → back up → install (commit) → initramfs → arm;
+    from a binary package (params["package"]) the steps of lifecycle.pkgsteps."""
     dv = f"{params['driver']}/{params['version']}"
     src = params["source"]
     get = (f"download {src['url']}" if src.get("url") else
@@ -346,6 +349,17 @@ def upgrade_steps(params: dict[str, Any]) -> list[Step]:
     image = (f"keep the initramfs of {_kernels(params, 'initramfs')} in the state dir, "
              "rebuild it and check it holds the new module"
              if params.get("initramfs") else "none to rebuild (no initramfs holds it)")
+    backup = Step("backup", _backup_do, _noop, lambda c: "saved" in c.data,
+                  description="back up the current module files into the state dir "
+                  "(kept for rollback)")
+    rebuild = Step("initramfs", initramfs.rebuild_do, initramfs.restore_undo,
+                   initramfs.rebuilt_check, description=image)
+    arm = Step("arm", _arm_do_with(_resolved), _arm_undo, _arm_check,
+               description=f"arm post-reboot verification of {params['driver']} "
+               f"{params['version']}")
+    if params.get("package"):  # a site-built binary package instead of a DKMS build
+        return pkgsteps.package_steps(params, backup=backup, image=rebuild, arm=arm,
+                                      restore=lambda c, saved: _restore(c, saved, [], {}))
     return [
         Step("fetch", _fetch_do, None, _fetch_check,
              description=f"{get} (sha256 checked; kept on rollback)"),
@@ -356,20 +370,16 @@ def upgrade_steps(params: dict[str, Any]) -> list[Step]:
         Step("dkms-add", _add_do, _add_undo, _add_check, description=f"dkms add {dv}"),
         Step("dkms-build", _build_do, _noop, _build_check,
              description=f"dkms build {dv} for {ks}"),
-        Step("backup", _backup_do, _noop, lambda c: "saved" in c.data,
-             description="back up the current module files into the state dir "
-             "(kept for rollback)"),
+        backup,
         Step("install", _install_do, _install_undo, _install_check, commit_point=True,
              description=f"dkms install {dv} for {ks} + depmod"),
-        Step("initramfs", initramfs.rebuild_do, initramfs.restore_undo,
-             initramfs.rebuilt_check, description=image),
-        Step("arm", _arm_do_with(_resolved), _arm_undo, _arm_check,
-             description=f"arm post-reboot verification of {params['driver']} "
-             f"{params['version']}"),
+        rebuild,
+        arm,
     ]
 
 
 def _rb_restore_do(ctx: Ctx) -> dict[str, Any]:
+    pkgsteps.remove_packages(ctx)  # dpkg -r the binary packages first: their files go with them
     _restore(ctx, ctx.params["restore"], ctx.params["remove_versions"],
              ctx.params.get("reinstall", {}))
     if not _matches(ctx, ctx.params["restore"]):
@@ -378,6 +388,7 @@ def _rb_restore_do(ctx: Ctx) -> dict[str, Any]:
 
 
 def _rb_restore_undo(ctx: Ctx) -> None:
+    pkgsteps.reinstall_packages(ctx)
     saved = ctx.output("backup").get("saved", {})
     for k, mods in saved.items():
         for rec in mods.values():
@@ -389,7 +400,8 @@ def _rb_restore_undo(ctx: Ctx) -> None:
 def rollback_steps(params: dict[str, Any]) -> list[Step]:
     """back up current → remove DKMS versions + restore recorded files (commit) → arm."""
     d, mods = params["driver"], params["modules"]
-    restore = [*(f"dkms remove {d}/{v}" for v in reversed(params["remove_versions"])),
+    restore = [*(f"dpkg --purge {p['name']}" for p in params.get("remove_packages") or []),
+               *(f"dkms remove {d}/{v}" for v in reversed(params["remove_versions"])),
                *(f"restore {files[m]['path'] or f'(no {m} module)'} for {k}"
                  for k, files in params["restore"].items() for m in mods)]
     if restore:

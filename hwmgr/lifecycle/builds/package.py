@@ -201,7 +201,7 @@ def _rpmbuild_available(host: Host) -> None:
                          "('rpm' on Debian/Ubuntu)")
 
 
-def _catalog_source(catalog: Any, driver: str, version: str) -> tuple[dict[str, Any], list[str]]:
+def catalog_source(catalog: Any, driver: str, version: str) -> tuple[dict[str, Any], list[str]]:
     """The version's verified source entry, or the refusal lifecycle would give."""
     versions = catalog.entry(driver).get("versions", {})
     info = versions.get(version)
@@ -250,7 +250,7 @@ def build_dkms_rpm(
         raise BadInputError(f"driver version {version!r} cannot be an RPM Version (no '-')")
     if "\n" in packager or not packager.strip():
         raise BadInputError(f"packager {packager!r} must be one line like 'Name <email>'")
-    source, warnings = _catalog_source(catalog, driver, version)
+    source, warnings = catalog_source(catalog, driver, version)
     recipe = load_recipe(driver, settings.drivers_dir)
     template = find_template(settings.specs_dir)
     _rpmbuild_available(host)
