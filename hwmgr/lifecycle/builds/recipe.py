@@ -201,7 +201,8 @@ class _Validator:
     def fail(self, field: str, msg: str) -> BadInputError:
         return BadInputError(printable(f"{self.path}: field '{field}': {msg}"))
 
-    def obj(self, value: Any, field: str, keys: set[str], required: Iterable[str]) -> dict:
+    def obj(self, value: Any, field: str, keys: set[str],
+            required: Iterable[str]) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise self.fail(field, "expected an object")
         unknown = sorted(set(value) - keys)
