@@ -55,12 +55,12 @@ class Change:
 
     interface: str | None
     item: str
-    current: Any
-    wanted: Any
+    current: object  # as read, or as the change file said (any JSON value)
+    wanted: object
     evidence: str | None = None
 
 
-def changes_from_findings(findings: Iterable[Mapping[str, Any]], *,
+def changes_from_findings(findings: Iterable[Mapping[str, object]], *,
                           layers: Iterable[str] = LAYERS,
                           interfaces: Iterable[str] = ()) -> list[Change]:
     """Drift findings (check's `findings[]`) of the chosen layers → changes apply can make."""
@@ -72,13 +72,15 @@ def changes_from_findings(findings: Iterable[Mapping[str, Any]], *,
             continue
         if only and f.get("interface") not in only:
             continue
-        out.append(Change(f.get("interface"), str(f["item"]), f.get("actual"),
-                          concrete(f.get("expected"), f.get("actual")), citation(f)))
+        iface = f.get("interface")  # a string or null: _finding_shape checked a file's
+        out.append(Change(iface if isinstance(iface, str) else None, str(f["item"]),
+                          f.get("actual"), concrete(f.get("expected"), f.get("actual")),
+                          citation(f)))
     return out
 
 
 
-def _bound(spec: Any, have: Any) -> Any:
+def _bound(spec: object, have: object) -> object:
     """The nearest value meeting {min, max} (or {value}); `have` when it already does."""
     if not isinstance(spec, dict):
         return spec
@@ -91,7 +93,7 @@ def _bound(spec: Any, have: Any) -> Any:
     return have if isinstance(have, int) else spec.get("min", spec.get("max"))
 
 
-def concrete(expected: Any, actual: Any) -> Any:
+def concrete(expected: object, actual: object) -> object:
     """The value to set for a finding's `expected`: a bound becomes the nearest value that
     meets it (as check's fix does), per-field rules keep the fields they do not constrain."""
     if isinstance(expected, list) and isinstance(actual, list) and \
@@ -121,8 +123,8 @@ class PlannedChange(TypedDict):
 
     interface: str | None
     item: str  # canonical
-    current: Any
-    wanted: Any
+    current: object
+    wanted: object
     command: str
     persist: Persisted | None
     risky: bool  # on a guarded (uplink / SSH) interface: applied last, under a timed revert
@@ -182,7 +184,7 @@ class ApplyPlan:
         return p
 
 
-def _value(item: str, value: Any) -> Any:
+def _value(item: str, value: object) -> object:
     if isinstance(value, Status):
         return value.value
     try:
@@ -449,7 +451,7 @@ def drift_changes(host: Host, args: Any, layers: list[str], config: Config) -> l
                                  interfaces=args.interface)
 
 
-def load_changes(doc: Any, where: str) -> list[Change]:
+def load_changes(doc: object, where: str) -> list[Change]:
     """Changes from a parsed JSON file (`safejson.load_file`): a list of {interface, item,
     current, wanted, evidence}, or a check result (`data.findings` / `findings`); a wrong
     shape is one line naming the file and the field."""

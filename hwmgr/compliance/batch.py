@@ -58,7 +58,7 @@ def read_manifest(path: str) -> dict[str, str]:
         raise UsageError(f"{shown}: cannot read the --roots-from manifest")
     if len(raw) > MAX_MANIFEST_BYTES:
         raise BadInputError(f"{shown}: larger than {MAX_MANIFEST_BYTES >> 20} MiB")
-    pairs: list[tuple[str, Any]] = []
+    pairs: list[tuple[str, object]] = []
     if raw.lstrip()[:1] == b"{":
         doc = safejson.load(raw, shown)
         pairs = list(doc.items())

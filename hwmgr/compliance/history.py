@@ -177,7 +177,7 @@ def drift_episodes(db: sqlite3.Connection, txns: list[dict[str, Any]]) -> dict[s
             "last": checks[-1][1] if checks else None, "episodes": episodes}
 
 
-def _load(text: Any) -> Any:
+def _load(text: object) -> object:
     """A stored actual value (JSON text, cut at MAX_ACTUAL) as shown: the value, or the text
     itself when it is not whole JSON."""
     try:

@@ -72,7 +72,7 @@ class Finding:
                 if self.source else None}
 
 
-def citation(f: Mapping[str, Any]) -> str | None:
+def citation(f: Mapping[str, object]) -> str | None:
     """A finding's source as one line for a plan ('ref <url>'): check schema 3 cites a
     catalog reference and URL, schema 1-2 carried the evidence text."""
     src = f.get("source")
@@ -82,7 +82,7 @@ def citation(f: Mapping[str, Any]) -> str | None:
     ev = f.get("evidence")
     return ev if isinstance(ev, str) else None
 
-def show(value: Any) -> Any:
+def show(value: object) -> object:
     """A value as JSON and people read it: booleans as on/off, a Status as null."""
     if isinstance(value, bool):
         return "on" if value else "off"
@@ -91,7 +91,7 @@ def show(value: Any) -> Any:
     return value
 
 
-def bounds(rule: Mapping[str, Any]) -> str | None:
+def bounds(rule: Mapping[str, object]) -> str | None:
     """{min, max} in words (`10..20`, `≥ 10000`, `≤ 9000`); None when it has neither."""
     if "min" in rule and "max" in rule:
         return f"{rule['min']}..{rule['max']}"
@@ -102,7 +102,7 @@ def bounds(rule: Mapping[str, Any]) -> str | None:
     return None
 
 
-def describe(rule: Any) -> str:
+def describe(rule: object) -> str:
     """A rule in words: `on`, `4096`, `≥ 10000`, `≤ 9000`, `[*, *, ≥ 4194304]`."""
     if isinstance(rule, dict):
         words = bounds(rule)
@@ -223,7 +223,7 @@ def judge_sysctl(rule: Mapping[str, Any], have: ItemValue, missing: str) -> Find
                    sysctl_fix(name, value))
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return " ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 

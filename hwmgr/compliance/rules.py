@@ -64,7 +64,7 @@ def settings_wants(settings: Mapping[str, Any] | None, source: str,
     return out
 
 
-def same_value(want: Any, have: ItemValue | None) -> bool:
+def same_value(want: object, have: ItemValue | None) -> bool:
     """A sysctl condition's or rule's value against what was read (ints, lists, text)."""
     if isinstance(want, list):
         return isinstance(have, list) and have == want

@@ -38,7 +38,7 @@ def settable(item: str) -> bool:
             or group == "channels" and key in CHANNEL_KEYS or group == "features" and bool(key))
 
 
-def normalise(item: str, value: Any) -> Any:
+def normalise(item: str, value: object) -> Any:
     """A value in the form `read_interface` reports: bool for pause/features, int for counts,
     sysctl text parsed like /proc/sys."""
     group = item.split(".", 1)[0]
@@ -61,7 +61,7 @@ def normalise(item: str, value: Any) -> Any:
     return value
 
 
-def shown(value: Any) -> str:
+def shown(value: object) -> str:
     """A value as ethtool and sysctl files spell it (on/off, ints, space-separated lists)."""
     if isinstance(value, bool):
         return "on" if value else "off"
@@ -70,7 +70,7 @@ def shown(value: Any) -> str:
     return str(value)
 
 
-def command(ifname: str | None, item: str, value: Any) -> list[str]:
+def command(ifname: str | None, item: str, value: object) -> list[str]:
     """The argv (or, for a sysctl, the pseudo-command `sysctl -w`) that sets `item`."""
     item = canonical_item(item)
     group, _, key = item.partition(".")
@@ -88,7 +88,7 @@ def command(ifname: str | None, item: str, value: Any) -> list[str]:
     return ["ethtool", ETHTOOL_SET[group], ifname, key, v]
 
 
-def apply_item(host: Host, ifname: str | None, item: str, value: Any) -> None:
+def apply_item(host: Host, ifname: str | None, item: str, value: object) -> None:
     """Set `item` to `value` now; SetError naming the item and the tool's message on failure."""
     item = canonical_item(item)
     argv = command(ifname, item, value)
@@ -122,7 +122,7 @@ def read_item(host: Host, ifname: str | None, item: str) -> Any:
         return value
 
 
-def same(item: str, a: Any, b: Any) -> bool:
+def same(item: str, a: object, b: object) -> bool:
     """True when two values of `item` are equal once normalised."""
     try:
         return bool(normalise(item, a) == normalise(item, b))

@@ -19,6 +19,7 @@ from hwmgr.compliance.setters import apply_item, read_item, same
 from hwmgr.errors import HwmgrError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.transaction.engine import Ctx, Step
+from hwmgr.transaction.state import BackupRecord
 
 PENDING_DIR = "pending-revert"
 
@@ -171,7 +172,7 @@ def apply_steps(params: dict[str, Any]) -> list[Step]:
 
 
 # ---------------------------------------------------------------- revert
-def _restore_file_step(rec: dict[str, Any], root: str) -> Step:
+def _restore_file_step(rec: BackupRecord, root: str) -> Step:
     """Put a persistence file back exactly as the apply found it (or remove it)."""
     path = rec["path"]
 

@@ -42,7 +42,7 @@ from hwmgr.lifecycle.builds.recipe import load_recipe
 from hwmgr.lifecycle.record import upgrade_chain
 from hwmgr.lifecycle.steps import REGISTRY, RollbackParams, UpgradeParams, describe
 from hwmgr.transaction.engine import Transaction, TxnResult
-from hwmgr.transaction.pending import reboot_needed, reboot_pending
+from hwmgr.transaction.pending import reboot_needed, waiting_for
 from hwmgr.transaction.state import StateDir
 
 MIN_FREE = 64 << 20
@@ -319,7 +319,7 @@ def plan_upgrade(
     _safety(host, plan, settings, env, force,
             signed=None if package is None else bool(pkg and pkg.signed))
     plan.reboot_required = reboot_needed(host, modules, ks)
-    plan.reboot_pending = pending_now(host, settings.state_dir, driver)
+    plan.reboot_pending = waiting_for(host, settings.state_dir, driver)
     for k in ks:
         plan.initramfs[k] = kmod.in_initramfs(host, modules, k) if recipe.initramfs else False
         for m in modules:
@@ -343,12 +343,6 @@ def plan_upgrade(
     # no steps for a string that is not a version
     plan.steps = [] if bad_version else describe(REGISTRY["upgrade"](plan.params))
     return plan
-
-
-def pending_now(host: Host, state_dir: str, driver: str) -> list[str]:
-    """Why `driver` waits for a reboot now (the journal's answer, as check and verify read
-    it), so the plan states the host's state the same way."""
-    return [e["reason"] for e in reboot_pending(host, state_dir) if e["target"] == driver]
 
 
 def _rollback_target(chain: list[dict[str, Any]], driver: str, to: str) -> dict[str, Any]:
@@ -413,7 +407,7 @@ def plan_rollback(
     plan.devices = tp.get("devices") or _affected_devices(host, driver, modules)
     _safety(host, plan, settings, env, force)
     plan.reboot_required = reboot_needed(host, modules, ks, dest)
-    plan.reboot_pending = pending_now(host, settings.state_dir, driver)
+    plan.reboot_pending = waiting_for(host, settings.state_dir, driver)
     plan.initramfs = {k: k in tp.get("initramfs", []) for k in ks}
     params: RollbackParams = {
         "driver": driver, "version": plan.to_version, "modules": modules, "kernels": ks,

@@ -19,7 +19,7 @@ from hwmgr.transaction.state import StateDir, history
 MODULE_FIELDS = ("path", "version", "sha256")  # each saved/replaced module file: text or null
 
 
-def _typed(value: Any, types: safejson.Types, where: str) -> Any:
+def _typed(value: object, types: safejson.Types, where: str) -> Any:
     return safejson.typed(value, types, where, damaged)
 
 

@@ -298,7 +298,8 @@ def _expectation(ctx: Ctx, version: str, files: dict[str, dict[str, Any]]) -> di
     }
 
 
-def _arm_do_with(files_of: Callable[[Ctx], dict[str, dict[str, Any]]]) -> Callable:
+def _arm_do_with(files_of: Callable[[Ctx], dict[str, dict[str, Any]]]
+                 ) -> Callable[[Ctx], dict[str, Any]]:
     def do(ctx: Ctx) -> dict[str, Any]:
         path = _expect_path(ctx)
         if "previous" not in ctx.data:

@@ -15,7 +15,7 @@ import datetime
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from hwmgr.errors import BadInputError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
@@ -27,6 +27,9 @@ from hwmgr.lifecycle.builds.tarball import inspect_tarball, kind_of
 from hwmgr.lifecycle.source.cache import CacheFile, copy_verified, verified
 from hwmgr.lifecycle.source.fetch import cache_path
 from hwmgr.lifecycle.source.signature import RPM_TIMEOUT, header_key_id, same_key, verify_in_keyring
+
+if TYPE_CHECKING:  # annotations only
+    from hwmgr.catalog.load import Catalog
 
 TRUST_FILE = "50-trusted.json"
 _EXTRA_QUERY = "%{VENDOR}\\n%{BUILDHOST}\\n"
@@ -200,7 +203,7 @@ def record(local_host: Host, site_dir: Path, layer: Mapping[str, Any],
     return target
 
 
-def version_entry(catalog: Any, driver: str, version: str) -> Mapping[str, Any]:
+def version_entry(catalog: Catalog, driver: str, version: str) -> Mapping[str, Any]:
     """The catalog's version entry (NotFoundError naming the known versions)."""
     entry = catalog.entry(driver)
     info: Mapping[str, Any] | None = entry.get("versions", {}).get(version)

@@ -56,7 +56,7 @@ from hwmgr.host.runner import allow_commands, stop_commands
 from hwmgr.transaction.interrupt import answer, deferring_signals
 from hwmgr.transaction.journal import Journal
 from hwmgr.transaction.pending import NOTE
-from hwmgr.transaction.state import StateDir
+from hwmgr.transaction.state import BackupRecord, StateDir
 from hwmgr.transaction.testhook import crash_point
 
 TEST_CRASH_PHASES = ("before", "saved", "after", "done", "undo")
@@ -78,7 +78,7 @@ class Step:
     """
 
     name: str
-    do: Callable[[Ctx], Optional[dict]]
+    do: Callable[[Ctx], Optional[dict[str, Any]]]
     undo: Optional[Callable[[Ctx], None]]
     check: Callable[[Ctx], bool]
     commit_point: bool = False
@@ -98,7 +98,7 @@ class Step:
         return self.undo is not None
 
 
-StepFactory = Callable[[dict], Sequence[Step]]
+StepFactory = Callable[[dict[str, Any]], Sequence[Step]]
 Registry = Mapping[str, StepFactory]
 
 
@@ -123,7 +123,7 @@ class Ctx:
         """This step's journaled data (a copy; change it with `save`)."""
         return copy.deepcopy(self._txn._data[self.seq])
 
-    def save(self, **values: Any) -> None:
+    def save(self, **values: object) -> None:
         """Journal data durably now (before changing anything undo would need to know)."""
         merged = _json_roundtrip({**self._txn._data[self.seq], **values}, f"step '{self.step}'")
         self._txn.journal.save_data(self.txn_id, self.seq, merged)
@@ -142,11 +142,11 @@ class Ctx:
         """Append a line to the transaction's event log."""
         self._txn.journal.event(self.txn_id, "log", message, seq=self.seq)
 
-    def note(self, **values: Any) -> None:
+    def note(self, **values: object) -> None:
         """Attach free-form JSON notes to the transaction (shown by `hwmgr history`)."""
         self._txn.journal.add_notes(self.txn_id, **_json_roundtrip(values, "notes"))
 
-    def backup(self, logical: str) -> dict[str, Any]:
+    def backup(self, logical: str) -> BackupRecord:
         """Back up a host file under the state dir, save the record as data[`backup:<path>`]."""
         record = self.state.backup_file(logical, self.txn_id)
         self.save(**{f"backup:{logical}": record})
@@ -498,7 +498,7 @@ def _build_steps(registry: Registry, kind: str, params: dict[str, Any]) -> list[
     return steps
 
 
-def _json_roundtrip(value: dict[str, Any], what: str) -> dict[str, Any]:
+def _json_roundtrip(value: Mapping[str, object], what: str) -> dict[str, Any]:
     try:
         copied: dict[str, Any] = json.loads(json.dumps(value))
     except (TypeError, ValueError) as exc:

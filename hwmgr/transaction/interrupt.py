@@ -13,9 +13,13 @@ import os
 import signal
 import sys
 import threading
-from typing import Any, Callable, Iterator
+from types import FrameType
+from typing import Callable, Iterator, Optional, Union
 
 DEFERRED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+# what signal.signal takes and gives back: a function, SIG_DFL / SIG_IGN, or None (not set
+# from Python)
+Handler = Union[Callable[[int, Optional[FrameType]], object], int, signal.Handlers, None]
 
 
 # After a transaction ends, its command still releases the lock and builds its result: a
@@ -24,11 +28,11 @@ DEFERRED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 # into LATE, until `release`; _HELD keeps the handlers from before the first transaction.
 # Outside a command (a library caller, a test) a transaction puts its handlers back at once.
 LATE: list[str] = []
-_HELD: dict[signal.Signals, Any] = {}
+_HELD: dict[signal.Signals, Handler] = {}
 _COMMANDS: list[int] = []  # open commands (cli.main calls; one, unless nested in-process)
 
 
-_OUTER: dict[signal.Signals, Any] = {}  # SIGTERM and SIGHUP's handlers before the command
+_OUTER: dict[signal.Signals, Handler] = {}  # SIGTERM and SIGHUP's handlers before the command
 
 
 def command() -> None:
@@ -42,11 +46,11 @@ def command() -> None:
                 _OUTER[sig] = signal.signal(sig, _like_ctrl_c)
 
 
-def _like_ctrl_c(signum: int, _frame: Any) -> None:
+def _like_ctrl_c(signum: int, _frame: Optional[FrameType]) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
-def _late(signum: int, _frame: Any) -> None:
+def _late(signum: int, _frame: Optional[FrameType]) -> None:
     LATE.append(signal.Signals(signum).name)
 
 
@@ -59,10 +63,10 @@ def deferring_signals(note: Callable[[str], None], *, hold: bool = False) -> Ite
         yield
         return
 
-    def handler(signum: int, _frame: Any) -> None:
+    def handler(signum: int, _frame: Optional[FrameType]) -> None:
         note(signal.Signals(signum).name)
 
-    old: dict[signal.Signals, Any] = {}
+    old: dict[signal.Signals, Handler] = {}
     for name in DEFERRED_SIGNALS:
         sig = getattr(signal, name, None)
         if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:

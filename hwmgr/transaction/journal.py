@@ -240,7 +240,7 @@ class Journal:
                 "UPDATE steps SET data=? WHERE txn_id=? AND seq=?", (json.dumps(data), txn_id, seq)
             )
 
-    def set_txn(self, txn_id: int, **fields: Any) -> None:
+    def set_txn(self, txn_id: int, **fields: str | None) -> None:
         """Update transaction columns (state, direction, error, ended)."""
         allowed = {"state", "direction", "error", "ended"}
         bad = set(fields) - allowed
@@ -267,15 +267,15 @@ class Journal:
             (txn_id, seq, at or utcnow(), event, detail),
         )
 
-    def add_notes(self, txn_id: int, **values: Any) -> None:
+    def add_notes(self, txn_id: int, **values: object) -> None:
         """Merge free-form notes (JSON values) into a transaction, even a closed one."""
         self._merge(txn_id, "notes", values)
 
-    def add_results(self, txn_id: int, **values: Any) -> None:
+    def add_results(self, txn_id: int, **values: object) -> None:
         """Merge results (e.g. before/after throughput from verify) into a transaction."""
         self._merge(txn_id, "results", values)
 
-    def _merge(self, txn_id: int, column: str, values: dict[str, Any]) -> None:
+    def _merge(self, txn_id: int, column: str, values: dict[str, object]) -> None:
         with self._tx():
             row = self.db.execute(f"SELECT {column} FROM transactions WHERE id=?", (txn_id,))
             found = row.fetchone()

@@ -11,9 +11,10 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Optional, Protocol
 
 from hwmgr.errors import LockedError, NotPermittedError
+from hwmgr.host.seam import Host
 from hwmgr.transaction.journal import utcnow
 
 LOCK_POLL_SECONDS = 0.05
@@ -22,9 +23,9 @@ LOCK_POLL_SECONDS = 0.05
 class LockOwner(Protocol):
     """What a lock needs of its state dir (StateDir provides it; no import back up)."""
 
-    host: Any
+    host: Host
     path: str
-    _lock: Any
+    _lock: Optional[Lock]
 
     @property
     def real(self) -> Path: ...
@@ -55,7 +56,7 @@ class Lock:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    def holder(self) -> dict[str, Any]:
+    def holder(self) -> dict[str, object]:
         """Who wrote the lock file last ({} when empty or unreadable)."""
         try:
             info = json.loads(self.state.lock_file.read_text() or "{}")

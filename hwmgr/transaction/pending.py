@@ -35,7 +35,7 @@ NEEDS_REBOOT_KINDS = ("upgrade", "rollback")
 NOTE = "boot_id"  # the transactions' notes key the engine sets just before it commits
 
 
-def needs_reboot(kind: str, params: Any, notes: Any) -> bool:
+def needs_reboot(kind: str, params: object, notes: object) -> bool:
     """True when a committed transaction only takes effect after a reboot: its plan's
     journaled answer (`reboot_needed`) when it has one, else by its kind or a note."""
     said = params.get("needs_reboot") if isinstance(params, dict) else None
@@ -46,7 +46,7 @@ def needs_reboot(kind: str, params: Any, notes: Any) -> bool:
 
 
 def reboot_needed(host: Host, modules: Sequence[str], kernels: Sequence[str],
-                  leaves: Mapping[str, Mapping[str, Any]] | None = None) -> bool:
+                  leaves: Mapping[str, Mapping[str, object]] | None = None) -> bool:
     """The rule: a driver change needs a reboot when it changes a kernel other than the
     running one (booting it is the reboot), or a module loaded now, unless what is loaded is
     the very build the change leaves on disk (`leaves`: kernel -> module -> its record with
@@ -131,7 +131,13 @@ def pending_for(entries: list[dict[str, Any]], driver: str) -> dict[str, Any] | 
     return next((e for e in entries if e["target"] == driver), None)
 
 
-def _obj(text: Any) -> dict[str, Any]:
+def waiting_for(host: Host, state_dir: str, target: str) -> list[str]:
+    """Why `target` waits for a reboot now (the journal's answer, as check and verify read
+    it), so a plan states the host's state the same way."""
+    return [e["reason"] for e in reboot_pending(host, state_dir) if e["target"] == target]
+
+
+def _obj(text: object) -> dict[str, object]:
     """A journal JSON column as a dict; anything else (damaged, hostile: a blob, deep
     nesting, a 5,000-digit number) as {}: no knowledge to go on, as for an old journal."""
     if not isinstance(text, (str, bytes)):

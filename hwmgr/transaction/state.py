@@ -13,7 +13,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional, TypedDict
 
 from hwmgr.config import DEFAULT_STATE_DIR
 from hwmgr.errors import (
@@ -29,6 +29,21 @@ from hwmgr.transaction.lock import Lock
 
 BACKUP_RECORD = ".hwmgr-backup.json"  # sidecar next to each backup copy
 
+
+
+class _Kept(TypedDict):
+    path: str  # the logical path backed up
+    existed: bool  # False: undo removes what the step made
+    backup: Optional[str]  # where the copy is, None when nothing existed
+
+
+class BackupRecord(_Kept, total=False):
+    """What `backup_file` journals for undo: the copy's place and what it must still be."""
+
+    sha256: str
+    size: int
+    mode: int
+    taken: str  # when (UTC)
 
 
 class StateDir:
@@ -159,7 +174,7 @@ class StateDir:
         self._journal = self._ro_journal = None
 
     # ------------------------------------------------------------------ backups
-    def backup_file(self, logical: str, txn_id: int) -> dict[str, Any]:
+    def backup_file(self, logical: str, txn_id: int) -> BackupRecord:
         """Keep a copy of `logical` before it changes; returns the record undo needs.
 
         Idempotent: if this transaction already backed the file up, the first record is
@@ -168,31 +183,32 @@ class StateDir:
         dest = f"{self.backups}/{int(txn_id)}/{logical.strip('/')}"
         meta = self.host.path(dest + BACKUP_RECORD)
         if meta.is_file():
-            first: dict[str, Any] = json.loads(meta.read_text())
+            first: BackupRecord = json.loads(meta.read_text())
             return first
         src = self.host.path(logical)
-        record: dict[str, Any] = {"path": logical, "existed": src.exists(), "backup": None}
+        record: BackupRecord = {"path": logical, "existed": src.exists(), "backup": None}
         if record["existed"]:
             self.host.copy_file(logical, dest)
             st = os.stat(src)
-            record.update(
-                backup=dest,
-                sha256=sha256_file(self.host.path(dest)),
-                size=st.st_size,
-                mode=st.st_mode & 0o7777,
-                taken=utcnow(),
-            )
+            record["backup"] = dest
+            record["sha256"] = sha256_file(self.host.path(dest))
+            record["size"] = st.st_size
+            record["mode"] = st.st_mode & 0o7777
+            record["taken"] = utcnow()
         self.host.write_bytes(dest + BACKUP_RECORD, json.dumps(record, indent=1).encode())
         return record
 
-    def verify_backup(self, record: dict[str, Any]) -> bool:
+    def verify_backup(self, record: BackupRecord) -> bool:
         """True when the backup a record names is present and matches its checksum."""
         if not record.get("existed"):
             return True
-        real = self.host.path(record["backup"])
+        backup = record["backup"]
+        if backup is None:  # a damaged record: nothing to restore from
+            return False
+        real = self.host.path(backup)
         return real.is_file() and sha256_file(real) == record["sha256"]
 
-    def restore_file(self, record: dict[str, Any]) -> None:
+    def restore_file(self, record: BackupRecord) -> None:
         """Put a backed-up file back (or remove it if it did not exist); idempotent."""
         path = record["path"]
         if not record.get("existed"):
@@ -201,12 +217,13 @@ class StateDir:
         real = self.host.path(path)
         if real.is_file() and sha256_file(real) == record["sha256"]:
             return
-        if not self.verify_backup(record):
+        backup = record["backup"]
+        if backup is None or not self.verify_backup(record):
             raise HwmgrError(
                 f"backup {record['backup']} of {path} is missing or its sha256 does not match"
                 " the journal; refusing to restore it"
             )
-        self.host.copy_file(record["backup"], path)
+        self.host.copy_file(backup, path)
         if sha256_file(real) != record["sha256"]:
             raise HwmgrError(f"restored {path} does not match its backup sha256")
 

@@ -201,7 +201,8 @@ class _Validator:
     def fail(self, field: str, msg: str) -> BadInputError:
         return BadInputError(printable(f"{self.path}: field '{field}': {msg}"))
 
-    def obj(self, value: Any, field: str, keys: set[str], required: Iterable[str]) -> dict:
+    def obj(self, value: object, field: str, keys: set[str],
+            required: Iterable[str]) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise self.fail(field, "expected an object")
         unknown = sorted(set(value) - keys)
@@ -212,14 +213,14 @@ class _Validator:
                 raise self.fail(f"{field}.{key}".lstrip("."), "is required")
         return value
 
-    def string(self, value: Any, field: str, pattern: re.Pattern[str] | None = None) -> str:
+    def string(self, value: object, field: str, pattern: re.Pattern[str] | None = None) -> str:
         if not isinstance(value, str):
             raise self.fail(field, "expected a string")
         if pattern is not None and not pattern.fullmatch(value):
             raise self.fail(field, f"{value!r} has characters that are not allowed")
         return value
 
-    def rel_pattern(self, value: Any, field: str, allow_empty: bool) -> str:
+    def rel_pattern(self, value: object, field: str, allow_empty: bool) -> str:
         """A relative file name/glob with an optional {version} placeholder."""
         text = self.string(value, field)
         if not text and allow_empty:
@@ -233,7 +234,7 @@ class _Validator:
             raise self.fail(field, f"{text!r} must be relative, without '..'")
         return text
 
-    def shell_line(self, value: Any, field: str) -> str:
+    def shell_line(self, value: object, field: str) -> str:
         text = self.string(value, field)
         if not SHELL_LINE_RE.fullmatch(text) or "$(" in text:
             raise self.fail(
@@ -241,14 +242,14 @@ class _Validator:
             )
         return text
 
-    def globs(self, value: Any, field: str) -> tuple[str, ...]:
+    def globs(self, value: object, field: str) -> tuple[str, ...]:
         if not isinstance(value, list) or not all(
             isinstance(g, str) and re.fullmatch(r"[A-Za-z0-9_.*?\[\]!+~-]+", g) for g in value
         ):
             raise self.fail(field, "expected a list of kernel release globs")
         return tuple(value)
 
-    def module(self, value: Any, field: str) -> ModuleSpec:
+    def module(self, value: object, field: str) -> ModuleSpec:
         m = self.obj(value, field, _MODULE_KEYS, ["name"])
         name = self.string(m["name"], f"{field}.name", MODULE_RE)
         built = self.rel_pattern(m.get("built_location", ""), f"{field}.built_location", True)
@@ -267,7 +268,7 @@ class _Validator:
             self.string(dest_name, f"{field}.dest_name", MODULE_RE)
         return ModuleSpec(name, built.strip("/"), dest, dest_name)
 
-    def recipe(self, raw: Any, driver: str) -> Recipe:
+    def recipe(self, raw: object, driver: str) -> Recipe:
         top = self.obj(
             raw, "", _TOP_KEYS, ["format", "version", "driver", "source", "build", "modules"]
         )

@@ -92,7 +92,7 @@ def read_hold(host: Host, state: StateDir) -> dict[str, Any] | None:
 # ------------------------------------------------------------------ what check shows
 def _newer(a: str, b: str) -> bool:
     """True when kernel release `a` sorts after `b` (numbers compared as numbers)."""
-    def key(s: str) -> list[tuple[int, Any]]:
+    def key(s: str) -> list[tuple[int, tuple[int, str] | str]]:
         return [(0, digits_key(p)) if p.isascii() and p.isdigit() else (1, p)
                 for p in re.findall(r"\d+|[^\d.+~-]+", s)]
     return key(a) > key(b)
@@ -123,7 +123,7 @@ def check_items(host: Host, state_dir: str, running: str | None) -> list[dict[st
         state.close()
 
 
-def _item(driver: str, version: str, kver: str, got: Any) -> dict[str, Any]:
+def _item(driver: str, version: str, kver: str, got: object) -> dict[str, Any]:
     head = f"{driver} ready for kernel {kver}"
     if not isinstance(got, dict) or got.get("version") != version:
         was = f" (gated for {got.get('version')})" if isinstance(got, dict) else ""

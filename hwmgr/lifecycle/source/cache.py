@@ -16,7 +16,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from hwmgr.errors import HwmgrError, LockedError, RefusedError
 from hwmgr.host.seam import Host
@@ -69,7 +69,7 @@ class CacheFile:
         return 0
 
 
-def hash_file(path: Path, hasher: Any, limit: int) -> int:
+def hash_file(path: Path, hasher: hashlib._Hash, limit: int) -> int:
     """Feed up to `limit` bytes of `path` into `hasher`; return how many were read."""
     done = 0
     with open(path, "rb", buffering=0) as fh:
@@ -116,7 +116,7 @@ def locked(directory: Path, name: str) -> Iterator[None]:
 class Sink:
     """Hashes the body as it streams and appends it to the open `.part` file."""
 
-    def __init__(self, fd: int, hasher: Any, part: Path, offset: int = 0) -> None:
+    def __init__(self, fd: int, hasher: hashlib._Hash, part: Path, offset: int = 0) -> None:
         self._fd = fd
         self._written = self._flushed = offset
         self._hasher = hasher

@@ -181,7 +181,7 @@ class _Job:
         return self.final.part
 
 
-def _resume_point(job: _Job) -> tuple[int, Any]:
+def _resume_point(job: _Job) -> tuple[int, hashlib._Hash]:
     """Bytes already in `.part` and a hasher primed with them; -1 if `.part` is complete."""
     part, hasher = job.part, hashlib.sha256()
     offset = part.regular_size()  # a symlink or FIFO in its place is removed, not followed

@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
+from hwmgr.host.runner import Result
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.source.signature import RPM_TIMEOUT, keyring_path, same_key, verify_in_keyring
 from hwmgr.numtext import to_int
@@ -132,7 +133,7 @@ def read_key_bytes(host: Host, key_file: str) -> bytes:
     return raw
 
 
-def _gpg(host: Host, home: str, *args: str) -> Any:
+def _gpg(host: Host, home: str, *args: str) -> Result:
     res = host.run([_GPG[0], "--homedir", home, *_GPG[1:], *args], timeout=GPG_TIMEOUT)
     if not res.available:
         raise HwmgrError("gpg is not installed: install the 'gnupg' package")

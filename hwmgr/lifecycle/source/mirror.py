@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 from urllib.parse import unquote
 
 from hwmgr import safejson
@@ -25,7 +25,18 @@ from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.source.fetch import FetchResult, Progress, Source, fetch
 
+if TYPE_CHECKING:  # annotations only: a fetch through a mirror loads no catalog code
+    from hwmgr.catalog.load import Catalog
+
 INDEX = "index.json"
+
+
+class SyncUI(Protocol):
+    """What `sync` shows progress on (the verb's ProgressUI)."""
+
+    def download(self, name: str, total: int) -> Progress: ...
+
+    def retry(self, text: str) -> None: ...
 
 
 def split_mirror(mirror: str | None) -> tuple[Path | None, str | None]:
@@ -93,8 +104,8 @@ def offline_hint(name: str, who: str) -> str:
             "`--offline --mirror DIR`")
 
 
-def sync(catalog: Any, dest: Path, *, driver: str | None = None, version: str | None = None,
-         mirror: str | None = None, ui: Any = None) -> dict[str, Any]:
+def sync(catalog: Catalog, dest: Path, *, driver: str | None = None, version: str | None = None,
+         mirror: str | None = None, ui: SyncUI | None = None) -> dict[str, Any]:
     """Download every verified catalog source (or one driver/version) into `dest` in the
     mirror layout, and write `dest/index.json` (what is there and where it came from).
     `ui` (a ProgressUI: `download(name, size)`, `retry(text)`) shows each file's progress."""
@@ -151,7 +162,7 @@ def _write_index(local_host: Host, dest: Path, done: list[dict[str, Any]]) -> No
     local_host.write_bytes(f"{dest}/{INDEX}", (json.dumps(index, indent=1) + "\n").encode())
 
 
-def _sources(catalog: Any, driver: str | None, version: str | None
+def _sources(catalog: Catalog, driver: str | None, version: str | None
              ) -> list[tuple[str, str, Mapping[str, Any]]]:
     """(driver, version, source object) of every catalog source, or of the one named."""
     out = []
@@ -189,7 +200,7 @@ def _no_match(path: Path, sha: str, sources: list[tuple[str, str, Mapping[str, A
             "into the mirror")
 
 
-def sync_from(catalog: Any, dest: Path, files: Sequence[Path], *, driver: str | None = None,
+def sync_from(catalog: Catalog, dest: Path, files: Sequence[Path], *, driver: str | None = None,
               version: str | None = None) -> dict[str, Any]:
     """Place files the admin already has into `dest` (mirror layout, no network): each under
     every source whose pinned sha256 it has. All files are checked before anything is
