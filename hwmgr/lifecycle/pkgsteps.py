@@ -161,7 +161,8 @@ def _install_check(ctx: Ctx) -> bool:
         for m in ctx.params["modules"] for r in [kmod.resolve(ctx.host, m, kernel)])
 
 
-def _install_undo_with(restore: Callable[[Ctx, dict[str, Any]], None]) -> Callable:
+def _install_undo_with(
+        restore: Callable[[Ctx, dict[str, Any]], None]) -> Callable[[Ctx], None]:
     def undo(ctx: Ctx) -> None:
         dpkg_remove(ctx.host, _pkg(ctx)["name"])
         restore(ctx, ctx.output("backup").get("saved", {}))
