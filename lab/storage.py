@@ -12,10 +12,11 @@ import os
 
 from lab import raidsrpm
 from lab.chain import wanted
+from lab.vm import PKGS
 
 V = raidsrpm.VERSION
 INBOX = "07.719.03.00-rc1"  # Debian 12's in-tree megaraid_sas (kernel 6.1)
-BUILD_BOOT = 2400  # seconds: fetch, a DKMS build of megaraid_sas (4 files) under TCG, initramfs
+BUILD_BOOT = 900  # seconds: install the package built on the host (lab/binpkg.py), initramfs
 IMAGE = "/boot/initrd.img-$(uname -r)"
 RECORD = (f"sha256sum {IMAGE} | cut -d' ' -f1 > /lab/out/initrd.sha\n"
           f"lsinitramfs {IMAGE} | grep megaraid_sas > /lab/out/initrd.list\n"
@@ -24,8 +25,11 @@ RECORD = (f"sha256sum {IMAGE} | cut -d' ' -f1 > /lab/out/initrd.sha\n"
 # plan it carried out) → reboot
 UPGRADE = (RECORD +
            # the running kernel only: the image's second kernel is the kernel gate's
-           f"rec upgrade hwmgr upgrade megaraid_sas --to {V} --kernel \"$(uname -r)\" --yes "
-           "--json\n"
+           # the binary package built once on the host (the rollout's build-once path): no
+           # DKMS build under TCG on chain a's path
+           f"install -D -m644 -t /etc/hwmgr/catalog.d {PKGS}/*.json\n"
+           f"rec upgrade hwmgr upgrade megaraid_sas --to {V} --package {PKGS}/megaraid*.deb "
+           "--kernel \"$(uname -r)\" --yes --json\n"
            f"sha256sum {IMAGE} | cut -d' ' -f1 > /lab/out/initrd-after.sha\n"
            f"lsinitramfs {IMAGE} | grep megaraid_sas > /lab/out/initrd-after.list\n"
            "reboot_after")

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from lab import grub, raidsrpm, srpms
+from lab import binpkg, grub, raidsrpm, srpms
 from lab import image as labimage
 from lab.boot import RESTART, Boot, e1000e_versions  # noqa: F401 - re-exported
 from lab.catalog import TRUSTED_BY_SITE, lab_catalog
@@ -45,6 +45,7 @@ HOST_IP = "10.0.2.2"  # the host as QEMU user networking shows it to the guest
 # networking (485-924 Mbit/s), far above scenario 5's 20 Mbit/s shaping, and below the
 # 150-190 Mbit/s it sends with scenario 7's settings (TSO off: TCG segments in software).
 FLOOR_MBPS = 50.0
+PKGS = "/lab/pkgs"  # where a boot that names it finds the host's binary packages
 BOOT_TIMEOUT = 600.0
 JOBS_ENV, SMP_ENV, CPU_ENV = "HWMGR_LAB_JOBS", "HWMGR_LAB_SMP", "HWMGR_LAB_CPU"
 GUEST_FILES = ("init.sh", "lib.sh", "facts.py", "summary.py", "net.sh", "run-step.sh",
@@ -112,6 +113,7 @@ class Lab:
         self._http: http.server.ThreadingHTTPServer | None = None
         self.vms: list[VM] = []
         self.srpms: dict[str, Path] = {}
+        self.binpkg: binpkg.Builder | None = None
         self.catalog: dict[str, Any] = {}
         self.http_port = 0
         self.timings: dict[str, float] = {}
@@ -137,6 +139,9 @@ class Lab:
         threading.Thread(target=self._http.serve_forever, daemon=True).start()
         self.catalog = lab_catalog(self.srpms, self.mirror)
         (self.run_dir / "catalog.json").write_text(json.dumps(self.catalog, indent=1) + "\n")
+        # the binary packages, built once here as on a build host, beside the first boots
+        self.binpkg = binpkg.Builder(self.run_dir, self.run_dir / "catalog.json",
+                                     f"http://127.0.0.1:{self.http_port}", self.img.kver).start()
         self.pylib = self.run_dir / "pylib"
         shutil.rmtree(self.pylib, ignore_errors=True)
         shutil.copytree(REPO / "hwmgr", self.pylib / "hwmgr",
@@ -271,6 +276,12 @@ class VM:
         # the vendor SRPM "the admin obtained" (scp'd onto the host), for `catalog trust`
         (d / "obtained").mkdir()
         shutil.copy2(self.lab.srpms[TRUSTED_BY_SITE], d / "obtained")
+        if PKGS in step:  # the binary packages built on the host, and their catalog layer
+            assert self.lab.binpkg is not None, "the lab was not started"
+            built = self.lab.binpkg.result()
+            (d / "pkgs").mkdir()
+            for f in [*built.debs.values(), *built.layers]:
+                shutil.copy2(f, d / "pkgs" / f.name)
         (d / "drivers").mkdir()
         for drv in ("e1000e", "megaraid_sas"):
             shutil.copytree(REPO / "drivers" / drv, d / "drivers" / drv)

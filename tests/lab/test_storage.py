@@ -11,8 +11,8 @@ was loaded from the initramfs is read from the kernel log: the driver's `megasas
 line comes before the root filesystem is mounted, which only the initramfs can do.
 
   a#5 (s#1, after the e1000e story ends there) inbox (07.719.03.00-rc1) from the initramfs;
-      upgrade to the lab's vendor release: DKMS build, the initramfs kept, rebuilt, checked
-      → reboot
+      upgrade to the lab's vendor release from the binary package built once on the host
+      (lab/binpkg.py: no DKMS build under TCG), the initramfs kept, rebuilt, checked → reboot
   a#6 (s#2) hwmgr-verify: the loaded module is the new one (version, srcversion = modinfo's),
       loaded from the new initramfs; rollback: the kept initramfs back byte for byte → reboot
   a#7 (s#3) hwmgr-verify: inbox again, from the restored initramfs
@@ -86,8 +86,10 @@ def test_storage_driver_upgrade_with_initramfs(chains: dict[str, Chain]) -> None
         "it holds the new module" in plan["steps"], plan["steps"]
     assert doc["state"] == "committed", doc
     assert [s["name"] for s in doc["steps"]][-2:] == ["initramfs", "arm"], doc["steps"]
-    assert "/updates/dkms/megaraid_sas.ko" in (b1.text("initrd-after.list") or ""), \
-        "the rebuilt initramfs must hold the DKMS module"
+    names = [s["name"] for s in doc["steps"]]
+    assert not any(n.startswith("dkms") for n in names), names  # installed, not built here
+    assert "/updates/hwmgr/megaraid_sas.ko" in (b1.text("initrd-after.list") or ""), \
+        "the rebuilt initramfs must hold the packaged module"
     assert (b1.text("initrd-after.sha") or "").strip() not in ("", before)
 
     b2 = chains["s"].wait(1)  # a#6
@@ -95,7 +97,7 @@ def test_storage_driver_upgrade_with_initramfs(chains: dict[str, Chain]) -> None
     now = loaded(b2)
     assert (now["sys"], now["modinfo"]) == (V, V), now
     assert now["srcversion"] == now["modinfo_srcversion"], now  # the file it loaded
-    assert now["file"].endswith("/updates/dkms/megaraid_sas.ko"), now
+    assert now["file"].endswith("/updates/hwmgr/megaraid_sas.ko"), now
     assert from_initramfs(b2, V), "the new megaraid_sas must come from the new initramfs"
     assert ok(b2, "rollback")["data"]["transaction"]["state"] == "committed"
     assert (b2.text("initrd-after.sha") or "").strip() == before, \
