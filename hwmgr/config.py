@@ -216,14 +216,18 @@ def config_path(env: Mapping[str, str] | None = None) -> str:
     return env.get("HWMGR_CONFIG") or DEFAULT_CONFIG
 
 
-def load_config(host: Host, env: Mapping[str, str] | None = None) -> SiteConfig:
+def load_config(host: Host, env: Mapping[str, str] | None = None, *,
+                local: Host | None = None) -> SiteConfig:
     """Read the site config through `host`; defaults when the file does not exist.
 
-    `$HWMGR_CONFIG` names a file on the machine running hwmgr (read through a live Host on the
-    same runner), so a snapshot under `--root` never supplies a config by accident.
+    `$HWMGR_CONFIG` names a file on the machine running hwmgr (read through `local`, this
+    machine, by default a live Host on the same runner), so a snapshot under `--root` never
+    supplies a config by accident.
     """
     path = config_path(env)
-    reader = Host("/", host.runner) if path != DEFAULT_CONFIG and not host.live else host
+    reader = host
+    if path != DEFAULT_CONFIG and not host.live:
+        reader = local if local is not None else Host("/", host.runner)
     if not path.startswith("/"):
         raise BadInputError(f"HWMGR_CONFIG={path}: expected an absolute path")
     raw = reader.read_bytes(path)

@@ -26,6 +26,7 @@ from hwmgr.errors import (
 from hwmgr.output import Outcome, make_console, printable
 from hwmgr.transaction.pending import open_transactions
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
 
 NAME = "apply"
@@ -119,7 +120,7 @@ def _as_finding(c: Any) -> dict[str, Any]:
             "expected": c.wanted, "status": "drift", "evidence": c.evidence}
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     host, config = ctx.host, ctx.config
     if args.auto_revert is not None:
         res = ap.auto_revert(host, config, args.auto_revert, args.after)

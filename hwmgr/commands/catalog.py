@@ -27,6 +27,7 @@ from hwmgr.errors import (
 )
 from hwmgr.output import Outcome, new_table, printable
 from hwmgr.ui import catalog_trust
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
 
 NAME = "catalog"
@@ -110,7 +111,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     catalog_trust.add_actions(sub, _sub_options)
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     """Dispatch to validate or show."""
     if args.action == "validate":
         return _validate(args.files, args.alone, ctx.config)

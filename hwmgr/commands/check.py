@@ -26,6 +26,7 @@ from hwmgr.lifecycle.gaterecord import check_items
 from hwmgr.output import Outcome, printable
 from hwmgr.transaction.pending import open_transactions
 from hwmgr.ui.check_table import render, render_evidence
+from hwmgr.ui.context import Context
 from hwmgr.ui.options import common_options, lifecycle_options
 from hwmgr.ui.verbhelp import Example
 
@@ -77,7 +78,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(--json cites a source by reference and URL only)")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     layers = parse_layers(args.layer)
     roots = list(args.root or [])
     if args.roots_from or len(roots) > 1:

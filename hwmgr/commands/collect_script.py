@@ -13,6 +13,7 @@ from hwmgr.compliance.rules import needed_sysctls
 from hwmgr.errors import EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_OK, HwmgrError
 from hwmgr.host.capture import sysctls_to_record
 from hwmgr.output import Outcome
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
 
 NAME = "collect-script"
@@ -79,7 +80,7 @@ def catalog_sysctls(args: argparse.Namespace, ctx: Any) -> list[str]:
     return needed_sysctls(cat.sysctl_rules(), cat.conditional_settings())
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     text = script_text(catalog_sysctls(args, ctx))
     return Outcome(command=NAME, data={"name": "hwmgr-collect.sh", "script": text},
                    render=lambda console: console.file.write(text))

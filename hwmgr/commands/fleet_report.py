@@ -32,6 +32,7 @@ from hwmgr.fleet.view import fleet_items
 from hwmgr.fleet.write import write_outputs
 from hwmgr.output import Outcome, printable
 from hwmgr.ui.check_table import value_text
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
 
 NAME = "fleet-report"
@@ -116,7 +117,7 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     """Read and check every input first; write only when all of it is good."""
     jinja2()  # the page needs it: without it, say so before anything is read or written
     try:

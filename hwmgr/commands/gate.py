@@ -15,6 +15,7 @@ from hwmgr.errors import (
     UsageError,
 )
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.context import Context
 from hwmgr.ui.options import common_options, lifecycle_options
 from hwmgr.ui.verbhelp import Example
 from hwmgr.verify import gate
@@ -52,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interface", metavar="IFACE", help="interface for the throughput step")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     gate.check_id(args.rollout)
     if not 2 <= args.duration <= 60:
         raise UsageError(f"--duration {args.duration:g}: expected 2 to 60 seconds")

@@ -19,6 +19,7 @@ from hwmgr.output import Outcome, new_table, printable
 from hwmgr.transaction.pending import reboot_pending
 from hwmgr.transaction.state import StateDir
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
 
 NAME = "history"
@@ -51,7 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "stopped, and the transactions committed in between")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     if not ctx.host.live and capture.lacks(ctx.host, capture.STATE):
         raise NotFoundError(capture.no_state(ctx.host, NAME))  # not "no transactions"
     state = StateDir(ctx.host, ctx.config.state_dir)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 from typing import Any, NamedTuple
 
-from hwmgr.config import load_config
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -29,6 +28,7 @@ from hwmgr.lifecycle.recipe import check_kernel
 from hwmgr.output import Outcome, printable
 from hwmgr.transaction.state import StateDir
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
 
 NAME = "kernel-gate"
@@ -62,7 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="exit 0 although a driver is not ready: warn, do not hold the default")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     host = ctx.host
     ui.require_root(host, "builds modules for another kernel and may hold the boot default")
     kver = check_kernel(args.kernel)
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             raise NotFoundError(f"kernel {kver} is not installed: no {missing}")
         gaterecord.read_hold(host, state)  # a damaged hold is exit 8 before anything is built
         try:
-            timeout = load_config(host).build_timeout_seconds
+            timeout = ctx.site.build_timeout_seconds
             config_error = None
         except BadInputError as exc:  # fail closed: a gate that cannot read its site config
             timeout, config_error = 0.0, exc.message  # builds nothing and holds the default

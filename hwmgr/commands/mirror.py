@@ -18,6 +18,7 @@ from hwmgr.errors import (
 )
 from hwmgr.lifecycle.mirror import sync, sync_from
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.context import Context
 from hwmgr.ui.lifecycle import ProgressUI
 from hwmgr.ui.verbhelp import Example
 
@@ -60,7 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="print one JSON object (format 1)")  # also after DIR
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     dest = Path(args.dir)
     if dest.exists() and not dest.is_dir():
         raise BadInputError(f"{args.dir}: not a directory")

@@ -7,7 +7,6 @@ from dataclasses import replace
 from typing import Any
 
 from hwmgr.catalog.load import load_catalog
-from hwmgr.config import load_config
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -18,6 +17,7 @@ from hwmgr.errors import (
 from hwmgr.lifecycle.package import DEFAULT_PACKAGER, build_dkms_rpm
 from hwmgr.output import Outcome, printable
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
 
 NAME = "package"
@@ -59,9 +59,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="Packager tag and changelog author (default: hwmgr <root@localhost>)")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     # --mirror, else the site config's mirror: the one place the two meet
-    settings = replace(ctx.config, mirror=ctx.config.mirror or load_config(ctx.host).mirror)
+    settings = replace(ctx.config, mirror=ctx.config.mirror or ctx.site.mirror)
     progress = ui.ProgressUI()  # stderr: bars and spinners on a terminal, lines otherwise
     try:
         res = build_dkms_rpm(

@@ -15,6 +15,7 @@ from hwmgr.errors import (
 from hwmgr.lifecycle.plan import recover
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
 
 NAME = "recover"
@@ -38,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     pass
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     ui.require_root(ctx.host, "completes or undoes an interrupted transaction on this host")
     results = recover(ctx.host, ctx.config.state_dir, wait=args.wait, extra=SETTINGS)
     data = [r.as_dict() for r in results]

@@ -18,6 +18,7 @@ from hwmgr.errors import (
 from hwmgr.output import Outcome, printable
 from hwmgr.transaction.state import StateDir
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
 
 NAME = "revert"
@@ -44,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     host, config = ctx.host, ctx.config
     ui.require_root(host, "restores NIC settings, sysctls and their persistence files")
     state = StateDir(host, config.state_dir)

@@ -23,6 +23,7 @@ from hwmgr.fleet import rollout as ro
 from hwmgr.fleet.rollout_page import render_page, report
 from hwmgr.fleet.write import write_outputs
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.context import Context
 from hwmgr.ui.options import common_options
 from hwmgr.ui.verbhelp import Example
 
@@ -127,7 +128,7 @@ def status_code(rec: dict[str, Any]) -> int:
     return EXIT_OK if c["done"] == len(rec["hosts"]) else EXIT_PARTIAL
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     record = ro.RecordFile(args.record)
     if args.action == "report" and not args.out:
         raise UsageError("report needs --out DIR")

@@ -6,7 +6,6 @@ import argparse
 import sys
 from typing import Any
 
-from hwmgr.config import load_config
 from hwmgr.errors import (
     EXIT_FAILED,
     EXIT_NOT_FOUND,
@@ -16,6 +15,7 @@ from hwmgr.errors import (
     UsageError,
 )
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.context import Context
 from hwmgr.ui.options import common_options, lifecycle_options
 from hwmgr.ui.throughput import floor_catalog, hard_timeout, options_from
 from hwmgr.ui.verbhelp import Example
@@ -84,9 +84,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="do not keep the result in the state dir (used as 'before' by verify)")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     host = ctx.host
-    cfg = load_config(host)
+    cfg = ctx.site
     if args.serve:
         return _serve(args, host, cfg)
     if args.count is not None:

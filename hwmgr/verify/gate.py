@@ -80,8 +80,8 @@ def links(host: Host) -> dict[str, dict[str, Any]]:
 def drivers(host: Host, cat: Any) -> set[str]:
     """The drivers the host runs: its PCI functions' and its interfaces'."""
     scan = Inventory(host, names=None, verdict=cat.verdict).scan()
-    out = {d["driver"] for d in scan.devices if d.get("driver")}
-    return out | {i["driver"] for i in scan.interfaces if i.get("driver")}
+    out = {d.driver for d in scan.devices if d.driver}
+    return out | {i.driver for i in scan.interfaces if i.driver}
 
 
 def _drifting(host: Host, cat: Any) -> list[list[str]]:
