@@ -18,7 +18,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Dict, Iterator, Mapping
 
 from hwmgr.catalog import kbuild, versions
 from hwmgr.catalog.refs import FIRMWARE_SCHEME, device_ref, inbox_policies, json_path, ref_hits
@@ -73,7 +73,7 @@ def read_catalog(path: Path) -> tuple[bytes | None, str | None]:
 
 
 # ----------------------------------------------------------------------------- parsing
-class _Obj(dict):
+class _Obj(Dict[str, Any]):
     """A JSON object that remembers keys that appeared twice (json keeps the last)."""
 
     dups: list[str] = []  # class default: shared, never mutated (see _pairs)

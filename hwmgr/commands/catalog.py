@@ -7,7 +7,7 @@ import json
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwmgr import safejson
 from hwmgr.catalog.discover import DRIVERS_SUBDIR, dir_files, in_force_beneath
@@ -15,6 +15,7 @@ from hwmgr.catalog.load import Catalog, load_catalog
 from hwmgr.catalog.model import BAD_SEVERITIES
 from hwmgr.catalog.refs import evidence_text, inbox_policies
 from hwmgr.catalog.stats import catalog_stats
+from hwmgr.config import Config
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -29,6 +30,9 @@ from hwmgr.output import Outcome, new_table, printable
 from hwmgr.ui import catalog_trust
 from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "catalog"
 NOTES = """\
@@ -133,7 +137,7 @@ def _is_layer(path: str) -> bool:
     return isinstance(doc, dict) and "catalog_version" not in doc
 
 
-def _validate(files: list[str], alone: bool, config: Any) -> Outcome:
+def _validate(files: list[str], alone: bool, config: Config) -> Outcome:
     expanded: list[str] = []
     for f in files:
         if Path(f).is_dir():
@@ -163,7 +167,7 @@ def _validate(files: list[str], alone: bool, config: Any) -> Outcome:
                         **(_summary(doc) if not mine and doc is not None else {})})
     data = {"files": results, "over": beneath}
 
-    def render(console: Any) -> None:
+    def render(console: Console) -> None:
         for r in results:
             if r["ok"]:
                 console.print(f"{printable(r['file'])}: OK (catalog "
@@ -218,14 +222,14 @@ def _summary(doc: dict[str, Any]) -> dict[str, Any]:
             "versions": sum(len(d.get("versions") or {}) for d in drivers)}
 
 
-def _stats(paths: list[str] | None, config: Any = None) -> Outcome:
+def _stats(paths: list[str] | None, config: Config) -> Outcome:
     cat = load_catalog(paths, config=config)
     if not cat.files:
         raise NotFoundError("no catalog files found (use --catalog FILE or HWMGR_CATALOG_DIR)")
     data = {"catalog_version": cat.version, "layers": [str(f.path) for f in cat.files],
             **catalog_stats(cat.drivers)}
 
-    def render(console: Any) -> None:
+    def render(console: Console) -> None:
         from rich.table import Table  # rich: only drawing needs it
 
         console.print(f"catalog {printable(data['catalog_version'])}: {data['drivers']} "
@@ -255,7 +259,7 @@ def _stats(paths: list[str] | None, config: Any = None) -> Outcome:
     return Outcome(NAME, data=data, render=render)
 
 
-def _show(what: str, paths: list[str] | None, config: Any = None,
+def _show(what: str, paths: list[str] | None, config: Config,
           effective: bool = False) -> Outcome:
     cat = load_catalog(paths, config=config)
     if not cat.files:
@@ -279,7 +283,7 @@ def _show(what: str, paths: list[str] | None, config: Any = None,
     return Outcome(NAME, data=data, render=lambda c: _render(c, data))
 
 
-def _render_effective(console: Any, data: dict[str, Any]) -> None:
+def _render_effective(console: Console, data: dict[str, Any]) -> None:
     """One line per merged value: JSON path, value, the layer file it came from."""
     console.print("layers (later wins): " + printable(", ".join(data["layers"])),
                   markup=False, soft_wrap=True)
@@ -288,7 +292,7 @@ def _render_effective(console: Any, data: dict[str, Any]) -> None:
                       f"<- {printable(row['file'])}", markup=False, soft_wrap=True)
 
 
-def _render(console: Any, data: dict[str, Any]) -> None:
+def _render(console: Console, data: dict[str, Any]) -> None:
     """Rich view of one entry: header, devices, versions, in-tree policy, settings, notes."""
     from rich.markup import escape as _escape  # rich: only drawing needs it
 
@@ -355,7 +359,7 @@ def _render(console: Any, data: dict[str, Any]) -> None:
         console.print(f"[dim]note: {escape(n)}[/]")
 
 
-def _render_knowledge(console: Any, e: dict[str, Any], escape: Any) -> None:
+def _render_knowledge(console: Console, e: dict[str, Any], escape: Any) -> None:
     """Known issues (affected ranges, fixes, every source with what it states) and firmware
     requirements: the evidence a compact finding points to by id."""
     if e.get("known_issues"):

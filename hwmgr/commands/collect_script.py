@@ -6,7 +6,7 @@ import argparse
 import re
 import textwrap
 from importlib import resources
-from typing import Any, Sequence
+from typing import Sequence
 
 from hwmgr.catalog.load import load_catalog
 from hwmgr.compliance.rules import needed_sysctls
@@ -68,7 +68,7 @@ def script_text(sysctls: Sequence[str] | None = None) -> str:
     return _BLOCK.sub(lambda _m: block, text, count=1)
 
 
-def catalog_sysctls(args: argparse.Namespace, ctx: Any) -> list[str]:
+def catalog_sysctls(args: argparse.Namespace, ctx: Context) -> list[str]:
     """Every sysctl the catalog in force reads. A catalog named on the command line must
     load; without one, a machine with no usable catalog gets the fixed list."""
     try:

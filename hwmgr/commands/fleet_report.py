@@ -7,7 +7,7 @@ import gc
 import json
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from hwmgr.compliance.prom import write_registry
 from hwmgr.errors import (
@@ -34,6 +34,9 @@ from hwmgr.output import Outcome, printable
 from hwmgr.ui.check_table import value_text
 from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "fleet-report"
 NOTES = """\
@@ -137,7 +140,7 @@ def _previous(args: argparse.Namespace) -> Trend | None:
     return load_trend(path)
 
 
-def _run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def _run(args: argparse.Namespace, ctx: Context) -> Outcome:
     out = args.out.resolve()
     if any(r.resolve() == out for r in args.results):
         raise UsageError("--out must differ from --results (the report would be read as a host)")
@@ -168,7 +171,7 @@ def _run(args: argparse.Namespace, ctx: Any) -> Outcome:
     since = {"since": new["since"], "hosts": len(new["hosts"]),
              "items": sum(len(v) for v in new["items"].values()), "fixed": new["fixed"]}
 
-    def render(console: Any) -> None:
+    def render(console: Console) -> None:
         console.print(
             f"{s['hosts']} hosts: {s['compliant']} compliant, {s['drift']} drift, "
             f"{s['unknown']} unknown, {s['reboot_pending']} reboot pending, "

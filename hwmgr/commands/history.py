@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwmgr.compliance.history import drift_episodes, open_history
 from hwmgr.errors import (
@@ -21,6 +21,9 @@ from hwmgr.transaction.state import StateDir
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "history"
 EXAMPLES = (
@@ -70,7 +73,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     waiting = {e["txn"]: e["status"] for e in reboot_pending(ctx.host, ctx.config.state_dir)}
     rows = [{**_row(t), "reboot_pending": waiting.get(t["id"])} for t in txns]
 
-    def render(c: Any) -> None:
+    def render(c: Console) -> None:
         if not rows:
             c.print("no transactions recorded", markup=False)
             return
@@ -98,7 +101,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     return Outcome(NAME, data={"transactions": rows}, render=render)
 
 
-def _checks(args: argparse.Namespace, ctx: Any, state: Any) -> Outcome:
+def _checks(args: argparse.Namespace, ctx: Context, state: Any) -> Outcome:
     """`history --checks`: drift episodes from the check history, explained by the journal."""
     db = open_history(ctx.host, state.path)
     try:
@@ -116,7 +119,7 @@ def _checks(args: argparse.Namespace, ctx: Any, state: Any) -> Outcome:
     eps = [e for e in found["episodes"] if args.driver in (None, e["interface"], e["device"])]
     found["episodes"] = eps[-args.limit:] if args.limit > 0 else eps
 
-    def render(c: Any) -> None:
+    def render(c: Console) -> None:
         if not found["checks"]:
             c.print("no checks recorded", markup=False)
             return

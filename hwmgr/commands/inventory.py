@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
@@ -19,6 +19,9 @@ from hwmgr.ui.context import Context
 from hwmgr.ui.inventory_table import render, wrap
 from hwmgr.ui.options import common_options
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "inventory"
 EXAMPLES = (
@@ -75,7 +78,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     data = scan.to_json()
     show_all = bool(args.all or args.klass)  # a --class filter is an explicit request: list it
 
-    def _render(console: Any) -> None:
+    def _render(console: Console) -> None:
         render(console, data, show_all=show_all)
         flagged = any(d.catalog is not None and d.catalog["status"] in ("known-bad", "outdated")
                       for d in scan.devices)

@@ -4,7 +4,7 @@ or the boot default held on the running kernel (docs/kernel-gate.md)."""
 from __future__ import annotations
 
 import argparse
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
@@ -30,6 +30,9 @@ from hwmgr.transaction.state import StateDir
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "kernel-gate"
 EXAMPLES = (
@@ -142,7 +145,7 @@ def _outcome(data: dict[str, Any], unready: list[Any], running: str,
         errors = [f"warning: not ready for kernel {kver} (--allow-unready: default not "
                   f"held): {r.driver} {r.version}: {r.why}" for r in unready]
 
-    def render(c: Any) -> None:
+    def render(c: Console) -> None:
         if data.get("site_config_error"):
             c.print(printable(f"site config cannot be read: {data['site_config_error']}; "
                               f"nothing built for kernel {kver}"), markup=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hwmgr.catalog.load import load_catalog
 from hwmgr.errors import (
@@ -21,6 +21,9 @@ from hwmgr.output import Outcome, printable
 from hwmgr.ui.context import Context
 from hwmgr.ui.lifecycle import ProgressUI
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "mirror"
 NOTES = """\
@@ -77,7 +80,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         finally:
             progress.close()
 
-    def render(c: Any) -> None:
+    def render(c: Console) -> None:
         for f in data["files"]:
             c.print(f"{printable(f['driver'])} {printable(f['version'])}: {printable(f['path'])}"
                     f" ({f['size']} bytes, sha256 ok, {f['origin']})", markup=False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hwmgr.catalog.load import load_catalog
 from hwmgr.errors import (
@@ -19,6 +19,9 @@ from hwmgr.output import Outcome, printable
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "package"
 NOTES = """\
@@ -73,7 +76,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         progress.close()
     data = res.as_dict()
 
-    def render(console: Any) -> None:
+    def render(console: Console) -> None:
         from rich.markup import escape  # rich: only drawing needs it
 
         console.print(f"{res.path} ({res.size} bytes, sha256 {res.sha256})", markup=False,

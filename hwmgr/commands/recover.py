@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hwmgr.compliance.steps import REGISTRY as SETTINGS
 from hwmgr.errors import (
@@ -17,6 +17,9 @@ from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "recover"
 EXAMPLES = (
@@ -45,7 +48,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     data = [r.as_dict() for r in results]
     bad = [r for r in results if not r.closed]
 
-    def render(c: Any) -> None:
+    def render(c: Console) -> None:
         if not results:
             c.print("no interrupted transaction", markup=False)
         for r in results:

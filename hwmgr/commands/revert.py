@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwmgr.compliance import apply as ap
 from hwmgr.errors import (
@@ -20,6 +20,9 @@ from hwmgr.transaction.state import StateDir
 from hwmgr.ui import lifecycle as ui
 from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "revert"
 EXAMPLES = (
@@ -64,7 +67,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         return Outcome(NAME, status="failed", data=data, errors=[stopped],
                        exit_code=EXIT_INTERRUPTED)
 
-    def render(c: Any) -> None:
+    def render(c: Console) -> None:
         c.print(printable(f"transaction #{res.id} revert of #{params['of']}: {res.state}"
                           + (f" ({res.error})" if res.error else "")), markup=False)
         for it in params["items"]:

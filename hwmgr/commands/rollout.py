@@ -6,7 +6,7 @@ import argparse
 import json
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwmgr import safejson
 from hwmgr.errors import (
@@ -26,6 +26,9 @@ from hwmgr.output import Outcome, printable
 from hwmgr.ui.context import Context
 from hwmgr.ui.options import common_options
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "rollout"
 NOTES = """\
@@ -204,7 +207,7 @@ def _summary(args: argparse.Namespace, rec: dict[str, Any]) -> Outcome:
         data = {**data, "written": [str(p) for p in written]}
     code = status_code(rec)
 
-    def _render(c: Any) -> None:
+    def _render(c: Console) -> None:
         n = data["counts"]
         c.print(printable(f"rollout {rec['id']}: " + ", ".join(
             f"{n[s]} {s}" for s in ro.STATES) + (f"; halted: {rec['halted']['reason']}"

@@ -142,7 +142,7 @@ def record_state(host: Host, state_dir: str) -> bool:
     return whole
 
 
-def catalog_sysctls(args: argparse.Namespace, ctx: Any) -> tuple[list[str], list[str]]:
+def catalog_sysctls(args: argparse.Namespace, ctx: Context) -> tuple[list[str], list[str]]:
     """The sysctls to copy: the fixed list and every one the catalog in force reads (rules
     and conditions, site layers included), so `check --root` judges what `check` does. A
     catalog named on the command line must load; the machine's own one may be missing or

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hwmgr.config import SiteConfig
 from hwmgr.errors import (
     EXIT_FAILED,
     EXIT_NOT_FOUND,
@@ -14,12 +15,16 @@ from hwmgr.errors import (
     EXIT_UNKNOWN,
     UsageError,
 )
+from hwmgr.host.seam import Host
 from hwmgr.output import Outcome, printable
 from hwmgr.ui.context import Context
 from hwmgr.ui.options import common_options, lifecycle_options
 from hwmgr.ui.throughput import floor_catalog, hard_timeout, options_from
 from hwmgr.ui.verbhelp import Example
 from hwmgr.verify import throughput as tp
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "throughput"
 NOTES = """\
@@ -108,7 +113,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
                    exit_code=STATUS_EXIT[report.status], render=lambda c: _render(c, data))
 
 
-def _render(console: Any, d: dict[str, Any]) -> None:
+def _render(console: Console, d: dict[str, Any]) -> None:
     speed = f"{d['link_speed_mbps']} Mbit/s link" if d["link_speed_mbps"] else "link speed ?"
     console.print(f"throughput to {d['peer']} ({d['address'] or '?'}) over "
                   f"{d['interface'] or '?'}, {speed}, {d['streams']} stream(s)", markup=False)
@@ -138,7 +143,7 @@ CLIENT_ONLY = ("peer", "bind_dev", "duration", "reverse", "both", "floor", "stre
                "connect_timeout", "force")
 
 
-def _serve(args: argparse.Namespace, host: Any, cfg: Any) -> Outcome:
+def _serve(args: argparse.Namespace, host: Host, cfg: SiteConfig) -> Outcome:
     """Serve until --count tests or Ctrl-C; one line per test on stderr as it ends."""
     given = [f"--{k.replace('_', '-')}" for k in CLIENT_ONLY if getattr(args, k) not in
              (None, False)]

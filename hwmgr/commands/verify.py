@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
@@ -26,6 +26,9 @@ from hwmgr.ui.options import common_options, lifecycle_options
 from hwmgr.ui.throughput import floor_catalog, options_from
 from hwmgr.ui.verbhelp import Example
 from hwmgr.verify.policy import Verifier, VerifyOptions
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "verify"
 NOTES = """\
@@ -154,7 +157,7 @@ def _cell(v: Any) -> str:
     return text
 
 
-def _render(console: Any, d: dict[str, Any]) -> None:
+def _render(console: Console, d: dict[str, Any]) -> None:
     """Values come from the host (and maybe a snapshot): escaped, never rich markup."""
     from rich.markup import escape  # rich: only drawing needs it
     from rich.text import Text

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Dict, Iterable, Union
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError
@@ -269,16 +269,18 @@ def read_results(paths: list[Path]) -> dict[str, LoadedHost]:
     return hosts
 
 
-class _Hosts(dict):
+class _Hosts(Dict[str, Union[LoadedHost, BadInputError]]):
     """A `hosts` object read a host at a time: name → its loaded entry, or the error that
     entry gave, raised only if this object turns out to be the one the file's shape uses
     (json's rules: a repeated key's last value counts)."""
 
     def result(self) -> dict[str, LoadedHost]:
-        for value in self.values():
+        out: dict[str, LoadedHost] = {}
+        for name, value in self.items():
             if isinstance(value, BadInputError):
                 raise value
-        return dict(self)
+            out[name] = value
+        return out
 
 
 def _stream_hosts(js: JSONStream, base: str, depth: int, interner: Interner) -> _Hosts:

@@ -13,9 +13,12 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwmgr.output import cell_len, fit, printable
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 # (key, header); DEVICE also carries the details of the columns that did not fit
 COLUMNS = [("address", "ADDRESS"), ("device", "DEVICE"), ("id", "ID"), ("driver", "DRIVER"),
@@ -49,7 +52,7 @@ class Row:
     details: list[str] = field(default_factory=list)
 
 
-def render(console: Any, data: dict[str, Any], show_all: bool = False) -> None:
+def render(console: Console, data: dict[str, Any], show_all: bool = False) -> None:
     """Header, one table (NICs and storage first), collapsed rest, notes, legend, hint."""
     width = max(int(console.width or 80), 20)
     tty = bool(console.is_terminal)
@@ -256,7 +259,7 @@ def wrap(text: str, w: int, indent: int = 0) -> list[str]:
     return [" " * indent + ln if i else ln for i, ln in enumerate(lines)] or [""]
 
 
-def _prose(console: Any, text: str, width: int, style: str | None = None,
+def _prose(console: Console, text: str, width: int, style: str | None = None,
            indent: int = 0) -> None:
     """Print text wrapped to the width at word boundaries, with no markup parsed."""
     for line in wrap(text, width, indent):
@@ -283,7 +286,7 @@ def _plain_table(rows: list[Row], keys: list[str], widths: dict[str, int],
     return out
 
 
-def _rich_table(console: Any, rows: list[Row], keys: list[str], widths: dict[str, int]) -> None:
+def _rich_table(console: Console, rows: list[Row], keys: list[str], widths: dict[str, int]) -> None:
     """The same layout, box-drawn and coloured; cells are Text, so no markup is parsed."""
     from rich.table import Table  # rich: only drawing needs it
     from rich.text import Text

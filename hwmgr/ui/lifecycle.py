@@ -7,7 +7,7 @@ import os
 import sys
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from hwmgr.errors import (
     EXIT_FAILED,
@@ -21,6 +21,9 @@ from hwmgr.lifecycle.plan import Plan
 from hwmgr.output import Outcome, printable
 from hwmgr.transaction.engine import TxnResult
 from hwmgr.ui.options import common_options, lifecycle_options
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 
 def parents(mutating: bool = True, root: bool = False) -> list[argparse.ArgumentParser]:
@@ -56,7 +59,7 @@ def plan_outcome(command: str, plan: Plan) -> Outcome:
     return Outcome(command, data=data, render=lambda c: render_plan(c, data))
 
 
-def render_plan(console: Any, d: dict[str, Any]) -> None:
+def render_plan(console: Console, d: dict[str, Any]) -> None:
     from rich.markup import escape  # rich: only drawing needs it
 
     p = printable
