@@ -114,7 +114,7 @@ def _hosts(args: argparse.Namespace) -> list[str]:
     return [ro.check_host_name(h) for h in names]
 
 
-def _evidence(text: str, option: str) -> Any:
+def _evidence(text: str, option: str) -> object:
     """--evidence / --batch: JSON text, or @FILE holding it."""
     if text.startswith("@"):
         return safejson.load_file(text[1:], text[1:], MAX_EVIDENCE_ARG)
@@ -123,7 +123,7 @@ def _evidence(text: str, option: str) -> Any:
     return safejson.load(text, option)
 
 
-def status_code(rec: dict[str, Any]) -> int:
+def status_code(rec: ro.Record) -> int:
     """0 every host done; 1 a gate failed; 6 hosts left and none failed."""
     c = ro.counts(rec)
     if c["failed_gates"]:
@@ -189,16 +189,17 @@ def _start(args: argparse.Namespace, record: ro.RecordFile) -> Outcome:
     else:
         rec, resumed = fresh, False
         record.write(rec)
-    data = {"id": rec["id"], "resumed": resumed, "batches": ro.plan_batches(
-        list(rec["hosts"]), rec["batches"]), "budget": ro.budget_state(rec),
-        "counts": ro.counts(rec)}
+    batches_of = ro.plan_batches(list(rec["hosts"]), rec["batches"])
+    budget_now = ro.budget_state(rec)
+    data = {"id": rec["id"], "resumed": resumed, "batches": batches_of, "budget": budget_now,
+            "counts": ro.counts(rec)}
     return Outcome(NAME, data=data, render=lambda c: c.print(printable(
         f"rollout {rec['id']} {'resumed' if resumed else 'started'}: {len(rec['hosts'])} "
-        f"hosts in {len(data['batches'])} batches, budget limit {data['budget']['limit']}"),
+        f"hosts in {len(batches_of)} batches, budget limit {budget_now['limit']}"),
         markup=False))
 
 
-def _summary(args: argparse.Namespace, rec: dict[str, Any]) -> Outcome:
+def _summary(args: argparse.Namespace, rec: ro.Record) -> Outcome:
     data = report(rec)
     if args.action == "report":
         written = write_outputs(Path(args.out), {

@@ -29,8 +29,8 @@ class Check:
 
     device: str
     field: str
-    expected: Any
-    actual: Any
+    expected: object
+    actual: object
     result: str
     source: str = ""
     message: str = ""
@@ -47,7 +47,7 @@ class Check:
         return text + (f"; {self.message}" if self.message else "")
 
 
-def _show(v: Any) -> str:
+def _show(v: object) -> str:
     if v is None:
         return "absent"
     if isinstance(v, list):
@@ -86,7 +86,7 @@ def _sha256(host: Host, logical: str) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
 
 
-def _eq(device: str, field_: str, expected: Any, actual: Any, source: str,
+def _eq(device: str, field_: str, expected: object, actual: object, source: str,
         unreadable: bool = False) -> Check:
     """ok when equal; unknown when the value could not be read; fail otherwise."""
     if actual == expected:
@@ -265,9 +265,9 @@ class ExpectationResult:
 
     path: str
     driver: str
-    txn: Any
-    kind: Any
-    expected_version: Any
+    txn: int | None
+    kind: str | None
+    expected_version: str | None
     status: str
     checks: list[Check] = field(default_factory=list)
     previously_verified: bool = False

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from hwmgr import safejson
 from hwmgr.catalog import kernellog as signatures
+from hwmgr.catalog.load import Catalog
 from hwmgr.compliance import kernellog
 from hwmgr.compliance.check import check_host
 from hwmgr.errors import BadInputError, NotFoundError, UsageError
@@ -77,21 +78,21 @@ def links(host: Host) -> dict[str, dict[str, Any]]:
     return out
 
 
-def drivers(host: Host, cat: Any) -> set[str]:
+def drivers(host: Host, cat: Catalog) -> set[str]:
     """The drivers the host runs: its PCI functions' and its interfaces'."""
     scan = Inventory(host, names=None, verdict=cat.verdict).scan()
     out = {d.driver for d in scan.devices if d.driver}
     return out | {i.driver for i in scan.interfaces if i.driver}
 
 
-def _drifting(host: Host, cat: Any) -> list[list[str]]:
+def _drifting(host: Host, cat: Catalog) -> list[list[str]]:
     """The (layer, device, interface, item) of every drifting check item, sorted."""
     result = check_host(host, cat, {"driver", "firmware", "setting", "sysctl"})
     return sorted([f.layer, f.device or "", f.interface or "", f.item]
                   for f in result.findings if f.status == "drift")
 
 
-def baseline(host: Host, cat: Any, state_dir: str, rollout: str) -> dict[str, Any]:
+def baseline(host: Host, cat: Catalog, state_dir: str, rollout: str) -> dict[str, Any]:
     """The host before the change, recorded once per rollout (a resume keeps the first)."""
     path = _path(state_dir, rollout)
     if host.exists(path):
@@ -156,7 +157,7 @@ def log_step(host: Host, base: dict[str, Any], host_drivers: set[str]) -> dict[s
                  hits=[h.to_json() for h in hits[:20]])
 
 
-def check_step(host: Host, cat: Any, base: dict[str, Any]) -> dict[str, Any]:
+def check_step(host: Host, cat: Catalog, base: dict[str, Any]) -> dict[str, Any]:
     """`check` is not worse: no item drifts that did not drift before."""
     now = _drifting(host, cat)
     before = {tuple(x) for x in base["drifting"] if isinstance(x, list)}
@@ -182,7 +183,7 @@ def throughput_step(host: Host, opts: GateOptions) -> dict[str, Any]:
                  throughput=report.summary())
 
 
-def evaluate(host: Host, cat: Any, base: dict[str, Any], opts: GateOptions,
+def evaluate(host: Host, cat: Catalog, base: dict[str, Any], opts: GateOptions,
              verify: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """Every step of the gate, in order; passed only when all pass."""
     v = verify()

@@ -12,6 +12,7 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from hwmgr.catalog.load import Catalog
 from hwmgr.config import Config
 from hwmgr.errors import HwmgrError
 from hwmgr.host.seam import Host
@@ -44,8 +45,8 @@ class VerifyOptions:
     link_wait: float = 0.0
     max_boot_attempts: int = 3
     reboot_command: list[str] = field(default_factory=lambda: ["systemctl", "reboot"])
-    throughput: Any = None  # throughput.Options (peer, floor...) when --throughput
-    catalog: Callable[[], Any] | None = None  # loads the catalog lazily (throughput floor)
+    throughput: tp.Options | None = None  # peer, floor... when --throughput
+    catalog: Callable[[], Catalog | None] | None = None  # lazily: the throughput floor's
 
 
 @dataclass
@@ -155,6 +156,8 @@ class Verifier:
 
     def _throughput(self, exp: dict[str, Any], res: ExpectationResult) -> list[Check]:
         opts = self.opts.throughput
+        if opts is None:  # not asked for
+            return []
         ifaces = [i for d in exp.get("devices", []) for i in d.get("interfaces", [])]
         if not ifaces:
             return [Check("throughput", "interface", None, None, "info", "",
@@ -166,7 +169,7 @@ class Verifier:
         if iface is None:
             addr = tp.resolve_peer(self.host, opts.peer)
             iface = tp.route_interface(self.host, addr) if addr else None
-        if iface not in ifaces:
+        if iface is None or iface not in ifaces:
             return [Check("throughput", "interface", ifaces, iface, "unknown", "",
                           f"traffic to {opts.peer} would not cross a {exp['driver']} "
                           "interface: set bind_dev / --interface")]

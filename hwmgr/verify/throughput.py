@@ -14,9 +14,10 @@ import math
 import re
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from hwmgr import safejson
+from hwmgr.catalog.load import Catalog
 from hwmgr.errors import NotFoundError, RefusedError
 from hwmgr.host.runner import RC_NOT_AVAILABLE, RC_TIMEOUT, Result
 from hwmgr.host.seam import Host
@@ -358,10 +359,11 @@ def device_ids(host: Host, iface: str) -> dict[str, Any] | None:
             "class": cls[:4] if cls else None}
 
 
-def catalog_fraction(catalog: Any, driver: str | None, ids: dict[str, Any] | None
+def catalog_fraction(catalog: Catalog | None, driver: str | None, ids: dict[str, Any] | None
                      ) -> tuple[float, str] | None:
     """(min_fraction_of_link, entry name) from the catalog by driver name or device IDs."""
-    entry, name = None, None
+    entry: Mapping[str, Any] | None = None
+    name = None
     if driver and catalog is not None and driver in catalog.names():
         entry, name = catalog.entry(driver), driver
     elif ids and catalog is not None:
@@ -387,7 +389,7 @@ def refuse_critical(host: Host, iface: str, force: bool) -> str | None:
     return f"{why} (--force given)" if why else None
 
 
-def check(host: Host, opts: Options, *, catalog: Any = None, driver: str | None = None
+def check(host: Host, opts: Options, *, catalog: Catalog | None = None, driver: str | None = None
           ) -> Report:
     """Measure and judge: find the interface, refuse critical ones, size streams, run iperf3.
 
