@@ -43,7 +43,7 @@ RuleKey = tuple[Any, ...]  # ("subsystem", v, d, sv, sd) | ("device", v, d) | ("
 
 
 # ----------------------------------------------------------------------------- small helpers
-def _hex4(value: Any) -> str | None:
+def _hex4(value: object) -> str | None:
     """Normalise an ID ('0x19A2', '19a2') to 4 lowercase hex digits, else None."""
     if not isinstance(value, str):
         return None
@@ -52,7 +52,7 @@ def _hex4(value: Any) -> str | None:
     return v if _HEX4.match(v) else None
 
 
-def _class4(value: Any) -> str | None:
+def _class4(value: object) -> str | None:
     """Base class + subclass from '0200', '020000' or '0x020000'."""
     if not isinstance(value, str):
         return None
@@ -343,7 +343,7 @@ class Catalog(RuleData):
         """catalog_version of the loaded file(s), joined with '+' when several."""
         return "+".join(f.catalog_version for f in self.files if f.catalog_version) or None
 
-    def match(self, dev: Mapping[str, Any]) -> Match | None:
+    def match(self, dev: Mapping[str, object]) -> Match | None:
         """The most specific entry for an inventory device: 4-tuple, vendor:device, then the
         entry of the driver bound to it (by a class rule of its own, else as the bound driver:
         a driver's version verdicts hold for every device it drives), then any class rule."""
@@ -387,7 +387,7 @@ class Catalog(RuleData):
         name, i = next((h for b in bound for h in hits if driver_key(h[0]) == b), hits[0])
         return Match(name, str(key[0]), self.drivers[name]["devices"][i], self.drivers[name])
 
-    def applicable(self, m: Match, dev: Mapping[str, Any],
+    def applicable(self, m: Match, dev: Mapping[str, object],
                    kernel: str | None) -> dict[str, dict[str, Any]]:
         """The versions of the matched entry that apply to this device and kernel."""
         ids = tuple(_hex4(dev.get(k)) for k in
@@ -400,7 +400,7 @@ class Catalog(RuleData):
                 out[ver] = ve
         return out
 
-    def recommended(self, dev: Mapping[str, Any],
+    def recommended(self, dev: Mapping[str, object],
                     kernel: str | None = None) -> tuple[str, dict[str, Any]] | None:
         """(version, version entry) recommended for this device on this kernel, if any."""
         m = self.match(dev)
@@ -467,7 +467,7 @@ class Catalog(RuleData):
         release = tables.get(fam, {}).get("releases", {}).get(base)
         return f"{fam}-{release}" if release else None
 
-    def verdict(self, dev: Mapping[str, Any], kernel: str | None = None,
+    def verdict(self, dev: Mapping[str, object], kernel: str | None = None,
                 proc_version: str | None = None,
                 signature: str | None = None) -> Verdict | None:
         """{entry, status, recommended_version, reason, ...} for an inventory device, or None

@@ -31,10 +31,10 @@ class Match(Protocol):
 class Catalog(Protocol):
     """What a verdict asks the loaded catalog (load.Catalog)."""
 
-    def recommended(self, dev: Mapping[str, Any],
+    def recommended(self, dev: Mapping[str, object],
                     kernel: str | None = None) -> tuple[str, dict[str, Any]] | None: ...
 
-    def applicable(self, m: Any, dev: Mapping[str, Any],
+    def applicable(self, m: Any, dev: Mapping[str, object],
                    kernel: str | None) -> dict[str, dict[str, Any]]: ...
 
     def knowledge(self, name: str) -> Knowledge: ...
@@ -112,7 +112,7 @@ _FROM_STATUS = {"recommended": "ok", "known-good": "ok", "baseline": "ok",
 _K_MARK = re.compile(r"-k(?:$|[-_.])|-rh\d[\d.]*$")
 
 
-def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None,
+def decide(cat: Catalog, m: Match, dev: Mapping[str, object], kernel: str | None,
            build: KernelBuild | None = None) -> Verdict:
     """Apply the verdict rules: driver binding, then the known issues the device runs into
     (by its driver version, and for an in-tree build by the kernel build), then the in-tree
@@ -174,8 +174,9 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None,
             p.get("kernels") and _kernel_ok(p["kernels"], kernel) for p in inbox_policies(entry)):
         in_tree = False  # this kernel's own build reports the release: this one is not it
     know = cat.knowledge(name)
-    ids = tuple(dev.get(k) for k in ("vendor_id", "device_id", "subsystem_vendor_id",
-                                     "subsystem_device_id"))
+    ids = tuple(v if isinstance(v, str) else None for v in (
+        dev.get(k) for k in ("vendor_id", "device_id", "subsystem_vendor_id",
+                             "subsystem_device_id")))
     if build.release:
         out["kernel_build"] = build.label()
     if not kernel_release:
@@ -385,7 +386,7 @@ def _same_release(dist: str, listed: Any) -> bool:
 
 
 def _floors(out: Verdict, know: Knowledge, ids: tuple[Any, ...], raw: str, scheme: str,
-            kernel: str | None, dev: Mapping[str, Any], entry: Mapping[str, Any]) -> None:
+            kernel: str | None, dev: Mapping[str, object], entry: Mapping[str, Any]) -> None:
     """The firmware requirements of this driver version, each against what the device runs."""
     reqs = issues.firmware_floors(know, ids, raw, scheme, kernel, kernel_release=False)
     if not reqs:
