@@ -9,7 +9,9 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Tuple, Union
+from typing import Iterable, Mapping, Tuple, Union, cast
+
+from hwmgr.catalog.entry import InboxPolicy
 
 FIRMWARE_SCHEME = "firmware"  # an entry's firmware_scheme when it names none
 PathPart = Union[str, int]  # a member name or a list index
@@ -50,7 +52,7 @@ def parse_json_path(text: str) -> JsonPath | None:
     return tuple(parts)
 
 
-def device_ref(rule: Mapping[str, Any]) -> str | None:
+def device_ref(rule: Mapping[str, object]) -> str | None:
     """'vendor:device[:subvendor:subdevice]' of a device rule, None for a class rule."""
     if "device" not in rule:
         return None
@@ -60,7 +62,7 @@ def device_ref(rule: Mapping[str, Any]) -> str | None:
     return ref
 
 
-def rule_ref(rule: Mapping[str, Any]) -> str | None:
+def rule_ref(rule: Mapping[str, object]) -> str | None:
     """A device rule's identity as layers merge it and `catalog show --effective` names it:
     its device_ref, or 'class [vendor:]CLASS' for a class rule; None for neither."""
     ref = device_ref(rule) if "vendor" in rule else None
@@ -79,13 +81,13 @@ def ref_hits(ref: str, ids: tuple[str | None, ...]) -> bool:
     return all(w == have for w, have in zip(want, ids))
 
 
-def inbox_policies(entry: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def inbox_policies(entry: Mapping[str, object]) -> list[InboxPolicy]:
     """An entry's in-tree policies in the order they are tried: schema 3 allows a list (one
-    per kernel family), schema 1-2 one object."""
+    per kernel family), schema 1-2 one object (as the schema checked it)."""
     inbox = entry.get("inbox")
     if not inbox:
         return []
-    return list(inbox) if isinstance(inbox, list) else [inbox]
+    return cast("list[InboxPolicy]", list(inbox) if isinstance(inbox, list) else [inbox])
 
 
 def evidence_text(evidence: object) -> str | None:

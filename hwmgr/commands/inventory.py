@@ -79,7 +79,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     show_all = bool(args.all or args.klass)  # a --class filter is an explicit request: list it
 
     def _render(console: Console) -> None:
-        render(console, data, show_all=show_all)
+        render(console, scan, show_all=show_all)
         flagged = any(d.catalog is not None and d.catalog["status"] in ("known-bad", "outdated")
                       for d in scan.devices)
         if not args.no_catalog and not flagged:  # else the upgrade hint comes first
