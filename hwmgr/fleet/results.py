@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, Dict, Iterable, Union
+from typing import Any, Dict, Iterable, Union, cast
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError
@@ -31,6 +31,7 @@ from hwmgr.fleet.report import (
     SUMMARY_KEYS,
     Finding,
     LoadedHost,
+    SourceRef,
 )
 from hwmgr.fleet.stream import JSONStream
 from hwmgr.output import printable
@@ -123,7 +124,7 @@ def sort_key(f: Finding) -> tuple[int, int, str, str, str]:
             f["interface"] or "", f["item"])
 
 
-def _source(raw: Any, where: str) -> Any:
+def _source(raw: object, where: str) -> SourceRef | None:
     """check schema 3's `source`: null or {ref, url}, nothing else kept."""
     if raw is None:
         return None
@@ -131,7 +132,8 @@ def _source(raw: Any, where: str) -> Any:
             not isinstance(raw.get("url"), (str, type(None))):
         raise BadInputError(f"{where}: expected null or {{\"ref\": string, \"url\": string "
                             "or null}")
-    return raw if raw.keys() == _REF_URL else {"ref": raw["ref"], "url": raw.get("url")}
+    return cast(SourceRef, raw) if raw.keys() == _REF_URL else {"ref": raw["ref"],
+                                                                 "url": raw.get("url")}
 
 
 def _finding(raw: Any, base: str, i: int) -> Finding:
@@ -140,14 +142,15 @@ def _finding(raw: Any, base: str, i: int) -> Finding:
     `source` in place of `evidence` when it has one."""
     if not isinstance(raw, dict):
         raise BadInputError(f"{base}.findings[{i}]: expected an object")
-    out: Finding
+    kept: dict[str, Any]
     if "source" in raw:
         src = _source(raw["source"], f"{base}.findings[{i}].source")
-        out = raw if raw.keys() == SOURCE_KEYS and src is raw["source"] else {
+        kept = raw if raw.keys() == SOURCE_KEYS and src is raw["source"] else {
             **{k: raw.get(k) for k in BASE_KEYS}, "source": src}
     else:
-        out = raw if raw.keys() == FINDING_KEYS else {
+        kept = raw if raw.keys() == FINDING_KEYS else {
             **{k: raw.get(k) for k in BASE_KEYS}, "evidence": raw.get("evidence")}
+    out = cast(Finding, kept)  # its fields are checked here, before anyone reads them
     if out["layer"] not in LAYERS:
         raise BadInputError(f"{base}.findings[{i}].layer: {out['layer']!r} is not one of "
                             f"{', '.join(LAYERS)}")
