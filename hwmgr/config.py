@@ -7,6 +7,7 @@ throughput floor. Unknown keys are refused so a typo never silently falls back t
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -90,7 +91,8 @@ def catalog_locations(config: Config | None = None) -> CatalogLocations:
                             Path(cfg.trusted_keys_dir))
 
 
-def config_from(args: Any, env: Mapping[str, str] | None = None) -> Config:
+def config_from(args: argparse.Namespace | None,
+                env: Mapping[str, str] | None = None) -> Config:
     """The one place flags and HWMGR_* variables become a `Config` (paths made absolute)."""
     env = env if env is not None else os.environ
     state = getattr(args, "state_dir", None) or env.get("HWMGR_STATE_DIR") or DEFAULT_STATE_DIR
