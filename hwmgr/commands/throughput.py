@@ -154,9 +154,9 @@ def _serve(args: argparse.Namespace, host: Host, cfg: SiteConfig) -> Outcome:
         raise UsageError(f"--count {args.count}: expected 1 or more tests")
     idle = hard_timeout(args.timeout) or 300.0  # checked before anything is printed
     port = args.port if args.port is not None else cfg.throughput_port
-    tests: list[dict[str, Any]] = []
+    tests: list[tp.Served] = []
 
-    def each(out: dict[str, Any]) -> None:
+    def each(out: tp.Served) -> None:
         tests.append(out)
         if not args.json:
             print(printable(_served_line(out)), file=sys.stderr, flush=True)
@@ -182,7 +182,7 @@ def _serve(args: argparse.Namespace, host: Host, cfg: SiteConfig) -> Outcome:
                                             markup=False))
 
 
-def _served_line(out: dict[str, Any]) -> str:
+def _served_line(out: tp.Served) -> str:
     if out["status"] == "served":
         return f"served a test on port {out['port']}: {out['mbps']:.0f} Mbit/s received"
     return f"a test on port {out['port']} ended without a result: {out['reason']}"

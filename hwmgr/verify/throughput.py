@@ -14,7 +14,7 @@ import math
 import re
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, TypedDict
 
 from hwmgr import safejson
 from hwmgr.catalog.load import Catalog
@@ -71,6 +71,33 @@ class Run:
         d = asdict(self)
         d["gbps"] = None if self.mbps is None else round(self.mbps / 1000, 3)
         return d
+
+
+class IperfNumbers(TypedDict):
+    """What one iperf3 -J run measured, once its numbers are trusted (`parse_output`)."""
+
+    mbps: float
+    sender_mbps: float | None
+    retransmits: int | None
+    seconds: float
+    cpu_local_pct: float | None
+    cpu_remote_pct: float | None
+
+
+class Served(TypedDict, total=False):
+    """One test `serve` ran: the argv and port, served / unknown / unavailable and why, and
+    the server's numbers (IperfNumbers' keys) when it served one."""
+
+    argv: list[str]
+    port: int
+    status: str
+    reason: str
+    mbps: float
+    sender_mbps: float | None
+    retransmits: int | None
+    seconds: float
+    cpu_local_pct: float | None
+    cpu_remote_pct: float | None
 
 
 @dataclass
@@ -204,7 +231,7 @@ def _outside(text: str) -> str:
     return line if len(line) <= 160 else line[:157] + "..."
 
 
-def parse_output(res: Result) -> dict[str, Any]:
+def parse_output(res: Result) -> IperfNumbers:
     """The numbers of one iperf3 -J run; IperfOutputError(reason) when they cannot be trusted."""
     if res.rc == RC_NOT_AVAILABLE:
         raise IperfOutputError("iperf3 is not installed (install the iperf3 package)")
@@ -346,7 +373,7 @@ def link_speed(host: Host, iface: str) -> int | None:
     return speed if speed and speed > 0 else None
 
 
-def device_ids(host: Host, iface: str) -> dict[str, Any] | None:
+def device_ids(host: Host, iface: str) -> dict[str, str | None] | None:
     """Catalog-matchable IDs of the PCI function behind `iface` (None for virtual links)."""
     base = f"/sys/class/net/{iface}/device"
     vendor = hex_id(host.read_attr(f"{base}/vendor"), 4)
@@ -359,7 +386,8 @@ def device_ids(host: Host, iface: str) -> dict[str, Any] | None:
             "class": cls[:4] if cls else None}
 
 
-def catalog_fraction(catalog: Catalog | None, driver: str | None, ids: dict[str, Any] | None
+def catalog_fraction(catalog: Catalog | None, driver: str | None,
+                     ids: Mapping[str, object] | None
                      ) -> tuple[float, str] | None:
     """(min_fraction_of_link, entry name) from the catalog by driver name or device IDs."""
     entry: Mapping[str, Any] | None = None
@@ -433,13 +461,13 @@ def check(host: Host, opts: Options, *, catalog: Catalog | None = None, driver: 
 
 
 def serve(host: Host, port: int = 5201, timeout: float = 300.0,
-          bind: str | None = None) -> dict[str, Any]:
+          bind: str | None = None) -> Served:
     """A one-off `iperf3 -s -1` on this host, bounded by `timeout`; the server's own summary."""
     argv = [IPERF3, "-s", "-1", "-J", "-p", str(port)]
     if bind:
         argv += ["-B", bind]
     res = host.run(argv, timeout=timeout)
-    out: dict[str, Any] = {"argv": argv, "port": port, "status": "unknown", "reason": ""}
+    out: Served = {"argv": argv, "port": port, "status": "unknown", "reason": ""}
     if res.rc == RC_TIMEOUT:
         out["reason"] = f"no client finished a test within {timeout:g}s"
         return out
@@ -450,19 +478,20 @@ def serve(host: Host, port: int = 5201, timeout: float = 300.0,
         if res.rc == RC_NOT_AVAILABLE:
             out["status"] = "unavailable"
         return out
-    out.update(status="served", **nums)
+    out["status"] = "served"
+    out.update(nums)
     return out
 
 
 def serve_many(host: Host, port: int = 5201, *, count: int | None = None,
                idle: float = 300.0, bind: str | None = None,
-               each: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+               each: Callable[[Served], None] | None = None) -> list[Served]:
     """Serve tests one after another until `count` were served (None: until interrupted), so
     a client's send-then-receive (`--both`) finds the server again. Each test is a one-off
     iperf3 server (its own JSON summary); a wait longer than `idle` just starts a new one.
     `each` sees every test as it ends (a failed one too). Stops, the failure last, when iperf3
     cannot serve at all (not installed, port taken: it fails at once)."""
-    served: list[dict[str, Any]] = []
+    served: list[Served] = []
     while count is None or len(served) < count:
         t0 = time.monotonic()
         out = serve(host, port, idle, bind)
