@@ -15,14 +15,14 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence, cast
+from typing import Any, Mapping, Optional, Sequence, cast
 
 from hwmgr.catalog import kbuild, layers, versions
 from hwmgr.catalog.discover import ENV_DIR, PathLike, catalog_files, discover
 from hwmgr.catalog.entry import DeviceRule, DriverEntry, VersionEntry
 from hwmgr.catalog.kbuild import KernelBuild
 from hwmgr.catalog.model import Knowledge
-from hwmgr.catalog.refs import driver_key, json_path, parse_json_path, ref_hits
+from hwmgr.catalog.refs import JsonPath, driver_key, json_path, parse_json_path, ref_hits
 from hwmgr.catalog.rules import RuleData
 from hwmgr.catalog.schema import VerdictCache, findings
 from hwmgr.catalog.support import Support
@@ -40,7 +40,8 @@ VERDICTS = ("ok", "outdated", "known-bad", "uncatalogued", "unknown")
 LEVELS = ("subsystem", "device", "driver", "class")  # most specific first
 
 _HEX4 = re.compile(r"^[0-9a-f]{4}$")
-RuleKey = tuple[Any, ...]  # ("subsystem", v, d, sv, sd) | ("device", v, d) | ("class", v|None, c)
+# ("subsystem", v, d, sv, sd) | ("device", v, d) | ("class", v|None, c)
+RuleKey = tuple[Optional[str], ...]
 
 
 # ----------------------------------------------------------------------------- small helpers
@@ -68,7 +69,7 @@ def _schema_errors(data: Any, partial: bool = False) -> list[tuple[str, str]]:
 
 
 # ----------------------------------------------------------------------------- semantic checks
-def _rule_key(rule: Mapping[str, Any]) -> tuple[str | None, ...]:
+def _rule_key(rule: DeviceRule) -> RuleKey:
     if "device" in rule:
         if "subvendor" in rule:
             return ("subsystem", rule["vendor"], rule["device"], rule["subvendor"],
@@ -211,7 +212,7 @@ class Catalog(RuleData):
             return []
         order = [f.path for f in self.files]
 
-        def named(p: tuple[Any, ...]) -> str:
+        def named(p: JsonPath) -> str:
             files = self.provenance.files_under(layers.keyed_path(self.doc, p)) or {
                 self.files[0].path}
             return ", ".join(str(f) for f in order if f in files)
