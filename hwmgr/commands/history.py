@@ -24,6 +24,7 @@ from hwmgr.ui.verbhelp import Example
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
     from rich.console import Console
+    from rich.text import Text
 
 NAME = "history"
 EXAMPLES = (
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     return Outcome(NAME, data={"transactions": rows}, render=render)
 
 
-def _checks(args: argparse.Namespace, ctx: Context, state: Any) -> Outcome:
+def _checks(args: argparse.Namespace, ctx: Context, state: StateDir) -> Outcome:
     """`history --checks`: drift episodes from the check history, explained by the journal."""
     db = open_history(ctx.host, state.path)
     try:
@@ -153,7 +154,7 @@ def _txns(txns: list[dict[str, Any]], nothing_to_say: bool) -> str:
         "no hwmgr transaction (changed outside hwmgr)"
 
 
-def _dict(value: Any) -> dict[str, Any]:
+def _dict(value: object) -> dict[str, Any]:  # a journal's JSON member, or nothing
     return value if isinstance(value, dict) else {}
 
 
@@ -178,14 +179,14 @@ def _items(t: dict[str, Any]) -> list[dict[str, Any]]:
              "to": _onoff(i.get("wanted", i.get("value")))} for i in raw if isinstance(i, dict)]
 
 
-def _cell(value: Any) -> Any:
+def _cell(value: object) -> Text:
     """A table cell: text from the journal, escaped, never parsed as rich markup."""
     from rich.text import Text  # rich: only drawing needs it
 
     return Text(printable("" if value is None else value))
 
 
-def _rate(rec: Any) -> str | None:
+def _rate(rec: object) -> str | None:
     if not isinstance(rec, dict):
         return None
     rates = [f"{rec[k]:g}" for k in ("send_mbps", "receive_mbps") if isinstance(rec.get(k),
@@ -211,5 +212,5 @@ def results_text(results: dict[str, Any]) -> str:
     return ", ".join(parts) or "-"
 
 
-def _onoff(value: Any) -> Any:
+def _onoff(value: object) -> object:
     return ("on" if value else "off") if isinstance(value, bool) else value
