@@ -7,7 +7,7 @@ import json
 import re
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from hwmgr import safejson
 from hwmgr.catalog.discover import DRIVERS_SUBDIR, dir_files, in_force_beneath
@@ -183,7 +183,7 @@ def _validate(files: list[str], alone: bool, config: Config) -> Outcome:
     return Outcome(NAME, data=data, render=render)
 
 
-def _fragment_errors(path: Path, doc: Any) -> list[str]:
+def _fragment_errors(path: Path, doc: object) -> list[str]:
     """A catalog directory's drivers/NAME.json holds the entry of driver NAME and no other,
     so two files can never define one driver."""
     if path.parent.name != DRIVERS_SUBDIR or not isinstance(doc, dict):
@@ -227,7 +227,7 @@ def _stats(paths: list[str] | None, config: Config) -> Outcome:
     if not cat.files:
         raise NotFoundError("no catalog files found (use --catalog FILE or HWMGR_CATALOG_DIR)")
     data = {"catalog_version": cat.version, "layers": [str(f.path) for f in cat.files],
-            **catalog_stats(cat.drivers)}
+            **catalog_stats(cat.entries)}
 
     def render(console: Console) -> None:
         from rich.table import Table  # rich: only drawing needs it
@@ -296,7 +296,7 @@ def _render(console: Console, data: dict[str, Any]) -> None:
     """Rich view of one entry: header, devices, versions, in-tree policy, settings, notes."""
     from rich.markup import escape as _escape  # rich: only drawing needs it
 
-    def escape(value: Any) -> str:  # catalog text is untrusted: no markup, no control chars
+    def escape(value: object) -> str:  # catalog text is untrusted: no markup, no control chars
         return _escape(printable(value))
 
     e = data["entry"]
@@ -359,7 +359,8 @@ def _render(console: Console, data: dict[str, Any]) -> None:
         console.print(f"[dim]note: {escape(n)}[/]")
 
 
-def _render_knowledge(console: Console, e: dict[str, Any], escape: Any) -> None:
+def _render_knowledge(console: Console, e: dict[str, Any],
+                      escape: Callable[[object], str]) -> None:
     """Known issues (affected ranges, fixes, every source with what it states) and firmware
     requirements: the evidence a compact finding points to by id."""
     if e.get("known_issues"):
@@ -398,7 +399,7 @@ def _source(src: dict[str, Any] | None) -> str:
     return f"{src['type']} {src['url']}" + (f" ({'; '.join(flags)})" if flags else "")
 
 
-def _fmt(val: Any) -> str:
+def _fmt(val: object) -> str:
     if isinstance(val, dict):
         return ", ".join(f"{k} {v}" for k, v in val.items())
     return str(val)
