@@ -35,6 +35,12 @@ class Context:
     args: argparse.Namespace
     _opened: _Opened = field(default_factory=_Opened, repr=False, compare=False)
 
+    @classmethod
+    def of(cls, args: argparse.Namespace, *, host: Host, config: Config) -> Context:
+        """A context over a Host already open (a library caller's tree, a test fixture's):
+        the caller owns it, so nothing is widened or cleaned up for it here."""
+        return cls(args, _Opened(config=config, host=host))
+
     @property
     def config(self) -> Config:
         """Paths and switches for this run, from flags and HWMGR_* variables (read once)."""
