@@ -136,7 +136,7 @@ def report_chunks(report: Report) -> Iterator[bytes]:
     (hosts share equal findings: `results`); the C encoder does the rest."""
     enc = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
-    def b(obj: Any) -> bytes:
+    def b(obj: object) -> bytes:
         return enc(obj).encode()
 
     done: dict[int, bytes] = {}  # id of a finding (all alive in `report`) -> its JSON

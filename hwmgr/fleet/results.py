@@ -44,7 +44,7 @@ MAX_BATCH_BYTES = 1 << 30
 
 
 # ------------------------------------------------------------------------ reading one host
-def _check_counts(raw: Any, where: str) -> dict[str, int]:
+def _check_counts(raw: object, where: str) -> dict[str, int]:
     if not isinstance(raw, dict):
         raise BadInputError(f"{where}: expected an object of counts")
     out = {}
@@ -66,7 +66,7 @@ _SCALARS = frozenset((str, int, bool, type(None)))
 _REF_URL = frozenset(("ref", "url"))
 
 
-def _frozen(value: Any) -> Any:
+def _frozen(value: object) -> object:
     """A hashable stand-in for a finding's value that no value of another JSON text equals
     (the caller adds each value's type, so 1, 1.0 and true stay apart)."""
     if isinstance(value, (dict, list)):  # a flat one, e.g. a limit {"min": 10000}
@@ -87,7 +87,7 @@ class Interner:
     once per distinct finding."""
 
     def __init__(self) -> None:
-        self.findings: dict[Any, Finding] = {}
+        self.findings: dict[tuple[object, ...], Finding] = {}
         self.order: dict[int, tuple[int, int, str, str, str]] = {}
 
     def finding(self, raw: Any, base: str, i: int) -> Finding:
@@ -96,7 +96,7 @@ class Interner:
             return _finding(raw, base, i)
         values = tuple(raw.values())
         types = tuple(map(type, values))
-        key: Any
+        key: tuple[object, ...]
         if _SCALARS.issuperset(types):
             key = (tuple(raw), values, types)
         elif types[-1] is dict and _SCALARS.issuperset(types[:-1]) and \
@@ -136,7 +136,7 @@ def _source(raw: object, where: str) -> SourceRef | None:
                                                                  "url": raw.get("url")}
 
 
-def _finding(raw: Any, base: str, i: int) -> Finding:
+def _finding(raw: object, base: str, i: int) -> Finding:
     """One finding checked; `base` and `i` name it in an error (built only then). A finding
     with exactly the contract's keys is kept as it is (no copy), any other reduced to them:
     `source` in place of `evidence` when it has one."""

@@ -66,7 +66,7 @@ def point_of(report: Report) -> dict[str, Any]:
     return {"generated": report["generated"], **report["summary"]}
 
 
-def _count(value: Any, where: str) -> int:
+def _count(value: object, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise BadInputError(f"{where}: expected a count (integer >= 0)")
     return value
