@@ -22,7 +22,7 @@ class _JsonView(Mapping[str, Any]):
 
     _RENAMED: ClassVar[dict[str, str]] = {}  # JSON key -> attribute, where they differ
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         raise NotImplementedError
 
     def __getitem__(self, key: str) -> Any:
@@ -89,7 +89,7 @@ class Interface(_JsonView):
     firmware_version: str | None
     bus_info: str | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "name": self.name, "address": self.address, "mac": self.mac, "mtu": self.mtu,
             "speed_mbps": self.speed_mbps, "duplex": self.duplex, "operstate": self.operstate,
@@ -135,8 +135,8 @@ class Device(_JsonView):
 
     _RENAMED: ClassVar[dict[str, str]] = {"class": "pci_class"}
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
             "address": self.address,
             "domain": self.domain,
             "vendor_id": self.vendor_id,

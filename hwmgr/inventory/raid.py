@@ -9,7 +9,7 @@ firmware) per controller. Adding a vendor's tool means one class here and its en
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Optional, Sequence, Tuple
+from typing import ClassVar, Optional, Sequence, Tuple
 
 from hwmgr import safejson
 from hwmgr.host.seam import Host
@@ -98,7 +98,7 @@ class MegaCli(RaidTool):
 ADAPTERS: tuple[RaidTool, ...] = (StorCli(), MegaCli())
 
 
-def storcli_addr(raw: Any) -> str | None:
+def storcli_addr(raw: object) -> str | None:
     """storcli prints the PCI address as '00:01:00:00' (domain:bus:dev:func)."""
     if not isinstance(raw, str):
         return None
