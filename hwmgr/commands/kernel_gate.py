@@ -4,7 +4,7 @@ or the boot default held on the running kernel (docs/kernel-gate.md)."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
             config_error = None
         except BadInputError as exc:  # fail closed: a gate that cannot read its site config
             timeout, config_error = 0.0, exc.message  # builds nothing and holds the default
-        unready: list[Any]
+        unready: list[NotReady]
         if config_error is None:
             drivers = gate.managed_drivers(state)
             sb = guard.secure_boot(host) if drivers else None
@@ -110,14 +110,25 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
             try:
                 data["held"] = gate.hold(host, state, kver, running or "")
             except HwmgrError as exc:
-                r = unready[0]
-                raise HwmgrError(f"not ready for kernel {kver} ({r.driver} {r.version}: "
-                                 f"{r.why}), and the boot default could NOT be held: "
+                why = unready[0]
+                raise HwmgrError(f"not ready for kernel {kver} ({why.driver} {why.version}: "
+                                 f"{why.why}), and the boot default could NOT be held: "
                                  f"{exc.message}", exit_code=exc.exit_code) from None
         else:
             data["released"] = gate.release(host, state, kver)
     state.close()
     return _outcome(data, unready, running or "unknown", args.allow_unready)
+
+
+class NotReady(Protocol):
+    """What the verb says of a driver that is not ready: a gate's Readiness or _Unready."""
+
+    @property
+    def driver(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def why(self) -> str: ...
 
 
 class _Unready(NamedTuple):
@@ -130,7 +141,7 @@ class _Unready(NamedTuple):
     ready: bool = False
 
 
-def _outcome(data: dict[str, Any], unready: list[Any], running: str,
+def _outcome(data: dict[str, Any], unready: list[NotReady], running: str,
              allowed: bool) -> Outcome:
     kver = data["kernel"]
     first = f"{unready[0].driver} {unready[0].version}: {unready[0].why}" if unready else ""

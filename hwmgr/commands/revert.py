@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hwmgr.compliance import apply as ap
 from hwmgr.errors import (
@@ -82,6 +82,6 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
                    exit_code=0 if res.ok else EXIT_FAILED, render=render)
 
 
-def _v(value: Any) -> Any:
+def _v(value: object) -> object:
     """A recorded value as ethtool spells it (booleans are on/off)."""
     return ("on" if value else "off") if isinstance(value, bool) else value

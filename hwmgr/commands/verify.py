@@ -146,7 +146,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
                    exit_code=STATUS_EXIT[report.status], render=lambda c: _render(c, data))
 
 
-def _cell(v: Any) -> str:
+def _cell(v: object) -> str:
     if v is None:
         return "-"
     if isinstance(v, list):

@@ -35,7 +35,7 @@ LEGEND = ("drift = not what the catalog wants (run the fix); unknown = could not
 NOTE_MIN = 20  # a FIX / NOTE column narrower than this puts every note below its row
 
 
-def value_text(v: Any) -> str:
+def value_text(v: object) -> str:
     """A JSON value as a cell: bounds as ≥/≤, lists space-joined, null as -."""
     if v is None:
         return "-"
