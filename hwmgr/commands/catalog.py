@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from hwmgr import safejson
 from hwmgr.catalog.discover import DRIVERS_SUBDIR, dir_files, in_force_beneath
+from hwmgr.catalog.entry import DriverEntry, Source
 from hwmgr.catalog.load import Catalog, load_catalog
 from hwmgr.catalog.model import BAD_SEVERITIES
 from hwmgr.catalog.refs import evidence_text, inbox_policies
@@ -280,7 +281,7 @@ def _show(what: str, paths: list[str] | None, config: Config,
     if effective:
         data["effective"] = cat.effective(name)
         return Outcome(NAME, data=data, render=lambda c: _render_effective(c, data))
-    return Outcome(NAME, data=data, render=lambda c: _render(c, data))
+    return Outcome(NAME, data=data, render=lambda c: _render(c, data, entry))
 
 
 def _render_effective(console: Console, data: dict[str, Any]) -> None:
@@ -292,14 +293,13 @@ def _render_effective(console: Console, data: dict[str, Any]) -> None:
                       f"<- {printable(row['file'])}", markup=False, soft_wrap=True)
 
 
-def _render(console: Console, data: dict[str, Any]) -> None:
+def _render(console: Console, data: dict[str, Any], e: DriverEntry) -> None:
     """Rich view of one entry: header, devices, versions, in-tree policy, settings, notes."""
     from rich.markup import escape as _escape  # rich: only drawing needs it
 
     def escape(value: object) -> str:  # catalog text is untrusted: no markup, no control chars
         return _escape(printable(value))
 
-    e = data["entry"]
     console.print(f"[bold]{escape(data['driver'])}[/]  {escape(e['description'])}")
     console.print(f"[dim]scheme {escape(e['version_scheme'])} · catalog "
                   f"{escape(data['catalog_version'])} · "
@@ -359,7 +359,7 @@ def _render(console: Console, data: dict[str, Any]) -> None:
         console.print(f"[dim]note: {escape(n)}[/]")
 
 
-def _render_knowledge(console: Console, e: dict[str, Any],
+def _render_knowledge(console: Console, e: DriverEntry,
                       escape: Callable[[object], str]) -> None:
     """Known issues (affected ranges, fixes, every source with what it states) and firmware
     requirements: the evidence a compact finding points to by id."""
@@ -388,7 +388,7 @@ def _render_knowledge(console: Console, e: dict[str, Any],
         console.print(f"  [dim]evidence: {escape(evidence_text(fr['sources']) or '')}[/]")
 
 
-def _source(src: dict[str, Any] | None) -> str:
+def _source(src: Source | None) -> str:
     if not src:
         return "-"
     flags = []
