@@ -17,10 +17,9 @@ import sys
 import traceback
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Sequence
+from typing import Sequence
 
 from hwmgr import __version__
-from hwmgr.config import Config, config_from
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -30,10 +29,9 @@ from hwmgr.errors import (
     HwmgrError,
     UsageError,
 )
-from hwmgr.host.seam import Host
-from hwmgr.host.snapshot import open_host
 from hwmgr.output import Outcome, make_console, make_safe, printable, write_json
 from hwmgr.transaction import interrupt
+from hwmgr.ui.context import Context
 from hwmgr.ui.options import common_options
 from hwmgr.ui.verbhelp import all_codes, epilog, sub_action_examples
 
@@ -79,43 +77,6 @@ def verb_module(name: str) -> ModuleType:
 def verb_modules() -> dict[str, ModuleType]:
     """Every verb's module, in `VERBS` order (scripts/gen-exit-codes and the tests read all)."""
     return {name: verb_module(name) for name in VERBS}
-
-
-class Context:
-    """Per-invocation settings shared by the verbs; builds the Host and Config once, lazily."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
-        self._host: Host | None = None
-        self._config: Config | None = None
-        self._cleanup: list[Callable[[], None]] = []
-
-    def __repr__(self) -> str:
-        return f"Context(args={self.args!r})"
-
-    @property
-    def host(self) -> Host:
-        """`--root`'s snapshot or tree, else this machine (opened on first use)."""
-        if self._host is None:
-            host, cleanup = open_host(getattr(self.args, "root", None))
-            if cleanup is not None:
-                self._cleanup.append(cleanup)
-            # the run's own dirs are the live host's writable roots besides hwmgr's host paths
-            host.allow_writes(self.config.state_dir, self.config.cache_dir)
-            self._host = host
-        return self._host
-
-    @property
-    def config(self) -> Config:
-        """Paths and switches for this run, from flags and HWMGR_* variables (read once)."""
-        if self._config is None:
-            self._config = config_from(self.args)
-        return self._config
-
-    def close(self) -> None:
-        for fn in reversed(self._cleanup):
-            fn()
-        self._cleanup.clear()
 
 
 class Parser(argparse.ArgumentParser):
@@ -176,7 +137,7 @@ PATH_DESTS = ("file", "files", "dir", "root", "roots_from", "prom", "changes", "
 def absolute_paths(args: argparse.Namespace) -> None:
     """Relative paths in `args` resolved against the working directory, URLs and "-" (stdin)
     left as given; a Path stays a Path."""
-    def resolve(value: Any) -> Any:
+    def resolve(value: object) -> object:
         if isinstance(value, (list, tuple)):
             return type(value)(resolve(v) for v in value)
         if isinstance(value, Path):

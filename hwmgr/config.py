@@ -7,6 +7,7 @@ throughput floor. Unknown keys are refused so a typo never silently falls back t
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -90,7 +91,8 @@ def catalog_locations(config: Config | None = None) -> CatalogLocations:
                             Path(cfg.trusted_keys_dir))
 
 
-def config_from(args: Any, env: Mapping[str, str] | None = None) -> Config:
+def config_from(args: argparse.Namespace | None,
+                env: Mapping[str, str] | None = None) -> Config:
     """The one place flags and HWMGR_* variables become a `Config` (paths made absolute)."""
     env = env if env is not None else os.environ
     state = getattr(args, "state_dir", None) or env.get("HWMGR_STATE_DIR") or DEFAULT_STATE_DIR
@@ -216,14 +218,18 @@ def config_path(env: Mapping[str, str] | None = None) -> str:
     return env.get("HWMGR_CONFIG") or DEFAULT_CONFIG
 
 
-def load_config(host: Host, env: Mapping[str, str] | None = None) -> SiteConfig:
+def load_config(host: Host, env: Mapping[str, str] | None = None, *,
+                local: Host | None = None) -> SiteConfig:
     """Read the site config through `host`; defaults when the file does not exist.
 
-    `$HWMGR_CONFIG` names a file on the machine running hwmgr (read through a live Host on the
-    same runner), so a snapshot under `--root` never supplies a config by accident.
+    `$HWMGR_CONFIG` names a file on the machine running hwmgr (read through `local`, this
+    machine, by default a live Host on the same runner), so a snapshot under `--root` never
+    supplies a config by accident.
     """
     path = config_path(env)
-    reader = Host("/", host.runner) if path != DEFAULT_CONFIG and not host.live else host
+    reader = host
+    if path != DEFAULT_CONFIG and not host.live:
+        reader = local if local is not None else Host("/", host.runner)
     if not path.startswith("/"):
         raise BadInputError(f"HWMGR_CONFIG={path}: expected an absolute path")
     raw = reader.read_bytes(path)

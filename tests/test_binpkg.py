@@ -25,6 +25,7 @@ from hwmgr.errors import EXIT_BAD_INPUT, EXIT_NOT_FOUND
 from hwmgr.host.runner import RecordingRunner, SubprocessRunner
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.builds.binpkg import deb_name, deb_version, has_signature, rpm_version
+from hwmgr.ui import context
 
 PACKAGER = "Site Builds <builds@example.org>"
 # lintian tags a site-built module package keeps, each explained in docs/rollout.md
@@ -198,7 +199,7 @@ def test_unsigned_deb_maps_the_version(bed, tmp_path: Path, monkeypatch, capsys)
     for k, v in _env(bed, HWMGR_SIGN_KEY="", HWMGR_SIGN_CERT="").items():
         monkeypatch.setenv(k, v)
     runner = RecordingRunner(SubprocessRunner())
-    monkeypatch.setattr(cli, "open_host", lambda root: (Host("/", runner), None))
+    monkeypatch.setattr(context, "open_host", lambda root: (Host("/", runner), None))
     rc = cli.main(["package", MODULE, "--catalog", str(bed.catalog), "--version", "1.0_lab",
                    "--binary", "deb", "--kernel", bed.kver, "--out", str(out), "--json"])
     captured = capsys.readouterr()

@@ -8,14 +8,17 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from test_kernel_gate import NEW, STATE, fixture_root, manage, needs_editenv
 
 from hwmgr.commands import kernel_gate
+from hwmgr.config import config_from
+from hwmgr.host.seam import Host
 from hwmgr.lifecycle.gate import bootloader, gaterecord
+from hwmgr.output import Outcome
 from hwmgr.transaction.state import StateDir
+from hwmgr.ui.context import Context
 
 BAD_CONFIGS = {
     "not-json": b"{bad",
@@ -29,11 +32,11 @@ BAD_CONFIGS = {
 }
 
 
-def _gate(host: object, env_config: Path, monkeypatch: pytest.MonkeyPatch,
-          allow_unready: bool = False) -> object:
+def _gate(host: Host, env_config: Path, monkeypatch: pytest.MonkeyPatch,
+          allow_unready: bool = False) -> Outcome:
     monkeypatch.setenv("HWMGR_CONFIG", str(env_config))
     args = argparse.Namespace(kernel=NEW, wait=None, allow_unready=allow_unready)
-    ctx = SimpleNamespace(host=host, config=SimpleNamespace(state_dir=STATE))
+    ctx = Context.of(args, host=host, config=config_from(argparse.Namespace(state_dir=STATE)))
     return kernel_gate.run(args, ctx)
 
 
@@ -47,11 +50,11 @@ def test_a_bad_site_config_holds_the_boot_default(name: str, tmp_path: Path,
     raw = BAD_CONFIGS[name]
     config.mkdir() if raw is None else config.write_bytes(raw)
     out = _gate(host, config, monkeypatch)
-    assert out.exit_code == 12, out.errors  # type: ignore[attr-defined]
-    (err,) = out.errors  # type: ignore[attr-defined]
+    assert out.exit_code == 12, out.errors
+    (err,) = out.errors
     assert "site config" in err and "boot default held on" in err and "\n" not in err
     assert str(config) in err
-    data = out.data  # type: ignore[attr-defined]
+    data = out.data
     assert data["ready"] is False and data["held"]["backend"] == "grub"
     assert data["site_config_error"] and data["drivers"] == {}
     json.dumps(data)
@@ -71,6 +74,6 @@ def test_allow_unready_with_a_bad_config_warns_and_holds_nothing(
     config = tmp_path / "hwmgr.json"
     config.write_bytes(b"{bad")
     out = _gate(host, config, monkeypatch, allow_unready=True)
-    assert out.exit_code == 0  # type: ignore[attr-defined]
-    assert any("site config" in e for e in out.errors)  # type: ignore[attr-defined]
+    assert out.exit_code == 0
+    assert any("site config" in e for e in out.errors)
     assert gaterecord.read_hold(host, StateDir(host, STATE)) is None

@@ -29,6 +29,7 @@ from hwmgr.host.seam import Host  # noqa: E402
 from hwmgr.lifecycle.builds.dkms import render_dkms_conf  # noqa: E402
 from hwmgr.lifecycle.builds.package import changelog_date, render_spec  # noqa: E402
 from hwmgr.lifecycle.builds.recipe import load_recipe  # noqa: E402
+from hwmgr.ui import context
 
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "specs"
@@ -134,8 +135,8 @@ def _package(bed, monkeypatch, capsys, *args: str) -> tuple[int, dict, list[tupl
     for k, v in bed.env.items():
         monkeypatch.setenv(k, v)
     runner = RecordingRunner(SubprocessRunner())
-    # the CLI's own name for it: cli imports open_host from hwmgr.host.snapshot
-    monkeypatch.setattr(cli, "open_host", lambda root: (Host("/", runner), None))
+    # the run context opens --root through its own name for it (hwmgr.ui.context)
+    monkeypatch.setattr(context, "open_host", lambda root: (Host("/", runner), None))
     rc = cli.main(["package", MODULE, "--catalog", str(bed.catalog), "--json", *args])
     return rc, json.loads(capsys.readouterr().out), [c.argv for c in runner.calls]
 

@@ -49,10 +49,11 @@ WRITES_PENDING = {
     "host/snapshot.py": "the seam package's own capture writer: writes the snapshot the user "
                         "named; moves onto Host writes once they can make symlinks",
 }
-# who may widen where a live Host writes: the run's dirs (cli, and a StateDir its own path),
+# who may widen where a live Host writes: the run's dirs (the run's context, ui/context.py,
+# built by cli; a StateDir its own path),
 # the user's --out (package, fleet-report, mirror sync) and rollout record, the catalog
 # layers' and the catalog cache's dirs (catalog trust/update, the remembered schema verdicts)
-WIDENERS = {"allow_writes": {"cli.py", "transaction/state.py", "compliance/steps.py"},
+WIDENERS = {"allow_writes": {"ui/context.py", "transaction/state.py", "compliance/steps.py"},
             "writable": {"lifecycle/builds/package.py", "lifecycle/builds/binpkg.py",
                          "fleet/write.py", "lifecycle/source/mirror.py",
                          "commands/catalog_trust.py", "catalog/schema.py", "fleet/rollout.py"}}

@@ -19,11 +19,11 @@ import re
 from copy import deepcopy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Dict, Iterator, Mapping, Sequence, Union
 
-from hwmgr.catalog.refs import json_path, rule_ref
+from hwmgr.catalog.refs import JsonPath, PathPart, json_path, rule_ref
 
-Key = tuple[Any, ...]  # a JSON path as its parts; a keyed list's member by its key
+Key = JsonPath  # a JSON path as its parts; a keyed list's member by its key
 
 
 @dataclass(frozen=True)
@@ -33,39 +33,46 @@ class Keyed:
     is merged key by key (`deep`) or replaced whole."""
 
     noun: str
-    key: Callable[[Any], Any] | None = None
+    key: Callable[[Mapping[str, object]], str | None] | None = None
     deep: bool = False
 
-    def of(self, member: Any) -> Any:
+    def of(self, member: object) -> str | None:
         """The member's key; None when it has none (the merged schema check names it)."""
         if self.key is None:
             return member if isinstance(member, str) else None
         return self.key(member) if isinstance(member, dict) else None
 
-    def removes(self, member: Any) -> Any:
+    def removes(self, member: object) -> str | None:
         """The key of the member a layer's item takes out (`{KEY: null}`, or a member with
         `"remove": true`), else None."""
         if isinstance(member, dict) and len(member) == 1:
             (key, value), = member.items()
             if value is None:
-                return key
+                return str(key)  # a JSON member name
         if isinstance(member, dict) and member.get("remove") is True:
             return self.of({k: v for k, v in member.items() if k != "remove"})
         return None
 
 
-def _field(name: str) -> Callable[[Any], Any]:
-    return lambda member: member.get(name) if isinstance(member.get(name), str) else None
+def _field(name: str) -> Callable[[Mapping[str, object]], str | None]:
+    def key(member: Mapping[str, object]) -> str | None:
+        value = member.get(name)
+        return value if isinstance(value, str) else None
+    return key
 
 
-def _list(spec: Keyed, members: dict[str, Any] | None = None) -> dict[str, Any]:
+# a node of KEYED: "" holds a keyed list's rule, "*" any key's node, a literal key its own
+KeyedNode = Dict[str, Union["KeyedNode", Keyed]]
+
+
+def _list(spec: Keyed, members: KeyedNode | None = None) -> KeyedNode:
     """A node of KEYED for a keyed list ("" holds its rule, "*" what lies in its members)."""
     return {"": spec, **({"*": members} if members else {})}
 
 
 # The one table of the lists that merge by key: a path of object keys ("*": any key; a deep
 # list's members are found by their key) to the list's rule. Every other list replaces.
-KEYED: dict[str, Any] = {
+KEYED: KeyedNode = {
     "sysctl": _list(Keyed("sysctl rule", _field("name"))),  # one rule, one constraint: whole
     "conditional_settings": _list(Keyed("conditional setting", _field("id"), deep=True), {
         "drivers": _list(Keyed("driver name")), "when": {"qdisc": _list(Keyed("qdisc"))}}),
@@ -94,25 +101,26 @@ WHOLE_DEFS = ("known_issue", "firmware_requirement", "version_range", "kernel_ra
               "source_ref")
 
 
-def _node(path: Key) -> Any:
+def _node(path: Key) -> KeyedNode | None:
     """The node of KEYED at `path` (a literal key before "*"), or None."""
-    node: Any = KEYED
+    node: KeyedNode | Keyed | None = KEYED
     for part in path:
         if not isinstance(node, dict):
             return None
         node = node.get(part) if part in node and part != "" else node.get("*")
         if node is None:
             return None
-    return node
+    return node if isinstance(node, dict) else None
 
 
 def keyed(path: Key) -> Keyed | None:
     """How the list at `path` merges by key, or None when it replaces."""
     node = _node(path)
-    return node.get("") if isinstance(node, dict) else None
+    rule = node.get("") if node is not None else None
+    return rule if isinstance(rule, Keyed) else None
 
 
-def relaxed_schema(schema: Any) -> Any:
+def relaxed_schema(schema: object) -> Any:
     """The schema with every requirement to *have* a key removed (a partial layer's shape);
     alternatives under oneOf/anyOf keep theirs, since that is how they tell themselves apart
     (a sysctl rule is one of value/min/max/fields, and is replaced whole, never amended), and
@@ -138,7 +146,7 @@ def without_whole_lists(doc: Mapping[str, Any]) -> dict[str, Any]:
                                for n, d in drivers.items()}}
 
 
-def without_nulls(doc: Any) -> Any:
+def without_nulls(doc: object) -> Any:
     """A copy with every object member whose value is null left out (they mean 'delete'),
     and every list item that only deletes (`{KEY: null}`: it takes a member out), for the
     schema check of a layer's own shape."""
@@ -193,12 +201,12 @@ class Provenance:
         return {p for _k, p in self.changes(path)}
 
 
-def _own(val: Any, take: bool) -> Any:
+def _own(val: object, take: bool) -> Any:
     """The layer's value itself when the caller gives the layer up (`take`), else a copy."""
     return val if take else deepcopy(val)
 
 
-def _fresh(path: Key, val: Any, take: bool) -> Any:
+def _fresh(path: Key, val: object, take: bool) -> Any:
     """A value new to the merged document: the layer's own (or a copy) with the removals in
     its keyed lists dropped, since there is nothing earlier for them to take out."""
     val = _own(val, take)
@@ -206,7 +214,7 @@ def _fresh(path: Key, val: Any, take: bool) -> Any:
     return val
 
 
-def _drop_removals(node: Any, val: Any) -> None:
+def _drop_removals(node: object, val: object) -> None:
     """Walk `val` along the KEYED node `node` and drop every removal item of a keyed list."""
     if not isinstance(node, dict):
         return
@@ -283,14 +291,14 @@ def merge(dst: dict[str, Any], layer: Mapping[str, Any], source: Path,
     _merge_obj(dst, layer, source, prov, (), take)
 
 
-def leaves(value: Any, path: Key = ()) -> Iterator[tuple[Key, Any]]:
+def leaves(value: object, path: Key = ()) -> Iterator[tuple[Key, object]]:
     """(path, value) of every scalar or list under `value`, which sits at `path`: objects are
     walked, a keyed list gives each member under its key (a deep list's members walked too)."""
     spec = keyed(path) if isinstance(value, list) and value else None
     if isinstance(value, dict) and value:
         for k, v in value.items():
             yield from leaves(v, (*path, k))
-    elif spec is not None:
+    elif spec is not None and isinstance(value, list):  # (a keyed list: spec says so)
         for i, member in enumerate(value):
             key = spec.of(member)
             here = (*path, i if key is None else key)
@@ -302,7 +310,8 @@ def leaves(value: Any, path: Key = ()) -> Iterator[tuple[Key, Any]]:
         yield path, value
 
 
-def _members(doc: Any, node: Any = None, path: Key = ()) -> Iterator[tuple[Key, Keyed, Any]]:
+def _members(doc: object, node: object = None,
+             path: Key = ()) -> Iterator[tuple[Key, Keyed, object]]:
     """(path, rule, member) of every member of every keyed list in `doc` (a layer as read)."""
     node = KEYED if node is None else node
     if not isinstance(node, dict):
@@ -318,17 +327,17 @@ def _members(doc: Any, node: Any = None, path: Key = ()) -> Iterator[tuple[Key, 
                 yield from _members(doc[k], sub, (*path, k))
 
 
-def removals(doc: Any) -> list[Key]:
+def removals(doc: object) -> list[Key]:
     """The path of every removal item in the keyed lists of `doc` (a complete catalog has
     nothing to take out: it leaves the member out)."""
     return [p for p, spec, member in _members(doc) if spec.removes(member) is not None]
 
 
-def repeated(doc: Any) -> list[tuple[Key, str]]:
+def repeated(doc: object) -> list[tuple[Key, str]]:
     """(path, message) of every member of one file's keyed list whose key an earlier member
     of that list has: merged, the later would silently win."""
     out: list[tuple[Key, str]] = []
-    seen: set[tuple[Key, Any]] = set()
+    seen: set[tuple[Key, str | None]] = set()
     for p, spec, member in _members(doc):
         key = spec.removes(member)
         key = spec.of(member) if key is None else key
@@ -338,10 +347,10 @@ def repeated(doc: Any) -> list[tuple[Key, str]]:
     return out
 
 
-def keyed_path(doc: Any, path: Sequence[Any]) -> Key:
+def keyed_path(doc: object, path: Sequence[PathPart]) -> Key:
     """A path of the merged document with each index into a keyed list replaced by that
     member's key: the path provenance knows it by."""
-    out: list[Any] = []
+    out: list[PathPart] = []
     node = doc
     for part in path:
         if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
@@ -355,7 +364,7 @@ def keyed_path(doc: Any, path: Sequence[Any]) -> Key:
     return tuple(out)
 
 
-def blame(doc: Any, prov: Provenance, order: Sequence[Path], path: Sequence[Any],
+def blame(doc: object, prov: Provenance, order: Sequence[Path], path: Sequence[PathPart],
           message: str) -> str:
     """One line for a semantic error of the merged document at `path`, naming the layer that
     caused it: the one that took out a member the error names (a removed device that a

@@ -15,13 +15,14 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence, cast
 
 from hwmgr.catalog import kbuild, layers, versions
 from hwmgr.catalog.discover import ENV_DIR, PathLike, catalog_files, discover
+from hwmgr.catalog.entry import DeviceRule, DriverEntry, VersionEntry
 from hwmgr.catalog.kbuild import KernelBuild
 from hwmgr.catalog.model import Knowledge
-from hwmgr.catalog.refs import driver_key, json_path, parse_json_path, ref_hits
+from hwmgr.catalog.refs import JsonPath, driver_key, json_path, parse_json_path, ref_hits
 from hwmgr.catalog.rules import RuleData
 from hwmgr.catalog.schema import VerdictCache, findings
 from hwmgr.catalog.support import Support
@@ -39,11 +40,12 @@ VERDICTS = ("ok", "outdated", "known-bad", "uncatalogued", "unknown")
 LEVELS = ("subsystem", "device", "driver", "class")  # most specific first
 
 _HEX4 = re.compile(r"^[0-9a-f]{4}$")
-RuleKey = tuple[Any, ...]  # ("subsystem", v, d, sv, sd) | ("device", v, d) | ("class", v|None, c)
+# ("subsystem", v, d, sv, sd) | ("device", v, d) | ("class", v|None, c)
+RuleKey = tuple[Optional[str], ...]
 
 
 # ----------------------------------------------------------------------------- small helpers
-def _hex4(value: Any) -> str | None:
+def _hex4(value: object) -> str | None:
     """Normalise an ID ('0x19A2', '19a2') to 4 lowercase hex digits, else None."""
     if not isinstance(value, str):
         return None
@@ -52,7 +54,7 @@ def _hex4(value: Any) -> str | None:
     return v if _HEX4.match(v) else None
 
 
-def _class4(value: Any) -> str | None:
+def _class4(value: object) -> str | None:
     """Base class + subclass from '0200', '020000' or '0x020000'."""
     if not isinstance(value, str):
         return None
@@ -67,7 +69,7 @@ def _schema_errors(data: Any, partial: bool = False) -> list[tuple[str, str]]:
 
 
 # ----------------------------------------------------------------------------- semantic checks
-def _rule_key(rule: Mapping[str, Any]) -> tuple[str | None, ...]:
+def _rule_key(rule: DeviceRule) -> RuleKey:
     if "device" in rule:
         if "subvendor" in rule:
             return ("subsystem", rule["vendor"], rule["device"], rule["subvendor"],
@@ -93,8 +95,8 @@ class Match:
 
     driver: str
     level: str
-    rule: Mapping[str, Any]
-    entry: Mapping[str, Any]
+    rule: DeviceRule
+    entry: DriverEntry
 
     @property
     def name(self) -> str:
@@ -168,7 +170,7 @@ class Catalog(RuleData):
     def __init__(self) -> None:
         super().__init__()
         self.files: list[CatalogFile] = []
-        self.drivers: dict[str, dict[str, Any]] = {}
+        self.entries: dict[str, DriverEntry] = {}  # name -> merged entry, validated
         self.origin: dict[str, Path] = {}
         self.doc: dict[str, Any] = {}
         self.provenance = layers.Provenance()
@@ -210,7 +212,7 @@ class Catalog(RuleData):
             return []
         order = [f.path for f in self.files]
 
-        def named(p: tuple[Any, ...]) -> str:
+        def named(p: JsonPath) -> str:
             files = self.provenance.files_under(layers.keyed_path(self.doc, p)) or {
                 self.files[0].path}
             return ", ".join(str(f) for f in order if f in files)
@@ -234,7 +236,7 @@ class Catalog(RuleData):
                         f"{json_path(['drivers', name, 'devices', same[0]])}")
                 else:
                     claims.append((name, i))
-            self.drivers[name] = drv
+            self.entries[name] = drv
             self.origin[name] = where or self.files[0].path
         self.add_rules(self.doc)
         return errors
@@ -327,23 +329,29 @@ class Catalog(RuleData):
                 for p, v in layers.leaves(entry, ("drivers", name))]
 
     # ---------------------------------------------------------------- queries
+    @property
+    def drivers(self) -> dict[str, dict[str, Any]]:
+        """The entries as plain JSON objects, for readers not yet on `entries` / `entry()`
+        (compliance.check): the same dict, not a copy."""
+        return cast("dict[str, dict[str, Any]]", self.entries)
+
     def names(self) -> list[str]:
         """Driver entry names, sorted."""
-        return sorted(self.drivers)
+        return sorted(self.entries)
 
-    def entry(self, name: str) -> dict[str, Any]:
+    def entry(self, name: str) -> DriverEntry:
         """One driver entry; NotFoundError naming the known ones."""
-        if name not in self.drivers:
+        if name not in self.entries:
             known = ", ".join(self.names()) or "none"
             raise NotFoundError(f"catalog has no driver {name!r} (known: {known})")
-        return self.drivers[name]
+        return self.entries[name]
 
     @property
     def version(self) -> str | None:
         """catalog_version of the loaded file(s), joined with '+' when several."""
         return "+".join(f.catalog_version for f in self.files if f.catalog_version) or None
 
-    def match(self, dev: Mapping[str, Any]) -> Match | None:
+    def match(self, dev: Mapping[str, object]) -> Match | None:
         """The most specific entry for an inventory device: 4-tuple, vendor:device, then the
         entry of the driver bound to it (by a class rule of its own, else as the bound driver:
         a driver's version verdicts hold for every device it drives), then any class rule."""
@@ -358,7 +366,7 @@ class Catalog(RuleData):
         classes: list[tuple[str | None, ...]] = [("class", v, cls), ("class", None, cls)] if (
             cls) else []
         bound = [b for b in (driver_key(dev.get(k)) for k in ("driver", "pci_driver")) if b]
-        own = next((n for b in bound for n in self.drivers if driver_key(n) == b), None)
+        own = next((n for b in bound for n in self.entries if driver_key(n) == b), None)
         for key in ids:
             hit = self._claim(key, cls, bound)
             if hit:
@@ -368,7 +376,7 @@ class Catalog(RuleData):
                 hit = self._claim(key, cls, [driver_key(own) or own])
                 if hit and hit.driver == own:
                     return hit
-            return Match(own, "driver", {"name": f"a device {own} drives"}, self.drivers[own])
+            return Match(own, "driver", {"name": f"a device {own} drives"}, self.entries[own])
         for key in classes:
             hit = self._claim(key, cls, bound)
             if hit:
@@ -380,15 +388,15 @@ class Catalog(RuleData):
         """The entry claiming this rule key: the bound driver's when it is among the claims
         (several drivers may claim one device), else the first."""
         hits = [(n, i) for n, i in self._index.get(key, ())
-                if "class" not in self.drivers[n]["devices"][i]
-                or self.drivers[n]["devices"][i]["class"] == cls]
+                if "class" not in self.entries[n]["devices"][i]
+                or self.entries[n]["devices"][i]["class"] == cls]
         if not hits:
             return None
         name, i = next((h for b in bound for h in hits if driver_key(h[0]) == b), hits[0])
-        return Match(name, str(key[0]), self.drivers[name]["devices"][i], self.drivers[name])
+        return Match(name, str(key[0]), self.entries[name]["devices"][i], self.entries[name])
 
-    def applicable(self, m: Match, dev: Mapping[str, Any],
-                   kernel: str | None) -> dict[str, dict[str, Any]]:
+    def applicable(self, m: Match, dev: Mapping[str, object],
+                   kernel: str | None) -> dict[str, VersionEntry]:
         """The versions of the matched entry that apply to this device and kernel."""
         ids = tuple(_hex4(dev.get(k)) for k in
                     ("vendor_id", "device_id", "subsystem_vendor_id", "subsystem_device_id"))
@@ -400,8 +408,8 @@ class Catalog(RuleData):
                 out[ver] = ve
         return out
 
-    def recommended(self, dev: Mapping[str, Any],
-                    kernel: str | None = None) -> tuple[str, dict[str, Any]] | None:
+    def recommended(self, dev: Mapping[str, object],
+                    kernel: str | None = None) -> tuple[str, VersionEntry] | None:
         """(version, version entry) recommended for this device on this kernel, if any."""
         m = self.match(dev)
         if m is None:
@@ -421,7 +429,7 @@ class Catalog(RuleData):
         """The typed known issues and firmware requirements of one driver entry."""
         know = self._knowledge.get(name)
         if know is None:
-            know = self._knowledge[name] = Knowledge.from_entry(name, self.drivers.get(name, {}))
+            know = self._knowledge[name] = Knowledge.from_entry(name, self.entries.get(name, {}))
         return know
 
     def kernel_builds(self) -> dict[str, Any]:
@@ -467,7 +475,7 @@ class Catalog(RuleData):
         release = tables.get(fam, {}).get("releases", {}).get(base)
         return f"{fam}-{release}" if release else None
 
-    def verdict(self, dev: Mapping[str, Any], kernel: str | None = None,
+    def verdict(self, dev: Mapping[str, object], kernel: str | None = None,
                 proc_version: str | None = None,
                 signature: str | None = None) -> Verdict | None:
         """{entry, status, recommended_version, reason, ...} for an inventory device, or None

@@ -9,12 +9,16 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping, Tuple, Union, cast
+
+from hwmgr.catalog.entry import InboxPolicy
 
 FIRMWARE_SCHEME = "firmware"  # an entry's firmware_scheme when it names none
+PathPart = Union[str, int]  # a member name or a list index
+JsonPath = Tuple[PathPart, ...]
 
 
-def json_path(parts: Iterable[Any]) -> str:
+def json_path(parts: Iterable[object]) -> str:
     """Render a path like $.drivers.be2net.versions['4.1.307r'].status."""
     out = "$"
     for p in parts:
@@ -30,12 +34,12 @@ def json_path(parts: Iterable[Any]) -> str:
 _PATH_PART = re.compile(r"""\.([A-Za-z_]\w*)|\[(\d+)\]|\[('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")\]""")
 
 
-def parse_json_path(text: str) -> tuple[Any, ...] | None:
+def parse_json_path(text: str) -> JsonPath | None:
     """The parts of a path json_path rendered ('$.a[0]['x.y']' -> ('a', 0, 'x.y')), or None
     for text json_path does not write."""
     if not text.startswith("$"):
         return None
-    parts: list[Any] = []
+    parts: list[PathPart] = []
     pos = 1
     while pos < len(text):
         m = _PATH_PART.match(text, pos)
@@ -48,7 +52,7 @@ def parse_json_path(text: str) -> tuple[Any, ...] | None:
     return tuple(parts)
 
 
-def device_ref(rule: Mapping[str, Any]) -> str | None:
+def device_ref(rule: Mapping[str, object]) -> str | None:
     """'vendor:device[:subvendor:subdevice]' of a device rule, None for a class rule."""
     if "device" not in rule:
         return None
@@ -58,7 +62,7 @@ def device_ref(rule: Mapping[str, Any]) -> str | None:
     return ref
 
 
-def rule_ref(rule: Mapping[str, Any]) -> str | None:
+def rule_ref(rule: Mapping[str, object]) -> str | None:
     """A device rule's identity as layers merge it and `catalog show --effective` names it:
     its device_ref, or 'class [vendor:]CLASS' for a class rule; None for neither."""
     ref = device_ref(rule) if "vendor" in rule else None
@@ -77,16 +81,16 @@ def ref_hits(ref: str, ids: tuple[str | None, ...]) -> bool:
     return all(w == have for w, have in zip(want, ids))
 
 
-def inbox_policies(entry: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def inbox_policies(entry: Mapping[str, object]) -> list[InboxPolicy]:
     """An entry's in-tree policies in the order they are tried: schema 3 allows a list (one
-    per kernel family), schema 1-2 one object."""
+    per kernel family), schema 1-2 one object (as the schema checked it)."""
     inbox = entry.get("inbox")
     if not inbox:
         return []
-    return list(inbox) if isinstance(inbox, list) else [inbox]
+    return cast("list[InboxPolicy]", list(inbox) if isinstance(inbox, list) else [inbox])
 
 
-def evidence_text(evidence: Any) -> str | None:
+def evidence_text(evidence: object) -> str | None:
     """One line for people and findings: schema 1-2 evidence is text already; schema 3's
     sources read 'title <url>: observed', joined with '; '."""
     if isinstance(evidence, str):
@@ -105,7 +109,7 @@ def evidence_text(evidence: Any) -> str | None:
 _URL = re.compile(r"https?://[^\s<>\"']+")
 
 
-def first_url(evidence: Any) -> str | None:
+def first_url(evidence: object) -> str | None:
     """The first URL evidence names: schema 3's first source with one, or the first
     http(s) URL in schema 1-2 text (a seed's field note names a file, not a URL)."""
     if isinstance(evidence, list):
@@ -131,12 +135,12 @@ class Cite:
         return {"ref": self.ref, "url": self.url}
 
 
-def cite(ref: str, evidence: Any) -> Cite:
+def cite(ref: str, evidence: object) -> Cite:
     """A citation of catalog evidence (schema 1-2 text or schema 3 sources) under `ref`."""
     return Cite(ref, first_url(evidence), evidence_text(evidence))
 
 
-def driver_key(name: Any) -> str | None:
+def driver_key(name: object) -> str | None:
     """A driver name as module names compare ('mlx4-en' and 'mlx4_en' are one module), or
     None for no name."""
     return name.strip().replace("-", "_") if isinstance(name, str) and name.strip() else None

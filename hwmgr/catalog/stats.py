@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 from hwmgr import urls
 from hwmgr.catalog import issues as issue_match
+from hwmgr.catalog.entry import DriverEntry
 from hwmgr.catalog.model import Knowledge
 from hwmgr.catalog.refs import inbox_policies
 from hwmgr.errors import VersionError
@@ -45,7 +46,7 @@ def source_kind(src: Mapping[str, Any]) -> str:
     return "other"
 
 
-def _evidence(node: Any) -> list[Mapping[str, Any]]:
+def _evidence(node: object) -> list[Mapping[str, Any]]:
     """Every cited source below `node` (schema 3 evidence lists)."""
     out: list[Mapping[str, Any]] = []
     if isinstance(node, dict):
@@ -60,7 +61,7 @@ def _evidence(node: Any) -> list[Mapping[str, Any]]:
     return out
 
 
-def catalog_stats(drivers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def catalog_stats(drivers: Mapping[str, DriverEntry]) -> dict[str, Any]:
     """Coverage of merged driver entries: totals, per driver, and driver x distribution."""
     per_driver: dict[str, dict[str, Any]] = {}
     statuses: Counter[str] = Counter()
@@ -94,7 +95,7 @@ def catalog_stats(drivers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
             **knowledge_stats(drivers)}
 
 
-def knowledge_stats(drivers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def knowledge_stats(drivers: Mapping[str, DriverEntry]) -> dict[str, Any]:
     """Known issues by driver, severity and source kind; firmware requirements; and the
     share of catalogued versions the catalog knows more of than "baseline" (a status of its
     own, or a known issue whose driver-version range holds it)."""

@@ -18,10 +18,18 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Dict, Iterator, Mapping
 
 from hwmgr.catalog import kbuild, versions
-from hwmgr.catalog.refs import FIRMWARE_SCHEME, device_ref, inbox_policies, json_path, ref_hits
+from hwmgr.catalog.refs import (
+    FIRMWARE_SCHEME,
+    JsonPath,
+    PathPart,
+    device_ref,
+    inbox_policies,
+    json_path,
+    ref_hits,
+)
 from hwmgr.errors import VersionError
 
 MAX_FILE_BYTES = 16 << 20
@@ -73,7 +81,7 @@ def read_catalog(path: Path) -> tuple[bytes | None, str | None]:
 
 
 # ----------------------------------------------------------------------------- parsing
-class _Obj(dict):
+class _Obj(Dict[str, Any]):
     """A JSON object that remembers keys that appeared twice (json keeps the last)."""
 
     dups: list[str] = []  # class default: shared, never mutated (see _pairs)
@@ -181,7 +189,7 @@ def _value_errors(node: Any, texts: bool = True) -> list[Finding]:
     return sorted(out)
 
 
-def _worth_a_look(value: Any, problem: Any) -> bool:
+def _worth_a_look(value: object, problem: object) -> bool:
     """Containers and bad numbers always; strings only when texts are checked."""
     return isinstance(value, (dict, list, BadNumber)) or (problem is not None and
                                                         isinstance(value, str))
@@ -303,7 +311,7 @@ def v3_errors(data: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-def _walk(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], Any, Any]]:
+def _walk(node: object, path: JsonPath) -> Iterator[tuple[JsonPath, PathPart, object]]:
     """(path, key, value) of every member of every object below `node`."""
     if isinstance(node, dict):
         for k, v in node.items():
@@ -379,7 +387,7 @@ def _knowledge_errors(name: str, drv: Mapping[str, Any], refs: set[str]) -> list
             for j, rng in enumerate(ranges):
                 out += _range_errors(where + sub + [j], rng, scheme)
             for line, krange in affected.get("kernels", {}).items():
-                bounds: list[tuple[list[Any], str]] = [
+                bounds: list[tuple[list[PathPart], str]] = [
                     (["introduced"], krange["introduced"])] if "introduced" in krange else []
                 bounds += [(["fixed", k], v) for k, v in enumerate(krange["fixed"])]
                 for at, v in bounds:
@@ -393,7 +401,7 @@ def _knowledge_errors(name: str, drv: Mapping[str, Any], refs: set[str]) -> list
     return out
 
 
-def _range_errors(where: list[Any], rng: Mapping[str, Any], scheme: str) -> list[Finding]:
+def _range_errors(where: list[PathPart], rng: Mapping[str, Any], scheme: str) -> list[Finding]:
     """Both bounds parse in the driver's scheme and the range is not empty."""
     out: list[Finding] = []
     for k in ("introduced", "fixed"):

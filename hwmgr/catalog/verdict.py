@@ -7,6 +7,7 @@ import re
 from typing import Any, Mapping, Protocol, Sequence, TypedDict
 
 from hwmgr.catalog import issues, versions
+from hwmgr.catalog.entry import DriverEntry, Source, VersionEntry
 from hwmgr.catalog.kbuild import KernelBuild
 from hwmgr.catalog.model import Knowledge
 from hwmgr.catalog.refs import FIRMWARE_SCHEME, driver_key, inbox_policies
@@ -23,7 +24,7 @@ class Match(Protocol):
     @property
     def level(self) -> str: ...
     @property
-    def entry(self) -> Mapping[str, Any]: ...
+    def entry(self) -> DriverEntry: ...
     @property
     def name(self) -> str: ...
 
@@ -31,11 +32,11 @@ class Match(Protocol):
 class Catalog(Protocol):
     """What a verdict asks the loaded catalog (load.Catalog)."""
 
-    def recommended(self, dev: Mapping[str, Any],
-                    kernel: str | None = None) -> tuple[str, dict[str, Any]] | None: ...
+    def recommended(self, dev: Mapping[str, object],
+                    kernel: str | None = None) -> tuple[str, VersionEntry] | None: ...
 
-    def applicable(self, m: Any, dev: Mapping[str, Any],
-                   kernel: str | None) -> dict[str, dict[str, Any]]: ...
+    def applicable(self, m: Any, dev: Mapping[str, object],  # m: a load.Match
+                   kernel: str | None) -> dict[str, VersionEntry]: ...
 
     def knowledge(self, name: str) -> Knowledge: ...
 
@@ -50,7 +51,7 @@ class Firmware(TypedDict, total=False):
     """The recommended version's firmware floor against what the device runs."""
 
     min: str
-    current: Any  # the inventory's raw value (None when unknown)
+    current: object  # the inventory's raw value (None when unknown)
     ok: bool | None  # None: not comparable (see note) or unknown
     note: str
 
@@ -112,7 +113,7 @@ _FROM_STATUS = {"recommended": "ok", "known-good": "ok", "baseline": "ok",
 _K_MARK = re.compile(r"-k(?:$|[-_.])|-rh\d[\d.]*$")
 
 
-def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None,
+def decide(cat: Catalog, m: Match, dev: Mapping[str, object], kernel: str | None,
            build: KernelBuild | None = None) -> Verdict:
     """Apply the verdict rules: driver binding, then the known issues the device runs into
     (by its driver version, and for an in-tree build by the kernel build), then the in-tree
@@ -174,8 +175,9 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None,
             p.get("kernels") and _kernel_ok(p["kernels"], kernel) for p in inbox_policies(entry)):
         in_tree = False  # this kernel's own build reports the release: this one is not it
     know = cat.knowledge(name)
-    ids = tuple(dev.get(k) for k in ("vendor_id", "device_id", "subsystem_vendor_id",
-                                     "subsystem_device_id"))
+    ids = tuple(v if isinstance(v, str) else None for v in (
+        dev.get(k) for k in ("vendor_id", "device_id", "subsystem_vendor_id",
+                             "subsystem_device_id")))
     if build.release:
         out["kernel_build"] = build.label()
     if not kernel_release:
@@ -215,7 +217,7 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, Any], kernel: str | None,
 
 
 def _known(out: Verdict, found: list[issues.Hit], name: str, scheme: str,
-           build: KernelBuild, rec: tuple[str, dict[str, Any]] | None,
+           build: KernelBuild, rec: tuple[str, VersionEntry] | None,
            in_tree: bool) -> Verdict:
     """The verdict of a device that runs into known issues: known-bad for data loss, crash,
     link down or security, else outdated; the way out past every fix (for an in-tree build
@@ -250,9 +252,9 @@ def _known(out: Verdict, found: list[issues.Hit], name: str, scheme: str,
 
 
 def _in_tree(out: Verdict, cat: Catalog, know: Knowledge, name: str, raw: str,
-             build: KernelBuild, kernel: str | None, listed: Mapping[str, Any] | None,
-             entry: Mapping[str, Any], kernel_release: bool,
-             ids: tuple[Any, ...], source: Any = None) -> Verdict:
+             build: KernelBuild, kernel: str | None, listed: VersionEntry | None,
+             entry: DriverEntry, kernel_release: bool,
+             ids: tuple[str | None, ...], source: object = None) -> Verdict:
     """An in-tree build with no known issue: judged by the kernel build it belongs to, never
     by another distribution's verdict."""
     out["in_tree"] = True
@@ -325,7 +327,7 @@ _BASE = re.compile(r"^(\d+\.\d+)(?:[.+-]|$)")
 
 
 def _past_support(cat: Catalog, name: str, raw: str, build: KernelBuild,
-                  listed: Mapping[str, Any] | None, source: Any) -> str | None:
+                  listed: VersionEntry | None, source: object) -> str | None:
     """Why an in-tree version string the catalog cannot place is outdated, or None: every
     kernel line known to print it (its distribution releases and upstream series) is past
     its end of support, and so is the host's own upstream base when only that is known.
@@ -369,7 +371,7 @@ _REL = re.compile(r"^(rhel|centos|rocky|almalinux|alma|oracle|ol|debian|ubuntu)-
 _EL_NAMES = {"rhel", "centos", "rocky", "almalinux", "alma", "oracle", "ol"}
 
 
-def _same_release(dist: str, listed: Any) -> bool:
+def _same_release(dist: str, listed: Sequence[str] | None) -> bool:
     """Whether the host's distribution (rhel-7.8, debian-12) is among a version's listed
     ones; the RHEL rebuilds (CentOS, Rocky, Alma, Oracle's RHCK) ship the same kernel."""
     want = _REL.match(dist)
@@ -384,8 +386,8 @@ def _same_release(dist: str, listed: Any) -> bool:
     return False
 
 
-def _floors(out: Verdict, know: Knowledge, ids: tuple[Any, ...], raw: str, scheme: str,
-            kernel: str | None, dev: Mapping[str, Any], entry: Mapping[str, Any]) -> None:
+def _floors(out: Verdict, know: Knowledge, ids: tuple[str | None, ...], raw: str, scheme: str,
+            kernel: str | None, dev: Mapping[str, object], entry: DriverEntry) -> None:
     """The firmware requirements of this driver version, each against what the device runs."""
     reqs = issues.firmware_floors(know, ids, raw, scheme, kernel, kernel_release=False)
     if not reqs:
@@ -415,13 +417,13 @@ def _normal(version: str, scheme: str, kernel: str | None) -> str | None:
     return parsed.normalized if isinstance(parsed, versions.DriverVersion) else version
 
 
-def _listed(known: Mapping[str, Any], raw: str, scheme: str,
-            kernel: str | None) -> Mapping[str, Any] | None:
+def _listed(known: Mapping[str, VersionEntry], raw: str, scheme: str,
+            kernel: str | None) -> VersionEntry | None:
     """The catalog's entry for a reported version: the exact string, else the one whose
     normalised form is the same (the field prints '3.0-1 (January 2015)' where modinfo says
     '3.0-1', '1.713.36-0 storm 7.13.15.0' where the catalog lists '1.713.36-0')."""
     if raw in known:
-        return known[raw]  # type: ignore[no-any-return]
+        return known[raw]
     want = _normal(raw, scheme, kernel)
     if want is None:
         return None
@@ -429,7 +431,7 @@ def _listed(known: Mapping[str, Any], raw: str, scheme: str,
                  if _normal(key, scheme, kernel) == want), None)
 
 
-def _firmware(minimum: str, current: Any, scheme: str) -> Firmware:
+def _firmware(minimum: str, current: object, scheme: str) -> Firmware:
     """Firmware requirement of the recommended version vs what the device runs."""
     fw: Firmware = {"min": minimum, "current": current, "ok": None}
     if isinstance(current, str) and current.strip():
@@ -440,7 +442,7 @@ def _firmware(minimum: str, current: Any, scheme: str) -> Firmware:
     return fw
 
 
-def source_refusal(source: Mapping[str, Any] | None) -> str | None:
+def source_refusal(source: Source | None) -> str | None:
     """Why an upgrade must refuse to fetch this source (None if it may): no source, an
     unverified one (no known checksum), or plain http without allow_http."""
     if not source:

@@ -405,7 +405,7 @@ register_scheme(Scheme(
 ))
 
 
-def _vendor_scheme(spec: dict) -> Scheme:
+def _vendor_scheme(spec: dict[str, Any]) -> Scheme:
     """A scheme from one schemes.json object: a base scheme plus the vendor's data."""
     name, base = spec["name"], spec["base"]
     if base == "driver":

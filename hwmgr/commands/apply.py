@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwmgr import safejson
 from hwmgr.compliance import apply as ap
@@ -23,10 +23,15 @@ from hwmgr.errors import (
     NothingToDo,
     UsageError,
 )
+from hwmgr.host.seam import Host
 from hwmgr.output import Outcome, make_console, printable
 from hwmgr.transaction.pending import open_transactions
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "apply"
 EXAMPLES = (
@@ -84,7 +89,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 MAX_CHANGES_BYTES = 4 << 20  # a check result of a few thousand findings is well under 1 MiB
 
 
-def _changes(args: argparse.Namespace, ctx: Any, layers: list[str]) -> list[Any]:
+def _changes(args: argparse.Namespace, ctx: Context, layers: list[str]) -> list[ap.Change]:
     if args.changes:
         where = safejson.printable_path(args.changes)
         doc = safejson.load_file(args.changes, where, max_bytes=MAX_CHANGES_BYTES)
@@ -104,7 +109,7 @@ def _layers(text: str) -> list[str]:
     return [layer for layer in ap.LAYERS if layer.rstrip("s") in words]
 
 
-def _known_interfaces(host: Any, names: list[str]) -> None:
+def _known_interfaces(host: Host, names: list[str]) -> None:
     """An --interface the host does not have is a mistake to name, not "no drift"."""
     have = set(host.listdir("/sys/class/net"))
     missing = [n for n in names if n not in have]
@@ -113,13 +118,13 @@ def _known_interfaces(host: Any, names: list[str]) -> None:
                             f"(this host has {printable(', '.join(sorted(have)) or 'none')})")
 
 
-def _as_finding(c: Any) -> dict[str, Any]:
+def _as_finding(c: ap.Change) -> dict[str, Any]:
     layer = "sysctl" if c.item.startswith("sysctl.") else "setting"
     return {"layer": layer, "interface": c.interface, "item": c.item, "actual": c.current,
             "expected": c.wanted, "status": "drift", "evidence": c.evidence}
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     host, config = ctx.host, ctx.config
     if args.auto_revert is not None:
         res = ap.auto_revert(host, config, args.auto_revert, args.after)
@@ -171,7 +176,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         return Outcome(NAME, status="failed", data=data, errors=[stopped],
                        exit_code=EXIT_INTERRUPTED)
 
-    def render(c: Any) -> None:
+    def render(c: Console) -> None:
         c.print(f"transaction #{res.id} apply: {res.state}"
                 + (f" ({printable(res.error)})" if res.error else ""), markup=False)
         if pending:
@@ -183,7 +188,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
                    exit_code=0 if res.ok else EXIT_FAILED, render=render)
 
 
-def render_plan(c: Any, d: dict[str, Any]) -> None:
+def render_plan(c: Console, d: dict[str, Any]) -> None:
     """Every change: item, current → wanted, command, persistence; then notes and refusals."""
     p = printable
     c.print(f"apply plan: {len(d['changes'])} change(s)", markup=False)

@@ -7,15 +7,17 @@ import json
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from hwmgr import safejson
 from hwmgr.catalog.discover import DRIVERS_SUBDIR, dir_files, in_force_beneath
+from hwmgr.catalog.entry import DriverEntry, Source
 from hwmgr.catalog.load import Catalog, load_catalog
 from hwmgr.catalog.model import BAD_SEVERITIES
 from hwmgr.catalog.refs import evidence_text, inbox_policies
 from hwmgr.catalog.stats import catalog_stats
 from hwmgr.commands import catalog_trust
+from hwmgr.config import Config
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -27,7 +29,11 @@ from hwmgr.errors import (
     NotFoundError,
 )
 from hwmgr.output import Outcome, new_table, printable
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "catalog"
 NOTES = """\
@@ -110,7 +116,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     catalog_trust.add_actions(sub, _sub_options)
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     """Dispatch to validate or show."""
     if args.action == "validate":
         return _validate(args.files, args.alone, ctx.config)
@@ -132,7 +138,7 @@ def _is_layer(path: str) -> bool:
     return isinstance(doc, dict) and "catalog_version" not in doc
 
 
-def _validate(files: list[str], alone: bool, config: Any) -> Outcome:
+def _validate(files: list[str], alone: bool, config: Config) -> Outcome:
     expanded: list[str] = []
     for f in files:
         if Path(f).is_dir():
@@ -162,7 +168,7 @@ def _validate(files: list[str], alone: bool, config: Any) -> Outcome:
                         **(_summary(doc) if not mine and doc is not None else {})})
     data = {"files": results, "over": beneath}
 
-    def render(console: Any) -> None:
+    def render(console: Console) -> None:
         for r in results:
             if r["ok"]:
                 console.print(f"{printable(r['file'])}: OK (catalog "
@@ -178,7 +184,7 @@ def _validate(files: list[str], alone: bool, config: Any) -> Outcome:
     return Outcome(NAME, data=data, render=render)
 
 
-def _fragment_errors(path: Path, doc: Any) -> list[str]:
+def _fragment_errors(path: Path, doc: object) -> list[str]:
     """A catalog directory's drivers/NAME.json holds the entry of driver NAME and no other,
     so two files can never define one driver."""
     if path.parent.name != DRIVERS_SUBDIR or not isinstance(doc, dict):
@@ -217,14 +223,14 @@ def _summary(doc: dict[str, Any]) -> dict[str, Any]:
             "versions": sum(len(d.get("versions") or {}) for d in drivers)}
 
 
-def _stats(paths: list[str] | None, config: Any = None) -> Outcome:
+def _stats(paths: list[str] | None, config: Config) -> Outcome:
     cat = load_catalog(paths, config=config)
     if not cat.files:
         raise NotFoundError("no catalog files found (use --catalog FILE or HWMGR_CATALOG_DIR)")
     data = {"catalog_version": cat.version, "layers": [str(f.path) for f in cat.files],
-            **catalog_stats(cat.drivers)}
+            **catalog_stats(cat.entries)}
 
-    def render(console: Any) -> None:
+    def render(console: Console) -> None:
         from rich.table import Table  # rich: only drawing needs it
 
         console.print(f"catalog {printable(data['catalog_version'])}: {data['drivers']} "
@@ -254,7 +260,7 @@ def _stats(paths: list[str] | None, config: Any = None) -> Outcome:
     return Outcome(NAME, data=data, render=render)
 
 
-def _show(what: str, paths: list[str] | None, config: Any = None,
+def _show(what: str, paths: list[str] | None, config: Config,
           effective: bool = False) -> Outcome:
     cat = load_catalog(paths, config=config)
     if not cat.files:
@@ -275,10 +281,10 @@ def _show(what: str, paths: list[str] | None, config: Any = None,
     if effective:
         data["effective"] = cat.effective(name)
         return Outcome(NAME, data=data, render=lambda c: _render_effective(c, data))
-    return Outcome(NAME, data=data, render=lambda c: _render(c, data))
+    return Outcome(NAME, data=data, render=lambda c: _render(c, data, entry))
 
 
-def _render_effective(console: Any, data: dict[str, Any]) -> None:
+def _render_effective(console: Console, data: dict[str, Any]) -> None:
     """One line per merged value: JSON path, value, the layer file it came from."""
     console.print("layers (later wins): " + printable(", ".join(data["layers"])),
                   markup=False, soft_wrap=True)
@@ -287,14 +293,13 @@ def _render_effective(console: Any, data: dict[str, Any]) -> None:
                       f"<- {printable(row['file'])}", markup=False, soft_wrap=True)
 
 
-def _render(console: Any, data: dict[str, Any]) -> None:
+def _render(console: Console, data: dict[str, Any], e: DriverEntry) -> None:
     """Rich view of one entry: header, devices, versions, in-tree policy, settings, notes."""
     from rich.markup import escape as _escape  # rich: only drawing needs it
 
-    def escape(value: Any) -> str:  # catalog text is untrusted: no markup, no control chars
+    def escape(value: object) -> str:  # catalog text is untrusted: no markup, no control chars
         return _escape(printable(value))
 
-    e = data["entry"]
     console.print(f"[bold]{escape(data['driver'])}[/]  {escape(e['description'])}")
     console.print(f"[dim]scheme {escape(e['version_scheme'])} · catalog "
                   f"{escape(data['catalog_version'])} · "
@@ -354,7 +359,8 @@ def _render(console: Any, data: dict[str, Any]) -> None:
         console.print(f"[dim]note: {escape(n)}[/]")
 
 
-def _render_knowledge(console: Any, e: dict[str, Any], escape: Any) -> None:
+def _render_knowledge(console: Console, e: DriverEntry,
+                      escape: Callable[[object], str]) -> None:
     """Known issues (affected ranges, fixes, every source with what it states) and firmware
     requirements: the evidence a compact finding points to by id."""
     if e.get("known_issues"):
@@ -382,7 +388,7 @@ def _render_knowledge(console: Any, e: dict[str, Any], escape: Any) -> None:
         console.print(f"  [dim]evidence: {escape(evidence_text(fr['sources']) or '')}[/]")
 
 
-def _source(src: dict[str, Any] | None) -> str:
+def _source(src: Source | None) -> str:
     if not src:
         return "-"
     flags = []
@@ -393,7 +399,7 @@ def _source(src: dict[str, Any] | None) -> str:
     return f"{src['type']} {src['url']}" + (f" ({'; '.join(flags)})" if flags else "")
 
 
-def _fmt(val: Any) -> str:
+def _fmt(val: object) -> str:
     if isinstance(val, dict):
         return ", ".join(f"{k} {v}" for k, v in val.items())
     return str(val)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwmgr.catalog.load import load_catalog
 from hwmgr.compliance.batch import batch_exit_code, check_roots, roots_named
@@ -22,12 +22,17 @@ from hwmgr.errors import (
     HwmgrError,
     UsageError,
 )
+from hwmgr.host.seam import Host
 from hwmgr.lifecycle.gate.gaterecord import check_items
 from hwmgr.output import Outcome, printable
 from hwmgr.transaction.pending import open_transactions
 from hwmgr.ui.check_table import render, render_evidence
+from hwmgr.ui.context import Context
 from hwmgr.ui.options import common_options, lifecycle_options
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "check"
 EXAMPLES = (
@@ -77,7 +82,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(--json cites a source by reference and URL only)")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     layers = parse_layers(args.layer)
     roots = list(args.root or [])
     if args.roots_from or len(roots) > 1:
@@ -104,7 +109,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         except HwmgrError as exc:  # e.g. not root: the check itself still stands
             data.setdefault("notes", []).append(f"check history not recorded: {exc.message}")
 
-    def _render(console: Any) -> None:
+    def _render(console: Console) -> None:
         render(console, data, devices=result.devices)
         if args.evidence:
             render_evidence(console, [f.source for f in result.findings if f.source])
@@ -115,13 +120,13 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
                    exit_code=code)
 
 
-def _check_one(ctx: Any, layers: set[str]) -> Judged:
+def _check_one(ctx: Context, layers: set[str]) -> Judged:
     """This machine or the one `--root` (run() keeps a live check in the host's history)."""
     cat = load_catalog(ctx.args.catalog, config=ctx.config)
     return judge_host(ctx.host, cat, layers, ctx.config.state_dir, check_items)
 
 
-def _run_batch(args: argparse.Namespace, ctx: Any, layers: set[str],
+def _run_batch(args: argparse.Namespace, ctx: Context, layers: set[str],
                roots: list[str]) -> Outcome:
     """Every snapshot checked with one catalog load; each host keeps its own outcome."""
     if args.prom:
@@ -130,7 +135,7 @@ def _run_batch(args: argparse.Namespace, ctx: Any, layers: set[str],
     named = roots_named(roots, args.roots_from)
     cat = load_catalog(args.catalog, config=ctx.config)
 
-    def check_one(host: Any) -> tuple[dict[str, Any], int]:
+    def check_one(host: Host) -> tuple[dict[str, Any], int]:
         judged = judge_host(host, cat, layers, ctx.config.state_dir, check_items)
         return judged.data, judged.code
 
@@ -140,7 +145,7 @@ def _run_batch(args: argparse.Namespace, ctx: Any, layers: set[str],
     for h in hosts.values():
         counts[h["status"]] = counts.get(h["status"], 0) + 1
 
-    def _render(console: Any) -> None:
+    def _render(console: Console) -> None:
         for name, h in hosts.items():
             what = h["error"] or ", ".join(
                 f"{n} {k}" for k, n in (h["check"] or {}).get("summary", {}).items() if n)

@@ -6,13 +6,14 @@ import argparse
 import re
 import textwrap
 from importlib import resources
-from typing import Any, Sequence
+from typing import Sequence
 
 from hwmgr.catalog.load import load_catalog
 from hwmgr.compliance.rules import needed_sysctls
 from hwmgr.errors import EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_OK, HwmgrError
 from hwmgr.host.capture import sysctls_to_record
 from hwmgr.output import Outcome
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
 
 NAME = "collect-script"
@@ -67,7 +68,7 @@ def script_text(sysctls: Sequence[str] | None = None) -> str:
     return _BLOCK.sub(lambda _m: block, text, count=1)
 
 
-def catalog_sysctls(args: argparse.Namespace, ctx: Any) -> list[str]:
+def catalog_sysctls(args: argparse.Namespace, ctx: Context) -> list[str]:
     """Every sysctl the catalog in force reads. A catalog named on the command line must
     load; without one, a machine with no usable catalog gets the fixed list."""
     try:
@@ -79,7 +80,7 @@ def catalog_sysctls(args: argparse.Namespace, ctx: Any) -> list[str]:
     return needed_sysctls(cat.sysctl_rules(), cat.conditional_settings())
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     text = script_text(catalog_sysctls(args, ctx))
     return Outcome(command=NAME, data={"name": "hwmgr-collect.sh", "script": text},
                    render=lambda console: console.file.write(text))

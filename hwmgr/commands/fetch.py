@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from hwmgr.catalog.load import load_catalog
 from hwmgr.catalog.verdict import source_refusal
-from hwmgr.config import load_config
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -23,6 +21,7 @@ from hwmgr.lifecycle.source.mirror import fetch_mirrored, source_mirrors
 from hwmgr.lifecycle.source.signature import check_signature
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
 
 NAME = "fetch"
@@ -53,7 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="internal mirror (directory or http(s) URL) tried before the vendor URL")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     settings = ctx.config
     entry = load_catalog(args.catalog, config=ctx.config).entry(args.driver)
     info = entry.get("versions", {}).get(args.to)
@@ -66,7 +65,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     progress = ui.ProgressUI()  # stderr: a bar on a terminal, a line per step otherwise
     try:
         res = fetch_mirrored(ctx.host, src, settings.cache_dir, offline=args.offline,
-                             mirror=args.mirror or load_config(ctx.host).mirror,
+                             mirror=args.mirror or ctx.site.mirror,
                              per_source=source_mirrors(info["source"]),
                              progress=progress.download(src.name(), src.size),
                              on_retry=progress.retry, who=f"{args.driver} {args.to}")

@@ -7,7 +7,7 @@ import gc
 import json
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from hwmgr.compliance.prom import write_registry
 from hwmgr.errors import (
@@ -32,7 +32,11 @@ from hwmgr.fleet.view import fleet_items
 from hwmgr.fleet.write import write_outputs
 from hwmgr.output import Outcome, printable
 from hwmgr.ui.check_table import value_text
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "fleet-report"
 NOTES = """\
@@ -116,7 +120,7 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     """Read and check every input first; write only when all of it is good."""
     jinja2()  # the page needs it: without it, say so before anything is read or written
     try:
@@ -136,7 +140,7 @@ def _previous(args: argparse.Namespace) -> Trend | None:
     return load_trend(path)
 
 
-def _run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def _run(args: argparse.Namespace, ctx: Context) -> Outcome:
     out = args.out.resolve()
     if any(r.resolve() == out for r in args.results):
         raise UsageError("--out must differ from --results (the report would be read as a host)")
@@ -167,7 +171,7 @@ def _run(args: argparse.Namespace, ctx: Any) -> Outcome:
     since = {"since": new["since"], "hosts": len(new["hosts"]),
              "items": sum(len(v) for v in new["items"].values()), "fixed": new["fixed"]}
 
-    def render(console: Any) -> None:
+    def render(console: Console) -> None:
         console.print(
             f"{s['hosts']} hosts: {s['compliant']} compliant, {s['drift']} drift, "
             f"{s['unknown']} unknown, {s['reboot_pending']} reboot pending, "

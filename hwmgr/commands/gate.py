@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwmgr.catalog.load import load_catalog
 from hwmgr.errors import (
@@ -15,10 +15,14 @@ from hwmgr.errors import (
     UsageError,
 )
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.context import Context
 from hwmgr.ui.options import common_options, lifecycle_options
 from hwmgr.ui.verbhelp import Example
 from hwmgr.verify import gate
 from hwmgr.verify.policy import Verifier, VerifyOptions
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "gate"
 EXAMPLES = (
@@ -52,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interface", metavar="IFACE", help="interface for the throughput step")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     gate.check_id(args.rollout)
     if not 2 <= args.duration <= 60:
         raise UsageError(f"--duration {args.duration:g}: expected 2 to 60 seconds")
@@ -63,7 +67,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     if args.action == "baseline":
         base = gate.baseline(host, cat, state_dir, args.rollout)
 
-        def _base(c: Any) -> None:
+        def _base(c: Console) -> None:
             up = sum(1 for v in base["links"].values() if v.get("operstate") == "up")
             how = "kept" if base["kept"] else "recorded"
             c.print(printable(f"rollout {args.rollout}: baseline {how} ({up} link(s) up, "
@@ -79,7 +83,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
 
     result = gate.evaluate(host, cat, base, opts, verify)
 
-    def _render(c: Any) -> None:
+    def _render(c: Console) -> None:
         for s in result["steps"]:
             c.print(printable(f"{'pass' if s['passed'] else 'FAIL'}  {s['step']:<11} "
                               f"{s['detail']}"), markup=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwmgr.compliance.history import drift_episodes, open_history
 from hwmgr.errors import (
@@ -19,7 +19,12 @@ from hwmgr.output import Outcome, new_table, printable
 from hwmgr.transaction.pending import reboot_pending
 from hwmgr.transaction.state import StateDir
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
+    from rich.text import Text
 
 NAME = "history"
 EXAMPLES = (
@@ -51,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "stopped, and the transactions committed in between")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     if not ctx.host.live and capture.lacks(ctx.host, capture.STATE):
         raise NotFoundError(capture.no_state(ctx.host, NAME))  # not "no transactions"
     state = StateDir(ctx.host, ctx.config.state_dir)
@@ -69,7 +74,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     waiting = {e["txn"]: e["status"] for e in reboot_pending(ctx.host, ctx.config.state_dir)}
     rows = [{**_row(t), "reboot_pending": waiting.get(t["id"])} for t in txns]
 
-    def render(c: Any) -> None:
+    def render(c: Console) -> None:
         if not rows:
             c.print("no transactions recorded", markup=False)
             return
@@ -97,7 +102,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     return Outcome(NAME, data={"transactions": rows}, render=render)
 
 
-def _checks(args: argparse.Namespace, ctx: Any, state: Any) -> Outcome:
+def _checks(args: argparse.Namespace, ctx: Context, state: StateDir) -> Outcome:
     """`history --checks`: drift episodes from the check history, explained by the journal."""
     db = open_history(ctx.host, state.path)
     try:
@@ -115,7 +120,7 @@ def _checks(args: argparse.Namespace, ctx: Any, state: Any) -> Outcome:
     eps = [e for e in found["episodes"] if args.driver in (None, e["interface"], e["device"])]
     found["episodes"] = eps[-args.limit:] if args.limit > 0 else eps
 
-    def render(c: Any) -> None:
+    def render(c: Console) -> None:
         if not found["checks"]:
             c.print("no checks recorded", markup=False)
             return
@@ -149,7 +154,7 @@ def _txns(txns: list[dict[str, Any]], nothing_to_say: bool) -> str:
         "no hwmgr transaction (changed outside hwmgr)"
 
 
-def _dict(value: Any) -> dict[str, Any]:
+def _dict(value: object) -> dict[str, Any]:  # a journal's JSON member, or nothing
     return value if isinstance(value, dict) else {}
 
 
@@ -174,14 +179,14 @@ def _items(t: dict[str, Any]) -> list[dict[str, Any]]:
              "to": _onoff(i.get("wanted", i.get("value")))} for i in raw if isinstance(i, dict)]
 
 
-def _cell(value: Any) -> Any:
+def _cell(value: object) -> Text:
     """A table cell: text from the journal, escaped, never parsed as rich markup."""
     from rich.text import Text  # rich: only drawing needs it
 
     return Text(printable("" if value is None else value))
 
 
-def _rate(rec: Any) -> str | None:
+def _rate(rec: object) -> str | None:
     if not isinstance(rec, dict):
         return None
     rates = [f"{rec[k]:g}" for k in ("send_mbps", "receive_mbps") if isinstance(rec.get(k),
@@ -207,5 +212,5 @@ def results_text(results: dict[str, Any]) -> str:
     return ", ".join(parts) or "-"
 
 
-def _onoff(value: Any) -> Any:
+def _onoff(value: object) -> object:
     return ("on" if value else "off") if isinstance(value, bool) else value

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
@@ -15,9 +15,13 @@ from hwmgr.errors import (
 )
 from hwmgr.inventory.scan import collect
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.context import Context
 from hwmgr.ui.inventory_table import render, wrap
 from hwmgr.ui.options import common_options
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "inventory"
 EXAMPLES = (
@@ -59,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     if args.no_catalog and args.catalog:
         raise UsageError("--no-catalog and --catalog contradict each other: give one")
     if args.klass is not None and not CLASS_RE.fullmatch(args.klass):
@@ -68,16 +72,16 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     scan = collect(ctx.host, args.catalog, use_catalog=not args.no_catalog, config=ctx.config)
     if args.klass:
         want = args.klass.lower().removeprefix("0x")
-        scan.devices = [d for d in scan.devices if (d["class"] or "").startswith(want)]
-        keep = {a for d in scan.devices for a in [d["address"]]}
-        scan.interfaces = [i for i in scan.interfaces if i["address"] in keep]
+        scan.devices = [d for d in scan.devices if (d.pci_class or "").startswith(want)]
+        keep = {d.address for d in scan.devices}
+        scan.interfaces = [i for i in scan.interfaces if i.address in keep]
     data = scan.to_json()
     show_all = bool(args.all or args.klass)  # a --class filter is an explicit request: list it
 
-    def _render(console: Any) -> None:
-        render(console, data, show_all=show_all)
-        flagged = any((d.get("catalog") or {}).get("status") in ("known-bad", "outdated")
-                      for d in data["devices"])
+    def _render(console: Console) -> None:
+        render(console, scan, show_all=show_all)
+        flagged = any(d.catalog is not None and d.catalog["status"] in ("known-bad", "outdated")
+                      for d in scan.devices)
         if not args.no_catalog and not flagged:  # else the upgrade hint comes first
             for line in wrap(CHECK_HINT, max(int(console.width or 80), 20)):
                 console.out(line, style="dim")

@@ -4,9 +4,8 @@ or the boot default held on the running kernel (docs/kernel-gate.md)."""
 from __future__ import annotations
 
 import argparse
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from hwmgr.config import load_config
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -36,7 +35,11 @@ from hwmgr.transaction.interrupt import deferring_signals
 from hwmgr.transaction.state import StateDir
 from hwmgr.transaction.testhook import boot_host
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "kernel-gate"
 EXAMPLES = (
@@ -71,7 +74,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="exit 0 although a driver is not ready: warn, do not hold the default")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     host = ctx.host
     ui.require_root(host, "builds modules for another kernel and may hold the boot default")
     kver = check_kernel(args.kernel)
@@ -94,7 +97,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         steps = GateSteps()
         with deferring_signals(steps.note, hold=True):
             try:
-                data, unready = _gate(host, state, kver, running, args.allow_unready, steps)
+                data, unready = _gate(ctx, host, state, kver, running, args.allow_unready,
+                                      steps)
             finally:
                 allow_commands()
     state.close()
@@ -103,12 +107,12 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     return _outcome(data, unready, running or "unknown", args.allow_unready)
 
 
-def _gate(host: Host, state: StateDir, kver: str, running: str | None, allow_unready: bool,
-          steps: GateSteps) -> tuple[dict[str, Any], list[Any]]:
+def _gate(ctx: Context, host: Host, state: StateDir, kver: str, running: str | None,
+          allow_unready: bool, steps: GateSteps) -> tuple[dict[str, Any], list[Any]]:
     """Gate every managed driver, write the record, hold or release the default; a signal
     (`steps`) ends the gate not ready, recorded so, the default held (docs/kernel-gate.md)."""
     try:
-        timeout = load_config(host).build_timeout_seconds
+        timeout = ctx.site.build_timeout_seconds
         config_error = None
     except BadInputError as exc:  # fail closed: a gate that cannot read its site config
         timeout, config_error = 0.0, exc.message  # builds nothing and holds the default
@@ -165,6 +169,17 @@ def _interrupted(data: dict[str, Any], steps: GateSteps) -> Outcome:
                    exit_code=EXIT_INTERRUPTED)
 
 
+class NotReady(Protocol):
+    """What the verb says of a driver that is not ready: a gate's Readiness or _Unready."""
+
+    @property
+    def driver(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def why(self) -> str: ...
+
+
 class _Unready(NamedTuple):
     """Why the gate cannot call KVER ready when no driver build says so (an unreadable site
     config), in the shape of a driver's result."""
@@ -175,7 +190,7 @@ class _Unready(NamedTuple):
     ready: bool = False
 
 
-def _outcome(data: dict[str, Any], unready: list[Any], running: str,
+def _outcome(data: dict[str, Any], unready: list[NotReady], running: str,
              allowed: bool) -> Outcome:
     kver = data["kernel"]
     first = f"{unready[0].driver} {unready[0].version}: {unready[0].why}" if unready else ""
@@ -190,7 +205,7 @@ def _outcome(data: dict[str, Any], unready: list[Any], running: str,
         errors = [f"warning: not ready for kernel {kver} (--allow-unready: default not "
                   f"held): {r.driver} {r.version}: {r.why}" for r in unready]
 
-    def render(c: Any) -> None:
+    def render(c: Console) -> None:
         if data.get("site_config_error"):
             c.print(printable(f"site config cannot be read: {data['site_config_error']}; "
                               f"nothing built for kernel {kver}"), markup=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hwmgr.catalog.load import load_catalog
 from hwmgr.errors import (
@@ -18,8 +18,12 @@ from hwmgr.errors import (
 )
 from hwmgr.lifecycle.source.mirror import sync, sync_from
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.context import Context
 from hwmgr.ui.lifecycle import ProgressUI
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "mirror"
 NOTES = """\
@@ -60,7 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="print one JSON object (format 1)")  # also after DIR
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     dest = Path(args.dir)
     if dest.exists() and not dest.is_dir():
         raise BadInputError(f"{args.dir}: not a directory")
@@ -76,7 +80,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         finally:
             progress.close()
 
-    def render(c: Any) -> None:
+    def render(c: Console) -> None:
         for f in data["files"]:
             c.print(f"{printable(f['driver'])} {printable(f['version'])}: {printable(f['path'])}"
                     f" ({f['size']} bytes, sha256 ok, {f['origin']})", markup=False,

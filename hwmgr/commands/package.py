@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hwmgr.catalog.load import load_catalog
-from hwmgr.config import load_config
+from hwmgr.config import Config
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -18,13 +19,18 @@ from hwmgr.errors import (
     EXIT_REFUSED,
     BadInputError,
 )
-from hwmgr.lifecycle.builds.binpkg import FORMATS, Packager, build_binary
+from hwmgr.host.seam import Host
+from hwmgr.lifecycle.builds.binpkg import FORMATS, Packager, Staged, build_binary
 from hwmgr.lifecycle.builds.debpkg import make_deb
 from hwmgr.lifecycle.builds.kmodrpm import make_kmod_rpm
 from hwmgr.lifecycle.builds.package import DEFAULT_PACKAGER, build_dkms_rpm
 from hwmgr.output import Outcome, printable
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "package"
 NOTES = """\
@@ -80,9 +86,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="Packager tag and changelog author (default: hwmgr <root@localhost>)")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     # --mirror, else the site config's mirror: the one place the two meet
-    settings = replace(ctx.config, mirror=ctx.config.mirror or load_config(ctx.host).mirror)
+    settings = replace(ctx.config, mirror=ctx.config.mirror or ctx.site.mirror)
     if args.binary or args.kernel:
         return _binary(args, ctx.host, settings)
     progress = ui.ProgressUI()  # stderr: bars and spinners on a terminal, lines otherwise
@@ -96,7 +102,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         progress.close()
     data = res.as_dict()
 
-    def render(console: Any) -> None:
+    def render(console: Console) -> None:
         from rich.markup import escape  # rich: only drawing needs it
 
         console.print(f"{res.path} ({res.size} bytes, sha256 {res.sha256})", markup=False,
@@ -109,7 +115,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     return Outcome(NAME, data=data, render=render)
 
 
-def _binary(args: argparse.Namespace, host: Any, settings: Any) -> Outcome:
+def _binary(args: argparse.Namespace, host: Host, settings: Config) -> Outcome:
     """--binary FMT --kernel K: build here, package the signed modules, write the layer."""
     if not (args.binary and args.kernel):
         raise BadInputError("--binary and --kernel go together (--binary deb|rpm --kernel KVER)")
@@ -119,7 +125,7 @@ def _binary(args: argparse.Namespace, host: Any, settings: Any) -> Outcome:
     if args.binary == "deb":
         make = make_deb
     else:
-        def make(h: Any, staged: Any, work: str, out: Any, packager: str) -> Any:
+        def make(h: Host, staged: Staged, work: str, out: Path, packager: str) -> Path:
             return make_kmod_rpm(h, staged, work, out, packager, settings.specs_dir)
     progress = ui.ProgressUI()
     try:
@@ -133,7 +139,7 @@ def _binary(args: argparse.Namespace, host: Any, settings: Any) -> Outcome:
     finally:
         progress.close()
 
-    def render(console: Any) -> None:
+    def render(console: Console) -> None:
         console.print(f"{res.path} ({res.size} bytes, sha256 {res.sha256}, "
                       f"{'signed' if res.signed else 'unsigned'})", markup=False,
                       soft_wrap=True)

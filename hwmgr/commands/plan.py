@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from hwmgr.catalog.load import load_catalog
 from hwmgr.errors import (
@@ -18,6 +17,7 @@ from hwmgr.errors import (
 from hwmgr.lifecycle.plan import plan_rollback, plan_upgrade
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
 
 NAME = "plan"
@@ -59,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "where that is safe (route/SSH interface, deprecated version)")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     settings = ctx.config
     if args.action == "upgrade":
         if not args.to:

@@ -4,9 +4,7 @@ recipes."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from hwmgr.config import load_config
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -19,6 +17,7 @@ from hwmgr.lifecycle.builds.recipe import list_recipes, load_recipe
 from hwmgr.lifecycle.builds.recipecheck import check_recipe
 from hwmgr.output import Outcome
 from hwmgr.ui import recipe_view
+from hwmgr.ui.context import Context
 from hwmgr.ui.options import common_options
 from hwmgr.ui.verbhelp import Example
 
@@ -91,7 +90,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                "the shipped ones) and the dir each comes from.")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     """Dispatch to check or list."""
     if args.action == "list":
         rows = list_recipes(ctx.config.drivers_dir)
@@ -101,7 +100,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     report = check_recipe(ctx.host, recipe, args.file,
                           state_dir=ctx.config.state_dir,
                           kernels=args.kernel, version=args.version,
-                          build_timeout=load_config(ctx.host).build_timeout_seconds)
+                          build_timeout=ctx.site.build_timeout_seconds)
     data = report.as_dict()
     errors = [p for k in report.kernels for p in k.problems]
     return Outcome(NAME, status="ok" if report.ok else "failed", data=data, errors=errors,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hwmgr.compliance.steps import REGISTRY as SETTINGS
 from hwmgr.errors import (
@@ -15,7 +15,11 @@ from hwmgr.errors import (
 from hwmgr.lifecycle.plan import recover
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "recover"
 EXAMPLES = (
@@ -38,13 +42,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     pass
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     ui.require_root(ctx.host, "completes or undoes an interrupted transaction on this host")
     results = recover(ctx.host, ctx.config.state_dir, wait=args.wait, extra=SETTINGS)
     data = [r.as_dict() for r in results]
     bad = [r for r in results if not r.closed]
 
-    def render(c: Any) -> None:
+    def render(c: Console) -> None:
         if not results:
             c.print("no interrupted transaction", markup=False)
         for r in results:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hwmgr.compliance import apply as ap
 from hwmgr.errors import (
@@ -18,7 +18,11 @@ from hwmgr.errors import (
 from hwmgr.output import Outcome, printable
 from hwmgr.transaction.state import StateDir
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "revert"
 EXAMPLES = (
@@ -44,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     host, config = ctx.host, ctx.config
     ui.require_root(host, "restores NIC settings, sysctls and their persistence files")
     state = StateDir(host, config.state_dir)
@@ -63,7 +67,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         return Outcome(NAME, status="failed", data=data, errors=[stopped],
                        exit_code=EXIT_INTERRUPTED)
 
-    def render(c: Any) -> None:
+    def render(c: Console) -> None:
         c.print(printable(f"transaction #{res.id} revert of #{params['of']}: {res.state}"
                           + (f" ({res.error})" if res.error else "")), markup=False)
         for it in params["items"]:
@@ -78,6 +82,6 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
                    exit_code=0 if res.ok else EXIT_FAILED, render=render)
 
 
-def _v(value: Any) -> Any:
+def _v(value: object) -> object:
     """A recorded value as ethtool spells it (booleans are on/off)."""
     return ("on" if value else "off") if isinstance(value, bool) else value

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from hwmgr.config import load_config, with_site
+from hwmgr.config import with_site
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -19,6 +18,7 @@ from hwmgr.errors import (
 from hwmgr.lifecycle.plan import plan_rollback, run_plan
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
 
 NAME = "rollback"
@@ -52,10 +52,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "carries the default route/SSH session")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     host = ctx.host
     ui.require_root(host)
-    settings = with_site(ctx.config, load_config(host))  # a reinstall may build
+    settings = with_site(ctx.config, ctx.site)  # a reinstall may build
     plan = plan_rollback(host, args.driver, settings=settings, to=args.to, force=args.force)
     if plan.refusals:
         return ui.plan_outcome(NAME, plan)

@@ -6,7 +6,7 @@ import argparse
 import json
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwmgr import safejson
 from hwmgr.errors import (
@@ -23,8 +23,12 @@ from hwmgr.fleet import rollout as ro
 from hwmgr.fleet.rollout_page import render_page, report
 from hwmgr.fleet.write import write_outputs
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.context import Context
 from hwmgr.ui.options import common_options
 from hwmgr.ui.verbhelp import Example
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "rollout"
 NOTES = """\
@@ -110,7 +114,7 @@ def _hosts(args: argparse.Namespace) -> list[str]:
     return [ro.check_host_name(h) for h in names]
 
 
-def _evidence(text: str, option: str) -> Any:
+def _evidence(text: str, option: str) -> object:
     """--evidence / --batch: JSON text, or @FILE holding it."""
     if text.startswith("@"):
         return safejson.load_file(text[1:], text[1:], MAX_EVIDENCE_ARG)
@@ -119,7 +123,7 @@ def _evidence(text: str, option: str) -> Any:
     return safejson.load(text, option)
 
 
-def status_code(rec: dict[str, Any]) -> int:
+def status_code(rec: ro.Record) -> int:
     """0 every host done; 1 a gate failed; 6 hosts left and none failed."""
     c = ro.counts(rec)
     if c["failed_gates"]:
@@ -127,7 +131,7 @@ def status_code(rec: dict[str, Any]) -> int:
     return EXIT_OK if c["done"] == len(rec["hosts"]) else EXIT_PARTIAL
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     record = ro.RecordFile(args.record)
     if args.action == "report" and not args.out:
         raise UsageError("report needs --out DIR")
@@ -185,16 +189,17 @@ def _start(args: argparse.Namespace, record: ro.RecordFile) -> Outcome:
     else:
         rec, resumed = fresh, False
         record.write(rec)
-    data = {"id": rec["id"], "resumed": resumed, "batches": ro.plan_batches(
-        list(rec["hosts"]), rec["batches"]), "budget": ro.budget_state(rec),
-        "counts": ro.counts(rec)}
+    batches_of = ro.plan_batches(list(rec["hosts"]), rec["batches"])
+    budget_now = ro.budget_state(rec)
+    data = {"id": rec["id"], "resumed": resumed, "batches": batches_of, "budget": budget_now,
+            "counts": ro.counts(rec)}
     return Outcome(NAME, data=data, render=lambda c: c.print(printable(
         f"rollout {rec['id']} {'resumed' if resumed else 'started'}: {len(rec['hosts'])} "
-        f"hosts in {len(data['batches'])} batches, budget limit {data['budget']['limit']}"),
+        f"hosts in {len(batches_of)} batches, budget limit {budget_now['limit']}"),
         markup=False))
 
 
-def _summary(args: argparse.Namespace, rec: dict[str, Any]) -> Outcome:
+def _summary(args: argparse.Namespace, rec: ro.Record) -> Outcome:
     data = report(rec)
     if args.action == "report":
         written = write_outputs(Path(args.out), {
@@ -203,7 +208,7 @@ def _summary(args: argparse.Namespace, rec: dict[str, Any]) -> Outcome:
         data = {**data, "written": [str(p) for p in written]}
     code = status_code(rec)
 
-    def _render(c: Any) -> None:
+    def _render(c: Console) -> None:
         n = data["counts"]
         c.print(printable(f"rollout {rec['id']}: " + ", ".join(
             f"{n[s]} {s}" for s in ro.STATES) + (f"; halted: {rec['halted']['reason']}"

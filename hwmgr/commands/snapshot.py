@@ -28,6 +28,7 @@ from hwmgr.inventory.scan import collect, host_identity, kernel_facts
 from hwmgr.lifecycle.bundle import record_all
 from hwmgr.output import Outcome, printable
 from hwmgr.transaction.state import StateDir
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
 
 NAME = "snapshot"
@@ -60,7 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "names are refused)")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     check_out(Path(args.out))
     sysctls, notes = catalog_sysctls(args, ctx)
     host, rec, runner = recording_host()
@@ -68,7 +69,8 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
     scan = collect(host, args.catalog, use_catalog=False)
     kernel_facts(host)  # which kernel build: a verdict on the snapshot reads these (recorded)
     # what plan/verify/check read beyond the inventory, with the catalog's sysctls
-    records = record_all(host, scan.devices, ctx.config.drivers_dir, sysctls)
+    records = record_all(host, [d.to_json() for d in scan.devices], ctx.config.drivers_dir,
+                         sysctls)
     why_not = copy_state(host, ctx.host, ctx.config.state_dir)
     if why_not is None:
         records.append(STATE)
@@ -140,7 +142,7 @@ def record_state(host: Host, state_dir: str) -> bool:
     return whole
 
 
-def catalog_sysctls(args: argparse.Namespace, ctx: Any) -> tuple[list[str], list[str]]:
+def catalog_sysctls(args: argparse.Namespace, ctx: Context) -> tuple[list[str], list[str]]:
     """The sysctls to copy: the fixed list and every one the catalog in force reads (rules
     and conditions, site layers included), so `check --root` judges what `check` does. A
     catalog named on the command line must load; the machine's own one may be missing or

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hwmgr.config import load_config
+from hwmgr.config import SiteConfig
 from hwmgr.errors import (
     EXIT_FAILED,
     EXIT_NOT_FOUND,
@@ -15,11 +15,16 @@ from hwmgr.errors import (
     EXIT_UNKNOWN,
     UsageError,
 )
+from hwmgr.host.seam import Host
 from hwmgr.output import Outcome, printable
+from hwmgr.ui.context import Context
 from hwmgr.ui.options import common_options, lifecycle_options
 from hwmgr.ui.throughput import floor_catalog, hard_timeout, options_from
 from hwmgr.ui.verbhelp import Example
 from hwmgr.verify import throughput as tp
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "throughput"
 NOTES = """\
@@ -84,9 +89,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="do not keep the result in the state dir (used as 'before' by verify)")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     host = ctx.host
-    cfg = load_config(host)
+    cfg = ctx.site
     if args.serve:
         return _serve(args, host, cfg)
     if args.count is not None:
@@ -108,7 +113,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
                    exit_code=STATUS_EXIT[report.status], render=lambda c: _render(c, data))
 
 
-def _render(console: Any, d: dict[str, Any]) -> None:
+def _render(console: Console, d: dict[str, Any]) -> None:
     speed = f"{d['link_speed_mbps']} Mbit/s link" if d["link_speed_mbps"] else "link speed ?"
     console.print(f"throughput to {d['peer']} ({d['address'] or '?'}) over "
                   f"{d['interface'] or '?'}, {speed}, {d['streams']} stream(s)", markup=False)
@@ -138,7 +143,7 @@ CLIENT_ONLY = ("peer", "bind_dev", "duration", "reverse", "both", "floor", "stre
                "connect_timeout", "force")
 
 
-def _serve(args: argparse.Namespace, host: Any, cfg: Any) -> Outcome:
+def _serve(args: argparse.Namespace, host: Host, cfg: SiteConfig) -> Outcome:
     """Serve until --count tests or Ctrl-C; one line per test on stderr as it ends."""
     given = [f"--{k.replace('_', '-')}" for k in CLIENT_ONLY if getattr(args, k) not in
              (None, False)]
@@ -149,9 +154,9 @@ def _serve(args: argparse.Namespace, host: Any, cfg: Any) -> Outcome:
         raise UsageError(f"--count {args.count}: expected 1 or more tests")
     idle = hard_timeout(args.timeout) or 300.0  # checked before anything is printed
     port = args.port if args.port is not None else cfg.throughput_port
-    tests: list[dict[str, Any]] = []
+    tests: list[tp.Served] = []
 
-    def each(out: dict[str, Any]) -> None:
+    def each(out: tp.Served) -> None:
         tests.append(out)
         if not args.json:
             print(printable(_served_line(out)), file=sys.stderr, flush=True)
@@ -177,7 +182,7 @@ def _serve(args: argparse.Namespace, host: Any, cfg: Any) -> Outcome:
                                             markup=False))
 
 
-def _served_line(out: dict[str, Any]) -> str:
+def _served_line(out: tp.Served) -> str:
     if out["status"] == "served":
         return f"served a test on port {out['port']}: {out['mbps']:.0f} Mbit/s received"
     return f"a test on port {out['port']} ended without a result: {out['reason']}"

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from hwmgr.catalog.load import Catalog, load_catalog
-from hwmgr.config import SiteConfig, load_config, with_site
+from hwmgr.config import SiteConfig, with_site
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -22,6 +22,7 @@ from hwmgr.host.seam import Host
 from hwmgr.lifecycle.plan import Plan, plan_upgrade, run_plan
 from hwmgr.output import Outcome
 from hwmgr.ui import lifecycle as ui
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
 from hwmgr.verify import throughput as tp
 
@@ -68,10 +69,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="internal mirror (directory or http(s) URL) tried before the vendor URL")
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     host = ctx.host
     ui.require_root(host)
-    site = load_config(host)
+    site = ctx.site
     settings = with_site(ctx.config, site)  # the plan journals the result
     catalog = load_catalog(args.catalog, config=settings)
     plan = plan_upgrade(host, catalog, args.driver, args.to,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from hwmgr.catalog.versions import SCHEMES, compare
 from hwmgr.errors import (
@@ -11,6 +10,7 @@ from hwmgr.errors import (
     EXIT_OK,
 )
 from hwmgr.output import Outcome
+from hwmgr.ui.context import Context
 from hwmgr.ui.verbhelp import Example
 
 NAME = "vercmp"
@@ -57,7 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     """Compare A with B; a `VersionError` (exit 8) propagates to the CLI as one line."""
     rc = compare(args.a, args.b, args.scheme, kernel=args.kernel)
     symbol = SYMBOLS[rc]

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hwmgr.config import load_config
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -22,10 +21,14 @@ from hwmgr.host import capture
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.expect import parse_expectation
 from hwmgr.output import Outcome, new_table, printable
+from hwmgr.ui.context import Context
 from hwmgr.ui.options import common_options, lifecycle_options
 from hwmgr.ui.throughput import floor_catalog, options_from
 from hwmgr.ui.verbhelp import Example
 from hwmgr.verify.policy import Verifier, VerifyOptions
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 NAME = "verify"
 NOTES = """\
@@ -87,9 +90,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="allow throughput over the default-route/SSH interface")
 
 
-def _explicit(host: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
-    """An expectation file named on the command line, read from this machine."""
-    local = Host("/", host.runner)
+def _explicit(local: Host, path: str) -> list[tuple[str, dict[str, Any]]]:
+    """An expectation file named on the command line, read from this machine (`local`)."""
     real = os.path.abspath(path)
     raw = local.read_bytes(real, limit=1 << 20)
     if raw is None:
@@ -97,9 +99,9 @@ def _explicit(host: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
     return [(real, parse_expectation(raw, path))]
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     host = ctx.host
-    cfg = load_config(host)
+    cfg = ctx.site
     on_failure = args.on_failure or cfg.on_failure
     snapshot = not host.live
     if snapshot and args.on_failure == "rollback":
@@ -127,7 +129,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
         readonly=readonly, link_wait=cfg.link_wait_seconds,
         max_boot_attempts=cfg.max_boot_attempts, reboot_command=cfg.reboot_command,
         throughput=tp_opts, catalog=lambda: floor_catalog(args, ctx.config))
-    armed = _explicit(host, args.expectation) if args.expectation else None
+    armed = _explicit(ctx.local, args.expectation) if args.expectation else None
     report = Verifier(host, settings, opts).run(armed)
     report.notes[:0] = notes
     data = report.as_dict()
@@ -144,7 +146,7 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
                    exit_code=STATUS_EXIT[report.status], render=lambda c: _render(c, data))
 
 
-def _cell(v: Any) -> str:
+def _cell(v: object) -> str:
     if v is None:
         return "-"
     if isinstance(v, list):
@@ -155,7 +157,7 @@ def _cell(v: Any) -> str:
     return text
 
 
-def _render(console: Any, d: dict[str, Any]) -> None:
+def _render(console: Console, d: dict[str, Any]) -> None:
     """Values come from the host (and maybe a snapshot): escaped, never rich markup."""
     from rich.markup import escape  # rich: only drawing needs it
     from rich.text import Text

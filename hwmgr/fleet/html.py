@@ -38,7 +38,7 @@ def _asset(name: str) -> str:
     return resources.files("hwmgr.fleet").joinpath(name).read_text(encoding="utf-8")
 
 
-def _text(value: Any) -> Any:
+def _text(value: object) -> object:
     """How the template prints a value: null as nothing, numbers as they are, other non-strings
     (a finding's {"min": N}) as compact JSON; autoescape then escapes what is not markup."""
     if value is None:
@@ -60,14 +60,14 @@ def _template() -> Template:
     return template
 
 
-def plain(value: Any) -> str:
+def plain(value: object) -> str:
     """A value for a person when the caller has no better words: null as 'unknown'."""
     if value is None:
         return "unknown"
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def embed_json(obj: Any) -> str:
+def embed_json(obj: object) -> str:
     """JSON safe inside <script type="application/json">: no '<', '>' or '&' at all."""
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
     return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any, Iterator
+from typing import Iterator
 from xml.sax.saxutils import escape, quoteattr
 
-from hwmgr.fleet.report import NO_CHECK, Report, finding_name
+from hwmgr.fleet.report import NO_CHECK, Finding, HostEntry, Report, finding_name
 from hwmgr.output import printable
 
 COUNTS = ("tests", "failures", "errors", "skipped")
 CHUNK = 1 << 20  # bytes of XML handed to the writer at a time
 
 
-def _x(value: Any) -> str:
+def _x(value: object) -> str:
     """Text safe for XML 1.0 (no control characters); the writers below escape the markup."""
     if isinstance(value, str):
         return printable(value)
@@ -48,7 +48,7 @@ def _case(cls: str, name: str, inner: str = "") -> str:
     return f"{head}>{inner}</testcase>" if inner else f"{head} />"
 
 
-def _finding_case(f: Any) -> tuple[bytes, bool]:
+def _finding_case(f: Finding) -> tuple[bytes, bool]:
     """A problem finding's testcase after its class name (` name="…">…</testcase>`) as
     UTF-8, and whether it is a failure (else skipped)."""
     if f["status"] == "drift":
@@ -66,7 +66,7 @@ def _finding_case(f: Any) -> tuple[bytes, bool]:
             f["status"] == "drift")
 
 
-def _host_cases(cls: str, host: Any, counts: Counter[str],
+def _host_cases(cls: str, host: HostEntry, counts: Counter[str],
                 cases_of: dict[int, tuple[bytes, bool]] | None = None) -> list[bytes]:
     """The host's testcases as UTF-8 XML; `counts` gets their tally. `cases_of` keeps each
     finding's testcase by the finding's identity (hosts share equal findings: `results`),

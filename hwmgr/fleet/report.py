@@ -7,7 +7,7 @@ import datetime as _dt
 import json
 from collections import Counter
 from importlib import resources
-from typing import Any, Dict, Iterator, TypedDict, cast
+from typing import Any, Iterator, TypedDict, cast
 
 from hwmgr.errors import (
     EXIT_DRIFT,
@@ -31,7 +31,33 @@ FINDING_ORDER = {s: i for i, s in enumerate(
     ("drift", "unknown", "uncatalogued", "unsupported", "ok"))}
 SUMMARY_KEYS = ("hosts", "compliant", "drift", "unknown", "unreachable", "failed",
                 "reboot_pending")
-Finding = Dict[str, Any]  # one check finding, fields checked (hwmgr/schemas/check.schema.json)
+
+
+class SourceRef(TypedDict):
+    """check schema 3's `source` of a finding: the catalog reference and its first URL."""
+
+    ref: str
+    url: str | None
+
+
+class _FindingKeys(TypedDict):
+    layer: str  # one of LAYERS
+    device: str | None
+    interface: str | None
+    item: str
+    expected: object  # what the catalog wants: a scalar or a flat object (a limit)
+    actual: object
+    status: str  # one of FINDING_STATUSES
+    reason: str | None
+    fix: str | None
+
+
+class Finding(_FindingKeys, total=False):
+    """One check finding as the report keeps it (fields checked by results._finding against
+    hwmgr/schemas/check.schema.json): `evidence` (check schema 1-2) or `source` (3)."""
+
+    evidence: object
+    source: SourceRef | None
 
 
 class HostEntry(TypedDict):
@@ -110,7 +136,7 @@ def report_chunks(report: Report) -> Iterator[bytes]:
     (hosts share equal findings: `results`); the C encoder does the rest."""
     enc = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
-    def b(obj: Any) -> bytes:
+    def b(obj: object) -> bytes:
         return enc(obj).encode()
 
     done: dict[int, bytes] = {}  # id of a finding (all alive in `report`) -> its JSON

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Dict, Iterable, Union, cast
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError
@@ -31,6 +31,7 @@ from hwmgr.fleet.report import (
     SUMMARY_KEYS,
     Finding,
     LoadedHost,
+    SourceRef,
 )
 from hwmgr.fleet.stream import JSONStream
 from hwmgr.output import printable
@@ -43,7 +44,7 @@ MAX_BATCH_BYTES = 1 << 30
 
 
 # ------------------------------------------------------------------------ reading one host
-def _check_counts(raw: Any, where: str) -> dict[str, int]:
+def _check_counts(raw: object, where: str) -> dict[str, int]:
     if not isinstance(raw, dict):
         raise BadInputError(f"{where}: expected an object of counts")
     out = {}
@@ -65,7 +66,7 @@ _SCALARS = frozenset((str, int, bool, type(None)))
 _REF_URL = frozenset(("ref", "url"))
 
 
-def _frozen(value: Any) -> Any:
+def _frozen(value: object) -> object:
     """A hashable stand-in for a finding's value that no value of another JSON text equals
     (the caller adds each value's type, so 1, 1.0 and true stay apart)."""
     if isinstance(value, (dict, list)):  # a flat one, e.g. a limit {"min": 10000}
@@ -86,7 +87,7 @@ class Interner:
     once per distinct finding."""
 
     def __init__(self) -> None:
-        self.findings: dict[Any, Finding] = {}
+        self.findings: dict[tuple[object, ...], Finding] = {}
         self.order: dict[int, tuple[int, int, str, str, str]] = {}
 
     def finding(self, raw: Any, base: str, i: int) -> Finding:
@@ -95,7 +96,7 @@ class Interner:
             return _finding(raw, base, i)
         values = tuple(raw.values())
         types = tuple(map(type, values))
-        key: Any
+        key: tuple[object, ...]
         if _SCALARS.issuperset(types):
             key = (tuple(raw), values, types)
         elif types[-1] is dict and _SCALARS.issuperset(types[:-1]) and \
@@ -123,7 +124,7 @@ def sort_key(f: Finding) -> tuple[int, int, str, str, str]:
             f["interface"] or "", f["item"])
 
 
-def _source(raw: Any, where: str) -> Any:
+def _source(raw: object, where: str) -> SourceRef | None:
     """check schema 3's `source`: null or {ref, url}, nothing else kept."""
     if raw is None:
         return None
@@ -131,23 +132,25 @@ def _source(raw: Any, where: str) -> Any:
             not isinstance(raw.get("url"), (str, type(None))):
         raise BadInputError(f"{where}: expected null or {{\"ref\": string, \"url\": string "
                             "or null}")
-    return raw if raw.keys() == _REF_URL else {"ref": raw["ref"], "url": raw.get("url")}
+    return cast(SourceRef, raw) if raw.keys() == _REF_URL else {"ref": raw["ref"],
+                                                                 "url": raw.get("url")}
 
 
-def _finding(raw: Any, base: str, i: int) -> Finding:
+def _finding(raw: object, base: str, i: int) -> Finding:
     """One finding checked; `base` and `i` name it in an error (built only then). A finding
     with exactly the contract's keys is kept as it is (no copy), any other reduced to them:
     `source` in place of `evidence` when it has one."""
     if not isinstance(raw, dict):
         raise BadInputError(f"{base}.findings[{i}]: expected an object")
-    out: Finding
+    kept: dict[str, Any]
     if "source" in raw:
         src = _source(raw["source"], f"{base}.findings[{i}].source")
-        out = raw if raw.keys() == SOURCE_KEYS and src is raw["source"] else {
+        kept = raw if raw.keys() == SOURCE_KEYS and src is raw["source"] else {
             **{k: raw.get(k) for k in BASE_KEYS}, "source": src}
     else:
-        out = raw if raw.keys() == FINDING_KEYS else {
+        kept = raw if raw.keys() == FINDING_KEYS else {
             **{k: raw.get(k) for k in BASE_KEYS}, "evidence": raw.get("evidence")}
+    out = cast(Finding, kept)  # its fields are checked here, before anyone reads them
     if out["layer"] not in LAYERS:
         raise BadInputError(f"{base}.findings[{i}].layer: {out['layer']!r} is not one of "
                             f"{', '.join(LAYERS)}")
@@ -269,16 +272,18 @@ def read_results(paths: list[Path]) -> dict[str, LoadedHost]:
     return hosts
 
 
-class _Hosts(dict):
+class _Hosts(Dict[str, Union[LoadedHost, BadInputError]]):
     """A `hosts` object read a host at a time: name → its loaded entry, or the error that
     entry gave, raised only if this object turns out to be the one the file's shape uses
     (json's rules: a repeated key's last value counts)."""
 
     def result(self) -> dict[str, LoadedHost]:
-        for value in self.values():
+        out: dict[str, LoadedHost] = {}
+        for name, value in self.items():
             if isinstance(value, BadInputError):
                 raise value
-        return dict(self)
+            out[name] = value
+        return out
 
 
 def _stream_hosts(js: JSONStream, base: str, depth: int, interner: Interner) -> _Hosts:

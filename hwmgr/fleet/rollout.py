@@ -26,7 +26,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, TypedDict, cast
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError, NotFoundError, RefusedError, UsageError
@@ -44,6 +44,46 @@ MAX_HOSTS = 100_000
 MAX_EVIDENCE = 256 << 10  # bytes of one host's gate evidence kept in the record
 MAX_RECORD = 512 << 20
 _HOST = re.compile(r"^[A-Za-z0-9_.:@-][A-Za-z0-9_.:@/-]{0,252}$")
+
+
+class Halted(TypedDict):
+    """Why and when a rollout stopped handing out hosts."""
+
+    at: str
+    reason: str
+
+
+class HostEntry(TypedDict):
+    """One host's place in the rollout; `gate` and `rollback` are its evidence as marked."""
+
+    state: str  # one of STATES
+    batch: int | None
+    started: str | None
+    finished: str | None
+    resumed: int
+    gate: object
+    rollback: object
+
+
+class BudgetJson(TypedDict, total=False):
+    """The budget as the record keeps it: one of the two keys."""
+
+    failures: int | None
+    percent: float | None
+
+
+class Record(TypedDict):
+    """The record file (the module docstring shows one); `change` is {verb, args}."""
+
+    format: str
+    version: int
+    id: str
+    change: dict[str, Any]
+    batches: list[int]
+    budget: BudgetJson
+    created: str
+    halted: Halted | None
+    hosts: dict[str, HostEntry]
 
 
 @dataclass(frozen=True)
@@ -79,7 +119,7 @@ class Budget:
         assert self.percent is not None
         return max(1, math.ceil(self.percent * hosts / 100 - 1e-9))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> BudgetJson:
         return {"failures": self.failures} if self.failures is not None else {
             "percent": self.percent}
 
@@ -122,7 +162,7 @@ def check_host_name(name: str) -> str:
 
 # ----------------------------------------------------------------------------- the record
 def new_record(change: dict[str, Any], hosts: list[str], batches: list[int],
-               budget: Budget) -> dict[str, Any]:
+               budget: Budget) -> Record:
     """A fresh record: every host pending."""
     if not hosts:
         raise UsageError("a rollout needs at least one host")
@@ -137,12 +177,12 @@ def new_record(change: dict[str, Any], hosts: list[str], batches: list[int],
                       for h in hosts}}
 
 
-def _budget_of(rec: dict[str, Any]) -> Budget:
+def _budget_of(rec: Record) -> Budget:
     b = rec["budget"]
     return Budget(b.get("failures"), b.get("percent"))
 
 
-def counts(rec: dict[str, Any]) -> dict[str, int]:
+def counts(rec: Record) -> dict[str, int]:
     """Hosts per state, and the failed gates (failed and rolled-back hosts alike)."""
     out = {s: 0 for s in STATES}
     for h in rec["hosts"].values():
@@ -151,7 +191,7 @@ def counts(rec: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-def budget_state(rec: dict[str, Any]) -> dict[str, Any]:
+def budget_state(rec: Record) -> dict[str, Any]:
     """The budget, its limit for this rollout and whether it is spent."""
     c = counts(rec)
     limit = _budget_of(rec).limit(len(rec["hosts"]))
@@ -159,7 +199,7 @@ def budget_state(rec: dict[str, Any]) -> dict[str, Any]:
             "spent": c["failed_gates"] >= limit}
 
 
-def claim(rec: dict[str, Any], asked: list[str]) -> dict[str, Any]:
+def claim(rec: Record, asked: list[str]) -> dict[str, Any]:
     """Which of `asked` (one batch, in order) start now; they become in-flight. A halted
     rollout or a spent budget starts none; a host already done, failed or rolled back is
     skipped with its state; one left in flight by a crash starts again marked `resume`."""
@@ -182,13 +222,13 @@ def claim(rec: dict[str, Any], asked: list[str]) -> dict[str, Any]:
                 h["resumed"] += 1
                 resume.append(name)
             else:
-                h.update(state="in-flight", batch=batch, started=utcnow())
+                h["state"], h["batch"], h["started"] = "in-flight", batch, utcnow()
             start.append(name)
     return {"start": start, "resume": resume, "skip": skip, "halted": rec["halted"],
             "budget": budget_state(rec)}
 
 
-def mark(rec: dict[str, Any], name: str, state: str, evidence: Any) -> dict[str, Any]:
+def mark(rec: Record, name: str, state: str, evidence: object) -> dict[str, Any]:
     """Record a host's gate (done / failed) or its rollback (rolled-back) with evidence;
     RefusedError for a step out of order (a host is never marked done twice)."""
     h = rec["hosts"].get(name)
@@ -215,7 +255,7 @@ def mark(rec: dict[str, Any], name: str, state: str, evidence: Any) -> dict[str,
     return {"host": name, "state": state, "halted": rec["halted"], "budget": bs}
 
 
-def mark_results(rec: dict[str, Any], results: Any) -> dict[str, Any]:
+def mark_results(rec: Record, results: object) -> dict[str, Any]:
     """Mark a batch at once from {host: the hwmgr_rollout module's result}: a passed gate is
     done; a failed one is failed, then rolled-back when its rollback ran; a module that
     failed outright is a failed gate with its message; a host awaiting its reboot (or
@@ -254,7 +294,7 @@ def mark_results(rec: dict[str, Any], results: Any) -> dict[str, Any]:
             "budget": budget_state(rec)}
 
 
-def halt(rec: dict[str, Any], reason: str) -> dict[str, Any]:
+def halt(rec: Record, reason: str) -> dict[str, Any]:
     """Stop handing out hosts (hosts in flight finish); a second halt keeps the first."""
     if rec["halted"] is None:
         rec["halted"] = {"at": utcnow(), "reason": reason[:400] or "halted by hand"}
@@ -262,7 +302,7 @@ def halt(rec: dict[str, Any], reason: str) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- the file
-def validate(doc: Any, where: str) -> dict[str, Any]:
+def validate(doc: object, where: str) -> Record:
     """A record read back: BadInputError naming the file and field when it is not one."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise BadInputError(f"{where}: not a hwmgr rollout record (format)")
@@ -286,7 +326,7 @@ def validate(doc: Any, where: str) -> dict[str, Any]:
         raise BadInputError(f"{where}: change/id missing")
     if doc.get("halted") is not None and not isinstance(doc["halted"], dict):
         raise BadInputError(f"{where}: halted: expected null or an object")
-    return doc
+    return cast(Record, doc)  # the fields checked above; the rest only hwmgr writes
 
 
 class RecordFile:
@@ -299,14 +339,14 @@ class RecordFile:
     def exists(self) -> bool:
         return self.path.exists()
 
-    def read(self) -> dict[str, Any]:
+    def read(self) -> Record:
         """The record; NotFoundError when missing, BadInputError when damaged."""
         if not self.path.exists():
             raise NotFoundError(f"{self.path}: no such rollout record")
         doc = safejson.load_file(self.path, str(self.path), MAX_RECORD)
         return validate(doc, str(self.path))
 
-    def write(self, rec: dict[str, Any]) -> None:
+    def write(self, rec: Record) -> None:
         """The record, whole (temp file, fsync, rename)."""
         self.host.write_bytes(str(self.path), json.dumps(rec, indent=1).encode() + b"\n")
 

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from hwmgr.fleet.jinja import jinja2
-from hwmgr.fleet.rollout import STATES, budget_state, counts
+from hwmgr.fleet.rollout import STATES, Record, budget_state, counts
 
 TEMPLATE = "rollout.html.j2"
 
 
-def _gate(ev: Any) -> dict[str, Any] | None:
+def _gate(ev: object) -> dict[str, object] | None:
     """A gate's evidence as the page shows it: steps with a name, a pass and a detail."""
     if not isinstance(ev, dict):
         return None
@@ -22,7 +22,7 @@ def _gate(ev: Any) -> dict[str, Any] | None:
                        "detail": str(s.get("detail"))} for s in steps]}
 
 
-def report(rec: dict[str, Any]) -> dict[str, Any]:
+def report(rec: Record) -> dict[str, Any]:
     """The report's JSON: the rollout, its budget, counts, and each host's state and
     evidence (the record's own, so the report and the record never disagree)."""
     return {"format": "hwmgr-rollout-report", "version": 1, "id": rec["id"],
@@ -36,15 +36,16 @@ def change_text(change: dict[str, Any]) -> str:
     return " ".join(str(a) for a in [change.get("verb"), *change.get("args", [])])
 
 
-def render_page(rec: dict[str, Any]) -> str:
+def render_page(rec: Record) -> str:
     """The rollout page: every value autoescaped (host names, gate details are hostile)."""
     j2 = jinja2()  # only the page needs it; `rollout claim/mark` on every host do not
     env = j2.Environment(
         loader=j2.FileSystemLoader(str(Path(__file__).resolve().parent)),
         autoescape=True, undefined=j2.StrictUndefined)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, h in rec["hosts"].items():
-        rb = h.get("rollback") if isinstance(h.get("rollback"), dict) else None
+        rb_raw = h.get("rollback")
+        rb = rb_raw if isinstance(rb_raw, dict) else None
         rows.append({"name": name, "state": h["state"], "batch": h["batch"],
                      "resumed": h["resumed"], "finished": h["finished"],
                      "gate": _gate(h.get("gate")),

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from hwmgr.errors import BadInputError
-from hwmgr.fleet.report import SUMMARY_KEYS, Report
+from hwmgr.fleet.report import SUMMARY_KEYS, Finding, Report
 from hwmgr.fleet.results import read_json
 
 TREND_FILE = "fleet-trend.json"
@@ -38,7 +38,7 @@ class News(TypedDict):
     fixed: int  # drift keys of the previous run no longer drifting
 
 
-def drift_key(f: dict[str, Any]) -> str:
+def drift_key(f: Finding) -> str:
     """One drifting item of a host, the same from run to run: 'layer where item'."""
     return " ".join(p for p in (f["layer"], f.get("interface") or f.get("device") or "",
                                 f["item"]) if p)
@@ -66,7 +66,7 @@ def point_of(report: Report) -> dict[str, Any]:
     return {"generated": report["generated"], **report["summary"]}
 
 
-def _count(value: Any, where: str) -> int:
+def _count(value: object, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise BadInputError(f"{where}: expected a count (integer >= 0)")
     return value

@@ -11,10 +11,17 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any, Callable, TypedDict
 
-from hwmgr.fleet.report import FINDING_STATUSES, HOST_ORDER, HOST_STATUSES, LAYERS, Report
+from hwmgr.fleet.report import (
+    FINDING_STATUSES,
+    HOST_ORDER,
+    HOST_STATUSES,
+    LAYERS,
+    Finding,
+    Report,
+)
 from hwmgr.fleet.trend import News
 
-Shown = Callable[[Any], str]  # a finding value for a person (check's own words for limits)
+Shown = Callable[[object], str]  # a finding value for a person (check's own words for limits)
 ITEM_ORDER = ("drift", "unknown", "uncatalogued", "unsupported", "ok")  # worst first
 NO_RESULT = ("unreachable", "failed")
 
@@ -40,7 +47,7 @@ def fleet_items(report: Report, shown: Shown, statuses: tuple[str, ...] = ITEM_O
     hosts: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     seen: dict[int, tuple[str, str, str] | None] = {}  # id of a finding -> its key, if counted
     uses: Counter[int] = Counter()  # id of a problem finding -> findings like it
-    firsts: dict[int, Any] = {}  # id -> the finding
+    firsts: dict[int, Finding] = {}  # id -> the finding
     for name, host in report["hosts"].items():
         for f in host["findings"]:
             i = id(f)
@@ -63,10 +70,11 @@ def fleet_items(report: Report, shown: Shown, statuses: tuple[str, ...] = ITEM_O
         assert key is not None
         exp[key][shown(f["expected"])] += n
         act[key][shown(f["actual"])] += n
-        if f.get("fix"):
-            fixes[key][f["fix"]] += n
-        if f.get("reason"):
-            reasons[key][f["reason"]] += n
+        fix, reason = f.get("fix"), f.get("reason")
+        if fix:
+            fixes[key][fix] += n
+        if reason:
+            reasons[key][reason] += n
     out: list[FleetItem] = []
     for key, names in hosts.items():
         layer, item, status = key
@@ -116,7 +124,7 @@ def compact(report: Report, groups: dict[str, str], news: News,
     findings (most compliant ones) share one. `new` is 1 when the host drifts on something
     it did not drift on last time; `n` lists the new drift keys per host index."""
     strings: dict[str, int] = {}
-    shown_idx: dict[tuple[type, Any], int] = {}  # a scalar's index: 190,000 findings, few values
+    shown_idx: dict[tuple[type, object], int] = {}  # a scalar's index: 190,000 findings, few values
     fs = {x: i for i, x in enumerate(FINDING_STATUSES)}
     ly = {x: i for i, x in enumerate(LAYERS)}
 
@@ -125,7 +133,7 @@ def compact(report: Report, groups: dict[str, str], news: News,
             return -1
         return strings.setdefault(value, len(strings))
 
-    def v(value: Any) -> int:
+    def v(value: object) -> int:
         if isinstance(value, (dict, list)):
             return s(shown(value))
         key = (type(value), value)  # 1 and True are equal keys; their types tell them apart

@@ -16,7 +16,7 @@ import stat
 import tarfile
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Callable, cast
 
 from hwmgr import __version__, safejson
 from hwmgr.errors import BadInputError, NotFoundError, UsageError
@@ -175,7 +175,7 @@ def write_snapshot(
             seen.add(key)
             cmd_dir.mkdir(exist_ok=True)
             stem = _SAFE.sub("-", " ".join(key)).strip("-")[:80] or "cmd"
-            entry: dict[str, Any] = {"argv": list(key), "rc": res.rc}
+            entry: dict[str, list[str] | int | str] = {"argv": list(key), "rc": res.rc}
             for stream, text in (("stdout", res.stdout), ("stderr", res.stderr)):
                 if text:
                     fname = f"{stem}.{stream}.txt" if stream == "stderr" else f"{stem}.txt"

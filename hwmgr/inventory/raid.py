@@ -9,10 +9,11 @@ firmware) per controller. Adding a vendor's tool means one class here and its en
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Optional, Tuple
+from typing import ClassVar, Optional, Sequence, Tuple
 
 from hwmgr import safejson
 from hwmgr.host.seam import Host
+from hwmgr.inventory.model import Device
 from hwmgr.numtext import parse_int
 from hwmgr.safejson import member
 
@@ -97,7 +98,7 @@ class MegaCli(RaidTool):
 ADAPTERS: tuple[RaidTool, ...] = (StorCli(), MegaCli())
 
 
-def storcli_addr(raw: Any) -> str | None:
+def storcli_addr(raw: object) -> str | None:
     """storcli prints the PCI address as '00:01:00:00' (domain:bus:dev:func)."""
     if not isinstance(raw, str):
         return None
@@ -111,11 +112,12 @@ def storcli_addr(raw: Any) -> str | None:
     return f"{dom:04x}:{bus:02x}:{dev:02x}.{fn:x}"
 
 
-def tool_firmware(host: Host, pending: list[dict[str, Any]]) -> None:
-    """Fill `firmware_version`/`firmware_source` of controllers sysfs left blank, per driver,
-    from the first adapter that answers (matched by address, else by PCI order)."""
-    for driver in sorted({d["driver"] for d in pending}):
-        devs = [d for d in pending if d["driver"] == driver]
+def tool_firmware(host: Host, pending: Sequence[Device]) -> dict[str, tuple[str, str]]:
+    """{address: (firmware, tool)} for controllers sysfs left blank, per driver, from the
+    first adapter that answers (matched by address, else by PCI order)."""
+    out: dict[str, tuple[str, str]] = {}
+    for driver in sorted({d.driver for d in pending if d.driver}):
+        devs = [d for d in pending if d.driver == driver]
         for adapter in (a for a in ADAPTERS if driver in a.drivers):
             answer = adapter.query(host)
             if answer is None:
@@ -123,9 +125,10 @@ def tool_firmware(host: Host, pending: list[dict[str, Any]]) -> None:
             found, tool = answer
             by_addr = {a: fw for a, fw in found if a}
             for i, dev in enumerate(devs):
-                fw = by_addr.get(dev["address"])
+                fw = by_addr.get(dev.address)
                 if fw is None and len(found) == len(devs):
                     fw = found[i][1]  # controllers enumerate in PCI order
                 if fw:
-                    dev["firmware_version"], dev["firmware_source"] = fw, tool
+                    out[dev.address] = (fw, tool)
             break
+    return out

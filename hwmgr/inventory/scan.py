@@ -7,15 +7,17 @@ that cannot be read is `None` ("unknown"); nothing is invented.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Callable, Optional, cast
 
 from hwmgr.catalog.kbuild import PROC_VERSION, VERSION_SIGNATURE
 from hwmgr.catalog.load import load_catalog
 from hwmgr.catalog.pciids import PciNames, default_names
+from hwmgr.catalog.verdict import Verdict
 from hwmgr.config import Config
 from hwmgr.host import ifname
 from hwmgr.host.seam import Host
+from hwmgr.inventory.model import Device, Interface, PcieLink, Sriov
 from hwmgr.inventory.raid import tool_firmware
 from hwmgr.inventory.uevent import DRIVER_NAME, REPLACES, parse_pci_uevent, pci_modalias
 from hwmgr.numtext import digits_key, parse_int, to_int
@@ -41,6 +43,7 @@ _NET_ATTRS = ("address", "speed", "duplex", "mtu", "operstate", "carrier", "tx_q
 # depends on them, so functions alike in every other field share one (see Inventory._verdict)
 _PLACE_FIELDS = frozenset({"address", "domain", "interfaces", "numa_node", "pcie_link", "sriov",
                            "physfn", "catalog", "scsi_hosts", "modalias"})
+_VERDICT_FIELDS = tuple(f.name for f in fields(Device) if f.name not in _PLACE_FIELDS)
 RAID_CLASSES = ("0104", "0107")
 NET_CLASS_PREFIX = "02"
 ETHTOOL_EMPTY = {"", "n/a", "N/A", "unknown"}
@@ -82,15 +85,16 @@ class Scan:
 
     hostname: str | None
     kernel: str | None
-    devices: list[dict[str, Any]] = field(default_factory=list)
-    interfaces: list[dict[str, Any]] = field(default_factory=list)
+    devices: list[Device] = field(default_factory=list)
+    interfaces: list[Interface] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
+        """The envelope's and the snapshot's form (docs/formats.md)."""
         return {
             "host": {"hostname": self.hostname, "kernel": self.kernel},
-            "devices": self.devices,
-            "interfaces": self.interfaces,
+            "devices": [d.to_json() for d in self.devices],
+            "interfaces": [i.to_json() for i in self.interfaces],
             "notes": self.notes,
         }
 
@@ -112,14 +116,18 @@ def kernel_facts(host: Host) -> tuple[str | None, str | None]:
     return host.read_attr(PROC_VERSION), host.read_attr(VERSION_SIGNATURE)
 
 
+# the catalog's verdict on a device: (device, kernel, /proc/version, /proc/version_signature)
+VerdictFn = Callable[[Device, Optional[str], Optional[str], Optional[str]], Optional[Verdict]]
+
+
 class Inventory:
-    """Scans a Host. `names` gives PCI names; `verdict` maps a device dict to a catalog verdict."""
+    """Scans a Host. `names` gives PCI names; `verdict` maps a device to a catalog verdict."""
 
     def __init__(
         self,
         host: Host,
         names: PciNames | None = None,
-        verdict: Callable[..., Mapping[str, Any] | None] | None = None,
+        verdict: VerdictFn | None = None,
         known_names: dict[tuple[str | None, ...], tuple[str | None, ...]] | None = None,
     ) -> None:
         self.host = host
@@ -130,7 +138,7 @@ class Inventory:
         # names per ID tuple; `known_names` (remembered from earlier runs) spares the lookups
         self.pci_names: dict[tuple[str | None, ...], tuple[str | None, ...]] = dict(
             known_names or {})
-        self._verdicts: dict[tuple[Any, ...], Mapping[str, Any] | None] = {}
+        self._verdicts: dict[tuple[object, ...], Verdict | None] = {}
         self._notes: list[str] = []
         # a recording host (snapshot capture) also reads what a uevent stands in for, so the
         # snapshot answers hwmgr releases that predate uevent
@@ -154,20 +162,19 @@ class Inventory:
                 continue
             scan.devices.append(dev)
             scan.interfaces.extend(ifaces)
-        raid = [d for d in scan.devices if d["class"] in RAID_CLASSES]
-        if raid:
-            self._raid_firmware(raid)
+        if any(d.pci_class in RAID_CLASSES for d in scan.devices):
+            scan.devices = self._raid_firmware(scan.devices)
         if self.verdict is not None:
             facts = kernel_facts(self.host)
-            for dev in scan.devices:
-                dev["catalog"] = self._verdict(dev, kernel, facts)
-        scan.devices.sort(key=lambda d: _addr_key(d["address"]))
+            scan.devices = [replace(dev, catalog=self._verdict(dev, kernel, facts))
+                            for dev in scan.devices]
+        scan.devices.sort(key=lambda d: _addr_key(d.address))
         return scan
 
     # ------------------------------------------------------------------ one function
     def _function(
         self, addr: str, kernel: str | None
-    ) -> tuple[dict[str, Any] | None, list[dict]]:
+    ) -> tuple[Device | None, list[Interface]]:
         h = self.host
         base = f"{PCI_DEVICES}/{addr}"
         addr = addr.lower()
@@ -206,43 +213,42 @@ class Inventory:
         ifaces = [self._interface(name, addr) for name in ifnames]
         # The driver a user knows this function by: the NIC driver ethtool reports when there is
         # one (virtio_net on a virtio-pci function), else the bound PCI driver.
-        net_driver = next((i["driver"] for i in ifaces if i["driver"]), None)
+        net_driver = next((i.driver for i in ifaces if i.driver), None)
         driver = net_driver or pci_driver
         drv_version, version_source, srcversion = self._driver_version(driver, ifaces)
-        firmware = next((i["firmware_version"] for i in ifaces if i["firmware_version"]), None)
+        firmware = next((i.firmware_version for i in ifaces if i.firmware_version), None)
         vendor_name, device_name, subsystem_name, class_name = self._pci_names(
             vendor, device, svendor, sdevice, cls)
-        dev: dict[str, Any] = {
-            "address": addr,
-            "domain": addr.split(":")[0],
-            "vendor_id": vendor,
-            "device_id": device,
-            "subsystem_vendor_id": svendor,
-            "subsystem_device_id": sdevice,
-            "class": cls,
-            "prog_if": cls_full[4:] if cls_full else None,
-            "revision": revision,
-            "vendor_name": vendor_name,
-            "device_name": device_name,
-            "subsystem_name": subsystem_name,
-            "class_name": class_name,
-            "driver": driver,
-            "pci_driver": pci_driver,
-            "driver_version": drv_version,
-            "driver_version_source": version_source,
-            "driver_srcversion": srcversion,
-            "firmware_version": firmware,
-            "firmware_source": "ethtool" if firmware else None,
-            "interfaces": ifnames,
-            "modalias": modalias or _modalias(vendor, device, svendor, sdevice, cls_full),
-            "numa_node": _numa(attr("numa_node")),
-            "pcie_link": self._pcie_link(attr),
-            "sriov": self._sriov(base, entries, attr),
-            "physfn": _link_name(h.readlink(f"{base}/physfn")) if "physfn" in present else None,
-            "catalog": None,
-        }
-        if cls in RAID_CLASSES:
-            dev["scsi_hosts"] = [e for e in entries if _HOSTN.fullmatch(e)]
+        dev = Device(
+            address=addr,
+            domain=addr.split(":")[0],
+            vendor_id=vendor,
+            device_id=device,
+            subsystem_vendor_id=svendor,
+            subsystem_device_id=sdevice,
+            pci_class=cls,
+            prog_if=cls_full[4:] if cls_full else None,
+            revision=revision,
+            vendor_name=vendor_name,
+            device_name=device_name,
+            subsystem_name=subsystem_name,
+            class_name=class_name,
+            driver=driver,
+            pci_driver=pci_driver,
+            driver_version=drv_version,
+            driver_version_source=version_source,
+            driver_srcversion=srcversion,
+            firmware_version=firmware,
+            firmware_source="ethtool" if firmware else None,
+            interfaces=tuple(ifnames),
+            modalias=modalias or _modalias(vendor, device, svendor, sdevice, cls_full),
+            numa_node=_numa(attr("numa_node")),
+            pcie_link=self._pcie_link(attr),
+            sriov=self._sriov(base, entries, attr),
+            physfn=_link_name(h.readlink(f"{base}/physfn")) if "physfn" in present else None,
+            scsi_hosts=tuple(e for e in entries if _HOSTN.fullmatch(e))
+            if cls in RAID_CLASSES else None,
+        )
         return dev, ifaces
 
     def _uevent(self, base: str, addr: str, text: str | None) -> dict[str, str | None] | None:
@@ -270,23 +276,19 @@ class Inventory:
             )
         return hit
 
-    def _verdict(self, dev: dict[str, Any], kernel: str | None,
-                 facts: tuple[str | None, str | None]) -> Mapping[str, Any] | None:
+    def _verdict(self, dev: Device, kernel: str | None,
+                 facts: tuple[str | None, str | None]) -> Verdict | None:
         """The catalog verdict, computed once per device that differs only in place fields
         (4,096 VFs of two kinds are two verdicts); each device gets its own copy. `facts`:
         the host's /proc/version and /proc/version_signature (which kernel build it is)."""
         assert self.verdict is not None
-        try:
-            key = (kernel, *sorted((k, v) for k, v in dev.items() if k not in _PLACE_FIELDS))
-            hash(key)
-        except TypeError:  # a field that is not a plain value: no sharing
-            return self.verdict(dev, kernel, *facts)
+        key = (kernel, *[getattr(dev, k) for k in _VERDICT_FIELDS])
         if key not in self._verdicts:
             self._verdicts[key] = self.verdict(dev, kernel, *facts)
         got = self._verdicts[key]
         if got is None:
             return None
-        return {k: dict(v) if isinstance(v, dict) else v for k, v in got.items()}
+        return cast(Verdict, {k: dict(v) if isinstance(v, dict) else v for k, v in got.items()})
 
     def _netdevs(self, base: str, entries: list[str]) -> list[str]:
         names: list[str] = []
@@ -297,7 +299,7 @@ class Inventory:
                 names += self.host.listdir(f"{base}/{e}/net")
         return [n for n in names if ifname.valid(n)]
 
-    def _interface(self, name: str, addr: str) -> dict[str, Any]:
+    def _interface(self, name: str, addr: str) -> Interface:
         h = self.host
         base = f"/sys/class/net/{name}"
         info = self._ethtool_i(name)
@@ -305,22 +307,22 @@ class Inventory:
         mac = attrs["address"]
         speed = _int(attrs["speed"])
         duplex = attrs["duplex"]
-        return {
-            "name": name,
-            "address": addr,
-            "mac": mac.lower() if mac and _MAC.match(mac) else None,
-            "mtu": _int(attrs["mtu"]),
-            "speed_mbps": speed if speed is not None and speed > 0 and speed not in
+        return Interface(
+            name=name,
+            address=addr,
+            mac=mac.lower() if mac and _MAC.match(mac) else None,
+            mtu=_int(attrs["mtu"]),
+            speed_mbps=speed if speed is not None and speed > 0 and speed not in
             UNKNOWN_SPEEDS else None,
-            "duplex": duplex if duplex in ("full", "half") else None,
-            "operstate": attrs["operstate"],
-            "carrier": _int(attrs["carrier"]),
-            "tx_queue_len": _int(attrs["tx_queue_len"]),
-            "driver": _driver_name(info.get("driver")) if info else None,
-            "driver_version": info.get("version") if info else None,
-            "firmware_version": info.get("firmware-version") if info else None,
-            "bus_info": info.get("bus-info") if info else None,
-        }
+            duplex=duplex if duplex in ("full", "half") else None,
+            operstate=attrs["operstate"],
+            carrier=_int(attrs["carrier"]),
+            tx_queue_len=_int(attrs["tx_queue_len"]),
+            driver=_driver_name(info.get("driver")) if info else None,
+            driver_version=info.get("version") if info else None,
+            firmware_version=info.get("firmware-version") if info else None,
+            bus_info=info.get("bus-info") if info else None,
+        )
 
     def _ethtool_i(self, name: str) -> dict[str, str | None] | None:
         """`ethtool -i` of one interface, parsed, once per scan; None when unknown."""
@@ -336,12 +338,12 @@ class Inventory:
         return self._ethtool[name]
 
     def _driver_version(
-        self, driver: str | None, ifaces: list[dict[str, Any]]
+        self, driver: str | None, ifaces: list[Interface]
     ) -> tuple[str | None, str | None, str | None]:
         if not driver:
             return None, None, None
         version, srcversion = self._module_info(driver)
-        eth = next((i["driver_version"] for i in ifaces if i["driver_version"]), None)
+        eth = next((i.driver_version for i in ifaces if i.driver_version), None)
         if eth:
             return eth, "ethtool", srcversion
         if version:
@@ -358,18 +360,14 @@ class Inventory:
             )
         return self._modver[driver]
 
-    def _pcie_link(self, attr: Callable[[str], str | None]) -> dict[str, Any] | None:
-        link = {
-            "speed": attr("current_link_speed"),
-            "width": _int(attr("current_link_width")),
-            "max_speed": attr("max_link_speed"),
-            "max_width": _int(attr("max_link_width")),
-        }
-        return link if any(v is not None for v in link.values()) else None
+    def _pcie_link(self, attr: Callable[[str], str | None]) -> PcieLink | None:
+        link = PcieLink(speed=attr("current_link_speed"), width=_int(attr("current_link_width")),
+                        max_speed=attr("max_link_speed"), max_width=_int(attr("max_link_width")))
+        return link if link != PcieLink(None, None, None, None) else None
 
     def _sriov(
         self, base: str, entries: list[str], attr: Callable[[str], str | None]
-    ) -> dict[str, Any] | None:
+    ) -> Sriov | None:
         total = _int(attr("sriov_totalvfs"))
         if total is None:
             return None
@@ -380,28 +378,31 @@ class Inventory:
                 vf = _link_name(self.host.readlink(f"{base}/{e}"))
                 if vf and _ADDR.match(vf):
                     vfs.append((digits_key(m.group(1)), vf.lower()))
-        return {
-            "totalvfs": total,
-            "numvfs": _int(attr("sriov_numvfs")),
-            "vfs": [a for _, a in sorted(vfs)],
-        }
+        return Sriov(totalvfs=total, numvfs=_int(attr("sriov_numvfs")),
+                     vfs=tuple(a for _, a in sorted(vfs)))
 
     # ------------------------------------------------------------------ RAID firmware
-    def _raid_firmware(self, raid: list[dict[str, Any]]) -> None:
-        """Firmware from sysfs when the controller exposes it, else storcli / MegaCli."""
+    def _raid_firmware(self, devices: list[Device]) -> list[Device]:
+        """`devices` with the RAID controllers' firmware: from sysfs when the controller
+        exposes it, else storcli / MegaCli."""
+        found: dict[str, tuple[str, str]] = {}  # address -> (firmware, where it was read)
+        raid = [d for d in devices if d.pci_class in RAID_CLASSES]
         for dev in raid:
-            for host_n in dev.get("scsi_hosts") or []:
+            for host_n in dev.scsi_hosts or ():
                 base = f"/sys/class/scsi_host/{host_n}"
-                for attr in ("version_fw", "fw_version", "fwrev"):
-                    fw = self.host.read_attr(f"{base}/{attr}")
-                    if fw:
-                        dev["firmware_version"], dev["firmware_source"] = fw, f"sysfs:{attr}"
-                        break
-                if dev["firmware_version"]:
+                fw = next(((v, f"sysfs:{a}") for a in ("version_fw", "fw_version", "fwrev")
+                           for v in [self.host.read_attr(f"{base}/{a}")] if v), None)
+                if fw:
+                    found[dev.address] = fw
+                if fw or dev.firmware_version:
                     break
-        pending = [d for d in raid if not d["firmware_version"] and d["driver"]]
+        pending = [d for d in raid if not (d.firmware_version or d.address in found)
+                   and d.driver]
         if pending:
-            tool_firmware(self.host, pending)
+            found.update(tool_firmware(self.host, pending))
+        return [replace(d, firmware_version=found[d.address][0],
+                        firmware_source=found[d.address][1]) if d.address in found else d
+                for d in devices]
 
 
 def collect(host: Host, catalog_paths: list[str] | None, use_catalog: bool = True,

@@ -11,7 +11,7 @@ repeated merged per tool and interface, ready to paste.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from hwmgr.catalog.refs import Cite
 from hwmgr.compliance.check import exit_for
@@ -21,6 +21,9 @@ from hwmgr.compliance.judge import STATUSES, bounds
 from hwmgr.errors import EXIT_REBOOT_PENDING
 from hwmgr.output import cell_len, printable
 from hwmgr.ui.inventory_table import wrap
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 RANK = {s: i for i, s in enumerate(STATUSES)}  # worst first
 STYLE = {"drift": "bold red", "unknown": "yellow", "uncatalogued": "cyan", "unsupported": "dim",
@@ -32,7 +35,7 @@ LEGEND = ("drift = not what the catalog wants (run the fix); unknown = could not
 NOTE_MIN = 20  # a FIX / NOTE column narrower than this puts every note below its row
 
 
-def value_text(v: Any) -> str:
+def value_text(v: object) -> str:
     """A JSON value as a cell: bounds as ≥/≤, lists space-joined, null as -."""
     if v is None:
         return "-"
@@ -56,7 +59,7 @@ def _cells(f: dict[str, Any]) -> list[str]:
                                    value_text(f["actual"]), note or "")] + ["fix" * bool(fix)]
 
 
-def groups(data: dict[str, Any], devices: dict[str, str]) -> list[tuple[str, list[dict]]]:
+def groups(data: dict[str, Any], devices: dict[str, str]) -> list[tuple[str, list[dict[str, Any]]]]:
     """(header, findings) per device / interface / host, worst first, drift first within."""
     by: dict[str, list[dict[str, Any]]] = {}
     for f in data["findings"]:
@@ -74,7 +77,7 @@ def groups(data: dict[str, Any], devices: dict[str, str]) -> list[tuple[str, lis
     return out
 
 
-def render(console: Any, data: dict[str, Any], devices: dict[str, str] | None = None) -> None:
+def render(console: Console, data: dict[str, Any], devices: dict[str, str] | None = None) -> None:
     """Title, one table per group, the merged fixes, the legend."""
     width = max(int(console.width or 80), 40)
     host = data["host"]
@@ -112,7 +115,7 @@ def render(console: Any, data: dict[str, Any], devices: dict[str, str] | None = 
         console.out(line, style="dim")
 
 
-def render_evidence(console: Any, cites: Iterable[Cite]) -> None:
+def render_evidence(console: Console, cites: Iterable[Cite]) -> None:
     """Each distinct source the findings cite, with its evidence text from the catalog (a
     known issue's sources: `hwmgr catalog show DRIVER`)."""
     width = max(int(console.width or 80), 40)
@@ -127,7 +130,7 @@ def render_evidence(console: Any, cites: Iterable[Cite]) -> None:
     console.out("")
 
 
-def _line(console: Any, line: str, status: str | None) -> None:
+def _line(console: Console, line: str, status: str | None) -> None:
     """One laid-out line, never cropped or re-wrapped by rich (a whole command may be wider
     than the terminal: it soft-wraps there and still pastes as one line)."""
     from rich.text import Text  # rich: only drawing needs it

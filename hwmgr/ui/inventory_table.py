@@ -13,9 +13,14 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Tuple
 
+from hwmgr.inventory.model import Device, Interface
+from hwmgr.inventory.scan import Scan
 from hwmgr.output import cell_len, fit, printable
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
 # (key, header); DEVICE also carries the details of the columns that did not fit
 COLUMNS = [("address", "ADDRESS"), ("device", "DEVICE"), ("id", "ID"), ("driver", "DRIVER"),
@@ -49,20 +54,23 @@ class Row:
     details: list[str] = field(default_factory=list)
 
 
-def render(console: Any, data: dict[str, Any], show_all: bool = False) -> None:
+# a verdict's note: (entry, version, status, recommended, reason, firmware), all printable
+NoteKey = Tuple[str, str, str, str, str, str]
+
+
+def render(console: Console, scan: Scan, show_all: bool = False) -> None:
     """Header, one table (NICs and storage first), collapsed rest, notes, legend, hint."""
     width = max(int(console.width or 80), 20)
     tty = bool(console.is_terminal)
-    host = data["host"]
-    devices = sorted(data["devices"], key=_order)
+    devices = sorted(scan.devices, key=_order)
     shown = devices if show_all else [d for d in devices if is_main(d)]
     hidden = len(devices) - len(shown)
-    ifaces = {i["name"]: i for i in data["interfaces"]}
-    notes: dict[tuple[Any, ...], int] = {}
+    ifaces = {i.name: i for i in scan.interfaces}
+    notes: dict[NoteKey, int] = {}
     rows = [_row(d, ifaces, notes) for d in shown]
 
-    title = (f"{printable(host['hostname'] or 'unknown host')}  kernel "
-             f"{printable(host['kernel'] or 'unknown')}  {len(devices)} PCI functions")
+    title = (f"{printable(scan.hostname or 'unknown host')}  kernel "
+             f"{printable(scan.kernel or 'unknown')}  {len(devices)} PCI functions")
     _prose(console, title, width, style="bold")
     if rows:
         keys, widths = _layout(rows, width, gap=3 if tty else 2)
@@ -84,79 +92,79 @@ def render(console: Any, data: dict[str, Any], show_all: bool = False) -> None:
     hint = _hint(shown)
     if hint:
         _prose(console, hint, width, style="bold")
-    for note in data.get("notes", []):
+    for note in scan.notes:
         _prose(console, f"note: {printable(note)}", width, style="dim")
 
 
-def is_main(d: dict[str, Any]) -> bool:
+def is_main(d: Device) -> bool:
     """NICs and storage controllers, and anything the catalog has a verdict on."""
-    return (d.get("class") or "")[:2] in MAIN_CLASSES or bool(d.get("catalog"))
+    return (d.pci_class or "")[:2] in MAIN_CLASSES or bool(d.catalog)
 
 
-def _order(d: dict[str, Any]) -> tuple[int, str, str]:
+def _order(d: Device) -> tuple[int, str, str]:
     """NICs, then storage, then the rest by class and address (lspci-like within a class)."""
-    cls = d.get("class") or ""
+    cls = d.pci_class or ""
     rank = {"02": 0, "01": 1}.get(cls[:2], 2 if cls else 3)
-    return rank, cls, d["address"]
+    return rank, cls, d.address
 
 
-def _row(d: dict[str, Any], ifaces: dict[str, dict[str, Any]],
-         notes: dict[tuple[Any, ...], int]) -> Row:
+def _row(d: Device, ifaces: dict[str, Interface], notes: dict[NoteKey, int]) -> Row:
     """Display strings for one function; registers its verdict's note (once per version)."""
     p = printable
-    ident = f"{d['vendor_id'] or '?'}:{d['device_id'] or '?'}"
+    ident = f"{d.vendor_id or '?'}:{d.device_id or '?'}"
     verdict, status = "-", None
-    v = d.get("catalog")
+    v = d.catalog
     if v:
         status = str(v.get("status"))
         fw = v.get("firmware") or {}
-        fw_note = (f" (needs firmware {p(fw.get('min'))} or newer, has "
-                   f"{p(fw.get('current') or 'unknown')})" if fw.get("ok") is False else "")
-        key = (p(v.get("entry") or d["driver"] or "?"), p(d["driver_version"] or "unknown"),
+        fw_note = (f" (needs firmware {p(str(fw.get('min')))} or newer, has "
+                   f"{p(str(fw.get('current') or 'unknown'))})" if fw.get("ok") is False else "")
+        key = (p(v.get("entry") or d.driver or "?"), p(d.driver_version or "unknown"),
                p(status), p(v.get("recommended_version") or ""), p(v.get("reason") or ""), fw_note)
         verdict = p(status)
         if key[4] or key[3] or fw_note:
             verdict += f" [{notes.setdefault(key, len(notes) + 1)}]"
     cells = {
-        "address": p(d["address"]),
+        "address": p(d.address),
         "device": _device_name(d),
         "id": p(ident),
-        "driver": p(d["driver"] or "-"),
-        "version": p(d["driver_version"] or "-"),
-        "firmware": p(d["firmware_version"] or "-"),
+        "driver": p(d.driver or "-"),
+        "version": p(d.driver_version or "-"),
+        "firmware": p(d.firmware_version or "-"),
         "link": _links(d, ifaces),
         "verdict": verdict,
     }
     return Row(cells=cells, status=status)
 
 
-def _device_name(d: dict[str, Any]) -> str:
+def _device_name(d: Device) -> str:
     """"Vendor Device" without the corporate suffix, which costs width and tells nothing."""
-    vendor = d.get("vendor_name") or (f"vendor {d['vendor_id']}" if d["vendor_id"] else "?")
+    vendor = d.vendor_name or (f"vendor {d.vendor_id}" if d.vendor_id else "?")
     for suffix in _CORP:
         if vendor.endswith(suffix) and len(vendor) > len(suffix):
             vendor = vendor[: -len(suffix)]
             break
-    device = d.get("device_name") or (f"device {d['device_id']}" if d["device_id"] else "?")
+    device = d.device_name or (f"device {d.device_id}" if d.device_id else "?")
     return printable(f"{vendor} {device}")
 
 
-def _links(d: dict[str, Any], ifaces: dict[str, dict[str, Any]]) -> str:
+def _links(d: Device, ifaces: dict[str, Interface]) -> str:
     """Interfaces with state and speed, SR-IOV VFs in use, and the PF of a VF."""
     parts = []
-    for name in d["interfaces"]:
-        i = ifaces.get(name, {})
-        speed = _speed(i.get("speed_mbps"))
-        parts.append(f"{name} {i.get('operstate') or '?'}{' ' + speed if speed else ''}")
-    if d.get("sriov"):
-        s = d["sriov"]
-        parts.append(f"SR-IOV {s['numvfs'] if s['numvfs'] is not None else '?'}/{s['totalvfs']}")
-    if d.get("physfn"):
-        parts.append(f"VF of {d['physfn']}")
+    for name in d.interfaces:
+        i = ifaces.get(name)
+        speed = _speed(i.speed_mbps if i else None)
+        parts.append(f"{name} {(i.operstate if i else None) or '?'}"
+                     f"{' ' + speed if speed else ''}")
+    if d.sriov:
+        s = d.sriov
+        parts.append(f"SR-IOV {s.numvfs if s.numvfs is not None else '?'}/{s.totalvfs}")
+    if d.physfn:
+        parts.append(f"VF of {d.physfn}")
     return printable(", ".join(parts)) if parts else "-"
 
 
-def _speed(mbps: Any) -> str:
+def _speed(mbps: int | None) -> str:
     """10000 -> "10Gb/s": short enough to keep the link column narrow."""
     if not isinstance(mbps, int) or mbps <= 0:
         return ""
@@ -256,7 +264,7 @@ def wrap(text: str, w: int, indent: int = 0) -> list[str]:
     return [" " * indent + ln if i else ln for i, ln in enumerate(lines)] or [""]
 
 
-def _prose(console: Any, text: str, width: int, style: str | None = None,
+def _prose(console: Console, text: str, width: int, style: str | None = None,
            indent: int = 0) -> None:
     """Print text wrapped to the width at word boundaries, with no markup parsed."""
     for line in wrap(text, width, indent):
@@ -283,7 +291,7 @@ def _plain_table(rows: list[Row], keys: list[str], widths: dict[str, int],
     return out
 
 
-def _rich_table(console: Any, rows: list[Row], keys: list[str], widths: dict[str, int]) -> None:
+def _rich_table(console: Console, rows: list[Row], keys: list[str], widths: dict[str, int]) -> None:
     """The same layout, box-drawn and coloured; cells are Text, so no markup is parsed."""
     from rich.table import Table  # rich: only drawing needs it
     from rich.text import Text
@@ -315,15 +323,15 @@ def _rich_table(console: Any, rows: list[Row], keys: list[str], widths: dict[str
     console.print(t, crop=False)
 
 
-def _hint(devices: list[dict[str, Any]]) -> str | None:
+def _hint(devices: list[Device]) -> str | None:
     """The next command for the worst flagged driver (known-bad before outdated)."""
-    flagged = [d for d in devices if (d.get("catalog") or {}).get("status")
-               in ("known-bad", "outdated")]
+    flagged = [(d, d.catalog) for d in devices
+               if d.catalog and d.catalog.get("status") in ("known-bad", "outdated")]
     if not flagged:
         return None
-    flagged.sort(key=lambda d: d["catalog"]["status"] != "known-bad")
-    v = flagged[0]["catalog"]
-    entry = v.get("entry") or flagged[0]["driver"] or "DRIVER"
+    flagged.sort(key=lambda dv: dv[1]["status"] != "known-bad")
+    dev, v = flagged[0]
+    entry = v.get("entry") or dev.driver or "DRIVER"
     rec = v.get("recommended_version")
     cmd = f"hwmgr plan upgrade {shlex.quote(entry)} --to {shlex.quote(rec) if rec else 'VERSION'}"
     return f"Next: {printable(cmd)}  (dry run of the upgrade)"

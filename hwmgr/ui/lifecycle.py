@@ -7,7 +7,8 @@ import os
 import sys
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 from hwmgr.errors import (
     EXIT_FAILED,
@@ -21,6 +22,10 @@ from hwmgr.lifecycle.plan import Plan
 from hwmgr.output import Outcome, printable
 from hwmgr.transaction.engine import TxnResult
 from hwmgr.ui.options import common_options, lifecycle_options
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
 
 
 def parents(mutating: bool = True, root: bool = False) -> list[argparse.ArgumentParser]:
@@ -56,7 +61,7 @@ def plan_outcome(command: str, plan: Plan) -> Outcome:
     return Outcome(command, data=data, render=lambda c: render_plan(c, data))
 
 
-def render_plan(console: Any, d: dict[str, Any]) -> None:
+def render_plan(console: Console, d: dict[str, Any]) -> None:
     from rich.markup import escape  # rich: only drawing needs it
 
     p = printable
@@ -123,19 +128,29 @@ def txn_outcome(command: str, plan: Plan, result: TxnResult) -> Outcome:
                    render=lambda c: c.print(printable(msg), markup=False))
 
 
+@dataclass
+class _Download:
+    """One download's display state: whether its start and end were told, its bar."""
+
+    started: bool = False
+    ended: bool = False
+    bar: Progress | None = None
+    task: TaskID | None = None
+
+
 class ProgressUI:
     """Step progress for a transaction: rich bars on a terminal, one log line per event
     otherwise (cron, Ansible, CI logs). Writes to stderr so --json stdout stays clean."""
 
-    def __init__(self, stream: Any = None) -> None:
+    def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self._console: Any = None
+        self._console: Console | None = None
         self._t0 = time.monotonic()
-        self._bars: list[dict[str, Any]] = []  # the terminal bars still running
+        self._bars: list[_Download] = []  # the terminal bars still running
 
     @property
-    def console(self) -> Any:
+    def console(self) -> Console:
         if self._console is None:
             from rich.console import Console  # rich: only drawing needs it
 
@@ -159,16 +174,16 @@ class ProgressUI:
         transfer starts and one when it ends otherwise. Nothing shows until bytes move (a
         cache or mirror hit never calls it)."""
         t0 = time.monotonic()
-        state: dict[str, Any] = {}
+        state = _Download()
 
         def piped(done: int, tot: int) -> None:
             size = tot or total
-            if "started" not in state:
-                state["started"] = True
+            if not state.started:
+                state.started = True
                 how = f"resuming at {done} of {size}" if done else f"{size}"
                 self._line(f"downloading {name} ({how} bytes)")
-            if done >= size and "ended" not in state:
-                state["ended"] = True
+            if done >= size and not state.ended:
+                state.ended = True
                 self._line(f"downloaded {name}: {size} bytes in "
                            f"{time.monotonic() - t0:.1f} s")
 
@@ -177,17 +192,17 @@ class ProgressUI:
         self._bars.append(state)
 
         def update(done: int, tot: int) -> None:
-            if "bar" not in state:
-                state["bar"], state["task"] = self._bar(name, tot or total)
-            bar = state["bar"]
-            bar.update(state["task"], completed=done, total=tot or total)
+            if state.bar is None or state.task is None:
+                state.bar, state.task = self._bar(name, tot or total)
+            bar = state.bar
+            bar.update(state.task, completed=done, total=tot or total)
             if done >= (tot or total):
                 bar.stop()
                 self._bars.remove(state)
 
         return update
 
-    def _bar(self, name: str, total: int) -> tuple[Any, Any]:
+    def _bar(self, name: str, total: int) -> tuple[Progress, TaskID]:
         from rich.progress import (  # rich: only a progress bar on a terminal needs it
             BarColumn,
             DownloadColumn,
@@ -210,8 +225,8 @@ class ProgressUI:
     def close(self) -> None:
         """Stop any bar a failed download left running (the error line then stands alone)."""
         for state in self._bars:
-            if "bar" in state:
-                state["bar"].stop()
+            if state.bar is not None:
+                state.bar.stop()
         self._bars.clear()
 
     def build_log(self, log: str, tail: list[str]) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwmgr.output import printable
 
+if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)
+    from rich.console import Console
 
-def render_list(console: Any, rows: list[dict[str, Any]]) -> None:
+
+def render_list(console: Console, rows: list[dict[str, Any]]) -> None:
     """One line per recipe: driver, the dir it comes from, and shadowed/invalid marks."""
     if not rows:
         console.print("no recipes found", markup=False)
@@ -18,7 +21,7 @@ def render_list(console: Any, rows: list[dict[str, Any]]) -> None:
         console.print(printable(f"{r['driver']:<16} {r['dir']}{mark}"), markup=False)
 
 
-def render_check(console: Any, d: dict[str, Any]) -> None:
+def render_check(console: Console, d: dict[str, Any]) -> None:
     """Per kernel: each module's file, version and vermagic, or the failure and the log's end."""
     p = printable
     console.print(p(f"{d['driver']} {d['version']} from {d['srpm']} (recipe {d['recipe']})"),

@@ -9,6 +9,7 @@ import argparse
 from typing import Any
 
 from hwmgr.catalog.load import Catalog, load_catalog
+from hwmgr.config import Config, SiteConfig
 from hwmgr.errors import HwmgrError, UsageError
 from hwmgr.verify.throughput import Options
 
@@ -26,7 +27,7 @@ def hard_timeout(value: float | None) -> float | None:
     return value
 
 
-def options_from(args: argparse.Namespace, cfg: Any, peer: str | None) -> Options:
+def options_from(args: argparse.Namespace, cfg: SiteConfig, peer: str | None) -> Options:
     """throughput.Options from flags over site config over defaults; UsageError if bad."""
     def opt(name: str) -> Any:
         return getattr(args, name, None)
@@ -57,7 +58,7 @@ def options_from(args: argparse.Namespace, cfg: Any, peer: str | None) -> Option
                    timeout=opt("timeout"), force=bool(opt("force")))
 
 
-def floor_catalog(args: argparse.Namespace, config: Any) -> Catalog | None:
+def floor_catalog(args: argparse.Namespace, config: Config) -> Catalog | None:
     """The catalog for the fraction-of-link floor (`config`: the run's Config); None (no
     floor) when none loads."""
     try:

@@ -29,8 +29,8 @@ class Check:
 
     device: str
     field: str
-    expected: Any
-    actual: Any
+    expected: object
+    actual: object
     result: str
     source: str = ""
     message: str = ""
@@ -47,7 +47,7 @@ class Check:
         return text + (f"; {self.message}" if self.message else "")
 
 
-def _show(v: Any) -> str:
+def _show(v: object) -> str:
     if v is None:
         return "absent"
     if isinstance(v, list):
@@ -86,14 +86,17 @@ def _sha256(host: Host, logical: str) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
 
 
-def _eq(device: str, field_: str, expected: Any, actual: Any, source: str,
+def _eq(device: str, field_: str, expected: object, actual: object, source: str,
         unreadable: bool = False) -> Check:
     """ok when equal; unknown when the value could not be read; fail otherwise."""
     if actual == expected:
-        return Check(device, field_, expected, actual, "ok", source)
+        return Check(device=device, field=field_, expected=expected, actual=actual, result="ok",
+                     source=source)
     if unreadable:
-        return Check(device, field_, expected, actual, "unknown", source, "could not read it")
-    return Check(device, field_, expected, actual, "fail", source)
+        return Check(device=device, field=field_, expected=expected, actual=actual,
+                     result="unknown", source=source, message="could not read it")
+    return Check(device=device, field=field_, expected=expected, actual=actual, result="fail",
+                 source=source)
 
 
 def _module_checks(host: Host, exp: dict[str, Any], kernel: str | None) -> list[Check]:
@@ -102,11 +105,13 @@ def _module_checks(host: Host, exp: dict[str, Any], kernel: str | None) -> list[
     files = kernels.get(kernel) if kernel else None
     inbox = exp.get("expected_version") in INBOX
     if kernel is None:
-        checks.append(Check("host", "kernel", sorted(kernels), None, "unknown",
-                            "/proc/sys/kernel/osrelease", "running kernel not readable"))
+        checks.append(Check(device="host", field="kernel", expected=sorted(kernels), actual=None,
+                            result="unknown", source="/proc/sys/kernel/osrelease",
+                            message="running kernel not readable"))
     elif kernels and files is None:
-        checks.append(Check("host", "kernel", sorted(kernels), kernel, "unknown", "",
-                            "the running kernel is not one this expectation was armed for"))
+        checks.append(Check(device="host", field="kernel", expected=sorted(kernels), actual=kernel,
+                            result="unknown", source="",
+                            message="the running kernel is not one this expectation was armed for"))
     for m in exp["modules"]:
         dev = f"module {m}"
         base = f"/sys/module/{m.replace('-', '_')}"
@@ -116,8 +121,10 @@ def _module_checks(host: Host, exp: dict[str, Any], kernel: str | None) -> list[
         if rec is not None and not rec.get("path"):
             checks.append(_eq(dev, "loaded", False, loaded, base))  # armed: no such module
         elif rec is None and inbox and not loaded:
-            checks.append(Check(dev, "loaded", True, False, "unknown", base,
-                                "in-tree driver on a kernel this expectation does not cover"))
+            checks.append(Check(device=dev, field="loaded", expected=True, actual=False,
+                                result="unknown", source=base,
+                                message="in-tree driver on a kernel this expectation does "
+                                "not cover"))
         else:
             checks.append(_eq(dev, "loaded", True, loaded, base))
         if rec is not None:
@@ -142,10 +149,11 @@ def _file_check(host: Host, dev: str, path: str, sha: str) -> Check:
     """The module file on disk is the one the transaction installed (by sha256)."""
     got = _sha256(host, path)
     if got is None and not host.live:
-        return Check(dev, "module_file", sha, None, "info", path,
-                     "not captured in the snapshot")
+        return Check(device=dev, field="module_file", expected=sha, actual=None, result="info",
+                     source=path, message="not captured in the snapshot")
     if got is None:
-        return Check(dev, "module_file", sha, None, "fail", path, "the module file is gone")
+        return Check(device=dev, field="module_file", expected=sha, actual=None, result="fail",
+                     source=path, message="the module file is gone")
     return _eq(dev, "module_file", sha, got, path)
 
 
@@ -154,8 +162,10 @@ def _device_checks(host: Host, exp: dict[str, Any], dev: dict[str, Any],
     addr = dev["address"].lower()
     base = f"/sys/bus/pci/devices/{addr}"
     if not host.is_dir(base):
-        return [Check(addr, "present", True, False, "fail", base, "the PCI function is gone")]
-    checks = [Check(addr, "present", True, True, "ok", base)]
+        return [Check(device=addr, field="present", expected=True, actual=False, result="fail",
+                      source=base, message="the PCI function is gone")]
+    checks = [Check(device=addr, field="present", expected=True, actual=True, result="ok",
+                    source=base)]
     for key, attr in (("vendor_id", "vendor"), ("device_id", "device")):
         if dev.get(key):
             got = hex_id(host.read_attr(f"{base}/{attr}"), 4)
@@ -170,8 +180,9 @@ def _device_checks(host: Host, exp: dict[str, Any], dev: dict[str, Any],
     present = set(host.listdir(f"{base}/net"))
     for ifname in dev.get("interfaces", []):
         if ifname not in present:
-            checks.append(Check(ifname, "interface", addr, None, "fail", f"{base}/net",
-                                f"{addr} now has {_show(sorted(present))}"))
+            checks.append(Check(device=ifname, field="interface", expected=addr, actual=None,
+                                result="fail", source=f"{base}/net",
+                                message=f"{addr} now has {_show(sorted(present))}"))
             continue
         checks += _ethtool_checks(host, exp, dev, ifname, kernel)
         checks += _link_checks(host, dev, ifname)
@@ -183,8 +194,8 @@ def _ethtool_checks(host: Host, exp: dict[str, Any], dev: dict[str, Any], ifname
     src = f"ethtool -i {ifname}"
     res = host.run(["ethtool", "-i", ifname], timeout=10)
     if not res.ok:
-        return [Check(ifname, "ethtool", "driver info", None, "unknown", src,
-                      res.describe())]
+        return [Check(device=ifname, field="ethtool", expected="driver info", actual=None,
+                      result="unknown", source=src, message=res.describe())]
     info = parse_ethtool_i(res.stdout)
     checks = []
     got_drv = info.get("driver")
@@ -207,7 +218,8 @@ def _ethtool_checks(host: Host, exp: dict[str, Any], dev: dict[str, Any], ifname
     if dev.get("firmware_version"):
         checks.append(_eq(ifname, "firmware", dev["firmware_version"], fw, src))
     else:
-        checks.append(Check(ifname, "firmware", None, fw, "info", src, "not armed; recorded"))
+        checks.append(Check(device=ifname, field="firmware", expected=None, actual=fw,
+                            result="info", source=src, message="not armed; recorded"))
     return checks
 
 
@@ -228,11 +240,14 @@ def _link_checks(host: Host, dev: dict[str, Any], ifname: str) -> list[Check]:
         if isinstance(want, int) and want > 0 and baseline.get("operstate") == "up":
             res = "ok" if speed is not None and speed >= want else (
                 "unknown" if raw is None else "fail")
-            checks.append(Check(ifname, "speed_mbps", want, speed, res, f"{base}/speed"))
+            checks.append(Check(device=ifname, field="speed_mbps", expected=want, actual=speed,
+                                result=res, source=f"{base}/speed"))
         return checks
-    checks.append(Check(ifname, "link", "up", oper, "ok" if oper == "up" else "warn",
-                        f"{base}/operstate", "" if oper == "up" else "no baseline armed"))
-    checks.append(Check(ifname, "speed_mbps", None, speed, "info", f"{base}/speed"))
+    checks.append(Check(device=ifname, field="link", expected="up", actual=oper,
+                        result="ok" if oper == "up" else "warn", source=f"{base}/operstate",
+                        message="" if oper == "up" else "no baseline armed"))
+    checks.append(Check(device=ifname, field="speed_mbps", expected=None, actual=speed,
+                        result="info", source=f"{base}/speed"))
     return checks
 
 
@@ -265,9 +280,9 @@ class ExpectationResult:
 
     path: str
     driver: str
-    txn: Any
-    kind: Any
-    expected_version: Any
+    txn: int | None
+    kind: str | None
+    expected_version: str | None
     status: str
     checks: list[Check] = field(default_factory=list)
     previously_verified: bool = False

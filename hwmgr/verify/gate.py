@@ -15,10 +15,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, TypedDict
 
 from hwmgr import safejson
 from hwmgr.catalog import kernellog as signatures
+from hwmgr.catalog.load import Catalog
 from hwmgr.compliance import kernellog
 from hwmgr.compliance.check import check_host
 from hwmgr.errors import BadInputError, NotFoundError, UsageError
@@ -32,6 +33,43 @@ from hwmgr.verify import throughput
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MAX_BASELINE = 4 << 20
+
+
+class Link(TypedDict):
+    """An interface as the gate compares it: its state and speed (Mb/s) when known."""
+
+    operstate: str | None
+    speed: int | None
+
+
+class _StepKeys(TypedDict):
+    step: str
+    passed: bool
+    detail: str
+
+
+class Step(_StepKeys, total=False):
+    """One step of the gate's result, with the evidence of its kind."""
+
+    verify_status: str
+    links: dict[str, Link]
+    since: str  # boot | baseline
+    hits: list[dict[str, object]]
+    drifting: int
+    drifting_before: int
+    new: list[list[str]]
+    throughput: dict[str, Any]
+
+
+class GateResult(TypedDict):
+    """The gate's verdict on this host (what `hwmgr gate check` prints and a rollout marks)."""
+
+    passed: bool
+    failed_steps: list[str]
+    at: str
+    boot_id: str | None
+    rollout: object  # the baseline's, as recorded
+    steps: list[Step]
 
 
 @dataclass
@@ -65,9 +103,9 @@ def _uptime(host: Host) -> float | None:
         return None
 
 
-def links(host: Host) -> dict[str, dict[str, Any]]:
+def links(host: Host) -> dict[str, Link]:
     """{ifname: {operstate, speed}} of every interface but lo."""
-    out = {}
+    out: dict[str, Link] = {}
     for ifname in host.listdir("/sys/class/net", tool_safe):
         if ifname == "lo":
             continue
@@ -77,21 +115,21 @@ def links(host: Host) -> dict[str, dict[str, Any]]:
     return out
 
 
-def drivers(host: Host, cat: Any) -> set[str]:
+def drivers(host: Host, cat: Catalog) -> set[str]:
     """The drivers the host runs: its PCI functions' and its interfaces'."""
     scan = Inventory(host, names=None, verdict=cat.verdict).scan()
-    out = {d["driver"] for d in scan.devices if d.get("driver")}
-    return out | {i["driver"] for i in scan.interfaces if i.get("driver")}
+    out = {d.driver for d in scan.devices if d.driver}
+    return out | {i.driver for i in scan.interfaces if i.driver}
 
 
-def _drifting(host: Host, cat: Any) -> list[list[str]]:
+def _drifting(host: Host, cat: Catalog) -> list[list[str]]:
     """The (layer, device, interface, item) of every drifting check item, sorted."""
     result = check_host(host, cat, {"driver", "firmware", "setting", "sysctl"})
     return sorted([f.layer, f.device or "", f.interface or "", f.item]
                   for f in result.findings if f.status == "drift")
 
 
-def baseline(host: Host, cat: Any, state_dir: str, rollout: str) -> dict[str, Any]:
+def baseline(host: Host, cat: Catalog, state_dir: str, rollout: str) -> dict[str, Any]:
     """The host before the change, recorded once per rollout (a resume keeps the first)."""
     path = _path(state_dir, rollout)
     if host.exists(path):
@@ -118,11 +156,7 @@ def read_baseline(host: Host, state_dir: str, rollout: str) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- the steps
-def _step(name: str, passed: bool, detail: str, **evidence: Any) -> dict[str, Any]:
-    return {"step": name, "passed": passed, "detail": detail, **evidence}
-
-
-def links_step(base: dict[str, Any], now: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def links_step(base: Mapping[str, Any], now: dict[str, Link]) -> Step:
     """Every link up before is up now, at no lower speed."""
     bad = []
     for ifname, was in sorted(base["links"].items()):
@@ -136,38 +170,38 @@ def links_step(base: dict[str, Any], now: dict[str, dict[str, Any]]) -> dict[str
         elif was.get("speed") and cur["speed"] is not None and cur["speed"] < was["speed"]:
             bad.append(f"{ifname} at {cur['speed']} Mb/s (was {was['speed']})")
     up = sum(1 for v in now.values() if v["operstate"] == "up")
-    return _step("links", not bad, "; ".join(bad) or f"{up} link(s) up at their speed",
-                 links=now)
+    return Step(step="links", passed=not bad,
+                detail="; ".join(bad) or f"{up} link(s) up at their speed", links=now)
 
 
-def log_step(host: Host, base: dict[str, Any], host_drivers: set[str]) -> dict[str, Any]:
+def log_step(host: Host, base: Mapping[str, Any], host_drivers: set[str]) -> Step:
     """No known-bad kernel log line for the host's drivers since the baseline."""
     text = kernellog.read_log(host)
     if text is None:
-        return _step("kernel_log", False, "the kernel log could not be read (dmesg, "
-                     "journalctl -k)")
+        return Step(step="kernel_log", passed=False,
+                    detail="the kernel log could not be read (dmesg, journalctl -k)")
     rebooted = host.read_attr(BOOT_ID) != base.get("boot_id")
     after = None if rebooted else base.get("uptime")
     hits = signatures.for_drivers(signatures.scan(text, after=after), host_drivers)
     detail = (f"{len(hits)} known-bad line(s): " + ", ".join(sorted(
         {f"{h.signature.id} ({h.driver})" for h in hits}))) if hits else (
         "no known-bad line since " + ("boot" if rebooted else "the baseline"))
-    return _step("kernel_log", not hits, detail, since="boot" if rebooted else "baseline",
-                 hits=[h.to_json() for h in hits[:20]])
+    return Step(step="kernel_log", passed=not hits, detail=detail,
+                since="boot" if rebooted else "baseline", hits=[h.to_json() for h in hits[:20]])
 
 
-def check_step(host: Host, cat: Any, base: dict[str, Any]) -> dict[str, Any]:
+def check_step(host: Host, cat: Catalog, base: Mapping[str, Any]) -> Step:
     """`check` is not worse: no item drifts that did not drift before."""
     now = _drifting(host, cat)
     before = {tuple(x) for x in base["drifting"] if isinstance(x, list)}
     new = [x for x in now if tuple(x) not in before]
     detail = ("newly drifting: " + ", ".join("/".join(p for p in x if p) for x in new[:10])
               ) if new else f"{len(now)} drifting item(s), {len(before)} before"
-    return _step("check", not new, detail, drifting=len(now), drifting_before=len(before),
-                 new=new[:50])
+    return Step(step="check", passed=not new, detail=detail, drifting=len(now),
+                drifting_before=len(before), new=new[:50])
 
 
-def throughput_step(host: Host, opts: GateOptions) -> dict[str, Any]:
+def throughput_step(host: Host, opts: GateOptions) -> Step:
     """The quick iperf3 check against the named peer meets its floor."""
     topts = throughput.Options(peer=opts.peer or "", port=opts.port, duration=opts.duration,
                                bind_dev=opts.interface, floor_mbps=opts.floor_mbps,
@@ -177,17 +211,17 @@ def throughput_step(host: Host, opts: GateOptions) -> dict[str, Any]:
                       if r.mbps is not None)
     why = "; ".join(r.reason for r in report.runs if r.reason)
     floor = f" (floor {opts.floor_mbps:g})" if opts.floor_mbps else ""
-    return _step("throughput", report.status == "ok",
-                 f"{report.status}: {rates or 'no rate'}{floor}" + (f": {why}" if why else ""),
-                 throughput=report.summary())
+    return Step(step="throughput", passed=report.status == "ok",
+                detail=f"{report.status}: {rates or 'no rate'}{floor}"
+                + (f": {why}" if why else ""), throughput=report.summary())
 
 
-def evaluate(host: Host, cat: Any, base: dict[str, Any], opts: GateOptions,
-             verify: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def evaluate(host: Host, cat: Catalog, base: Mapping[str, Any], opts: GateOptions,
+             verify: Callable[[], dict[str, Any]]) -> GateResult:
     """Every step of the gate, in order; passed only when all pass."""
     v = verify()
-    steps = [_step("verify", v["status"] in ("verified", "nothing-armed"),
-                   v["status"], verify_status=v["status"])]
+    steps = [Step(step="verify", passed=v["status"] in ("verified", "nothing-armed"),
+                  detail=v["status"], verify_status=v["status"])]
     steps.append(links_step(base, links(host)))
     if opts.peer:
         steps.append(throughput_step(host, opts))

@@ -12,6 +12,7 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from hwmgr.catalog.load import Catalog
 from hwmgr.config import Config
 from hwmgr.errors import HwmgrError
 from hwmgr.host.seam import Host
@@ -44,8 +45,8 @@ class VerifyOptions:
     link_wait: float = 0.0
     max_boot_attempts: int = 3
     reboot_command: list[str] = field(default_factory=lambda: ["systemctl", "reboot"])
-    throughput: Any = None  # throughput.Options (peer, floor...) when --throughput
-    catalog: Callable[[], Any] | None = None  # loads the catalog lazily (throughput floor)
+    throughput: tp.Options | None = None  # peer, floor... when --throughput
+    catalog: Callable[[], Catalog | None] | None = None  # lazily: the throughput floor's
 
 
 @dataclass
@@ -155,20 +156,26 @@ class Verifier:
 
     def _throughput(self, exp: dict[str, Any], res: ExpectationResult) -> list[Check]:
         opts = self.opts.throughput
+        if opts is None:  # not asked for
+            return []
         ifaces = [i for d in exp.get("devices", []) for i in d.get("interfaces", [])]
         if not ifaces:
-            return [Check("throughput", "interface", None, None, "info", "",
-                          "no interface is armed for this driver: nothing to measure")]
+            return [Check(device="throughput", field="interface", expected=None, actual=None,
+                          result="info", source="",
+                          message="no interface is armed for this driver: nothing to measure")]
         if not opts.peer:
-            return [Check("throughput", "peer", "a peer", None, "unknown", "",
-                          "no peer: pass --peer or set throughput_peer in the site config")]
+            return [Check(device="throughput", field="peer", expected="a peer", actual=None,
+                          result="unknown", source="",
+                          message="no peer: pass --peer or set throughput_peer in the site "
+                          "config")]
         iface = opts.bind_dev
         if iface is None:
             addr = tp.resolve_peer(self.host, opts.peer)
             iface = tp.route_interface(self.host, addr) if addr else None
-        if iface not in ifaces:
-            return [Check("throughput", "interface", ifaces, iface, "unknown", "",
-                          f"traffic to {opts.peer} would not cross a {exp['driver']} "
+        if iface is None or iface not in ifaces:
+            return [Check(device="throughput", field="interface", expected=ifaces, actual=iface,
+                          result="unknown", source="",
+                          message=f"traffic to {opts.peer} would not cross a {exp['driver']} "
                           "interface: set bind_dev / --interface")]
         opts = tp.Options(**{**opts.__dict__, "bind_dev": iface})
         try:
@@ -176,7 +183,8 @@ class Verifier:
                 else None
             report = tp.check(self.host, opts, catalog=catalog, driver=exp["driver"])
         except HwmgrError as exc:
-            return [Check(iface, "throughput", None, None, "unknown", "", str(exc))]
+            return [Check(device=iface, field="throughput", expected=None, actual=None,
+                          result="unknown", source="", message=str(exc))]
         res.throughput = report.as_dict()
         if not self.opts.readonly:
             after = tp.record(self.host, self.state.path, report)
@@ -188,8 +196,9 @@ class Verifier:
                                                                               "unknown")
             floor = None if run.floor_mbps is None else f">= {run.floor_mbps:g} Mbit/s"
             actual = None if run.mbps is None else f"{run.mbps:.0f} Mbit/s"
-            out.append(Check(iface, f"throughput_{run.direction}", floor, actual, result,
-                             f"iperf3 to {opts.peer}", run.reason))
+            out.append(Check(device=iface, field=f"throughput_{run.direction}", expected=floor,
+                             actual=actual, result=result, source=f"iperf3 to {opts.peer}",
+                             message=run.reason))
         return out
 
     def _before(self, exp: dict[str, Any], iface: str) -> dict[str, Any] | None:

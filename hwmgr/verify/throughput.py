@@ -10,37 +10,28 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import math
-import re
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, TypedDict
 
 from hwmgr import safejson
+from hwmgr.catalog.load import Catalog
 from hwmgr.errors import NotFoundError, RefusedError
-from hwmgr.host.runner import RC_NOT_AVAILABLE, RC_TIMEOUT, Result
+from hwmgr.host.runner import RC_NOT_AVAILABLE, RC_TIMEOUT
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard as safety
 from hwmgr.inventory.scan import hex_id
 from hwmgr.numtext import to_int
-from hwmgr.output import printable
 from hwmgr.transaction.journal import utcnow
+from hwmgr.verify.iperf import IperfOutputError, parse_output
 
 IPERF3 = "iperf3"
-MAX_SANE_BPS = 10e12  # 10 Tbit/s: above that a counter overflowed
-MAX_SANE_COUNT = 1 << 31  # retransmits beyond this are a wrapped counter
-MAX_IPERF_DIGITS = 20  # iperf3's counters are 64-bit: 20 digits at most
 GRACE_SECONDS = 4.0  # end-of-test exchange and process start-up
 RESTART_GRACE = 3.0  # a serving peer starts its next one-off server within this
 # what iperf3 says to a client while the peer's one-off server is ending or not yet back
 RESTARTING = ("Connection refused", "server is busy", "Connection reset by peer")
 LISTEN_FAILS_WITHIN = 1.0  # a one-off server failing this fast could not listen at all
-_NAN = re.compile(r"(?<![\w\"])[-+]?(nan|inf(inity)?)(?![\w\"])", re.IGNORECASE)
 DIRECTIONS = {"send": False, "receive": True}  # direction -> iperf3 -R
-
-
-class IperfOutputError(Exception):
-    """iperf3's output cannot be trusted; the message is the reason (internal to this module)."""
 
 
 @dataclass
@@ -70,6 +61,22 @@ class Run:
         d = asdict(self)
         d["gbps"] = None if self.mbps is None else round(self.mbps / 1000, 3)
         return d
+
+
+class Served(TypedDict, total=False):
+    """One test `serve` ran: the argv and port, served / unknown / unavailable and why, and
+    the server's numbers (IperfNumbers' keys) when it served one."""
+
+    argv: list[str]
+    port: int
+    status: str
+    reason: str
+    mbps: float
+    sender_mbps: float | None
+    retransmits: int | None
+    seconds: float
+    cpu_local_pct: float | None
+    cpu_remote_pct: float | None
 
 
 @dataclass
@@ -167,104 +174,6 @@ def hard_timeout(opts: Options) -> float:
         + GRACE_SECONDS
 
 
-# ----------------------------------------------------------------------------- parsing
-def _num(node: Any, key: str, where: str, *, required: bool = True) -> float | None:
-    """A finite, non-negative, non-overflowed number from a JSON object."""
-    val = node.get(key) if isinstance(node, dict) else None
-    if val is None:
-        if required:
-            raise IperfOutputError(f"iperf3 JSON has no {where}.{key}")
-        return None
-    if isinstance(val, bool) or not isinstance(val, (int, float)):
-        shown = json.dumps(val)[:40] if isinstance(val, str) else safejson.type_name(val)
-        raise IperfOutputError(f"iperf3 JSON {where}.{key} is {shown}, not a number")
-    if not math.isfinite(val):
-        raise IperfOutputError(f"iperf3 JSON {where}.{key} is {val}")
-    if val < 0:
-        raise IperfOutputError(f"iperf3 JSON {where}.{key} is negative ({val}): overflowed")
-    return float(val)
-
-
-def _reject_constant(name: str) -> float:
-    raise IperfOutputError(f"iperf3 printed {name} in its JSON")
-
-
-def _iperf_int(text: str) -> int:
-    """json's integer hook: over MAX_IPERF_DIGITS digits is an overflow (float() raises)."""
-    if len(text.lstrip("-")) > MAX_IPERF_DIGITS:
-        raise IperfOutputError(f"iperf3 printed a {len(text.lstrip('-'))}-digit number: "
-                               "overflowed")
-    return int(text)
-
-
-def _outside(text: str) -> str:
-    """iperf3's own words for a reason: one line of 160 characters, control bytes escaped."""
-    line = printable(" ".join(text.split()))
-    return line if len(line) <= 160 else line[:157] + "..."
-
-
-def parse_output(res: Result) -> dict[str, Any]:
-    """The numbers of one iperf3 -J run; IperfOutputError(reason) when they cannot be trusted."""
-    if res.rc == RC_NOT_AVAILABLE:
-        raise IperfOutputError("iperf3 is not installed (install the iperf3 package)")
-    if res.rc == RC_TIMEOUT:
-        raise IperfOutputError(
-            f"iperf3 did not finish in time ({_outside(res.stderr)}): the peer accepted the "
-            "connection but never answered, or the link stalled")
-    text = res.stdout
-    start = text.find("{")
-    if start < 0:
-        tail = _outside(res.stderr or text) or "no output"
-        raise IperfOutputError(f"iperf3 printed no JSON (rc {res.rc}): {tail}")
-    if text[:start].strip():
-        raise IperfOutputError(f"iperf3 printed text before its JSON: {_outside(text[:start])}")
-    try:
-        doc, end = json.JSONDecoder(parse_constant=_reject_constant,
-                                    parse_int=_iperf_int).raw_decode(text, start)
-    except RecursionError:
-        raise IperfOutputError("iperf3 JSON is nested too deep to be iperf3's") from None
-    except ValueError as exc:
-        if _NAN.search(text):
-            raise IperfOutputError("iperf3 printed nan/inf in its JSON (not a number)") from None
-        raise IperfOutputError(f"iperf3 JSON is truncated or invalid ({exc})") from None
-    if text[end:].strip():
-        raise IperfOutputError(f"iperf3 printed text after its JSON: {_outside(text[end:])}")
-    if not isinstance(doc, dict):
-        raise IperfOutputError("iperf3 JSON is not an object")
-    if doc.get("error"):
-        raise IperfOutputError(f"iperf3: {_outside(str(doc['error']))}")
-    if res.rc != 0:
-        raise IperfOutputError(f"iperf3 exited {res.rc}: {_outside(res.stderr) or 'no error'}")
-    end_ = doc.get("end")
-    if not isinstance(end_, dict) or not end_:
-        raise IperfOutputError("iperf3 JSON has no end-of-test summary")
-    recv, sent = end_.get("sum_received"), end_.get("sum_sent")
-    if not isinstance(recv, dict) or not isinstance(sent, dict):
-        raise IperfOutputError("iperf3 JSON has no end.sum_received/sum_sent")
-    bps = _num(recv, "bits_per_second", "end.sum_received")
-    nbytes = _num(recv, "bytes", "end.sum_received")
-    secs = _num(recv, "seconds", "end.sum_received")
-    sbps = _num(sent, "bits_per_second", "end.sum_sent")
-    retr = _num(sent, "retransmits", "end.sum_sent", required=False)
-    assert bps is not None and nbytes is not None and secs is not None
-    if bps > MAX_SANE_BPS or (sbps or 0) > MAX_SANE_BPS:
-        raise IperfOutputError(f"iperf3 reports {max(bps, sbps or 0):.3g} bit/s: overflowed")
-    if secs <= 0:
-        raise IperfOutputError("iperf3 measured for 0 seconds")
-    if abs(nbytes * 8 / secs - bps) > 0.02 * max(bps, 1.0):
-        raise IperfOutputError(
-            f"iperf3 numbers disagree: {nbytes:.0f} bytes in {secs:.2f} s is not "
-            f"{bps:.0f} bit/s (overflowed counter?)")
-    if retr is not None and retr >= MAX_SANE_COUNT:
-        raise IperfOutputError(f"iperf3 reports {retr:.0f} retransmits: overflowed counter")
-    cpu = end_.get("cpu_utilization_percent")
-    local = _num(cpu, "host_total", "end.cpu_utilization_percent", required=False)
-    remote = _num(cpu, "remote_total", "end.cpu_utilization_percent", required=False)
-    return {"mbps": bps / 1e6, "sender_mbps": None if sbps is None else sbps / 1e6,
-            "retransmits": None if retr is None else int(retr), "seconds": secs,
-            "cpu_local_pct": local, "cpu_remote_pct": remote}
-
-
 def judge(run: Run, floor: float | None) -> Run:
     """Set run.status from its rate and the floor; the reason says by how much it fell short."""
     if run.status == "unknown" or run.mbps is None:
@@ -345,7 +254,7 @@ def link_speed(host: Host, iface: str) -> int | None:
     return speed if speed and speed > 0 else None
 
 
-def device_ids(host: Host, iface: str) -> dict[str, Any] | None:
+def device_ids(host: Host, iface: str) -> dict[str, str | None] | None:
     """Catalog-matchable IDs of the PCI function behind `iface` (None for virtual links)."""
     base = f"/sys/class/net/{iface}/device"
     vendor = hex_id(host.read_attr(f"{base}/vendor"), 4)
@@ -358,10 +267,12 @@ def device_ids(host: Host, iface: str) -> dict[str, Any] | None:
             "class": cls[:4] if cls else None}
 
 
-def catalog_fraction(catalog: Any, driver: str | None, ids: dict[str, Any] | None
+def catalog_fraction(catalog: Catalog | None, driver: str | None,
+                     ids: Mapping[str, object] | None
                      ) -> tuple[float, str] | None:
     """(min_fraction_of_link, entry name) from the catalog by driver name or device IDs."""
-    entry, name = None, None
+    entry: Mapping[str, Any] | None = None
+    name = None
     if driver and catalog is not None and driver in catalog.names():
         entry, name = catalog.entry(driver), driver
     elif ids and catalog is not None:
@@ -387,7 +298,7 @@ def refuse_critical(host: Host, iface: str, force: bool) -> str | None:
     return f"{why} (--force given)" if why else None
 
 
-def check(host: Host, opts: Options, *, catalog: Any = None, driver: str | None = None
+def check(host: Host, opts: Options, *, catalog: Catalog | None = None, driver: str | None = None
           ) -> Report:
     """Measure and judge: find the interface, refuse critical ones, size streams, run iperf3.
 
@@ -431,13 +342,13 @@ def check(host: Host, opts: Options, *, catalog: Any = None, driver: str | None 
 
 
 def serve(host: Host, port: int = 5201, timeout: float = 300.0,
-          bind: str | None = None) -> dict[str, Any]:
+          bind: str | None = None) -> Served:
     """A one-off `iperf3 -s -1` on this host, bounded by `timeout`; the server's own summary."""
     argv = [IPERF3, "-s", "-1", "-J", "-p", str(port)]
     if bind:
         argv += ["-B", bind]
     res = host.run(argv, timeout=timeout)
-    out: dict[str, Any] = {"argv": argv, "port": port, "status": "unknown", "reason": ""}
+    out: Served = {"argv": argv, "port": port, "status": "unknown", "reason": ""}
     if res.rc == RC_TIMEOUT:
         out["reason"] = f"no client finished a test within {timeout:g}s"
         return out
@@ -448,19 +359,20 @@ def serve(host: Host, port: int = 5201, timeout: float = 300.0,
         if res.rc == RC_NOT_AVAILABLE:
             out["status"] = "unavailable"
         return out
-    out.update(status="served", **nums)
+    out["status"] = "served"
+    out.update(nums)
     return out
 
 
 def serve_many(host: Host, port: int = 5201, *, count: int | None = None,
                idle: float = 300.0, bind: str | None = None,
-               each: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+               each: Callable[[Served], None] | None = None) -> list[Served]:
     """Serve tests one after another until `count` were served (None: until interrupted), so
     a client's send-then-receive (`--both`) finds the server again. Each test is a one-off
     iperf3 server (its own JSON summary); a wait longer than `idle` just starts a new one.
     `each` sees every test as it ends (a failed one too). Stops, the failure last, when iperf3
     cannot serve at all (not installed, port taken: it fails at once)."""
-    served: list[dict[str, Any]] = []
+    served: list[Served] = []
     while count is None or len(served) < count:
         t0 = time.monotonic()
         out = serve(host, port, idle, bind)

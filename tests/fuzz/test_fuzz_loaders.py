@@ -36,7 +36,7 @@ from hwmgr.lifecycle.builds.recipe import parse_recipe
 from hwmgr.lifecycle.source.http import _ascii_int
 from hwmgr.output import MAX_COLUMNS, MIN_COLUMNS, env_columns, printable
 from hwmgr.transaction.journal import STEP_COLUMNS, TXN_COLUMNS, Journal, checked_row
-from hwmgr.verify.throughput import IperfOutputError, parse_output
+from hwmgr.verify.iperf import IperfOutputError, parse_output
 
 EXAMPLES = int(os.environ.get("HWMGR_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,

@@ -165,7 +165,7 @@ def _write_index(local_host: Host, dest: Path, done: list[dict[str, Any]]) -> No
 def _sources(catalog: Catalog, driver: str | None, version: str | None
              ) -> list[tuple[str, str, Mapping[str, Any]]]:
     """(driver, version, source object) of every catalog source, or of the one named."""
-    out = []
+    out: list[tuple[str, str, Mapping[str, Any]]] = []
     for name in catalog.names():
         if driver and name != driver:
             continue
