@@ -105,14 +105,14 @@ test: apt-test venv legs lint
 	HWMGR_LEGS="$(foreach v,$(PY_LEGS),.venv-$(v)/bin/python)" \
 	  scripts/run-tests $(BIN)/python $(PYTEST_ARGS)
 
-# The fast lane (under 90 s on a 2-core machine): lint and the tests not marked slow, on both
-# cores. Slow = DKMS and RPM builds, the lab, Ansible and the fleet, Chromium, wheel installs.
+# The fast lane (under 90 s on a 2-core machine): lint and the tests not marked slow or heavy
+# (heavy: a few seconds each; make test runs them under every Python), on both cores. Slow = DKMS and RPM builds, the lab, Ansible and the fleet, Chromium, wheel installs.
 # The temp dir is short and this run's own: with xdist's popen-gwN level, pytest's default
 # (/tmp/pytest-of-USER/pytest-N) pushes the gpg-agent socket of a GNUPGHOME that hwmgr makes
 # under a test's state dir past the 107-byte limit of a socket path, and gpg fails.
 check: apt-test venv lint
 	@tmp=$$(mktemp -d /tmp/hwmgr.XXXXXX) && \
-	  HWMGR_FUZZ_EXAMPLES=$(FUZZ_CHECK) $(BIN)/python -m pytest -q -m "not slow" -n 2 --ignore=tests/lab -p no:cacheprovider \
+	  HWMGR_FUZZ_EXAMPLES=$(FUZZ_CHECK) $(BIN)/python -m pytest -q -m "not slow and not heavy" -n 2 --ignore=tests/lab -p no:cacheprovider \
 	    --basetemp=$$tmp $(PYTEST_ARGS); rc=$$?; rm -rf $$tmp; exit $$rc
 
 # every bench script present (bench/*, not the synth.py helper), one after the other

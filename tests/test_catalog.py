@@ -82,6 +82,7 @@ def test_schema_is_a_valid_draft_2020_12_schema() -> None:
         jsonschema.Draft7Validator.check_schema(draft7)
 
 
+@pytest.mark.heavy
 def test_shipped_catalog_is_valid_and_complete() -> None:
     assert Catalog.check_files(shipped_files())[0] == []
     cat = load_catalog([SHIPPED])
@@ -577,6 +578,7 @@ def test_inventory_no_catalog_flag_still_works(tmp_path: Path, monkeypatch: pyte
 
 
 # ------------------------------------------------------------------------------ the verb
+@pytest.mark.heavy
 def test_cli_validate_ok(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["catalog", "validate", str(SHIPPED), str(MINI)]) == 0  # MINI layers over it
     capsys.readouterr()
@@ -753,6 +755,7 @@ def test_control_characters_are_found_however_the_json_writes_them(value: str,
         assert bool(found) == (_CONTROL.search(value) is not None), (value, found)
 
 
+@pytest.mark.heavy
 def test_docs_site_layer_example_validates(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     """The site layers docs/catalog.md shows are accepted layered over the shipped catalog:

@@ -80,6 +80,7 @@ def test_in_a_namespace_nothing_is_planned_into_the_hosts_etc(ns: ApplyNs) -> No
     assert _live(ns) == OLD
 
 
+@pytest.mark.heavy
 def test_apply_then_revert_restores_values_and_files_exactly(ns: ApplyNs) -> None:
     before = tree_bytes(ns.root)
     res = ns.apply(CHANGES, "--yes")
@@ -183,6 +184,7 @@ def test_kill_during_revert_is_recovered(ns: ApplyNs, point: str) -> None:
         assert tree_bytes(ns.root) == before
 
 
+@pytest.mark.heavy
 def test_apply_from_check_findings_on_a_netdev_driver_entry(ns: ApplyNs, tmp_path: Path) -> None:
     """A catalog entry governing netdevs by driver name alone (veth): check and apply agree."""
     cat = tmp_path / "veth-catalog.json"

@@ -99,6 +99,7 @@ def test_compliant_without_pending_and_hostile_labels(tmp_path: Path) -> None:
         "ok": 1.0, "drift": 0.0, "unknown": 0.0, "uncatalogued": 0.0, "unsupported": 0.0}
 
 
+@pytest.mark.heavy
 def test_atomic_a_reader_sees_old_or_new_whole(tmp_path: Path) -> None:
     dest = tmp_path / "hwmgr.prom"
     big = sample()
