@@ -54,7 +54,7 @@ WRITES_PENDING = {
 # the user's --out (package, fleet-report, mirror sync) and rollout record, the catalog
 # layers' and the catalog cache's dirs (catalog trust/update, the remembered schema verdicts)
 WIDENERS = {"allow_writes": {"ui/context.py", "transaction/state.py", "compliance/steps.py"},
-            "writable": {"lifecycle/builds/package.py", "lifecycle/builds/binpkg.py",
+            "writable": {"lifecycle/builds/package.py",
                          "fleet/write.py", "lifecycle/source/mirror.py",
                          "commands/catalog_trust.py", "catalog/schema.py", "fleet/rollout.py"}}
 SHUTIL_WRITES = {"copy", "copy2", "copyfile", "copytree", "copymode", "copystat", "move",

@@ -25,7 +25,12 @@ from hwmgr.errors import BadInputError, HwmgrError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.builds.dkms import Dkms, render_dkms_conf
-from hwmgr.lifecycle.builds.package import DEFAULT_PACKAGER, catalog_source, srpm_tags
+from hwmgr.lifecycle.builds.package import (
+    DEFAULT_PACKAGER,
+    catalog_source,
+    output_dir,
+    srpm_tags,
+)
 from hwmgr.lifecycle.builds.recipe import Recipe, check_kernel, check_version, load_recipe
 from hwmgr.lifecycle.builds.tarball import kind_of, unpack_source
 from hwmgr.lifecycle.source.fetch import Source
@@ -234,12 +239,7 @@ def build_binary(
         raise BadInputError(f"packager {packager!r} must be one line like 'Name <email>'")
     if fmt == "deb":
         deb_name(driver, check_kernel(kernel))  # refuse an unusable name before building
-    out = Path(os.path.abspath(out_dir))
-    out_host = Host("/", host.runner, writable=[out])  # the one directory the user named
-    try:
-        out_host.makedirs(str(out))
-    except OSError as exc:
-        raise HwmgrError(f"cannot create output dir {out}: {exc.strerror}") from None
+    out_host, out = output_dir(host, out_dir)  # the one directory the user named
     work = host.make_temp_dir(f"{settings.cache_dir}/package", prefix=f"{driver}-{version}.")
     try:
         staged = build_modules(host, catalog, driver, version, kernel, settings=settings,

@@ -254,12 +254,7 @@ def build_dkms_rpm(
     recipe = load_recipe(driver, settings.drivers_dir)
     template = find_template(settings.specs_dir)
     _rpmbuild_available(host)
-    out = Path(os.path.abspath(out_dir))
-    local = Host("/", host.runner, writable=[out])  # the one directory the user named
-    try:
-        local.makedirs(str(out))
-    except OSError as exc:
-        raise HwmgrError(f"cannot create output dir {out}: {exc.strerror}") from None
+    local, out = output_dir(host, out_dir)
 
     # the same fetch as an upgrade's: settings.mirror (--mirror, else the site config's: a
     # directory or an HTTP base), then the source's own mirrors, the vendor URL last
@@ -325,6 +320,18 @@ def build_dkms_rpm(
     finally:
         with contextlib.suppress(OSError):
             host.remove_tree(work)
+
+
+def output_dir(host: Host, out_dir: str | os.PathLike[str]) -> tuple[Host, Path]:
+    """The directory the user named for a built package, created: a local Host that may
+    write there and nowhere else, and its absolute path."""
+    out = Path(os.path.abspath(out_dir))
+    local = Host("/", host.runner, writable=[out])
+    try:
+        local.makedirs(str(out))
+    except OSError as exc:
+        raise HwmgrError(f"cannot create output dir {out}: {exc.strerror}") from None
+    return local, out
 
 
 def _publish(local: Host, src: Path, dest: Path) -> None:
