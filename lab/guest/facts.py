@@ -55,7 +55,7 @@ def module(name):
     rc, out = sh("modinfo", name)
     for ln in out.splitlines() if rc == 0 else []:
         k, _, v = ln.partition(":")
-        if k in ("filename", "version", "srcversion", "vermagic") and k not in fields:
+        if k in ("filename", "version", "srcversion", "vermagic", "signer") and k not in fields:
             fields[k] = v.strip()
     return {"loaded": os.path.isdir(f"/sys/module/{name}"),
             "sys_version": read(f"/sys/module/{name}/version"),
