@@ -23,13 +23,8 @@ from support import srpmfactory as factory
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.builds.dkms import (
-    Dkms,
-    headers_package,
-    kernels_with_headers,
-    parse_status,
-    render_dkms_conf,
-)
+from hwmgr.lifecycle.builds.dkms import Dkms, parse_status, render_dkms_conf
+from hwmgr.lifecycle.builds.headers import headers_package, kernels_with_headers
 from hwmgr.lifecycle.builds.recipe import ModuleSpec, Recipe, load_recipe
 from hwmgr.lifecycle.builds.srpm import unpack_srpm
 

@@ -22,7 +22,7 @@ from support import srpmfactory as factory
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.builds.buildlog import make_command, read_facts
-from hwmgr.lifecycle.builds.dkms import kernels_with_headers
+from hwmgr.lifecycle.builds.headers import kernels_with_headers
 
 KERNELS = kernels_with_headers(Host("/", SubprocessRunner()))
 VERSION = f"0.5.{os.getpid()}"

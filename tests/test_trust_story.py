@@ -24,7 +24,7 @@ from test_lifecycle import module_state
 
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.builds.dkms import kernels_with_headers
+from hwmgr.lifecycle.builds.headers import kernels_with_headers
 from hwmgr.transaction.state import StateDir
 
 pytestmark = pytest.mark.slow  # the catalog-trust story end to end, DKMS included

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, cast
@@ -22,7 +21,15 @@ from hwmgr.catalog.discover import ENV_DIR, PathLike, catalog_files, discover
 from hwmgr.catalog.entry import DeviceRule, DriverEntry, VersionEntry
 from hwmgr.catalog.kbuild import KernelBuild
 from hwmgr.catalog.model import Knowledge
-from hwmgr.catalog.refs import JsonPath, driver_key, json_path, parse_json_path, ref_hits
+from hwmgr.catalog.refs import (
+    JsonPath,
+    class4,
+    driver_key,
+    hex4,
+    json_path,
+    parse_json_path,
+    ref_hits,
+)
 from hwmgr.catalog.rules import RuleData
 from hwmgr.catalog.schema import VerdictCache, findings
 from hwmgr.catalog.support import Support
@@ -39,30 +46,11 @@ STATUSES = ("recommended", "known-good", "known-bad", "deprecated")
 VERDICTS = ("ok", "outdated", "known-bad", "uncatalogued", "unknown")
 LEVELS = ("subsystem", "device", "driver", "class")  # most specific first
 
-_HEX4 = re.compile(r"^[0-9a-f]{4}$")
 # ("subsystem", v, d, sv, sd) | ("device", v, d) | ("class", v|None, c)
 RuleKey = tuple[Optional[str], ...]
 
 
 # ----------------------------------------------------------------------------- small helpers
-def _hex4(value: object) -> str | None:
-    """Normalise an ID ('0x19A2', '19a2') to 4 lowercase hex digits, else None."""
-    if not isinstance(value, str):
-        return None
-    v = value.strip().lower()
-    v = v[2:] if v.startswith("0x") else v
-    return v if _HEX4.match(v) else None
-
-
-def _class4(value: object) -> str | None:
-    """Base class + subclass from '0200', '020000' or '0x020000'."""
-    if not isinstance(value, str):
-        return None
-    v = value.strip().lower()
-    v = v[2:] if v.startswith("0x") else v
-    return _hex4(v[:4]) if len(v) in (4, 6) else None
-
-
 def _schema_errors(data: Any, partial: bool = False) -> list[tuple[str, str]]:
     """Schema findings as (JSON path, message)."""
     return [(json_path(p), m) for p, m in findings(data, partial)]
@@ -355,9 +343,9 @@ class Catalog(RuleData):
         """The most specific entry for an inventory device: 4-tuple, vendor:device, then the
         entry of the driver bound to it (by a class rule of its own, else as the bound driver:
         a driver's version verdicts hold for every device it drives), then any class rule."""
-        v, d = _hex4(dev.get("vendor_id")), _hex4(dev.get("device_id"))
-        sv, sd = _hex4(dev.get("subsystem_vendor_id")), _hex4(dev.get("subsystem_device_id"))
-        cls = _class4(dev.get("class"))
+        v, d = hex4(dev.get("vendor_id")), hex4(dev.get("device_id"))
+        sv, sd = hex4(dev.get("subsystem_vendor_id")), hex4(dev.get("subsystem_device_id"))
+        cls = class4(dev.get("class"))
         ids: list[tuple[str | None, ...]] = []
         if v and d and sv and sd:
             ids.append(("subsystem", v, d, sv, sd))
@@ -398,7 +386,7 @@ class Catalog(RuleData):
     def applicable(self, m: Match, dev: Mapping[str, object],
                    kernel: str | None) -> dict[str, VersionEntry]:
         """The versions of the matched entry that apply to this device and kernel."""
-        ids = tuple(_hex4(dev.get(k)) for k in
+        ids = tuple(hex4(dev.get(k)) for k in
                     ("vendor_id", "device_id", "subsystem_vendor_id", "subsystem_device_id"))
         out = {}
         for ver, ve in m.entry["versions"].items():

@@ -144,3 +144,24 @@ def driver_key(name: object) -> str | None:
     """A driver name as module names compare ('mlx4-en' and 'mlx4_en' are one module), or
     None for no name."""
     return name.strip().replace("-", "_") if isinstance(name, str) and name.strip() else None
+
+
+HEX4 = re.compile(r"^[0-9a-f]{4}$")
+
+
+def hex4(value: object) -> str | None:
+    """Normalise an ID ('0x19A2', '19a2') to 4 lowercase hex digits, else None."""
+    if not isinstance(value, str):
+        return None
+    v = value.strip().lower()
+    v = v[2:] if v.startswith("0x") else v
+    return v if HEX4.match(v) else None
+
+
+def class4(value: object) -> str | None:
+    """Base class + subclass from '0200', '020000' or '0x020000'."""
+    if not isinstance(value, str):
+        return None
+    v = value.strip().lower()
+    v = v[2:] if v.startswith("0x") else v
+    return hex4(v[:4]) if len(v) in (4, 6) else None

@@ -6,8 +6,7 @@ Each change gets its command and its persistence (backend, file, key, or why non
 anything runs; interfaces that carry the default route or an SSH session (through any bond,
 bridge or VLAN stack, `inventory.guard`) are refused unless forced, and then applied last
 under a timed automatic revert. Other owners of an item (sysctl.d, tuned, .link, NM) are
-conflicts: refused unless `--override`.
-"""
+conflicts: refused unless `--override`."""
 
 from __future__ import annotations
 
@@ -38,8 +37,9 @@ from hwmgr.errors import (
 from hwmgr.host.seam import Host
 from hwmgr.inventory import guard
 from hwmgr.inventory.guard import cut_off_refusal, protected_interfaces
-from hwmgr.transaction.engine import Transaction, TxnResult
+from hwmgr.transaction.engine import Transaction
 from hwmgr.transaction.journal import Journal
+from hwmgr.transaction.result import TxnResult
 from hwmgr.transaction.state import StateDir
 
 LAYERS = ("settings", "sysctl")

@@ -28,7 +28,7 @@ from hwmgr.host.seam import Host
 from hwmgr.inventory import guard as safety
 from hwmgr.lifecycle import INSTALL_TREE
 from hwmgr.lifecycle.builds import kmod
-from hwmgr.lifecycle.builds.dkms import kernels_with_headers
+from hwmgr.lifecycle.builds.headers import kernels_with_headers
 from hwmgr.lifecycle.builds.recipe import load_recipe
 
 

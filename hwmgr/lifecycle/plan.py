@@ -36,13 +36,15 @@ from hwmgr.inventory import guard as safety
 from hwmgr.inventory.scan import Inventory
 from hwmgr.lifecycle.builds import kmod
 from hwmgr.lifecycle.builds.advice import not_in_catalog
-from hwmgr.lifecycle.builds.dkms import Dkms, headers_package, kernels_with_headers
+from hwmgr.lifecycle.builds.dkms import Dkms
+from hwmgr.lifecycle.builds.headers import headers_package, kernels_with_headers
 from hwmgr.lifecycle.builds.pkgcheck import check_package
 from hwmgr.lifecycle.builds.recipe import load_recipe
 from hwmgr.lifecycle.record import upgrade_chain
 from hwmgr.lifecycle.steps import REGISTRY, RollbackParams, UpgradeParams, describe
-from hwmgr.transaction.engine import Transaction, TxnResult
+from hwmgr.transaction.engine import Transaction
 from hwmgr.transaction.pending import reboot_needed, waiting_for
+from hwmgr.transaction.result import TxnResult
 from hwmgr.transaction.state import StateDir
 
 MIN_FREE = 64 << 20

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from hwmgr.errors import EXIT_INTERNAL, HwmgrError, RefusedError
@@ -56,6 +56,7 @@ from hwmgr.host.runner import allow_commands, stop_commands
 from hwmgr.transaction.interrupt import answer, deferring_signals
 from hwmgr.transaction.journal import Journal
 from hwmgr.transaction.pending import NOTE
+from hwmgr.transaction.result import TxnResult
 from hwmgr.transaction.state import BackupRecord, StateDir
 from hwmgr.transaction.testhook import crash_point
 
@@ -159,44 +160,6 @@ class Ctx:
             return False
         self.state.restore_file(record)
         return True
-
-
-@dataclass
-class TxnResult:
-    """How a run or recovery ended."""
-
-    id: Optional[int]
-    kind: str
-    target: str
-    state: str
-    direction: str = "forward"
-    error: Optional[str] = None
-    recovered: bool = False
-    steps: list[dict[str, str]] = field(default_factory=list)
-    signal: Optional[str] = None  # the signal (SIGINT, SIGTERM, SIGHUP) that stopped it
-
-    @property
-    def ok(self) -> bool:
-        """True when the transaction committed (the new state is in place)."""
-        return self.state == "committed"
-
-    @property
-    def closed(self) -> bool:
-        """True when the host is in exactly the old or the new state."""
-        return self.state in ("committed", "rolled-back")
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "target": self.target,
-            "state": self.state,
-            "direction": self.direction,
-            "error": self.error,
-            "recovered": self.recovered,
-            "steps": self.steps,
-            "signal": self.signal,
-        }
 
 
 class Transaction:

@@ -20,7 +20,7 @@ from hwmgr.errors import (
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.plan import Plan
 from hwmgr.output import Outcome, printable
-from hwmgr.transaction.engine import TxnResult
+from hwmgr.transaction.result import TxnResult
 from hwmgr.ui.options import common_options, lifecycle_options
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn (output.make_console)

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.builds.dkms import Dkms, kernels_with_headers
+from hwmgr.lifecycle.builds.dkms import Dkms
+from hwmgr.lifecycle.builds.headers import kernels_with_headers
 from support.srpmfactory import build_srpm
 
 MODULE = "hwmgrtest"

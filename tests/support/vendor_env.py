@@ -16,7 +16,8 @@ import pytest
 
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.builds.dkms import Dkms, kernels_with_headers
+from hwmgr.lifecycle.builds.dkms import Dkms
+from hwmgr.lifecycle.builds.headers import kernels_with_headers
 from support.lifecycle_env import newest_kernels_first
 
 VENDOR_ENV = "HWMGR_VENDOR_DIR"

@@ -25,12 +25,12 @@ from hwmgr.host.runner import RC_TIMEOUT, Result
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle import INSTALL_TREE
 from hwmgr.lifecycle.builds.buildlog import BuildFailed, log_facts, make_command
+from hwmgr.lifecycle.builds.headers import headers_package, os_ids
 from hwmgr.lifecycle.builds.recipe import Recipe, check_kernel, check_name, check_version
 from hwmgr.numtext import to_int
 
 SOURCE_TREE = "/usr/src"
 DKMS_TREE = "/var/lib/dkms"
-OS_RELEASE = "/etc/os-release"
 INSTALL_TIMEOUT = 600.0
 QUICK_TIMEOUT = 120.0
 KO_SUFFIXES = (".ko", ".ko.xz", ".ko.gz", ".ko.zst")
@@ -123,40 +123,6 @@ def parse_status(text: str) -> list[DkmsEntry]:
             )
         )
     return entries
-
-
-def _os_ids(host: Host) -> list[str]:
-    """ID and ID_LIKE words from the host's /etc/os-release (lower case)."""
-    ids: list[str] = []
-    for line in (host.read_text(OS_RELEASE) or "").splitlines():
-        key, _, value = line.partition("=")
-        if key in ("ID", "ID_LIKE"):
-            ids += value.strip().strip("\"'").lower().split()
-    return ids
-
-
-def headers_package(host: Host, kver: str) -> str:
-    """The distribution package that provides kernel headers for `kver` (EL 6 has no
-    os-release: its redhat-release, or an `.elN` kernel, says EL)."""
-    ids = _os_ids(host)
-    if not ids and (host.exists("/etc/redhat-release") or re.search(r"\.el\d", kver)):
-        ids = ["rhel"]
-    if any(i in ("rhel", "fedora", "centos", "rocky", "almalinux", "ol") for i in ids):
-        return f"kernel-devel-{kver}"
-    if any(i in ("suse", "sles", "opensuse") for i in ids):
-        return "kernel-default-devel"
-    return f"linux-headers-{kver}"
-
-
-def kernels_with_headers(host: Host) -> list[str]:
-    """Kernel releases under /lib/modules whose `build` dir holds usable headers."""
-    found = []
-    for kver in host.listdir(INSTALL_TREE):
-        if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+~-]*", kver) and host.exists(
-            f"{INSTALL_TREE}/{kver}/build/Makefile"
-        ):
-            found.append(kver)
-    return found
 
 
 def _tail(res: Result, pattern: str = r"(?i)error|warning|not newer|matches|skip") -> str:
@@ -454,7 +420,7 @@ class Dkms:
 
     def dest_locations(self, name: str, version: str) -> list[str]:
         """Where DKMS may install this module version: the distro override, then dkms.conf."""
-        locs = [loc for i in _os_ids(self.host) if (loc := _DISTRO_DEST.get(i))]
+        locs = [loc for i in os_ids(self.host) if (loc := _DISTRO_DEST.get(i))]
         text = self.host.read_text(f"{self._source(name, version)}/dkms.conf") or ""
         for line in text.split("\n"):  # per line: see modules_of
             mo = _DEST_LOCATION.match(line)

@@ -22,12 +22,8 @@ from hwmgr.errors import HwmgrError, NotFoundError, NotPermittedError
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.builds.advice import RECIPE_DOC
 from hwmgr.lifecycle.builds.buildlog import BuildFailed, keep_log
-from hwmgr.lifecycle.builds.dkms import (
-    Dkms,
-    headers_package,
-    kernels_with_headers,
-    render_dkms_conf,
-)
+from hwmgr.lifecycle.builds.dkms import Dkms, render_dkms_conf
+from hwmgr.lifecycle.builds.headers import headers_package, kernels_with_headers
 from hwmgr.lifecycle.builds.recipe import RECIPE_FILE, Recipe, check_kernel, check_version
 from hwmgr.lifecycle.builds.tarball import source_version, unpack_source
 from hwmgr.transaction.state import StateDir
