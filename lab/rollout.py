@@ -5,8 +5,9 @@ The host is the control node: it keeps the rollout record with the real `hwmgr r
 each guest its part of the change; each guest takes the gate's baseline before its change and
 runs `hwmgr gate check` after the reboot. Two guests, the lab image booted twice:
 
-  guest-a  chain a, the canary: a#1 baseline, upgrade e1000e to 3.8.7 from source (DKMS)
-           | a#2 the gate passes → marked done; the record hands out the next batch
+  guest-a  chain a, the canary: a#2 baseline, upgrade e1000e to 3.8.8 (the catalog's
+           recommended version) from source (DKMS) | a#3 the gate passes → marked done; the
+           record hands out the next batch
   guest-b  chain b, the image booted fresh once the canary passed: b#1 baseline, the binary
            package built once on the host (lab/binpkg.py) installed with `upgrade --package`:
            a build made to fail its gate (its probe refuses the NIC: the link stays down)
@@ -32,7 +33,7 @@ from lab.vm import HOST_IP, PKGS
 
 HOSTS = ("guest-a", "guest-b", "guest-c")  # guest-c stands for the fleet the halt spares
 CANARY, SECOND, SPARED = HOSTS
-CHANGE = "upgrade e1000e --to 3.8.7_lab"
+CHANGE = "upgrade e1000e --to 3.8.8_lab"
 BATCHES, BUDGET = "1,1", "1"
 CATALOG_D = "/etc/hwmgr/catalog.d"
 

@@ -11,14 +11,15 @@ the scenarios share boots and disks, and build each version once:
            | 3 settings compliant after the reboot, 3.8.8 verified, rollback
            | 4 3.8.7 verified; settings still compliant after that driver change, revert,
            rollback to inbox | 5 inbox verified; the original settings are back (issues 12, 27)
-  chain b (the image booted fresh once a#2's gate passed): the rollout's second guest
+  chain b (the image booted fresh once a#3's gate passed): the rollout's second guest
            (lab/rollout.py, tests/lab/test_rollout.py): a binary package made to fail its
            gate → rolled back → the rollout halts
   chain c (a's disk after boot 2, settings applied): 5 shaped link → throughput fails →
            auto-rollback once
   chain d (a's disk at the power cut): 6 the disk as it was 1 s into the `dkms install` of
            a's boot 2 (QEMU paused, disk copied: what a power cut leaves) → boot → recover
-Chain a is also the rollout's canary: a#1 takes the gate's baseline, a#2 gates it.
+Chain a is also the rollout's canary: a#2 takes the gate's baseline before its upgrade to
+3.8.8 (the catalog's recommended version), a#3 gates it.
 Chain a keeps one of the lab's slots (HWMGR_LAB_JOBS, default 2 guests at once); the other
 chains share the rest. Boot 1 runs alone, so it gets every host CPU.
 """
@@ -203,10 +204,9 @@ def test_1_inventory_in_the_guest(lab: Lab, chains: dict[str, Chain]) -> None:
         a.vm = lab.vm("a")
         a.hold(lab)
         record = a.data["rollout"] = rollout.Record(lab.run_dir)
-        rid = a.data["rollout_id"] = record.start()
+        a.data["rollout_id"] = record.start()
         assert record.claim(rollout.CANARY) == [rollout.CANARY], record.transcript()
-        return a.vm.boot("rec inventory hwmgr inventory --json\n" + rollout.baseline(rid) +
-                         TRUST_STORY +
+        return a.vm.boot("rec inventory hwmgr inventory --json\n" + TRUST_STORY +
                          step_upgrade(V1) + "\nrec upgrade-steps hwmgr history e1000e "
                          "--steps --json",
                          timeout=BUILD_BOOT, slot=False, smp=lab.smp_alone)
@@ -279,20 +279,17 @@ def test_2_upgrade_reboot_verify(lab: Lab, chains: dict[str, Chain]) -> None:
         if DKMS_INSTALL in line and chains["d"].vm is None and wanted("d"):
             threading.Timer(CUT_DELAY, power_cut).start()
 
-    gate = rollout.gate(a.data["rollout_id"], a.vm.iperf_port)
-    b = guarded(a, lambda: a.vm.boot(gate + APPLY + UPGRADE_WATCHED,
+    base = rollout.baseline(a.data["rollout_id"])  # the canary, before its change
+    b = guarded(a, lambda: a.vm.boot(base + APPLY + UPGRADE_WATCHED,
                                      timeout=BUILD_BOOT + APPLY_TIME, slot=False,
                                      on_line=on_line))
     a.data["boot2"] = b
-    _next_batch(lab, chains, b)
     if b.rc_of("upgrade") == 0:  # 3.8.8 armed, not yet booted: chain c starts here
         if wanted("c"):
             chains["c"].vm = lab.vm("c", fork_of=a.vm)
             chains["c"].start(PLAN_C)
         start_forks(lab, chains, "a2", a.vm)  # the kernel gate's chain h
     assert_vendor(versions(b, boot_time=True), V1, "a#2 after reboot")
-    gate = ok(b, "gate")["data"]  # the rollout's canary gate (tests/lab/test_rollout.py)
-    assert gate["passed"] and gate["failed_steps"] == [], gate
     exp = expectation(b)
     assert exp["expected_version"] == V1 and exp["kind"] == "upgrade"
     assert exp["status"] == "verified" and exp["action"] == "marked-verified", exp["findings"]
@@ -304,14 +301,14 @@ def test_2_upgrade_reboot_verify(lab: Lab, chains: dict[str, Chain]) -> None:
     a.data["throughput"] = mbps
 
 
-def _next_batch(lab: Lab, chains: dict[str, Chain], a2: Boot) -> None:
+def _next_batch(lab: Lab, chains: dict[str, Chain], a3: Boot) -> None:
     """The control node after the canary's gate: mark it, and start the second guest when
     the record hands it out (tests/lab/test_rollout.py asserts what happened)."""
     a = chains["a"]
     record: rollout.Record = a.data["rollout"]
-    passed = a2.rc_of("gate") == 0
+    passed = a3.rc_of("gate") == 0
     record.mark(rollout.CANARY, "done" if passed else "failed",
-                (a2.json("gate.out") or {}).get("data"))
+                (a3.json("gate.out") or {}).get("data"))
     if passed and wanted("b") and record.claim(rollout.SECOND) == [rollout.SECOND]:
         b = chains["b"]
         b.vm = lab.vm("b", on_failure="report")  # the lab image again, booted fresh
@@ -328,16 +325,20 @@ def test_3_upgrade_again_then_rollback_twice(lab: Lab, chains: dict[str, Chain])
     kver = a.data["kver"]
 
     try:
-        _rollbacks(a, chains, kver)
+        _rollbacks(lab, a, chains, kver)
     finally:
         a.release()  # chain a is done: its slot goes to the background chains
 
 
-def _rollbacks(a: Chain, chains: dict[str, Chain], kver: str) -> None:
-    b3 = guarded(a, lambda: a.vm.boot(CHECK_BOOT + "rec rollback hwmgr rollback e1000e --yes "
-                                      "--json\nreboot_after", slot=False))
+def _rollbacks(lab: Lab, a: Chain, chains: dict[str, Chain], kver: str) -> None:
+    gate = rollout.gate(a.data["rollout_id"], a.vm.iperf_port)  # the canary's gate first
+    b3 = guarded(a, lambda: a.vm.boot(gate + CHECK_BOOT + "rec rollback hwmgr rollback e1000e "
+                                      "--yes --json\nreboot_after", slot=False))
     a.data["boot3"] = b3
+    _next_batch(lab, chains, b3)
     assert_vendor(versions(b3, boot_time=True), V2, "a#3 after reboot")
+    gate = ok(b3, "gate")["data"]  # the rollout's canary gate (tests/lab/test_rollout.py)
+    assert gate["passed"] and gate["failed_steps"] == [], gate
     exp = expectation(b3)
     assert (exp["expected_version"], exp["status"]) == (V2, "verified"), exp["findings"]
     rb = ok(b3, "rollback")["data"]

@@ -1,10 +1,11 @@
 """A driver rollout over two lab guests that stops itself (issue 42), on the lab's own boots.
 
 lab/rollout.py says who does what: the host keeps the record with the real `hwmgr rollout`;
-guest-a (chain a, the canary) upgrades from source and passes its gate on a#2; guest-b (chain
-b, the image booted fresh once the canary passed) installs a binary package built once on the
-host (lab/binpkg.py), a build made to fail: its gate fails, the host rolls it back exactly,
-the budget of 1 stops the rollout (guest-c never starts), and the rollback is gated again.
+guest-a (chain a, the canary) upgrades from source to 3.8.8 on a#2 and passes its gate on
+a#3; guest-b (chain b, the image booted fresh once the canary passed) installs a binary
+package built once on the host (lab/binpkg.py), a build made to fail: its gate fails, the
+host rolls it back exactly, the budget of 1 stops the rollout (guest-c never starts), and
+the rollback is gated again.
 """
 
 from __future__ import annotations
@@ -42,11 +43,11 @@ def module_state(b: Boot) -> dict[str, Any]:
 def test_rollout_halts_on_the_second_guest(lab: Lab, chains: dict[str, Chain]) -> None:
     a = chains["a"]
     record: rollout.Record | None = a.data.get("rollout")
-    a2 = a.data.get("boot2")
-    assert record is not None and a2 is not None, "chain a did not reach boot 2 (the canary)"
-    # the canary: baseline on a#1 before its upgrade, the gate on a#2 passed, marked done
-    assert ok(a.data["boot1"], "gate-baseline")["data"]["rollout"] == a.data["rollout_id"]
-    canary = ok(a2, "gate")["data"]
+    a3 = a.data.get("boot3")
+    assert record is not None and a3 is not None, "chain a did not reach boot 3 (the canary)"
+    # the canary: baseline on a#2 before its upgrade, the gate on a#3 passed, marked done
+    assert ok(a.data["boot2"], "gate-baseline")["data"]["rollout"] == a.data["rollout_id"]
+    canary = ok(a3, "gate")["data"]
     assert canary["passed"], canary
     assert {s["step"] for s in canary["steps"]} == {"verify", "links", "throughput",
                                                    "kernel_log", "check"}, canary
