@@ -101,7 +101,7 @@ lint: venv
 # The CI command: lint, every test (slow ones and the QEMU lab included) under $(PY), and the
 # fast tests under each of $(PY_LEGS) (scripts/run-tests runs those beside the lab).
 test: apt-test venv legs lint
-	HWMGR_FUZZ_EXAMPLES=$(FUZZ_TEST) \
+	HWMGR_FUZZ_EXAMPLES=$(FUZZ_TEST) HWMGR_LEG_FUZZ=$(FUZZ_CHECK) \
 	HWMGR_LEGS="$(foreach v,$(PY_LEGS),.venv-$(v)/bin/python)" \
 	  scripts/run-tests $(BIN)/python $(PYTEST_ARGS)
 
