@@ -90,6 +90,7 @@ def build(root: Path, devices: list[dict], index: str, meta_ok: bool) -> None:
         (root / "commands/index.json").write_text(text[index])
 
 
+@pytest.mark.heavy
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(device_spec, min_size=0, max_size=4), index_kind, st.booleans())
 def test_damaged_snapshots_never_crash(devices: list[dict], index: str, meta_ok: bool) -> None:

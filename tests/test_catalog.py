@@ -352,6 +352,7 @@ def _verdicts() -> list[str]:
     return json.loads(path.read_text()) if path.exists() else []
 
 
+@pytest.mark.heavy
 def test_cache_second_load_does_not_import_jsonschema(tmp_path: Path) -> None:
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     first = _load_in_subprocess(SHIPPED, env)

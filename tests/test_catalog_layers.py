@@ -149,6 +149,7 @@ def test_site_layer_adding_a_device_keeps_the_others(tmp_path: Path) -> None:
     assert hit is not None and (hit.driver, hit.level) == ("ixgbe", "device")
 
 
+@pytest.mark.heavy
 def test_check_with_a_device_layer_judges_as_without(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 38: a site layer adding one PCI ID to ixgbe leaves check's findings and exit
@@ -230,6 +231,7 @@ def test_complete_catalog_takes_nothing_out(tmp_path: Path) -> None:
     assert f"{whole}: $.drivers.ixgbe.devices[" in str(exc.value)
 
 
+@pytest.mark.heavy
 def test_show_effective_names_each_devices_layer(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from support import run_cli

@@ -102,6 +102,7 @@ def test_committed_snapshots_equal_a_regeneration() -> None:
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+@pytest.mark.heavy
 def test_fleet_report_and_metrics_name_the_known_issues(tmp_path: Path) -> None:
     """A night over two defect hosts and a fixed twin: the report and the fleet metrics carry
     each known issue as an item, drifting on the hosts that run into it."""

@@ -120,6 +120,7 @@ def test_inventory_reads_every_described_function(name: str, tmp_path: Path) -> 
             assert dev["driver_version"] is None
 
 
+@pytest.mark.heavy
 def test_coverage_counts_readable_versions(tmp_path: Path) -> None:
     """bench/coverage on one host with two i40e functions (versions from sysfs) and one whose
     RAID function shows no version (not counted)."""

@@ -195,6 +195,7 @@ def test_corpus_is_in_the_repository() -> None:
     assert (REPO / "tests" / "fixtures" / "hostile" / "README.md").is_file()
 
 
+@pytest.mark.heavy
 def test_a_100000_character_hostname_is_laid_out_in_linear_time(tmp_path: Path) -> None:
     """The table shows the whole value (never cut), wrapped by output.fit in one pass: the
     old one-character-at-a-time cut ran for minutes."""
