@@ -114,6 +114,45 @@ def test_vendor_release_notes_do_not_judge_the_in_tree_build(cat: Catalog) -> No
     assert "known_issues" not in intree
 
 
+def test_an_issue_that_needs_a_condition_is_known_bad_only_where_the_host_meets_it(
+        tmp_path: Path) -> None:
+    """A crash that needs enabled VFs: known-bad on a function with VFs enabled, outdated
+    (the fix still named) where none are or where hwmgr cannot see it; the reason says so."""
+    layer = copy.deepcopy(LAYER)
+    issue = layer["drivers"]["megaraid_sas"]["known_issues"][0]
+    issue["only_when"] = "sriov"
+    cat = layered(tmp_path, DEB_TABLE, layer)
+    with_vfs = cat.verdict(raid("07.719.03.00-rc1", sriov={"totalvfs": 8, "numvfs": 4,
+                                                           "vfs": []}), "6.1.0-18-amd64")
+    assert with_vfs["status"] == "known-bad"
+    assert "only when SR-IOV virtual functions are enabled (this host meets it)" in \
+        with_vfs["reason"]
+    no_vfs = cat.verdict(raid("07.719.03.00-rc1", sriov={"totalvfs": 8, "numvfs": 0,
+                                                         "vfs": []}), "6.1.0-18-amd64")
+    unseen = cat.verdict(raid("07.719.03.00-rc1"), "6.1.0-18-amd64")
+    for v, state in ((no_vfs, "this host is not seen to"),
+                     (unseen, "hwmgr cannot see whether this host does")):
+        assert v["status"] == "outdated", v
+        assert v["target"] == "07.725.01.00"  # the way out is still named
+        ref = v["known_issues"][0]
+        assert ref["id"] == "mr-reset-hang" and state in ref.get("only_when", "")
+        assert state in v["reason"]
+    # an unconditional known-bad issue outranks a conditional one
+    layer["drivers"]["megaraid_sas"]["known_issues"][1]["severity"] = "link-down"
+    cat2 = layered(tmp_path, DEB_TABLE, layer)
+    both = cat2.verdict(raid("07.719.03.00-rc1"), "6.1.0-18-amd64")
+    assert both["status"] == "known-bad" and both["known_issues"][0]["id"] == "mr-slow"
+
+
+def test_the_condition_names_are_one_list() -> None:
+    """The schema's enum of only_when and the model's words for them name the same set."""
+    from hwmgr.catalog.model import CONDITIONS
+    schema = json.loads((Path(__file__).parent.parent / "hwmgr" / "schemas" /
+                         "catalog.schema.json").read_text())
+    enum = schema["$defs"]["known_issue"]["properties"]["only_when"]["enum"]
+    assert sorted(enum) == sorted(CONDITIONS)
+
+
 def test_seed000_story_reads_as_before(cat: Catalog) -> None:
     v = cat.verdict(dev("19a2", "0710", "be2net", "4.1.307r"), "2.6.32-279.el6.x86_64")
     assert v["status"] == "known-bad" and v["recommended_version"] == "10.2.470.14"
@@ -172,6 +211,7 @@ def test_layers_merge_known_issues_by_id(tmp_path: Path) -> None:
      "not a kernel version of the el8 line"),
     (lambda i: i.update(applies_to=["8086:1528"]), "not one of the devices"),
     (lambda i: i.update(severity="annoying"), "severity"),
+    (lambda i: i.update(only_when="a full moon"), "only_when"),
 ])
 def test_validate_refuses_bad_known_issues(tmp_path: Path, change: Any, words: str) -> None:
     layer = copy.deepcopy(LAYER)

@@ -13,11 +13,12 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence, Tuple
+from typing import Callable, Mapping, Optional, Sequence, Tuple
 
 from hwmgr.catalog import kbuild, versions
 from hwmgr.catalog.kbuild import KernelBuild
 from hwmgr.catalog.model import (
+    CONDITIONS,
     FirmwareRequirement,
     KernelRange,
     Knowledge,
@@ -39,6 +40,33 @@ class Hit:
     on: str  # "driver" or "kernel"
     fixed: Optional[str]  # the fix this device needs (None: no fix known)
     how: str  # why it matches, in words
+    seen: Optional[bool] = None  # the issue's condition (only_when) seen met, unmet, unknown
+
+    @property
+    def armed(self) -> bool:
+        """Known-bad here: a bad severity with no condition, or one the host is seen to meet."""
+        return self.issue.bad and (self.issue.only_when is None or self.seen is True)
+
+    @property
+    def condition(self) -> Optional[str]:
+        """The issue's condition in words, with what the host shows of it (None: none)."""
+        cond = self.issue.only_when
+        if cond is None:
+            return None
+        words = CONDITIONS.get(cond, cond)
+        state = {True: "this host meets it", False: "this host is not seen to",
+                 None: "hwmgr cannot see whether this host does"}[self.seen]
+        return f"only when {words} ({state})"
+
+
+def observed(dev: Mapping[str, object]) -> dict[str, bool]:
+    """The conditions a device's record shows met or unmet; the rest cannot be seen. SR-IOV:
+    the function's sriov record (VFs enabled or not)."""
+    sriov = dev.get("sriov")
+    if isinstance(sriov, Mapping):
+        numvfs = sriov.get("numvfs")
+        return {"sriov": isinstance(numvfs, int) and numvfs > 0}
+    return {}
 
 
 def _applies(refs: Sequence[str], ids: Ids) -> bool:
@@ -123,8 +151,10 @@ def judged_on_line(know: Knowledge, ids: Ids, build: KernelBuild) -> int:
 
 
 def hits(know: Knowledge, ids: Ids, version: str, scheme: str, build: KernelBuild, *,
-         kernel_release: bool, in_tree: bool) -> list[Hit]:
-    """Every known issue of the driver this device runs into, worst first."""
+         kernel_release: bool, in_tree: bool,
+         seen: Optional[Mapping[str, bool]] = None) -> list[Hit]:
+    """Every known issue of the driver this device runs into, worst first: known-bad ones
+    (armed) before those whose condition the host is not seen to meet."""
     out: list[Hit] = []
     for issue in know.issues:
         if not _applies(issue.applies_to, ids):
@@ -138,8 +168,10 @@ def hits(know: Knowledge, ids: Ids, version: str, scheme: str, build: KernelBuil
         if hit is None and issue.kernels and in_tree and build.known:
             hit = _kernel_hit(issue, build)
         if hit is not None:
-            out.append(hit)
-    out.sort(key=lambda h: (not h.issue.bad, h.issue.id))
+            cond = issue.only_when
+            out.append(hit if cond is None else
+                       Hit(hit.issue, hit.on, hit.fixed, hit.how, (seen or {}).get(cond)))
+    out.sort(key=lambda h: (not h.armed, not h.issue.bad, h.issue.id))
     return out
 
 

@@ -11,6 +11,23 @@ from typing import Any, Mapping, Optional, Tuple
 
 SEVERITIES = ("data-loss", "crash", "link-down", "security", "performance", "cosmetic")
 BAD_SEVERITIES = frozenset(SEVERITIES[:4])  # these make a device known-bad; the rest outdated
+# What a defect may need to strike, as its source states it (`only_when`): on a host not seen to
+# meet it, a known-bad severity gives `outdated` (docs/known-issues.md). name -> the words shown.
+CONDITIONS: Mapping[str, str] = {
+    "xdp": "an XDP program or AF_XDP socket is in use",
+    "sriov": "SR-IOV virtual functions are enabled",
+    "ptp": "PTP or hardware timestamping is in use",
+    "nvm": "the NVM or flash is read or updated (ethtool -e/-E, devlink flash, nvmupdate)",
+    "crypto-offload": "IPsec, MACsec or TLS offload is in use",
+    "switching-offload": "switchdev, e-switch, OVS or tc flow offload is configured",
+    "bond": "the port is in a bond or team (LAG)",
+    "rdma": "an RDMA (RoCE/iWARP) driver uses the port",
+    "debug": "debugfs, blktrace, lockdep or a kdump kernel is in use",
+    "removal": "the device is removed or unbound, or the driver unloaded",
+    "multipath": "a multipath layer fails a path over",
+    "module-parameter": "a non-default module parameter is set",
+    "error-path": "something else has already failed (an error path)",
+}
 SOURCE_KINDS = ("cve", "bug-fix-table", "release-notes", "changelog", "readme",
                 "issue-thread", "errata", "field-note", "lab")
 
@@ -75,6 +92,7 @@ class KnownIssue:
     applies_to: Tuple[str, ...]
     sources: Tuple[Source, ...]
     build: Optional[str] = None  # vendor / in-tree: whose builds the version ranges judge
+    only_when: Optional[str] = None  # a CONDITIONS name: the defect needs it to strike
 
     @property
     def bad(self) -> bool:
@@ -97,7 +115,7 @@ class KnownIssue:
                   for line, r in sorted((affected.get("kernels") or {}).items())),
             tuple(raw.get("applies_to", ())),
             tuple(Source.from_json(s) for s in raw.get("sources", ())),
-            raw.get("build"))
+            raw.get("build"), raw.get("only_when"))
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,7 @@ def knowledge_stats(drivers: Mapping[str, DriverEntry]) -> dict[str, Any]:
     by_driver: Counter[str] = Counter()
     by_severity: Counter[str] = Counter()
     by_kind: Counter[str] = Counter()
+    by_condition: Counter[str] = Counter()
     firmware: Counter[str] = Counter()
     versions_known = versions_total = 0
     for name, entry in sorted(drivers.items()):
@@ -109,6 +110,8 @@ def knowledge_stats(drivers: Mapping[str, DriverEntry]) -> dict[str, Any]:
         for issue in know.issues:
             by_driver[name] += 1
             by_severity[issue.severity] += 1
+            if issue.only_when:
+                by_condition[issue.only_when] += 1
             for kind in {s.kind or "other" for s in issue.sources}:
                 by_kind[kind] += 1
         if know.firmware:
@@ -122,6 +125,7 @@ def knowledge_stats(drivers: Mapping[str, DriverEntry]) -> dict[str, Any]:
             "known_issues_by_driver": dict(sorted(by_driver.items())),
             "known_issues_by_severity": dict(sorted(by_severity.items())),
             "known_issues_by_source_kind": dict(sorted(by_kind.items())),
+            "known_issues_by_condition": dict(sorted(by_condition.items())),
             "firmware_requirements": sum(firmware.values()),
             "firmware_requirements_by_driver": dict(sorted(firmware.items())),
             "versions_beyond_baseline": versions_known,

@@ -65,7 +65,7 @@ class _VerdictKeys(TypedDict):
     device_name: str
 
 
-class IssueRef(TypedDict):
+class _IssueRefKeys(TypedDict):
     """A known issue a device runs into, compactly: the catalog holds the rest."""
 
     id: str
@@ -74,6 +74,12 @@ class IssueRef(TypedDict):
     on: str  # driver or kernel
     fixed: str | None  # the fix this device needs
     url: str | None
+
+
+class IssueRef(_IssueRefKeys, total=False):
+    """A known issue a device runs into; `only_when` where it needs a condition."""
+
+    only_when: str  # the condition, with what the host shows of it
 
 
 class FirmwareFloor(TypedDict):
@@ -183,7 +189,7 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, object], kernel: str | None
     if not kernel_release:
         _floors(out, know, ids, raw, scheme, kernel, dev, entry)
     found = issues.hits(know, ids, raw, scheme, build, kernel_release=kernel_release,
-                        in_tree=in_tree)
+                        in_tree=in_tree, seen=issues.observed(dev))
     if found:
         return _known(out, found, name, scheme, build, rec, in_tree)
     if in_tree and (listed is None or listed.get("distributions")
@@ -220,13 +226,12 @@ def _known(out: Verdict, found: list[issues.Hit], name: str, scheme: str,
            build: KernelBuild, rec: tuple[str, VersionEntry] | None,
            in_tree: bool) -> Verdict:
     """The verdict of a device that runs into known issues: known-bad for data loss, crash,
-    link down or security, else outdated; the way out past every fix (for an in-tree build
+    link down or security (unless the issue needs a condition the host is not seen to meet),
+    else outdated; the way out past every fix (for an in-tree build
     hit by kernel issues, a kernel first: a vendor driver is the other way)."""
     worst = found[0].issue
-    out["status"] = "known-bad" if worst.bad else "outdated"
-    out["known_issues"] = [{"id": h.issue.id, "severity": h.issue.severity,
-                            "symptom": h.issue.symptom, "on": h.on, "fixed": h.fixed,
-                            "url": h.issue.url} for h in found]
+    out["status"] = "known-bad" if found[0].armed else "outdated"
+    out["known_issues"] = [_ref(h) for h in found]
     more = f" and {len(found) - 1} more known issue(s)" if len(found) > 1 else ""
     drv_target = issues.driver_target(found, scheme, build.release)
     krn_target = issues.kernel_target(found, build)
@@ -246,9 +251,20 @@ def _known(out: Verdict, found: list[issues.Hit], name: str, scheme: str,
             out["target"], out["fix"] = krn_target, issues.kernel_fix(build, krn_target)
         ways.insert(0 if in_tree else len(ways), f"a kernel built on {krn_target} or later")
     way = " or ".join(ways) if ways else "no fix is known yet"
-    out["reason"] = (f"{worst.id} ({worst.severity}): {worst.symptom.rstrip('. ')}{more}; "
-                     f"{found[0].how}; the way out: {way}")
+    cond = f", {found[0].condition}" if found[0].condition else ""
+    out["reason"] = (f"{worst.id} ({worst.severity}{cond}): {worst.symptom.rstrip('. ')}"
+                     f"{more}; {found[0].how}; the way out: {way}")
     return out
+
+
+def _ref(hit: issues.Hit) -> IssueRef:
+    """The compact form of a hit, with its condition only where it has one."""
+    ref: IssueRef = {"id": hit.issue.id, "severity": hit.issue.severity,
+                     "symptom": hit.issue.symptom, "on": hit.on, "fixed": hit.fixed,
+                     "url": hit.issue.url}
+    if hit.condition:
+        ref["only_when"] = hit.condition
+    return ref
 
 
 def _in_tree(out: Verdict, cat: Catalog, know: Knowledge, name: str, raw: str,

@@ -13,7 +13,7 @@ from hwmgr import safejson
 from hwmgr.catalog.discover import DRIVERS_SUBDIR, dir_files, in_force_beneath
 from hwmgr.catalog.entry import DriverEntry, Source
 from hwmgr.catalog.load import Catalog, load_catalog
-from hwmgr.catalog.model import BAD_SEVERITIES
+from hwmgr.catalog.model import BAD_SEVERITIES, CONDITIONS
 from hwmgr.catalog.refs import evidence_text, inbox_policies
 from hwmgr.catalog.stats import catalog_stats
 from hwmgr.commands import catalog_trust
@@ -244,6 +244,7 @@ def _stats(paths: list[str] | None, config: Config) -> Outcome:
             + ", ".join(f"{n} {k}" for k, n in data["known_issues_by_severity"].items())
             + "); sources: " + ", ".join(
                 f"{n} {k}" for k, n in data["known_issues_by_source_kind"].items())
+            + f"; only under a condition: {sum(data['known_issues_by_condition'].values())}"
             + f"; firmware requirements: {data['firmware_requirements']}; versions known "
             f"beyond baseline: {data['versions_beyond_baseline']} "
             f"({data['versions_beyond_baseline_share']:.1%})", markup=False)
@@ -375,6 +376,8 @@ def _render_knowledge(console: Console, e: DriverEntry,
         style = "red" if ki["severity"] in BAD_SEVERITIES else "yellow"
         console.print(f"  [bold]{escape(ki['id'])}[/]  [{style}]{escape(ki['severity'])}[/]  "
                       f"{escape(ki['symptom'])}")
+        if ki.get("only_when"):
+            console.print(f"      only when {escape(CONDITIONS.get(ki['only_when'], ''))}")
         console.print(f"      {escape('; '.join(spans))}"
                       + (f" ({escape(', '.join(ki['applies_to']))})"
                          if ki.get("applies_to") else ""))

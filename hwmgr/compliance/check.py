@@ -187,7 +187,8 @@ def _issue_findings(v: Mapping[str, Any], addr: str, have: Any) -> list[Finding]
         fixed = ref.get("fixed")
         want = f"{'kernel' if ref['on'] == 'kernel' else entry} {fixed} or later" if fixed \
             else "a fixed version (none published yet)"
-        reason = (f"{ref['id']} ({ref['severity']}): {ref['symptom'].rstrip('. ')}; "
+        cond = f", {ref['only_when']}" if ref.get("only_when") else ""
+        reason = (f"{ref['id']} ({ref['severity']}{cond}): {ref['symptom'].rstrip('. ')}; "
                   + (f"fixed in {fixed}" if fixed else "no fix published yet"))
         out.append(Finding("driver", addr, None, f"{KNOWN_ISSUE}{ref['id']}", want, actual,
                            "drift", reason, v.get("fix"),
