@@ -44,6 +44,14 @@ class Boot:
         t = self.text(f"{name}.rc")
         return int(t.strip()) if t and t.strip().lstrip("-").isdigit() else None
 
+    def ok(self, name: str) -> Any:
+        """The JSON of a `rec NAME hwmgr ... --json` command that must have exited 0 (an
+        AssertionError with its errors, stderr and the transcript's tail otherwise)."""
+        rc, doc = self.rc_of(name), self.json(f"{name}.out")
+        assert rc == 0, f"{name} exited {rc}: {doc and doc.get('errors')} " \
+            f"{self.text(name + '.err')}\n{self.where()}"
+        return doc
+
     @property
     def facts(self) -> dict[str, Any]:
         """The guest's own view of the drivers at the end of the boot (or its start)."""

@@ -23,7 +23,6 @@ kernel. The chains fork from chain a's disks (test_lab.py) and add one DKMS buil
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import pytest
 
@@ -95,14 +94,6 @@ def chain(chains: dict[str, Chain], name: str) -> Chain:
     return c
 
 
-def ok(b: Boot, name: str) -> dict[str, Any]:
-    rc = b.rc_of(name)
-    doc: dict[str, Any] = b.json(f"{name}.out")
-    assert rc == 0, f"{name} exited {rc}: {doc and doc.get('errors')} {b.text(name + '.err')}" \
-        f"\n{b.where()}"
-    return doc
-
-
 def grubenv_of(b: Boot, name: str) -> dict[str, str]:
     """`grub-editenv list` as the guest recorded it in `name`."""
     lines = (b.text(name) or "").splitlines()
@@ -149,7 +140,7 @@ def test_gate_a_ready_kernel_boots_with_the_vendor_driver(lab: Lab,
         (b1.text("update-grub.err"), b1.text("set-default.err"))
     assert any(k2 in ln for ln in (b1.text("grub-menu.txt") or "").splitlines()), \
         b1.text("grub-menu.txt")
-    data = ok(b1, "gate-json")["data"]
+    data = b1.ok("gate-json")["data"]
     assert (data["kernel"], data["running"], data["ready"], data["held"]) == (k2, k1, True, None)
     assert data["drivers"]["e1000e"]["version"] == V1 and data["drivers"]["e1000e"]["ready"]
     # what the gate installed for KVER2 only, as modinfo -k reads it
@@ -167,7 +158,7 @@ def test_gate_a_ready_kernel_boots_with_the_vendor_driver(lab: Lab,
     assert "eth0" in b2.boot_facts["ethtool"]
     # verify after booting KVER2 checks the module the gate installed there (the gate extended
     # the armed expectation to KVER2), not the running-kernel file it was armed with
-    exp = ok(b2, "verify")["data"]["expectations"][0]
+    exp = b2.ok("verify")["data"]["expectations"][0]
     assert (exp["expected_version"], exp["status"]) == (V1, "verified"), exp["findings"]
     files = [c["source"] for c in exp["checks"] if c["field"] == "module_file"]
     assert files == [f"/lib/modules/{k2}/updates/dkms/e1000e.ko"], exp["checks"]
@@ -209,7 +200,7 @@ def test_gate_c_missing_headers_name_the_package(lab: Lab, chains: dict[str, Cha
     b2 = h.wait(2)
     # the override first: still not ready (3.8.8), exit 0, the hold released and what the
     # boot loader had before it (the admin's KVER2 default) put back
-    over = ok(b2, "override")["data"]
+    over = b2.ok("override")["data"]
     assert over["ready"] is False and over["held"] is None and over["released"], over
     assert names(grubenv_of(b2, "grubenv-override.txt").get("saved_entry", ""), k2)
     assert b2.rc_of("dpkg-r") == 0, b2.text("dpkg-r.err")

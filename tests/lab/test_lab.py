@@ -47,15 +47,6 @@ WAIT = 2400  # a forked chain's test waits for boots that started while chain a 
 
 
 # ----------------------------------------------------------------------------- helpers
-def ok(b: Boot, name: str) -> dict[str, Any]:
-    """The JSON of a `rec NAME hwmgr ... --json` command that must have exited 0."""
-    rc = b.rc_of(name)
-    doc = b.json(f"{name}.out")
-    assert rc == 0, f"{name} exited {rc}: {doc and doc.get('errors')} {b.text(name + '.err')}" \
-        f"\n{b.where()}"
-    return doc
-
-
 def versions(b: Boot, boot_time: bool = False) -> dict[str, Any]:
     return e1000e_versions(b.boot_facts if boot_time else b.facts)
 
@@ -182,7 +173,7 @@ def guarded(chain: Chain, fn: Any) -> Any:
 
 
 def assert_upgraded(b: Boot, version: str) -> dict[str, Any]:
-    doc = ok(b, "upgrade")
+    doc = b.ok("upgrade")
     txn = doc["data"]["transaction"]
     assert txn["state"] == "committed", txn
     assert [s["name"] for s in txn["steps"]] == ["fetch", "unpack", "dkms-add", "dkms-build",
@@ -215,7 +206,7 @@ def test_1_inventory_in_the_guest(lab: Lab, chains: dict[str, Chain]) -> None:
     a.data["boot1"] = b
     if b.rc_of("upgrade") == 0:  # 3.8.7 armed, not yet booted: chain g builds beside a#2
         start_forks(lab, chains, "a1", a.vm)  # the kernel gate's chain g
-    inv = ok(b, "inventory")["data"]
+    inv = b.ok("inventory")["data"]
     kver = inv["host"]["kernel"]
     assert kver.startswith(KVER_GLOB) and kver == b.boot_facts["kernel"]
     devs = {(d["vendor_id"], d["device_id"]): d for d in inv["devices"]}
@@ -245,13 +236,13 @@ def test_1b_site_trusts_the_obtained_srpm(lab: Lab, chains: dict[str, Chain]) ->
     refused = b.json("refused.out") or {}
     assert b.rc_of("refused") == 9, refused
     assert "is not verified (no known sha256/size)" in str(refused.get("errors")), refused
-    pkg = ok(b, "trust")["data"]["package"]
+    pkg = b.ok("trust")["data"]["package"]
     srpm = lab.srpms[V1].read_bytes()
     assert (pkg["name"], pkg["version"], pkg["sha256"], pkg["size"]) == \
         ("e1000e", V1, hashlib.sha256(srpm).hexdigest(), len(srpm)), pkg
-    assert ok(b, "plan")["data"]["to_version"] == V1
-    txn = ok(b, "upgrade")["data"]["transaction"]
-    (steps,) = [t["steps"] for t in ok(b, "upgrade-steps")["data"]["transactions"]
+    assert b.ok("plan")["data"]["to_version"] == V1
+    txn = b.ok("upgrade")["data"]["transaction"]
+    (steps,) = [t["steps"] for t in b.ok("upgrade-steps")["data"]["transactions"]
                 if t["id"] == txn["id"]]
     fetch = steps[0]
     assert fetch["name"] == "fetch" and fetch["data"]["origin"] == "cache", fetch
@@ -337,11 +328,11 @@ def _rollbacks(lab: Lab, a: Chain, chains: dict[str, Chain], kver: str) -> None:
     a.data["boot3"] = b3
     _next_batch(lab, chains, b3)
     assert_vendor(versions(b3, boot_time=True), V2, "a#3 after reboot")
-    gate = ok(b3, "gate")["data"]  # the rollout's canary gate (tests/lab/test_rollout.py)
+    gate = b3.ok("gate")["data"]  # the rollout's canary gate (tests/lab/test_rollout.py)
     assert gate["passed"] and gate["failed_steps"] == [], gate
     exp = expectation(b3)
     assert (exp["expected_version"], exp["status"]) == (V2, "verified"), exp["findings"]
-    rb = ok(b3, "rollback")["data"]
+    rb = b3.ok("rollback")["data"]
     assert rb["plan"]["to_version"] == V1 and rb["transaction"]["state"] == "committed"
 
     b4 = guarded(a, lambda: a.vm.boot(
@@ -353,7 +344,7 @@ def _rollbacks(lab: Lab, a: Chain, chains: dict[str, Chain], kver: str) -> None:
     assert_vendor(versions(b4, boot_time=True), V1, "a#4 after the first rollback")
     exp = expectation(b4)
     assert (exp["kind"], exp["expected_version"], exp["status"]) == ("rollback", V1, "verified")
-    rb = ok(b4, "rollback")["data"]
+    rb = b4.ok("rollback")["data"]
     assert rb["plan"]["to_version"] == "inbox" and rb["transaction"]["state"] == "committed"
 
     # the storage scenario's first step rides on this boot (lab/storage.py): the SAS 2108
@@ -377,7 +368,7 @@ def _rollbacks(lab: Lab, a: Chain, chains: dict[str, Chain], kver: str) -> None:
     assert exp["kind"] == "rollback" and exp["status"] == "verified", exp["findings"]
     assert not b5.boot_facts["dkms_status"], "DKMS still lists e1000e after rollback to inbox"
     story = [(t["kind"], t["version"], t["state"])
-             for t in reversed(ok(b5, "history")["data"]["transactions"])]
+             for t in reversed(b5.ok("history")["data"]["transactions"])]
     assert story == [("upgrade", V1, "committed"), ("upgrade", V2, "committed"),
                      ("rollback", V1, "committed"), ("rollback", "inbox", "committed")]
 
@@ -405,10 +396,10 @@ def test_5_throughput_floor_rolls_back_once(lab: Lab, chains: dict[str, Chain]) 
     assert exp["action"] == "reported" and "no automatic rollback" in exp["action_detail"]
     assert not b2.reboot_requested
     # the shaping removed, the same command passes: the link was the problem, not 3.8.7
-    again = ok(b2, "verify")["data"]["expectations"][0]
+    again = b2.ok("verify")["data"]["expectations"][0]
     assert again["status"] == "verified" and throughput_mbps(again) >= FLOOR_MBPS
     story = [(t["kind"], t["version"], t["state"])
-             for t in reversed(ok(b2, "history")["data"]["transactions"])]
+             for t in reversed(b2.ok("history")["data"]["transactions"])]
     assert story == [("upgrade", V1, "committed"), ("upgrade", V2, "committed"),
                      ("rollback", V1, "committed")]
 
@@ -423,11 +414,11 @@ def test_6_power_cut_during_dkms_install(lab: Lab, chains: dict[str, Chain]) -> 
     b1 = c.wait(1)
     assert c.vm.history[-1].startswith("power cut: a's disk during its boot 2"), c.vm.history
     # what the power cut left: the 3.8.8 upgrade still running, stopped in its install step
-    before = [t for t in ok(b1, "before")["data"]["transactions"] if t["version"] == V2]
+    before = [t for t in b1.ok("before")["data"]["transactions"] if t["version"] == V2]
     assert len(before) == 1 and before[0]["state"] == "running", before
     unfinished = [s["name"] for s in before[0]["steps"] if s["state"] != "done"]
     assert unfinished[0] == "install", before[0]["steps"]
-    rec = ok(b1, "recover")["data"]
+    rec = b1.ok("recover")["data"]
     assert len(rec) == 1 and (rec[0]["kind"], rec[0]["target"]) == ("upgrade", "e1000e"), rec
     assert rec[0]["error"] == "interrupted at step 'install'" and rec[0]["recovered"], rec
     state = rec[0]["state"]
@@ -436,7 +427,7 @@ def test_6_power_cut_during_dkms_install(lab: Lab, chains: dict[str, Chain]) -> 
     b2 = c.wait(2)
     v = versions(b2, boot_time=True)
     dkms = b2.boot_facts["dkms_status"]
-    exp = ok(b2, "verify")["data"]["expectations"][0]  # verified by hand after the boot
+    exp = b2.ok("verify")["data"]["expectations"][0]  # verified by hand after the boot
     if state == "committed":  # rolled forward: the new driver, armed, verified at boot
         assert_vendor(v, V2, "d#2 after recover (rolled forward)")
         assert (exp["expected_version"], exp["status"]) == (V2, "verified"), exp["findings"]
@@ -450,7 +441,7 @@ def test_6_power_cut_during_dkms_install(lab: Lab, chains: dict[str, Chain]) -> 
         assert not any(V2 in ln for ln in dkms), dkms
     assert "eth0" in b2.boot_facts["ethtool"]
     story = [(t["kind"], t["version"], t["state"])
-             for t in reversed(ok(b2, "history")["data"]["transactions"])]
+             for t in reversed(b2.ok("history")["data"]["transactions"])]
     assert story == [("upgrade", V1, "committed"), ("upgrade", V2, state)]
 
 
@@ -479,7 +470,7 @@ def assert_persisted_by_their_consumers(b: Boot, where: str) -> None:
     assert (unit.get("SubState"), unit.get("Result")) == ("exited", "success"), (where, ifu)
     assert set(ifu["ifaces"]["eth1"]["up"]) == ETH1_POST_UP, (where, ifu)
     assert facts["sysctl"]["net.core.rmem_max"] == "4194304", (where, facts["sysctl"])
-    assert ok(b, "check-boot")["data"]["compliant"] is True, (where, b.text("check-boot.out"))
+    assert b.ok("check-boot")["data"]["compliant"] is True, (where, b.text("check-boot.out"))
 
 
 @pytest.mark.timeout(60)
@@ -504,14 +495,14 @@ def test_7_settings_apply_reboot_revert(lab: Lab, chains: dict[str, Chain]) -> N
             ("eth1", "ring.tx"), ("eth1", "txqueuelen"), (None, "sysctl.net.core.rmem_max"),
             (None, "sysctl.net.core.wmem_max")}
     assert b2.rc_of("check-before") == 5 and drifted(b2.json("check-before.out")) == want
-    plan = ok(b2, "apply-plan")["data"]
+    plan = b2.ok("apply-plan")["data"]
     assert {(c["interface"], c["item"]) for c in plan["changes"]} == want
     backends = {(c["interface"], c["persist"].get("backend"), c["persist"].get("file"))
                 for c in plan["changes"]}
     assert backends == {("eth0", "systemd-link", ETH0_LINK), ("eth1", "ifupdown", ETH1_STANZA),
                         (None, "sysctl.d", "/etc/sysctl.d/90-hwmgr.conf")}, plan["changes"]
-    assert ok(b2, "apply")["data"]["transaction"]["state"] == "committed"
-    assert ok(b2, "check-applied")["data"]["compliant"] is True
+    assert b2.ok("apply")["data"]["transaction"]["state"] == "committed"
+    assert b2.ok("check-applied")["data"]["compliant"] is True
     assert_upgraded(b2, V2)  # the driver change comes after the apply, on the same boot
 
     # after the upgrade's reboot (3.8.8 live), then after the rollback's (3.8.7 live): udev,
@@ -520,7 +511,7 @@ def test_7_settings_apply_reboot_revert(lab: Lab, chains: dict[str, Chain]) -> N
     assert_persisted_by_their_consumers(b3, "a#3 after the upgrade to 3.8.8 and its reboot")
     assert_vendor(versions(b4, boot_time=True), V1, "a#4 settings after the rollback")
     assert_persisted_by_their_consumers(b4, "a#4 after the rollback to 3.8.7 and its reboot")
-    revert = ok(b4, "revert")["data"]
+    revert = b4.ok("revert")["data"]
     assert revert["transaction"]["state"] == "committed"
     assert b4.rc_of("check-reverted") == 5
     assert drifted(b4.json("check-reverted.out")) == want
@@ -537,6 +528,6 @@ def test_7_settings_apply_reboot_revert(lab: Lab, chains: dict[str, Chain]) -> N
     assert b5.rc_of("guard") == 9, guard
     assert "eth1 carries the default route via bond0.7" in str(guard.get("errors")), guard
     kinds = [(t["kind"], t["state"]) for t in
-             reversed(ok(b5, "history-all")["data"]["transactions"])
+             reversed(b5.ok("history-all")["data"]["transactions"])
              if t["kind"] in ("apply", "revert")]
     assert kinds == [("apply", "committed"), ("revert", "committed")], kinds

@@ -25,13 +25,6 @@ pytestmark = [pytest.mark.lab, pytest.mark.skipif(
 WAIT = 3600  # chain b starts after a#2 and queues for the lab's slots behind the others
 
 
-def ok(b: Boot, name: str) -> dict[str, Any]:
-    rc, doc = b.rc_of(name), b.json(f"{name}.out")
-    assert rc == 0, f"{name} exited {rc}: {doc and doc.get('errors')} {b.text(name + '.err')}" \
-        f"\n{b.where()}"
-    return doc
-
-
 def module_state(b: Boot) -> dict[str, Any]:
     """e1000e as the guest's own tools saw it at boot, and the module files it has."""
     v = e1000e_versions(b.boot_facts)
@@ -46,8 +39,8 @@ def test_rollout_halts_on_the_second_guest(lab: Lab, chains: dict[str, Chain]) -
     a3 = a.data.get("boot3")
     assert record is not None and a3 is not None, "chain a did not reach boot 3 (the canary)"
     # the canary: baseline on a#2 before its upgrade, the gate on a#3 passed, marked done
-    assert ok(a.data["boot2"], "gate-baseline")["data"]["rollout"] == a.data["rollout_id"]
-    canary = ok(a3, "gate")["data"]
+    assert a.data["boot2"].ok("gate-baseline")["data"]["rollout"] == a.data["rollout_id"]
+    canary = a3.ok("gate")["data"]
     assert canary["passed"], canary
     assert {s["step"] for s in canary["steps"]} == {"verify", "links", "throughput",
                                                    "kernel_log", "check"}, canary
@@ -56,8 +49,8 @@ def test_rollout_halts_on_the_second_guest(lab: Lab, chains: dict[str, Chain]) -
     b1 = c.wait(1)
     inbox = module_state(b1)
     assert inbox["modinfo"] is None and inbox["eth0"], inbox  # the fresh image: in-tree e1000e
-    assert ok(b1, "gate-baseline")["data"]["rollout"] == a.data["rollout_id"]
-    up = ok(b1, "upgrade")["data"]
+    assert b1.ok("gate-baseline")["data"]["rollout"] == a.data["rollout_id"]
+    up = b1.ok("upgrade")["data"]
     assert up["transaction"]["state"] == "committed", up
     names = [s["name"] for s in up["transaction"]["steps"]]
     assert not any(n.startswith("dkms") for n in names), names  # nothing built in the guest
@@ -74,7 +67,7 @@ def test_rollout_halts_on_the_second_guest(lab: Lab, chains: dict[str, Chain]) -
     assert b2.rc_of("gate") == 1, b2.text("gate.out")
     failed = b2.json("gate.out")["data"]
     assert {"verify", "links"} <= set(failed["failed_steps"]), failed
-    rb = ok(b2, "rollback")["data"]
+    rb = b2.ok("rollback")["data"]
     assert rb["plan"]["to_version"] == "inbox" and rb["transaction"]["state"] == "committed", rb
     record.mark(rollout.SECOND, "failed", failed)
     # the budget of 1 is spent: nothing more starts
@@ -84,10 +77,10 @@ def test_rollout_halts_on_the_second_guest(lab: Lab, chains: dict[str, Chain]) -
     b3 = c.wait(3)
     assert module_state(b3) == inbox, (module_state(b3), inbox)
     assert deb.name.split("_")[0] not in (b3.text("pkg-status.out") or "")
-    regate = ok(b3, "regate")["data"]
+    regate = b3.ok("regate")["data"]
     assert regate["passed"], regate
     record.mark(rollout.SECOND, "rolled-back", regate)
-    kinds = [(t["kind"], t["state"]) for t in reversed(ok(b3, "history")["data"]["transactions"])]
+    kinds = [(t["kind"], t["state"]) for t in reversed(b3.ok("history")["data"]["transactions"])]
     assert kinds == [("upgrade", "committed"), ("rollback", "committed")], kinds
 
     rc, rep = record.report()

@@ -36,13 +36,6 @@ pytestmark = [pytest.mark.lab, pytest.mark.skipif(
 WAIT = 3600  # a#6 and a#7 queue for the lab's slots behind the forked chains
 
 
-def ok(b: Boot, name: str) -> dict[str, Any]:
-    rc, doc = b.rc_of(name), b.json(f"{name}.out")
-    assert rc == 0, f"{name} exited {rc}: {doc and doc.get('errors')} {b.text(name + '.err')}" \
-        f"\n{b.where()}"
-    return doc
-
-
 def loaded(b: Boot) -> dict[str, Any]:
     """megaraid_sas as the guest's own tools saw it: /sys/module, modinfo, its SCSI host."""
     m = b.facts["modules"]["megaraid_sas"]
@@ -78,7 +71,7 @@ def test_storage_driver_upgrade_with_initramfs(chains: dict[str, Chain]) -> None
     assert from_initramfs(b1, INBOX), "the inbox megaraid_sas must come from the initramfs"
     assert "megaraid_sas" in now["hosts"], now  # the SAS 2108 with its data disk is served
     before = (b1.text("initrd.sha") or "").strip()
-    upgrade = ok(b1, "upgrade")["data"]
+    upgrade = b1.ok("upgrade")["data"]
     plan, doc = upgrade["plan"], upgrade["transaction"]
     kver = b1.boot_facts["kernel"]  # the running kernel only (--kernel): its image is kept
     assert (plan["kernels"], plan["initramfs"]) == ([kver], {kver: True}), plan
@@ -99,7 +92,7 @@ def test_storage_driver_upgrade_with_initramfs(chains: dict[str, Chain]) -> None
     assert now["srcversion"] == now["modinfo_srcversion"], now  # the file it loaded
     assert now["file"].endswith("/updates/hwmgr/megaraid_sas.ko"), now
     assert from_initramfs(b2, V), "the new megaraid_sas must come from the new initramfs"
-    assert ok(b2, "rollback")["data"]["transaction"]["state"] == "committed"
+    assert b2.ok("rollback")["data"]["transaction"]["state"] == "committed"
     assert (b2.text("initrd-after.sha") or "").strip() == before, \
         "the rollback must put the initramfs back byte for byte"
 
@@ -109,5 +102,5 @@ def test_storage_driver_upgrade_with_initramfs(chains: dict[str, Chain]) -> None
     assert (now["sys"], now["modinfo"]) == (INBOX, INBOX), now
     assert now["srcversion"] == now["modinfo_srcversion"], now
     assert from_initramfs(b3, INBOX) and (b3.text("initrd.sha") or "").strip() == before
-    kinds = [(t["kind"], t["state"]) for t in ok(b3, "history")["data"]["transactions"]]
+    kinds = [(t["kind"], t["state"]) for t in b3.ok("history")["data"]["transactions"]]
     assert kinds[:2] == [("rollback", "committed"), ("upgrade", "committed")], kinds
