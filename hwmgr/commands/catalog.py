@@ -213,8 +213,10 @@ def _regular_file(path: str) -> None:
     raise BadInputError(f"catalog file {printable(path)} is {kind}, not a JSON file")
 
 
-def _summary(doc: dict[str, Any]) -> dict[str, Any]:
+def _summary(doc: object) -> dict[str, object]:
     """Counts for the OK line, from the document validation parsed (a layer may be partial)."""
+    if not isinstance(doc, dict):  # (a document without errors is an object)
+        return {}
     # a layer's `"be2net": null` deletes that entry: it is not one of the file's drivers
     drivers = [d for d in (doc.get("drivers") or {}).values() if isinstance(d, dict)]
     return {"catalog_version": doc.get("catalog_version", "site layer"),
@@ -227,33 +229,34 @@ def _stats(paths: list[str] | None, config: Config) -> Outcome:
     cat = load_catalog(paths, config=config)
     if not cat.files:
         raise NotFoundError("no catalog files found (use --catalog FILE or HWMGR_CATALOG_DIR)")
+    stats = catalog_stats(cat.entries)
     data = {"catalog_version": cat.version, "layers": [str(f.path) for f in cat.files],
-            **catalog_stats(cat.entries)}
+            **stats}
 
     def render(console: Console) -> None:
         from rich.table import Table  # rich: only drawing needs it
 
-        console.print(f"catalog {printable(data['catalog_version'])}: {data['drivers']} "
-                      f"drivers, {data['devices']} device rules, {data['versions']} versions "
-                      f"({', '.join(f'{n} {k}' for k, n in data['versions_by_status'].items())})",
+        console.print(f"catalog {printable(cat.version)}: {stats['drivers']} "
+                      f"drivers, {stats['devices']} device rules, {stats['versions']} versions "
+                      f"({', '.join(f'{n} {k}' for k, n in stats['versions_by_status'].items())})",
                       markup=False)
-        console.print(f"evidence: {data['distinct_urls']} distinct URLs; " + ", ".join(
-            f"{n} {k}" for k, n in data["evidence_by_kind"].items()), markup=False)
+        console.print(f"evidence: {stats['distinct_urls']} distinct URLs; " + ", ".join(
+            f"{n} {k}" for k, n in stats["evidence_by_kind"].items()), markup=False)
         console.print(
-            f"known issues: {data['known_issues']} ("
-            + ", ".join(f"{n} {k}" for k, n in data["known_issues_by_severity"].items())
+            f"known issues: {stats['known_issues']} ("
+            + ", ".join(f"{n} {k}" for k, n in stats["known_issues_by_severity"].items())
             + "); sources: " + ", ".join(
-                f"{n} {k}" for k, n in data["known_issues_by_source_kind"].items())
-            + f"; firmware requirements: {data['firmware_requirements']}; versions known "
-            f"beyond baseline: {data['versions_beyond_baseline']} "
-            f"({data['versions_beyond_baseline_share']:.1%})", markup=False)
+                f"{n} {k}" for k, n in stats["known_issues_by_source_kind"].items())
+            + f"; firmware requirements: {stats['firmware_requirements']}; versions known "
+            f"beyond baseline: {stats['versions_beyond_baseline']} "
+            f"({stats['versions_beyond_baseline_share']:.1%})", markup=False)
         t = Table("driver", "devices", "versions", "in-tree", "issues", "firmware",
                   "distributions", box=None)
-        for name, d in data["per_driver"].items():
+        for name, d in stats["per_driver"].items():
             t.add_row(printable(name), str(d["devices"]), str(d["versions"]),
                       str(d["in_tree_policies"]),
-                      str(data["known_issues_by_driver"].get(name, 0)),
-                      str(data["firmware_requirements_by_driver"].get(name, 0)),
+                      str(stats["known_issues_by_driver"].get(name, 0)),
+                      str(stats["firmware_requirements_by_driver"].get(name, 0)),
                       printable(" ".join(d["distributions"])))
         console.print(t)
 
