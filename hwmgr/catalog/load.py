@@ -227,7 +227,7 @@ class Catalog(RuleData):
                     claims.append((name, i))
             self.entries[name] = drv
             self.origin[name] = where or self.files[0].path
-        self.add_rules(self.doc)
+        self.add_rules(as_catalog(self.doc))
         return errors
 
     @staticmethod
