@@ -7,7 +7,7 @@ import json
 import re
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, TypedDict
 
 from hwmgr import safejson
 from hwmgr.catalog.discover import DRIVERS_SUBDIR, dir_files, in_force_beneath
@@ -263,6 +263,21 @@ def _stats(paths: list[str] | None, config: Config) -> Outcome:
     return Outcome(NAME, data=data, render=render)
 
 
+class _ShowRequired(TypedDict):
+    driver: str
+    catalog_file: str
+    catalog_version: Optional[str]
+    entry: DriverEntry
+    layers: List[str]
+
+
+class ShowData(_ShowRequired, total=False):
+    """`catalog show`'s data: the entry, where it came from, and with --effective each
+    merged value with its layer (Catalog.effective)."""
+
+    effective: List[Dict[str, object]]
+
+
 def _show(what: str, paths: list[str] | None, config: Config,
           effective: bool = False) -> Outcome:
     cat = load_catalog(paths, config=config)
@@ -278,16 +293,16 @@ def _show(what: str, paths: list[str] | None, config: Config,
     entry = cat.entry(name)
     origin = cat.origin[name]
     version = cat.version  # the catalog's, not the layer file's (a driver file has none)
-    data: dict[str, Any] = {"driver": name, "catalog_file": str(origin),
-                            "catalog_version": version,
-            "entry": entry, "layers": [str(f.path) for f in cat.files]}
+    data: ShowData = {"driver": name, "catalog_file": str(origin),
+                      "catalog_version": version,
+                      "entry": entry, "layers": [str(f.path) for f in cat.files]}
     if effective:
         data["effective"] = cat.effective(name)
         return Outcome(NAME, data=data, render=lambda c: _render_effective(c, data))
     return Outcome(NAME, data=data, render=lambda c: _render(c, data, entry))
 
 
-def _render_effective(console: Console, data: dict[str, Any]) -> None:
+def _render_effective(console: Console, data: ShowData) -> None:
     """One line per merged value: JSON path, value, the layer file it came from."""
     console.print("layers (later wins): " + printable(", ".join(data["layers"])),
                   markup=False, soft_wrap=True)
@@ -296,7 +311,7 @@ def _render_effective(console: Console, data: dict[str, Any]) -> None:
                       f"<- {printable(row['file'])}", markup=False, soft_wrap=True)
 
 
-def _render(console: Console, data: dict[str, Any], e: DriverEntry) -> None:
+def _render(console: Console, data: ShowData, e: DriverEntry) -> None:
     """Rich view of one entry: header, devices, versions, in-tree policy, settings, notes."""
     from rich.markup import escape as _escape  # rich: only drawing needs it
 
