@@ -137,16 +137,17 @@ class SiteConfig:
     mirror: str | None = None  # internal mirror base URL (or directory) for vendor packages
     source: str | None = None  # the file these settings came from (None: defaults only)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
-def _is_num(v: Any) -> bool:
+def _is_num(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _check(key: str, value: Any, where: str) -> Any:
-    """Validate one key; BadInputError naming the file and key otherwise."""
+    """Validate one key; BadInputError naming the file and key otherwise. (`Any`: the one
+    JSON edge of the site config; each key's value is checked here for SiteConfig(**values).)"""
 
     def bad(expected: str) -> BadInputError:
         return BadInputError(f"{where}: '{key}' must be {expected}, not {json.dumps(value)}")

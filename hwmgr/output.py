@@ -22,7 +22,7 @@ class Outcome:
 
     command: str
     status: str = "ok"
-    data: Any = None
+    data: object = None  # JSON-shaped: the envelope's `data`
     errors: list[str] = field(default_factory=list)
     exit_code: int = 0
     render: Callable[[Console], object] | None = None  # its return value is ignored
@@ -30,7 +30,7 @@ class Outcome:
     # and stderr meet, they are then not repeated on stderr
     render_shows_errors: bool = False
 
-    def envelope(self) -> dict[str, Any]:
+    def envelope(self) -> dict[str, object]:
         return {
             "format_version": JSON_FORMAT_VERSION,
             "command": self.command,
@@ -75,7 +75,7 @@ def printable_lines(text: str) -> str:
 _JSON_RAW = {c: f"\\u{c:04x}" for c in range(0x7F, 0xA0)}
 
 
-def write_json(obj: Any, stream: TextIO) -> None:
+def write_json(obj: object, stream: TextIO) -> None:
     """Indented for a terminal; compact (C encoder, one write) for pipes and files. No raw
     control character is written: json.dumps escapes C0, `_JSON_RAW` the rest."""
     pretty = hasattr(stream, "isatty") and stream.isatty()
@@ -169,7 +169,7 @@ def _safe_console_class() -> type[Console]:
     from rich.console import Console  # rich: only drawing needs it
 
     class SafeConsole(Console):
-        def print(self, *objects: Any, **kwargs: Any) -> None:
+        def print(self, *objects: object, **kwargs: Any) -> None:  # (rich's own options)
             super().print(*(printable_lines(o) if isinstance(o, str) else o for o in objects),
                           **kwargs)
 

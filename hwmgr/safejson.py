@@ -14,7 +14,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, Callable, Tuple, Type, Union
+from typing import Any, Callable, Tuple, Type, TypeVar, Union, cast, overload
 
 from hwmgr.errors import BadInputError
 from hwmgr.output import printable
@@ -29,6 +29,11 @@ _TYPE_NAMES = {dict: "an object", list: "a list", str: "a string", int: "an inte
                float: "a number", bool: "true or false", type(None): "null"}
 
 
+PairsHook = Callable[[list[tuple[str, object]]], object]  # json's object_pairs_hook
+_T = TypeVar("_T")
+_D = TypeVar("_D")
+
+
 class JSONError(ValueError):
     """Untrusted JSON could not be used; the message is one short line."""
 
@@ -40,17 +45,18 @@ def _parse_int(text: str) -> int:
     return int(text)
 
 
-def _depth_ok(data: Any, limit: int) -> bool:
+def _depth_ok(data: object, limit: int) -> bool:
     """True when containers nest at most `limit` deep: one level of containers at a time
     (no recursion to exhaust; twice as fast as a stack of (node, depth) pairs on a 46 MB
     fleet result)."""
-    level = [data] if isinstance(data, (dict, list)) else []
+    level: list[dict[object, object] | list[object]] = (
+        [data] if isinstance(data, (dict, list)) else [])
     depth = 0
     while level:
         depth += 1
         if depth > limit:
             return False
-        below: list[Any] = []
+        below: list[dict[object, object] | list[object]] = []
         for node in level:
             for child in node.values() if isinstance(node, dict) else node:
                 if isinstance(child, (dict, list)):
@@ -62,10 +68,11 @@ def _depth_ok(data: Any, limit: int) -> bool:
 def parse(
     raw: bytes | str,
     *,
-    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+    object_pairs_hook: PairsHook | None = None,
     max_depth: int = MAX_DEPTH,
 ) -> Any:
-    """Decode UTF-8 JSON text; `JSONError` (one line) for anything unusable."""
+    """Decode UTF-8 JSON text; `JSONError` (one line) for anything unusable. `Any`: this is
+    the JSON edge, each format's loader narrows the value once (see `typed`)."""
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError as exc:
@@ -92,39 +99,37 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATES = {c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)}
 
 
-def _escape_surrogates(data: Any) -> Any:
+def _escape_surrogates(data: _T) -> _T:
     """`data` with every lone surrogate (`"\\ud800"` in the file) written as the six
     characters `\\ud800`: such a string can be neither encoded as UTF-8 nor printed, so it is
     made safe here, once, for every later report, table and file. Containers are fixed in
     place (their types kept), iteratively like _depth_ok."""
     if isinstance(data, str):
-        return data.translate(_SURROGATES)
-    stack: list[Any] = [data]
+        return cast(_T, data.translate(_SURROGATES))  # a str subclass comes back a str
+    stack: list[object] = [data]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
-            pairs = [(k.translate(_SURROGATES) if isinstance(k, str) else k, v)
+            pairs = [(k.translate(_SURROGATES) if isinstance(k, str) else k,
+                      v.translate(_SURROGATES) if isinstance(v, str) else v)
                      for k, v in node.items()]
             node.clear()
             node.update(pairs)
-            keys: Any = list(node)
+            stack.extend(v for v in node.values() if isinstance(v, (dict, list)))
         elif isinstance(node, list):
-            keys = range(len(node))
-        else:
-            continue
-        for key in keys:
-            child = node[key]
-            if isinstance(child, str):
-                node[key] = child.translate(_SURROGATES)
-            elif isinstance(child, (dict, list)):
-                stack.append(child)
+            for i, child in enumerate(node):
+                if isinstance(child, str):
+                    node[i] = child.translate(_SURROGATES)
+                elif isinstance(child, (dict, list)):
+                    stack.append(child)
     return data
 
 
-def load(raw: bytes | str, where: str, **kwargs: Any) -> Any:
+def load(raw: bytes | str, where: str, *, object_pairs_hook: PairsHook | None = None,
+         max_depth: int = MAX_DEPTH) -> Any:
     """`parse`, but a `BadInputError` (exit 8) naming `where` on failure."""
     try:
-        return parse(raw, **kwargs)
+        return parse(raw, object_pairs_hook=object_pairs_hook, max_depth=max_depth)
     except JSONError as exc:
         raise BadInputError(f"{where}: not valid JSON ({exc})") from None
 
@@ -192,10 +197,12 @@ def read_file(path: str | os.PathLike[str], where: str, max_bytes: int = MAX_FIL
 
 
 def load_file(path: str | os.PathLike[str], where: str | None = None,
-              max_bytes: int = MAX_FILE_BYTES, **kwargs: Any) -> Any:
+              max_bytes: int = MAX_FILE_BYTES, *, object_pairs_hook: PairsHook | None = None,
+              max_depth: int = MAX_DEPTH) -> Any:
     """`read_file` then `load`: a named JSON file, every failure one line naming it."""
     where = where or printable_path(path)
-    return load(read_file(path, where, max_bytes), where, **kwargs)
+    return load(read_file(path, where, max_bytes), where,
+                object_pairs_hook=object_pairs_hook, max_depth=max_depth)
 
 
 def printable_path(path: str | os.PathLike[str]) -> str:
@@ -204,16 +211,20 @@ def printable_path(path: str | os.PathLike[str]) -> str:
     return text if len(text) <= 200 else f"{text[:120]}...{text[-60:]}"
 
 
-Types = Union[Type[Any], Tuple[Type[Any], ...]]
+Types = Union[Type[object], Tuple[Type[object], ...]]
+Fail = Callable[[str, str], Exception]
 
 
-def type_name(value: Any) -> str:
+def type_name(value: object) -> str:
     """How an error names a JSON value's type (`an integer`, `a list`)."""
     return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
-def typed(value: Any, types: Types, where: str,
-          fail: Callable[[str, str], Exception] | None = None) -> Any:
+@overload
+def typed(value: object, types: Type[_T], where: str, fail: Fail | None = None) -> _T: ...
+@overload
+def typed(value: object, types: Types, where: str, fail: Fail | None = None) -> object: ...
+def typed(value: object, types: Types, where: str, fail: Fail | None = None) -> object:
     """`value` when it is one of `types` (a bool is never an int here); else the error
     `fail(where, problem)` makes (default a `BadInputError`: `where: expected a string, got
     an integer`), so each format names its file and field its own way."""
@@ -227,7 +238,13 @@ def typed(value: Any, types: Types, where: str,
     return value
 
 
-def member(obj: Any, key: str, types: Types, default: Any = None) -> Any:
+@overload
+def member(obj: object, key: str, types: Type[_T]) -> _T | None: ...
+@overload
+def member(obj: object, key: str, types: Type[_T], default: _D) -> _T | _D: ...
+@overload
+def member(obj: object, key: str, types: Types, default: object = None) -> object: ...
+def member(obj: object, key: str, types: Types, default: object = None) -> object:
     """`obj[key]` when `obj` is an object and the member is one of `types` (a bool is never
     an int here); else `default`. For a tool's JSON, where a member of the wrong type means
     "not reported", not an error: iterating an int or a string's characters is never done."""

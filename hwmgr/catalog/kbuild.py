@@ -27,10 +27,13 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Callable, Mapping, Optional
 
 from hwmgr.catalog.rpmver import rpmvercmp
 from hwmgr.numtext import digits_key
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsAllComparisons
 
 UPSTREAM = "upstream"
 EL_BASES = {"el6": "2.6.32", "el7": "3.10.0", "el8": "4.18.0", "el9": "5.14.0",
@@ -228,6 +231,6 @@ def fix_for(line: str, version: str, fixed: tuple[str, ...]) -> tuple[bool, Opti
     return False, named[0] if named else None
 
 
-def _sorter(line: str) -> Callable[[str], Any]:
+def _sorter(line: str) -> Callable[[str], SupportsAllComparisons]:
     """A sort key ordering versions of one line."""
     return functools.cmp_to_key(lambda a, b: compare(line, a, b))

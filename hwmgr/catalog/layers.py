@@ -19,11 +19,12 @@ import re
 from copy import deepcopy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, Mapping, Sequence, Union
+from typing import Callable, Dict, Iterator, Mapping, Sequence, TypeVar, Union
 
 from hwmgr.catalog.refs import JsonPath, PathPart, json_path, rule_ref
 
 Key = JsonPath  # a JSON path as its parts; a keyed list's member by its key
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ def keyed(path: Key) -> Keyed | None:
     return rule if isinstance(rule, Keyed) else None
 
 
-def relaxed_schema(schema: object) -> Any:
+def relaxed_schema(schema: object) -> object:
     """The schema with every requirement to *have* a key removed (a partial layer's shape);
     alternatives under oneOf/anyOf keep theirs, since that is how they tell themselves apart
     (a sysctl rule is one of value/min/max/fields, and is replaced whole, never amended), and
@@ -135,7 +136,7 @@ def relaxed_schema(schema: object) -> Any:
     return schema
 
 
-def without_whole_lists(doc: Mapping[str, Any]) -> dict[str, Any]:
+def without_whole_lists(doc: Mapping[str, object]) -> dict[str, object]:
     """A shallow view of a merged catalog without the lists its layers gave whole (each item
     passed its own layer's full check): what the merged schema check still has to walk."""
     drivers = doc.get("drivers")
@@ -146,7 +147,7 @@ def without_whole_lists(doc: Mapping[str, Any]) -> dict[str, Any]:
                                for n, d in drivers.items()}}
 
 
-def without_nulls(doc: object) -> Any:
+def without_nulls(doc: object) -> object:
     """A copy with every object member whose value is null left out (they mean 'delete'),
     and every list item that only deletes (`{KEY: null}`: it takes a member out), for the
     schema check of a layer's own shape."""
@@ -201,12 +202,12 @@ class Provenance:
         return {p for _k, p in self.changes(path)}
 
 
-def _own(val: object, take: bool) -> Any:
+def _own(val: _T, take: bool) -> _T:
     """The layer's value itself when the caller gives the layer up (`take`), else a copy."""
     return val if take else deepcopy(val)
 
 
-def _fresh(path: Key, val: object, take: bool) -> Any:
+def _fresh(path: Key, val: _T, take: bool) -> _T:
     """A value new to the merged document: the layer's own (or a copy) with the removals in
     its keyed lists dropped, since there is nothing earlier for them to take out."""
     val = _own(val, take)
@@ -233,27 +234,28 @@ def _drop_removals(node: object, val: object) -> None:
                 _drop_removals(sub, val[key])
 
 
-def _merge_obj(dst: dict[str, Any], src: Mapping[str, Any], source: Path, prov: Provenance,
-               path: Key, take: bool = False) -> None:
+def _merge_obj(dst: dict[str, object], src: Mapping[str, object], source: Path,
+               prov: Provenance, path: Key, take: bool = False) -> None:
     for key, val in src.items():
         here = (*path, key)
         spec = keyed(here) if isinstance(val, list) else None
+        old = dst.get(key)
         if val is None:
             dst.pop(key, None)
             prov.record(here, source, removed=True)  # the deletion is this layer's doing
-        elif isinstance(val, dict) and isinstance(dst.get(key), dict):
-            _merge_obj(dst[key], val, source, prov, here, take)
-        elif spec is not None:
-            if not isinstance(dst.get(key), list):
-                dst[key] = []
+        elif isinstance(val, dict) and isinstance(old, dict):
+            _merge_obj(old, val, source, prov, here, take)
+        elif spec is not None and isinstance(val, list):
+            if not isinstance(old, list):
+                old = dst[key] = []
                 prov.record(here, source)
-            _merge_keyed(dst[key], val, spec, source, prov, here, take)
+            _merge_keyed(old, val, spec, source, prov, here, take)
         else:
             dst[key] = _fresh(here, val, take)
             prov.record(here, source)
 
 
-def _merge_keyed(dst: list[Any], src: list[Any], spec: Keyed, source: Path,
+def _merge_keyed(dst: list[object], src: list[object], spec: Keyed, source: Path,
                  prov: Provenance, top: Key, take: bool) -> None:
     """Merge a layer's list into the merged one by key: a removal takes its member out, a
     known key replaces (or, deep, merges into) its member, a new key is appended; `top` is
@@ -272,8 +274,9 @@ def _merge_keyed(dst: list[Any], src: list[Any], spec: Keyed, source: Path,
             dst.append(_own(item, take))  # the schema check of the merged result names it
             continue
         here = (*top, key)
-        if key in index and spec.deep and isinstance(dst[index[key]], dict):
-            _merge_obj(dst[index[key]], item, source, prov, here, take)
+        old = dst[index[key]] if key in index else None
+        if spec.deep and isinstance(old, dict) and isinstance(item, dict):  # (one with a key is)
+            _merge_obj(old, item, source, prov, here, take)
         elif key in index:
             dst[index[key]] = _fresh(here, item, take)
             prov.record(here, source)
@@ -283,7 +286,7 @@ def _merge_keyed(dst: list[Any], src: list[Any], spec: Keyed, source: Path,
             prov.record(here, source)
 
 
-def merge(dst: dict[str, Any], layer: Mapping[str, Any], source: Path,
+def merge(dst: dict[str, object], layer: Mapping[str, object], source: Path,
           prov: Provenance, take: bool = False) -> None:
     """Apply one layer onto the merged document `dst` in place, recording provenance. With
     `take` the layer's values become part of `dst` (no copy): only for a layer read for this

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Optional, Sequence, cast
 
 from hwmgr.catalog import kbuild, layers, versions
 from hwmgr.catalog.discover import ENV_DIR, PathLike, catalog_files, discover
-from hwmgr.catalog.entry import DeviceRule, DriverEntry, VersionEntry
+from hwmgr.catalog.entry import DeviceRule, DriverEntry, KernelBuilds, VersionEntry, as_catalog
 from hwmgr.catalog.kbuild import KernelBuild
 from hwmgr.catalog.model import Knowledge
 from hwmgr.catalog.refs import (
@@ -51,7 +51,7 @@ RuleKey = tuple[Optional[str], ...]
 
 
 # ----------------------------------------------------------------------------- small helpers
-def _schema_errors(data: Any, partial: bool = False) -> list[tuple[str, str]]:
+def _schema_errors(data: object, partial: bool = False) -> list[tuple[str, str]]:
     """Schema findings as (JSON path, message)."""
     return [(json_path(p), m) for p, m in findings(data, partial)]
 
@@ -100,7 +100,7 @@ class _Check:
     partial: bool = False  # layered over earlier files: its own shape only (required relaxed)
     digest: str = ""
     raw: bytes | None = None  # read, not parsed yet
-    data: Any = None
+    data: object = None
     errors: list[str] = field(default_factory=list)
 
     def fail(self, found: Sequence[tuple[str, str]]) -> None:
@@ -149,7 +149,7 @@ def _check_file(chk: _Check, schema: bool) -> None:
                                  "{KEY: null}, is for a layer over another catalog)")
                   for p in layers.removals(chk.data)])
     if schema and not chk.errors and not chk.partial:
-        chk.fail(semantic_errors(chk.data))
+        chk.fail(semantic_errors(as_catalog(chk.data)))
 
 
 class Catalog(RuleData):
@@ -160,7 +160,7 @@ class Catalog(RuleData):
         self.files: list[CatalogFile] = []
         self.entries: dict[str, DriverEntry] = {}  # name -> merged entry, validated
         self.origin: dict[str, Path] = {}
-        self.doc: dict[str, Any] = {}
+        self.doc: dict[str, object] = {}  # the merged JSON; as_catalog(self.doc) reads it
         self.provenance = layers.Provenance()
         # rule key -> (driver, rule index) of every entry claiming it: several drivers may
         # drive one device (mpt2sas/mpt3sas, r8168/r8169, mlx4_core/mlx4_en)
@@ -173,7 +173,7 @@ class Catalog(RuleData):
     def _layer(self, chk: _Check, take: bool = False) -> None:
         """Merge one checked file over the layers before it (later layers win); with `take`
         the file's document is merged without a copy (nobody reads it afterwards)."""
-        data = chk.data
+        data = chk.data if isinstance(chk.data, dict) else {}  # (checked: an object)
         if not self.files:
             self.doc = json.loads(json.dumps(data))
             for key in data:
@@ -181,11 +181,12 @@ class Catalog(RuleData):
             for name in data.get("drivers", {}):
                 self.provenance.record(("drivers", name), chk.path)
         else:
-            self.doc.setdefault("drivers", {})
+            merged = as_catalog(self.doc)
+            merged.setdefault("drivers", {})
             for name in data.get("drivers") or {}:
-                if name not in self.doc["drivers"]:
+                if name not in merged["drivers"]:
                     self.provenance.record(("drivers", name), chk.path)
-            schema = max(self.doc.get("schema_version", 1), data.get("schema_version", 1))
+            schema = max(merged.get("schema_version", 1), data.get("schema_version", 1))
             layers.merge(self.doc, data, chk.path, self.provenance, take)
             self.doc["schema_version"] = schema  # a v1 site layer keeps the base's v2 rules
         self.files.append(CatalogFile(chk.path, chk.digest, str(data.get("catalog_version", "")),
@@ -210,7 +211,7 @@ class Catalog(RuleData):
     def _index_all(self) -> list[str]:
         """Build the device index of the merged drivers; a rule claimed twice is an error."""
         errors: list[str] = []
-        for name, drv in self.doc.get("drivers", {}).items():
+        for name, drv in as_catalog(self.doc).get("drivers", {}).items():
             where = self.provenance.of(("drivers", name))
             for i, rule in enumerate(drv["devices"]):
                 key = _rule_key(rule)
@@ -226,7 +227,7 @@ class Catalog(RuleData):
                     claims.append((name, i))
             self.entries[name] = drv
             self.origin[name] = where or self.files[0].path
-        self.add_rules(self.doc)
+        self.add_rules(as_catalog(self.doc))
         return errors
 
     @staticmethod
@@ -240,7 +241,7 @@ class Catalog(RuleData):
 
     @staticmethod
     def _assemble(paths: Sequence[PathLike], verdicts: VerdictCache | None,
-                  keep_docs: bool = True) -> tuple[Catalog, list[str], list[Any]]:
+                  keep_docs: bool = True) -> tuple[Catalog, list[str], list[object]]:
         """`build`, plus each file's parsed document as read (None where it has errors);
         without `keep_docs` the documents are merged without copies and not returned."""
         chks = [_read_file(Path(p)) for p in paths]
@@ -286,13 +287,14 @@ class Catalog(RuleData):
             errors = [f"merged catalog: "
                       f"{layers.blame(self.doc, self.provenance, order, parts, m)}"
                       if (parts := parse_json_path(p)) is not None else
-                      f"merged catalog: {p}: {m}" for p, m in semantic_errors(self.doc)]
+                      f"merged catalog: {p}: {m}"
+                      for p, m in semantic_errors(as_catalog(self.doc))]
         if not errors:
             errors = self._index_all()
         return errors
 
     @staticmethod
-    def check_files(paths: Sequence[PathLike]) -> tuple[list[str], list[Any]]:
+    def check_files(paths: Sequence[PathLike]) -> tuple[list[str], list[object]]:
         """Every error of these files layered in order (full schema validation, no remembered
         verdict), and each file's parsed document (None where it has errors), so a caller
         that reports on the files need not parse them again (`hwmgr catalog validate`)."""
@@ -300,7 +302,7 @@ class Catalog(RuleData):
         return errors, docs
 
     @staticmethod
-    def check_layers(paths: Sequence[PathLike]) -> tuple[list[str], list[Any]]:
+    def check_layers(paths: Sequence[PathLike]) -> tuple[list[str], list[object]]:
         """`check_files` of layers on their own: each file's shape as a layer (the relaxed
         schema and a layer's rules), with no base beneath (`hwmgr catalog validate --alone`)."""
         chks = [_read_file(Path(p)) for p in paths]
@@ -310,7 +312,7 @@ class Catalog(RuleData):
             _check_file(chk, schema=True)
         return [e for c in chks for e in c.errors], [c.data for c in chks]
 
-    def effective(self, name: str) -> list[dict[str, Any]]:
+    def effective(self, name: str) -> list[dict[str, object]]:
         """Every value of one merged driver entry with the file it came from."""
         entry = self.entry(name)
         return [{"path": json_path(p), "value": v, "file": str(self.provenance.of(p))}
@@ -420,10 +422,9 @@ class Catalog(RuleData):
             know = self._knowledge[name] = Knowledge.from_entry(name, self.entries.get(name, {}))
         return know
 
-    def kernel_builds(self) -> dict[str, Any]:
+    def kernel_builds(self) -> KernelBuilds:
         """The merged `kernel_builds` tables (distribution ABIs, EL streams)."""
-        got = self.doc.get("kernel_builds")
-        return got if isinstance(got, dict) else {}
+        return as_catalog(self.doc).get("kernel_builds", {})
 
     def support(self) -> Support:
         """The lifecycle table (support.Support), read once."""
@@ -460,7 +461,8 @@ class Catalog(RuleData):
         if own:  # 6.12.33+deb13-amd64 names its release
             return f"debian-{own}"
         base = ".".join(rel.split(".")[:2])
-        release = tables.get(fam, {}).get("releases", {}).get(base)
+        distro = tables.get("debian", {}) if fam == "debian" else tables.get("ubuntu", {})
+        release = distro.get("releases", {}).get(base)
         return f"{fam}-{release}" if release else None
 
     def verdict(self, dev: Mapping[str, object], kernel: str | None = None,

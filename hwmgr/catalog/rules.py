@@ -7,10 +7,12 @@ changes only how `add_rules` merges, never how check asks.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, cast
+
+from hwmgr.catalog.entry import CatalogDoc, ConditionalSetting, SysctlRule
 
 
-def _norm(name: Any) -> str:
+def _norm(name: object) -> str:
     return name.strip().replace("-", "_") if isinstance(name, str) else ""
 
 
@@ -18,11 +20,11 @@ class RuleData:
     """Rules merged from every loaded file, in load order; accessors answer the last word."""
 
     def __init__(self) -> None:
-        self._sysctl: list[dict[str, Any]] = []
-        self._conditional: list[dict[str, Any]] = []
+        self._sysctl: list[SysctlRule] = []
+        self._conditional: list[ConditionalSetting] = []
         self._netdevs: dict[str, str] = {}  # netdev driver name -> entry name
 
-    def add_rules(self, data: Mapping[str, Any]) -> None:
+    def add_rules(self, data: CatalogDoc) -> None:
         """Take the merged catalog's sysctl rules, conditional rules and netdev drivers (the
         layers already merged sysctl rules by name and conditional rules by id)."""
         self._sysctl = list(data.get("sysctl", []))
@@ -32,10 +34,11 @@ class RuleData:
             self._netdevs.update({_norm(n): name for n in drv.get("netdev_drivers", [])})
 
     def sysctl_rules(self) -> list[dict[str, Any]]:
-        """Host sysctl rules; a later rule for the same name replaces an earlier one."""
-        return list({r["name"]: r for r in self._sysctl}.values())
+        """Host sysctl rules; a later rule for the same name replaces an earlier one. (Plain
+        dicts for compliance.check.sysctl_findings until it takes `SysctlRule`s.)"""
+        return cast("list[dict[str, Any]]", list({r["name"]: r for r in self._sysctl}.values()))
 
-    def conditional_settings(self) -> list[dict[str, Any]]:
+    def conditional_settings(self) -> list[ConditionalSetting]:
         """Enabled conditional rules; a later rule with the same id replaces an earlier one."""
         return [r for r in {r["id"]: r for r in self._conditional}.values()
                 if r.get("enabled", True)]

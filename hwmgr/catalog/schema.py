@@ -20,13 +20,16 @@ import contextlib
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence, overload
 
 from hwmgr.catalog import layers
-from hwmgr.catalog.refs import json_path
+from hwmgr.catalog.refs import JsonPath, json_path
 from hwmgr.errors import BadInputError, HwmgrError
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "catalog.schema.json"
 # Bump when the validation rules change (schema handling here, or catalog/validate.py):
@@ -35,7 +38,7 @@ CHECKS_VERSION = "9"
 VERDICTS_FILE = "catalog-valid.json"
 KEEP = 256  # remembered keys: a few catalogs' files and layer sets, never an unbounded file
 
-Finding = tuple[tuple[Any, ...], str]  # (JSON path parts, message)
+Finding = tuple[JsonPath, str]  # (JSON path parts, message)
 
 
 def one_line(msg: str, limit: int = 240) -> str:
@@ -52,45 +55,51 @@ def schema_bytes() -> bytes:
         raise BadInputError(f"catalog schema {SCHEMA_PATH} is unreadable: {exc}") from None
 
 
-_VALIDATORS: dict[tuple[bytes, bool], Any] = {}
+_VALIDATORS: dict[tuple[bytes, bool], Validator] = {}
 
 
-def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+def inline_refs(schema: Mapping[str, object]) -> dict[str, object]:
     """The schema with each `#/$defs/NAME` reference replaced by that definition (a
     recursive one stays a reference): the same rules, but jsonschema no longer resolves
     some 30,000 references per catalog walk, about 40 % of a cold check's time."""
-    defs = schema.get("$defs", {})
+    found = schema.get("$defs")
+    defs: Mapping[str, object] = found if isinstance(found, dict) else {}
 
-    def walk(node: Any, stack: tuple[str, ...]) -> Any:
+    def walk(node: object, stack: tuple[str, ...]) -> object:
         if isinstance(node, list):
             return [walk(v, stack) for v in node]
-        if not isinstance(node, dict):
-            return node
+        return walk_obj(node, stack) if isinstance(node, dict) else node
+
+    def walk_obj(node: Mapping[str, object], stack: tuple[str, ...]) -> dict[str, object]:
         ref = node.get("$ref")
         name = ref[len("#/$defs/"):] if isinstance(ref, str) and ref.startswith(
             "#/$defs/") else None
-        if name is not None and name in defs and name not in stack:
-            target = walk(defs[name], (*stack, name))
+        target = defs.get(name) if name is not None and name not in stack else None
+        if name is not None and isinstance(target, dict):
+            inlined = walk_obj(target, (*stack, name))
             rest = {k: v for k, v in node.items() if k != "$ref"}
-            return {"allOf": [target, walk(rest, stack)]} if rest else target
+            return {"allOf": [inlined, walk_obj(rest, stack)]} if rest else inlined
         return {k: walk(v, stack) for k, v in node.items()}
 
-    inlined: dict[str, Any] = walk(schema, ())
-    return inlined
+    return walk_obj(schema, ())
 
 
 NAME_MAPS = ("properties", "patternProperties", "$defs")  # keys below these are names
 
 
-def as_draft7(schema: Any, names: bool = False) -> Any:
+@overload
+def as_draft7(schema: Mapping[str, object], names: bool = False) -> dict[str, object]: ...
+@overload
+def as_draft7(schema: object, names: bool = False) -> object: ...
+def as_draft7(schema: object, names: bool = False) -> object:
     """The 2020-12 schema in draft 7's words, for jsonschema 3.2 (RHEL 9's, which has no
     2020-12 validator): `dependentRequired` is draft 7's array-valued `dependencies`, the
     only 2020-12 keyword the schema uses; `$defs` stays, as its references are pointers."""
     if isinstance(schema, list):
         return [as_draft7(v) for v in schema]
-    if not isinstance(schema, dict):
+    if not isinstance(schema, Mapping):
         return schema
-    out = {}
+    out: dict[str, object] = {}
     for key, value in schema.items():
         if names:
             out[key] = as_draft7(value)
@@ -100,7 +109,17 @@ def as_draft7(schema: Any, names: bool = False) -> Any:
     return out
 
 
-def findings(data: Any, partial: bool = False) -> list[Finding]:
+def _schema(text: bytes, partial: bool) -> dict[str, object]:
+    """The shipped schema as jsonschema is given it: relaxed for a partial layer, inlined."""
+    doc = json.loads(text)
+    if partial:
+        doc = layers.relaxed_schema(doc)
+    if not isinstance(doc, dict):
+        raise BadInputError(f"catalog schema {SCHEMA_PATH} is not a JSON object")
+    return inline_refs(doc)
+
+
+def findings(data: object, partial: bool = False) -> list[Finding]:
     """(path parts, message) of `data` against the shipped schema, or its relaxed form for a
     partial layer (see `layers.relaxed_schema`), sorted by path."""
     # jsonschema is imported here, not at the top: only a catalog whose verdict is not
@@ -110,8 +129,7 @@ def findings(data: Any, partial: bool = False) -> list[Finding]:
 
     text = schema_bytes()
     if (text, partial) not in _VALIDATORS:
-        schema = inline_refs(layers.relaxed_schema(json.loads(text)) if partial
-                             else json.loads(text))
+        schema = _schema(text, partial)
         if hasattr(jsonschema, "Draft202012Validator"):  # jsonschema >= 4
             _VALIDATORS[text, partial] = jsonschema.Draft202012Validator(schema)
         else:  # 3.2, RHEL 9's (specs/el9-constraints.txt): the same rules as draft 7

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Mapping
+from typing import Dict, List, Mapping, TypedDict
 
 from hwmgr import urls
 from hwmgr.catalog import issues as issue_match
@@ -29,7 +29,45 @@ def family(dist: str) -> str:
     return dist if name == "ubuntu" else f"{name}-{m['major']}"
 
 
-def source_kind(src: Mapping[str, Any]) -> str:
+class DriverStats(TypedDict):
+    """One driver's counts (`per_driver`)."""
+
+    devices: int
+    versions: int
+    in_tree_policies: int
+    distributions: List[str]
+    sources: int
+
+
+class KnowledgeStats(TypedDict):
+    """Known issues and firmware requirements counted (`knowledge_stats`)."""
+
+    known_issues: int
+    known_issues_by_driver: Dict[str, int]
+    known_issues_by_severity: Dict[str, int]
+    known_issues_by_source_kind: Dict[str, int]
+    known_issues_by_condition: Dict[str, int]  # only_when name -> issues that need it
+    firmware_requirements: int
+    firmware_requirements_by_driver: Dict[str, int]
+    versions_beyond_baseline: int
+    versions_beyond_baseline_share: float
+
+
+class CatalogStats(KnowledgeStats):
+    """What `hwmgr catalog stats` reports of the merged entries (its JSON keys, in order:
+    these, then KnowledgeStats')."""
+
+    drivers: int
+    devices: int
+    versions: int
+    versions_by_status: Dict[str, int]
+    distributions: List[str]
+    evidence_by_kind: Dict[str, int]
+    distinct_urls: int
+    per_driver: Dict[str, DriverStats]
+
+
+def source_kind(src: Mapping[str, object]) -> str:
     """A cited source's kind, from its marker or where it lives."""
     if src.get("kind"):
         return str(src["kind"])
@@ -46,9 +84,9 @@ def source_kind(src: Mapping[str, Any]) -> str:
     return "other"
 
 
-def _evidence(node: object) -> list[Mapping[str, Any]]:
+def _evidence(node: object) -> list[Mapping[str, object]]:
     """Every cited source below `node` (schema 3 evidence lists)."""
-    out: list[Mapping[str, Any]] = []
+    out: list[Mapping[str, object]] = []
     if isinstance(node, dict):
         for k, v in node.items():
             if k == "evidence" and isinstance(v, list):
@@ -61,9 +99,9 @@ def _evidence(node: object) -> list[Mapping[str, Any]]:
     return out
 
 
-def catalog_stats(drivers: Mapping[str, DriverEntry]) -> dict[str, Any]:
+def catalog_stats(drivers: Mapping[str, DriverEntry]) -> CatalogStats:
     """Coverage of merged driver entries: totals, per driver, and driver x distribution."""
-    per_driver: dict[str, dict[str, Any]] = {}
+    per_driver: dict[str, DriverStats] = {}
     statuses: Counter[str] = Counter()
     sources: Counter[str] = Counter()
     urls: set[str] = set()
@@ -95,7 +133,7 @@ def catalog_stats(drivers: Mapping[str, DriverEntry]) -> dict[str, Any]:
             **knowledge_stats(drivers)}
 
 
-def knowledge_stats(drivers: Mapping[str, DriverEntry]) -> dict[str, Any]:
+def knowledge_stats(drivers: Mapping[str, DriverEntry]) -> KnowledgeStats:
     """Known issues by driver, severity and source kind; firmware requirements; and the
     share of catalogued versions the catalog knows more of than "baseline" (a status of its
     own, or a known issue whose driver-version range holds it)."""

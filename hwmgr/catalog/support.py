@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping
 
 SUPPORTED = "supported"
 _EL = {"rhel", "centos", "rocky", "almalinux", "alma", "oracle", "ol"}
@@ -38,7 +38,7 @@ class Support:
     releases: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_table(cls, table: Any) -> Support:
+    def from_table(cls, table: object) -> Support:
         """From `kernel_builds.lifecycle` (validated by the schema); empty when absent."""
         if not isinstance(table, Mapping):
             return cls()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Optional, Protocol, TypedDict
 
 from hwmgr import __version__, safejson, urls
 from hwmgr.catalog.discover import discover
@@ -32,6 +32,9 @@ from hwmgr.host.seam import Host
 from hwmgr.numtext import to_int
 from hwmgr.output import printable
 
+if TYPE_CHECKING:
+    import requests
+
 MAX_SIG_BYTES = 64 << 10
 TIMEOUT = 30.0  # seconds per read
 DEADLINE = 300.0  # seconds for one whole download: headers, redirects and body
@@ -49,7 +52,24 @@ class UpdateUI(Protocol):
     def step(self, name: str, phase: str) -> None: ...
 
 
-def calver(text: Any) -> tuple[int, int, int]:
+class Installed(TypedDict):
+    """What `update` installed (the verb's JSON data)."""
+
+    url: str
+    catalog_version: str
+    previous_version: Optional[str]
+    signed_by: str
+    installed: str
+
+
+class RolledBack(TypedDict):
+    """What `rollback` restored (the verb's JSON data)."""
+
+    installed: str
+    catalog_version: Optional[str]
+
+
+def calver(text: object) -> tuple[int, int, int]:
     """'2026.11.0' -> (2026, 11, 0); BadInputError otherwise."""
     m = _CALVER.match(text) if isinstance(text, str) else None
     if not m:
@@ -71,7 +91,7 @@ def download(url: str, limit: int, what: str, progress: Progress | None = None) 
         return _get(session, url, limit, what, progress, deadline)
 
 
-def _get(session: Any, url: str, limit: int, what: str, progress: Progress | None,
+def _get(session: requests.Session, url: str, limit: int, what: str, progress: Progress | None,
          deadline: Deadline) -> bytes:
     """The body of `url` through a guarded session (see `download`)."""
     import requests
@@ -183,7 +203,7 @@ def installed_version(loc: CatalogLocations, local_host: Host, config: Config) -
 
 
 def update(local_host: Host, url: str, loc: CatalogLocations, *, config: Config,
-           allow_older: bool = False, ui: UpdateUI | None = None) -> dict[str, Any]:
+           allow_older: bool = False, ui: UpdateUI | None = None) -> Installed:
     """Download, verify, validate and install a catalog; refusals change nothing. `config`
     (the run's Config) finds the shipped catalog the downgrade rule compares with when none
     is installed; `ui` shows the downloads and each step."""
@@ -248,7 +268,7 @@ def _whole(local_host: Host, path: Path) -> bytes | None:
     return data
 
 
-def rollback(local_host: Host, loc: CatalogLocations) -> dict[str, Any]:
+def rollback(local_host: Host, loc: CatalogLocations) -> RolledBack:
     """Swap the installed catalog with the previous one (kept by `update`)."""
     prev = loc.installed_dir / "previous.json"
     data = _whole(local_host, prev)

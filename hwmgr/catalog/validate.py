@@ -18,9 +18,17 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, Dict, Iterator, Mapping
+from typing import Dict, Iterator, Optional, Sequence, Tuple
 
 from hwmgr.catalog import kbuild, versions
+from hwmgr.catalog.entry import (
+    CatalogDoc,
+    DriverEntry,
+    FirmwareRequirementItem,
+    KnownIssueItem,
+    VersionEntry,
+    VersionRange,
+)
 from hwmgr.catalog.refs import (
     FIRMWARE_SCHEME,
     JsonPath,
@@ -36,6 +44,9 @@ MAX_FILE_BYTES = 16 << 20
 MAX_INT_DIGITS = 19  # every integer a catalog holds (sizes, counts) fits in 64 bits
 MAX_DEPTH = 32  # the schema nests 7 levels deep
 Finding = tuple[str, str]
+# where a parsed value sits, as (parent link, key) pairs back to the root (None): built for
+# every node, spelled as a JSON path only for a node with a problem (_spelled)
+_Link = Optional[Tuple["_Link", PathPart]]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _C1 = re.compile(r"[\x7f-\x9f]")
@@ -81,7 +92,7 @@ def read_catalog(path: Path) -> tuple[bytes | None, str | None]:
 
 
 # ----------------------------------------------------------------------------- parsing
-class _Obj(Dict[str, Any]):
+class _Obj(Dict[str, object]):
     """A JSON object that remembers keys that appeared twice (json keeps the last)."""
 
     dups: list[str] = []  # class default: shared, never mutated (see _pairs)
@@ -99,7 +110,7 @@ class BadNumber:
         return self.text if digits <= 24 else f"a number with {digits} digits"
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> _Obj:
+def _pairs(pairs: list[tuple[str, object]]) -> _Obj:
     obj = _Obj(pairs)  # built in C; the key-by-key walk only when a key came twice
     if len(obj) != len(pairs):
         seen: set[str] = set()
@@ -116,7 +127,7 @@ def _float(text: str) -> float | BadNumber:
     return value if math.isfinite(value) else BadNumber(text)
 
 
-def parse(raw: bytes, values: bool = True) -> tuple[Any, list[Finding]]:
+def parse(raw: bytes, values: bool = True) -> tuple[object, list[Finding]]:
     """JSON bytes -> (data, findings); data is None when the text is not JSON at all.
     (Not safejson.parse: unusable numbers become placeholders so errors can name their path.)
     `values=False` leaves out the walk over every value (`_value_errors`): only for bytes
@@ -129,11 +140,9 @@ def parse(raw: bytes, values: bool = True) -> tuple[Any, list[Finding]]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, [("$", f"not UTF-8 text (byte {exc.start})")]
-    hooks: dict[str, Any] = {} if not values else {
-        "object_pairs_hook": _pairs, "parse_int": _int, "parse_float": _float,
-        "parse_constant": BadNumber}
     try:
-        data = json.loads(text, **hooks)
+        data = json.loads(text, object_pairs_hook=_pairs, parse_int=_int, parse_float=_float,
+                          parse_constant=BadNumber) if values else json.loads(text)
     except json.JSONDecodeError as exc:
         return None, [("$", f"invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})")]
     except RecursionError:
@@ -156,14 +165,14 @@ def _text_problem(text: str) -> str | None:
     return f"{text[:40]!r} holds {what} ({hit.group()!r})"
 
 
-def _value_errors(node: Any, texts: bool = True) -> list[Finding]:
+def _value_errors(node: object, texts: bool = True) -> list[Finding]:
     """Duplicate keys, unusable numbers, control characters (when `texts`) and too deep
     nesting, anywhere (iterative, so no depth can exhaust the stack). A node's path is a
     (parent link, key) chain, spelled out only for a node with a problem: a 50,000-rule
     catalog has a million nodes and almost never one."""
     problem = _text_problem if texts else None
     out: list[Finding] = []
-    stack: list[tuple[Any, Any, int]] = [(node, None, 0)]
+    stack: list[tuple[object, _Link, int]] = [(node, None, 0)]
     while stack:
         cur, link, depth = stack.pop()
         if isinstance(cur, (dict, list)) and depth >= MAX_DEPTH:
@@ -195,9 +204,9 @@ def _worth_a_look(value: object, problem: object) -> bool:
                                                         isinstance(value, str))
 
 
-def _spelled(link: Any) -> str:
+def _spelled(link: _Link) -> str:
     """The JSON path of a (parent link, key) chain."""
-    keys: list[Any] = []
+    keys: list[PathPart] = []
     while link is not None:
         link, key = link
         keys.append(key)
@@ -237,7 +246,7 @@ def _date_problem(text: str) -> str | None:
     return None
 
 
-def semantic_errors(data: Mapping[str, Any]) -> list[Finding]:
+def semantic_errors(data: CatalogDoc) -> list[Finding]:
     """Rules JSON Schema cannot say (runs on schema-valid data). Duplicate device rules
     across files are found while merging (Catalog._add)."""
     out: list[Finding] = []
@@ -271,19 +280,22 @@ V2_DRIVER_KEYS = ("netdev_drivers",)
 V2_TOP_KEYS = ("sysctl", "conditional_settings")
 
 
-def _v2_errors(data: Mapping[str, Any]) -> list[Finding]:
+def _v2_errors(data: CatalogDoc) -> list[Finding]:
     """Schema 2 keys only in schema 2 files; sysctl names and conditional ids unique."""
     out: list[Finding] = []
     if data["schema_version"] == 1:
         out += [(json_path([k]), "needs schema_version 2") for k in V2_TOP_KEYS if k in data]
         out += [(json_path(["drivers", n, k]), "needs schema_version 2")
                 for n, drv in data["drivers"].items() for k in V2_DRIVER_KEYS if k in drv]
-    for key, field in (("sysctl", "name"), ("conditional_settings", "id")):
+    sysctl = [r["name"] for r in data.get("sysctl", [])]
+    conditional = [r["id"] for r in data.get("conditional_settings", [])]
+    for key, field, names in (("sysctl", "name", sysctl),
+                              ("conditional_settings", "id", conditional)):
         seen: set[str] = set()
-        for i, rule in enumerate(data.get(key, [])):
-            if rule[field] in seen:
-                out.append((json_path([key, i, field]), f"{rule[field]!r} is listed twice"))
-            seen.add(rule[field])
+        for i, name in enumerate(names):
+            if name in seen:
+                out.append((json_path([key, i, field]), f"{name!r} is listed twice"))
+            seen.add(name)
     return out
 
 
@@ -291,12 +303,12 @@ V3_DRIVER_KEYS = ("version_formats", "vendor_releases", "advice", "known_issues"
                   "firmware_requirements")
 
 
-def v3_errors(data: Mapping[str, Any]) -> list[Finding]:
+def v3_errors(data: object) -> list[Finding]:
     """Per file, whole or layer: schema 3 cites its sources (every evidence a list of sources,
     text refused), and its keys (baseline, distributions, in-tree policy lists, ...) need
     schema_version 3. A v2 site layer over a v3 base keeps its text evidence."""
     out: list[Finding] = []
-    version = data.get("schema_version", 1)
+    version = data.get("schema_version", 1) if isinstance(data, dict) else 1
     v3 = isinstance(version, int) and version >= 3
     for path, key, value in _walk(data, ()):
         if key == "evidence" and v3 and not isinstance(value, list):
@@ -322,18 +334,19 @@ def _walk(node: object, path: JsonPath) -> Iterator[tuple[JsonPath, PathPart, ob
             yield from _walk(v, path + (i,))
 
 
-def _scheme_errors(name: str, drv: Mapping[str, Any]) -> list[Finding]:
+def _scheme_errors(name: str, drv: DriverEntry) -> list[Finding]:
     """version_scheme and firmware_scheme must name registered schemes (schemes.json)."""
     out: list[Finding] = []
-    for key in ("version_scheme", "firmware_scheme"):
+    for key, scheme in (("version_scheme", drv["version_scheme"]),
+                        ("firmware_scheme", drv.get("firmware_scheme", FIRMWARE_SCHEME))):
         try:
-            versions.get_scheme(drv.get(key, FIRMWARE_SCHEME))
+            versions.get_scheme(scheme)
         except VersionError as exc:
             out.append((json_path(["drivers", name, key]), str(exc)))
     return out
 
 
-def _version_errors(name: str, drv: Mapping[str, Any], ver: str, ve: Mapping[str, Any],
+def _version_errors(name: str, drv: DriverEntry, ver: str, ve: VersionEntry,
                     refs: set[str]) -> list[Finding]:
     """One version's problems; `refs` is the driver's device refs and their 'v:d' prefixes,
     made once per driver (a driver has hundreds of versions and dozens of devices)."""
@@ -365,49 +378,63 @@ def _version_errors(name: str, drv: Mapping[str, Any], ver: str, ve: Mapping[str
     return out
 
 
-def _knowledge_errors(name: str, drv: Mapping[str, Any], refs: set[str]) -> list[Finding]:
+def _knowledge_errors(name: str, drv: DriverEntry, refs: set[str]) -> list[Finding]:
     """Known issues and firmware requirements: unique ids, bounds that parse in the driver's
     scheme (and kernel versions on their line), a published source, devices of the entry."""
-    out: list[Finding] = []
     scheme = drv["version_scheme"]
-    for key in ("known_issues", "firmware_requirements"):
-        seen: set[str] = set()
-        for i, item in enumerate(drv.get(key, [])):
-            where = ["drivers", name, key, i]
-            if item["id"] in seen:
-                out.append((json_path(where + ["id"]), f"{item['id']!r} is listed twice"))
-            seen.add(item["id"])
-            if not any(src.get("url") for src in item["sources"]):
-                out.append((json_path(where + ["sources"]), "no published source (a url) "
-                            "states the affected version and the fix"))
-            affected = item.get("affected", {})
-            ranges = item.get("driver_versions") or affected.get("driver_versions", [])
-            sub = ["driver_versions"] if key == "firmware_requirements" else [
-                "affected", "driver_versions"]
-            for j, rng in enumerate(ranges):
-                out += _range_errors(where + sub + [j], rng, scheme)
-            for line, krange in affected.get("kernels", {}).items():
-                bounds: list[tuple[list[PathPart], str]] = [
-                    (["introduced"], krange["introduced"])] if "introduced" in krange else []
-                bounds += [(["fixed", k], v) for k, v in enumerate(krange["fixed"])]
-                for at, v in bounds:
-                    if not kbuild.valid(line, v):
-                        out.append((json_path(where + ["affected", "kernels", line, *at]),
-                                    f"{v!r} is not a kernel version of the {line} line"))
-            for k, ref in enumerate(item.get("applies_to", [])):
-                if ref not in refs and ref[:9] not in refs:
-                    out.append((json_path(where + ["applies_to", k]),
-                                f"{ref} is not one of the devices of {name!r}"))
+    issues = drv.get("known_issues", [])
+    floors = drv.get("firmware_requirements", [])
+    out = _item_errors(name, "known_issues", issues, refs)
+    out += _item_errors(name, "firmware_requirements", floors, refs)
+    for i, floor in enumerate(floors):
+        where: list[PathPart] = ["drivers", name, "firmware_requirements", i, "driver_versions"]
+        for j, rng in enumerate(floor.get("driver_versions", [])):
+            out += _range_errors(where + [j], rng, scheme)
+    for i, issue in enumerate(issues):
+        where = ["drivers", name, "known_issues", i, "affected"]
+        affected = issue.get("affected", {})
+        for j, rng in enumerate(affected.get("driver_versions", [])):
+            out += _range_errors(where + ["driver_versions", j], rng, scheme)
+        for line, krange in affected.get("kernels", {}).items():
+            bounds: list[tuple[list[PathPart], str]] = [
+                (["introduced"], krange["introduced"])] if "introduced" in krange else []
+            bounds += [(["fixed", k], v) for k, v in enumerate(krange["fixed"])]
+            for at, v in bounds:
+                if not kbuild.valid(line, v):
+                    out.append((json_path(where + ["kernels", line, *at]),
+                                f"{v!r} is not a kernel version of the {line} line"))
     return out
 
 
-def _range_errors(where: list[PathPart], rng: Mapping[str, Any], scheme: str) -> list[Finding]:
+def _item_errors(name: str, key: str,
+                 items: Sequence[KnownIssueItem] | Sequence[FirmwareRequirementItem],
+                 refs: set[str]) -> list[Finding]:
+    """What known issues and firmware requirements share: unique ids, a published source,
+    devices of the entry."""
+    out: list[Finding] = []
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        where: list[PathPart] = ["drivers", name, key, i]
+        if item["id"] in seen:
+            out.append((json_path(where + ["id"]), f"{item['id']!r} is listed twice"))
+        seen.add(item["id"])
+        if not any(src.get("url") for src in item["sources"]):
+            out.append((json_path(where + ["sources"]), "no published source (a url) "
+                        "states the affected version and the fix"))
+        for k, ref in enumerate(item.get("applies_to", [])):
+            if ref not in refs and ref[:9] not in refs:
+                out.append((json_path(where + ["applies_to", k]),
+                            f"{ref} is not one of the devices of {name!r}"))
+    return out
+
+
+def _range_errors(where: list[PathPart], rng: VersionRange, scheme: str) -> list[Finding]:
     """Both bounds parse in the driver's scheme and the range is not empty."""
     out: list[Finding] = []
-    for k in ("introduced", "fixed"):
-        if k in rng:
+    for k, bound in (("introduced", rng.get("introduced")), ("fixed", rng.get("fixed"))):
+        if bound is not None:
             try:
-                versions.parse(rng[k], scheme)
+                versions.parse(bound, scheme)
             except VersionError as exc:
                 out.append((json_path(where + [k]), f"does not parse under scheme "
                             f"{scheme!r}: {exc}"))
@@ -421,7 +448,7 @@ def _range_errors(where: list[PathPart], rng: Mapping[str, Any], scheme: str) ->
     return out
 
 
-def _recommended_errors(name: str, drv: Mapping[str, Any]) -> list[Finding]:
+def _recommended_errors(name: str, drv: DriverEntry) -> list[Finding]:
     """At most one recommended version per device (per kernel set)."""
     out: list[Finding] = []
     recs = [(v, ve) for v, ve in drv["versions"].items() if ve["status"] == "recommended"]

@@ -25,7 +25,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Union
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, TypedDict, Union
 
 from hwmgr.catalog.rpmver import (
     EVR,
@@ -37,6 +37,9 @@ from hwmgr.catalog.rpmver import (
     vercmp_raw,
 )
 from hwmgr.errors import VersionError
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsAllComparisons
 
 __all__ = [
     "EVR",
@@ -405,7 +408,18 @@ register_scheme(Scheme(
 ))
 
 
-def _vendor_scheme(spec: dict[str, Any]) -> Scheme:
+class _SchemeSpec(TypedDict, total=False):
+    """One object of schemes.json: a base scheme ("driver" or "firmware") and its data."""
+
+    name: str
+    base: str
+    summary: str
+    flavor_suffixes: Dict[str, Optional[str]]  # driver: trailing build letter -> distro
+    rewrites: List[List[str]]  # driver: [regex, replacement] applied before parsing
+    layouts: Dict[str, List[str]]  # firmware: token shapes -> part names
+
+
+def _vendor_scheme(spec: _SchemeSpec) -> Scheme:
     """A scheme from one schemes.json object: a base scheme plus the vendor's data."""
     name, base = spec["name"], spec["base"]
     if base == "driver":
@@ -468,7 +482,8 @@ def compare(a: str, b: str, scheme: str = "rpm", *, kernel: Optional[str] = None
     return get_scheme(scheme).compare(a, b, kernel)
 
 
-def sort_key(scheme: str = "rpm", *, kernel: Optional[str] = None) -> Callable[[str], Any]:
+def sort_key(scheme: str = "rpm", *,
+             kernel: Optional[str] = None) -> Callable[[str], SupportsAllComparisons]:
     """A `key=` function for sorted() that orders version strings by `scheme`, oldest first."""
     sch = get_scheme(scheme)
     return functools.cmp_to_key(lambda x, y: sch.compare(x, y, kernel))

@@ -7,7 +7,7 @@ import json
 import re
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, TypedDict
 
 from hwmgr import safejson
 from hwmgr.catalog.discover import DRIVERS_SUBDIR, dir_files, in_force_beneath
@@ -213,8 +213,10 @@ def _regular_file(path: str) -> None:
     raise BadInputError(f"catalog file {printable(path)} is {kind}, not a JSON file")
 
 
-def _summary(doc: dict[str, Any]) -> dict[str, Any]:
+def _summary(doc: object) -> dict[str, object]:
     """Counts for the OK line, from the document validation parsed (a layer may be partial)."""
+    if not isinstance(doc, dict):  # (a document without errors is an object)
+        return {}
     # a layer's `"be2net": null` deletes that entry: it is not one of the file's drivers
     drivers = [d for d in (doc.get("drivers") or {}).values() if isinstance(d, dict)]
     return {"catalog_version": doc.get("catalog_version", "site layer"),
@@ -227,38 +229,54 @@ def _stats(paths: list[str] | None, config: Config) -> Outcome:
     cat = load_catalog(paths, config=config)
     if not cat.files:
         raise NotFoundError("no catalog files found (use --catalog FILE or HWMGR_CATALOG_DIR)")
+    stats = catalog_stats(cat.entries)
     data = {"catalog_version": cat.version, "layers": [str(f.path) for f in cat.files],
-            **catalog_stats(cat.entries)}
+            **stats}
 
     def render(console: Console) -> None:
         from rich.table import Table  # rich: only drawing needs it
 
-        console.print(f"catalog {printable(data['catalog_version'])}: {data['drivers']} "
-                      f"drivers, {data['devices']} device rules, {data['versions']} versions "
-                      f"({', '.join(f'{n} {k}' for k, n in data['versions_by_status'].items())})",
+        console.print(f"catalog {printable(cat.version)}: {stats['drivers']} "
+                      f"drivers, {stats['devices']} device rules, {stats['versions']} versions "
+                      f"({', '.join(f'{n} {k}' for k, n in stats['versions_by_status'].items())})",
                       markup=False)
-        console.print(f"evidence: {data['distinct_urls']} distinct URLs; " + ", ".join(
-            f"{n} {k}" for k, n in data["evidence_by_kind"].items()), markup=False)
+        console.print(f"evidence: {stats['distinct_urls']} distinct URLs; " + ", ".join(
+            f"{n} {k}" for k, n in stats["evidence_by_kind"].items()), markup=False)
         console.print(
-            f"known issues: {data['known_issues']} ("
-            + ", ".join(f"{n} {k}" for k, n in data["known_issues_by_severity"].items())
+            f"known issues: {stats['known_issues']} ("
+            + ", ".join(f"{n} {k}" for k, n in stats["known_issues_by_severity"].items())
             + "); sources: " + ", ".join(
-                f"{n} {k}" for k, n in data["known_issues_by_source_kind"].items())
-            + f"; only under a condition: {sum(data['known_issues_by_condition'].values())}"
-            + f"; firmware requirements: {data['firmware_requirements']}; versions known "
-            f"beyond baseline: {data['versions_beyond_baseline']} "
-            f"({data['versions_beyond_baseline_share']:.1%})", markup=False)
+                f"{n} {k}" for k, n in stats["known_issues_by_source_kind"].items())
+            + f"; only under a condition: {sum(stats['known_issues_by_condition'].values())}"
+            + f"; firmware requirements: {stats['firmware_requirements']}; versions known "
+            f"beyond baseline: {stats['versions_beyond_baseline']} "
+            f"({stats['versions_beyond_baseline_share']:.1%})", markup=False)
         t = Table("driver", "devices", "versions", "in-tree", "issues", "firmware",
                   "distributions", box=None)
-        for name, d in data["per_driver"].items():
+        for name, d in stats["per_driver"].items():
             t.add_row(printable(name), str(d["devices"]), str(d["versions"]),
                       str(d["in_tree_policies"]),
-                      str(data["known_issues_by_driver"].get(name, 0)),
-                      str(data["firmware_requirements_by_driver"].get(name, 0)),
+                      str(stats["known_issues_by_driver"].get(name, 0)),
+                      str(stats["firmware_requirements_by_driver"].get(name, 0)),
                       printable(" ".join(d["distributions"])))
         console.print(t)
 
     return Outcome(NAME, data=data, render=render)
+
+
+class _ShowRequired(TypedDict):
+    driver: str
+    catalog_file: str
+    catalog_version: Optional[str]
+    entry: DriverEntry
+    layers: List[str]
+
+
+class ShowData(_ShowRequired, total=False):
+    """`catalog show`'s data: the entry, where it came from, and with --effective each
+    merged value with its layer (Catalog.effective)."""
+
+    effective: List[Dict[str, object]]
 
 
 def _show(what: str, paths: list[str] | None, config: Config,
@@ -276,16 +294,16 @@ def _show(what: str, paths: list[str] | None, config: Config,
     entry = cat.entry(name)
     origin = cat.origin[name]
     version = cat.version  # the catalog's, not the layer file's (a driver file has none)
-    data: dict[str, Any] = {"driver": name, "catalog_file": str(origin),
-                            "catalog_version": version,
-            "entry": entry, "layers": [str(f.path) for f in cat.files]}
+    data: ShowData = {"driver": name, "catalog_file": str(origin),
+                      "catalog_version": version,
+                      "entry": entry, "layers": [str(f.path) for f in cat.files]}
     if effective:
         data["effective"] = cat.effective(name)
         return Outcome(NAME, data=data, render=lambda c: _render_effective(c, data))
     return Outcome(NAME, data=data, render=lambda c: _render(c, data, entry))
 
 
-def _render_effective(console: Console, data: dict[str, Any]) -> None:
+def _render_effective(console: Console, data: ShowData) -> None:
     """One line per merged value: JSON path, value, the layer file it came from."""
     console.print("layers (later wins): " + printable(", ".join(data["layers"])),
                   markup=False, soft_wrap=True)
@@ -294,7 +312,7 @@ def _render_effective(console: Console, data: dict[str, Any]) -> None:
                       f"<- {printable(row['file'])}", markup=False, soft_wrap=True)
 
 
-def _render(console: Console, data: dict[str, Any], e: DriverEntry) -> None:
+def _render(console: Console, data: ShowData, e: DriverEntry) -> None:
     """Rich view of one entry: header, devices, versions, in-tree policy, settings, notes."""
     from rich.markup import escape as _escape  # rich: only drawing needs it
 

@@ -9,12 +9,13 @@ import argparse
 import sys
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
+from hwmgr.catalog.entry import Source
 from hwmgr.catalog.load import load_catalog
 from hwmgr.catalog.update import rollback, sign, update
 from hwmgr.catalog.validate import MAX_FILE_BYTES
-from hwmgr.config import catalog_locations
+from hwmgr.config import CatalogLocations, catalog_locations
 from hwmgr.errors import HwmgrError
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle import trust
@@ -24,10 +25,17 @@ from hwmgr.lifecycle.source.signature import keyring_path, verify_in_keyring
 from hwmgr.output import Outcome, printable
 from hwmgr.ui.lifecycle import ProgressUI, confirm
 
+if TYPE_CHECKING:
+    from hwmgr.lifecycle.source.keyfile import VendorKey, Workspace
+    from hwmgr.lifecycle.trust import PackageFacts
+    from hwmgr.ui.context import Context
+
+    SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001
+
 NAME = "catalog"
 
 
-def add_actions(sub: Any, common: Callable[[], argparse.ArgumentParser]) -> None:
+def add_actions(sub: SubParsers, common: Callable[[], argparse.ArgumentParser]) -> None:
     """Sub-parsers of the trust verbs."""
     t = sub.add_parser("trust", parents=[common()], help="record a vendor package's checksum",
                        description="Inspect a vendor SRPM with rpm (or a vendor tarball: members, "
@@ -60,13 +68,13 @@ def add_actions(sub: Any, common: Callable[[], argparse.ArgumentParser]) -> None
     s.add_argument("--key", required=True, metavar="KEYID", help="gpg key to sign with")
 
 
-def _local(ctx: Any, loc: Any, *extra: str) -> Any:
+def _local(ctx: Context, loc: CatalogLocations, *extra: str) -> Host:
     """The analysing machine, writable only where its catalog layers live (and `extra`)."""
     return Host("/", ctx.host.runner,
                 writable=[str(loc.installed_dir), str(loc.site_dir), *extra])
 
 
-def run(args: argparse.Namespace, ctx: Any) -> Outcome:
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     """Dispatch trust, update, rollback, sign."""
     loc = catalog_locations(ctx.config)
     if args.action == "trust":
@@ -83,15 +91,16 @@ def run(args: argparse.Namespace, ctx: Any) -> Outcome:
             f"signed by {data['signed_by']}: {data['installed']}", markup=False,
             soft_wrap=True))
     if args.action == "rollback":
-        data = rollback(_local(ctx, loc), loc)
-        return Outcome(NAME, data=data, render=lambda c: c.print(
-            f"restored catalog {data['catalog_version']}: {data['installed']}", markup=False))
+        restored = rollback(_local(ctx, loc), loc)
+        return Outcome(NAME, data=restored, render=lambda c: c.print(
+            f"restored catalog {restored['catalog_version']}: {restored['installed']}",
+            markup=False))
     out = sign(_local(ctx, loc, str(Path(args.file).absolute().parent)), Path(args.file), args.key)
     return Outcome(NAME, data={"signature": str(out)},
                    render=lambda c: c.print(f"wrote {out}", markup=False))
 
 
-def _trust(args: argparse.Namespace, ctx: Any, loc: Any) -> Outcome:
+def _trust(args: argparse.Namespace, ctx: Context, loc: CatalogLocations) -> Outcome:
     state_dir = ctx.config.state_dir
     cache = ctx.config.cache_dir  # the trusted file is kept there for the next upgrade
     local_host = (_local(ctx, loc, state_dir, cache) if args.key
@@ -114,32 +123,38 @@ def _trust(args: argparse.Namespace, ctx: Any, loc: Any) -> Outcome:
                             verify=key is None)
         if key is not None and work is not None:  # a key is only loaded into a workspace
             keyfile.check_package_key(local_host, facts.path, facts.signing_key, key, work)
-        return _record(args, ctx, loc, local_host, facts, info, key, work)
+        return _record(args, ctx, loc, local_host, facts, info["source"], key, work)
 
 
-def _record(args: argparse.Namespace, ctx: Any, loc: Any, local_host: Any, facts: Any,
-            info: Any, key: Any, work: Any) -> Outcome:
+def _record(args: argparse.Namespace, ctx: Context, loc: CatalogLocations, local_host: Host,
+            facts: PackageFacts, source: Source, key: VendorKey | None,
+            work: Workspace | None) -> Outcome:
     """Show, ask, then import the key (if any) and record last: a rerun completes a crash."""
     ring = str(local_host.path(keyring_path(ctx.config.state_dir)))
-    layer = trust.site_layer(args.driver, args.version, facts, info["source"])
-    data: dict[str, Any] = {"package": facts.as_dict(), "layer": layer,
-                            "site_file": str(loc.site_dir / trust.TRUST_FILE), "recorded": False}
+    layer = trust.site_layer(args.driver, args.version, facts, source)
+    site_file = str(loc.site_dir / trust.TRUST_FILE)
+    data: dict[str, object] = {"package": facts.as_dict(), "layer": layer,
+                               "site_file": site_file, "recorded": False}
+    key_dict = key.as_dict() if key is not None else None
     if key is not None:
-        data.update(key=key.as_dict(), keyring=ring, key_imported=False)
+        data.update(key=key_dict, keyring=ring, key_imported=False)
     if not getattr(args, "json", False):
         _show_facts(facts, list(keyfile.key_lines(key, ring)) if key else [])
     what = f"trust {facts.path.name} as {args.driver} {args.version} "
     if key is not None and not key.in_keyring:
-        what += f"(import key {key.key_id} into {ring}, record it in {data['site_file']})"
+        what += f"(import key {key.key_id} into {ring}, record it in {site_file})"
     else:
-        what += f"(record it in {data['site_file']})"
+        what += f"(record it in {site_file})"
     confirm(args, what)
-    if key is not None:
-        data["key_imported"] = keyfile.install_key(local_host, key, work)
-        data["key"]["in_keyring"] = True
-        verify_in_keyring(local_host, facts.path, ctx.config.state_dir, facts.signing_key)
-    data["cached"] = str(trust.keep_in_cache(local_host, ctx.config.cache_dir, facts,
-                                             info["source"]))
+    imported = False
+    signer = facts.signing_key
+    if key is not None and key_dict is not None and work is not None and signer is not None:
+        # (a key comes with its workspace; check_package_key refused an unsigned package)
+        imported = data["key_imported"] = keyfile.install_key(local_host, key, work)
+        key_dict["in_keyring"] = True
+        verify_in_keyring(local_host, facts.path, ctx.config.state_dir, signer)
+    cached = data["cached"] = str(trust.keep_in_cache(local_host, ctx.config.cache_dir, facts,
+                                                      source))
     target = str(loc.site_dir / trust.TRUST_FILE)
     before = local_host.read_bytes(target, limit=MAX_FILE_BYTES + 1)  # kept whole for the undo
     trust.record(local_host, loc.site_dir, layer)
@@ -154,16 +169,16 @@ def _record(args: argparse.Namespace, ctx: Any, loc: Any, local_host: Any, facts
     data["recorded"] = True
     signed = f", signing key {facts.signing_key}" if facts.signing_key else ""
     keyed = ("" if key is None else
-             f"imported key {key.key_id} into {ring}; " if data["key_imported"] else
+             f"imported key {key.key_id} into {ring}; " if imported else
              f"key {key.key_id} already in {ring}, not imported again; ")
     return Outcome(NAME, data=data, render=lambda c: c.print(
         printable(keyed) + f"recorded {args.driver} {args.version}: sha256 {facts.sha256}, "
-        f"{facts.size} bytes{signed} in {printable(data['site_file'])}; kept in the cache "
-        f"as {printable(data['cached'])}", markup=False,
+        f"{facts.size} bytes{signed} in {printable(site_file)}; kept in the cache "
+        f"as {printable(cached)}", markup=False,
         soft_wrap=True))
 
 
-def _show_facts(facts: Any, key_lines: list[str]) -> None:
+def _show_facts(facts: PackageFacts, key_lines: list[str]) -> None:
     """What rpm (and gpg, for --key) says, before the question (stderr: stdout keeps the
     result)."""
     pkg = "-".join(x for x in (facts.name, facts.version, facts.release) if x)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sqlite3
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Dict, Iterable, List, Mapping, TypedDict
 
 from hwmgr.compliance.history import drift_episodes, open_history
 from hwmgr.errors import (
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     finally:
         state.close()
     waiting = {e["txn"]: e["status"] for e in reboot_pending(ctx.host, ctx.config.state_dir)}
-    rows = [{**_row(t), "reboot_pending": waiting.get(t["id"])} for t in txns]
+    rows = [_row(t, waiting) for t in txns]
 
     def render(c: Console) -> None:
         if not rows:
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
             t.add_column(col)
         for r in rows:
             res = results_text(r["results"])
-            st = r["state"] + (", reboot pending" if r["reboot_pending"] == "pending" else
+            st = f"{r['state']}" + (", reboot pending" if r["reboot_pending"] == "pending" else
                                ", reboot pending: unknown" if r["reboot_pending"] else "")
             t.add_row(*(_cell(v) for v in (r["id"], r["started"], r["kind"], r["driver"],
                                            r["version"], st, res)))
@@ -146,7 +146,7 @@ def _checks(args: argparse.Namespace, ctx: Context, state: StateDir) -> Outcome:
     return Outcome(NAME, data=found, render=render)
 
 
-def _txns(txns: list[dict[str, Any]], nothing_to_say: bool) -> str:
+def _txns(txns: Iterable[Mapping[str, object]], nothing_to_say: bool) -> str:
     """'upgrade #12 be2net, apply #14 enp1s0f0', or why there is none."""
     if nothing_to_say:
         return "-"
@@ -154,22 +154,56 @@ def _txns(txns: list[dict[str, Any]], nothing_to_say: bool) -> str:
         "no hwmgr transaction (changed outside hwmgr)"
 
 
-def _dict(value: object) -> dict[str, Any]:  # a journal's JSON member, or nothing
+class _Step(TypedDict):
+    name: object
+    state: object
+    data: Dict[str, object]
+
+
+class _Item(TypedDict):
+    interface: object
+    item: object
+    to: object
+
+
+class _Row(TypedDict):
+    """One transaction as `history --json` shows it (keys in this order)."""
+
+    id: object
+    kind: object
+    driver: object
+    version: object
+    state: object
+    started: object
+    ended: object
+    error: object
+    results: Dict[str, object]
+    notes: Dict[str, object]
+    steps: List[_Step]
+    items: List[_Item]
+    reboot_pending: object
+
+
+def _dict(value: object) -> dict[str, object]:  # a journal's JSON member, or nothing
     return value if isinstance(value, dict) else {}
 
 
-def _row(t: dict[str, Any]) -> dict[str, Any]:
+def _dicts(value: object) -> list[dict[str, object]]:  # a journal's rows, or nothing
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _row(t: Mapping[str, object], waiting: Mapping[object, object]) -> _Row:
     """One transaction as shown; a journal may come from a snapshot, so shapes are checked."""
     return {"id": t["id"], "kind": t["kind"], "driver": t["target"],
             "version": _dict(t["params"]).get("version"), "state": t["state"],
             "started": t["started"], "ended": t["ended"], "error": t.get("error"),
             "results": _dict(t.get("results")), "notes": _dict(t.get("notes")),
             "steps": [{"name": s["name"], "state": s["state"], "data": _dict(s.get("data"))}
-                      for s in t["steps"]],
-            "items": _items(t)}
+                      for s in _dicts(t["steps"])],
+            "items": _items(t), "reboot_pending": waiting.get(t["id"])}
 
 
-def _items(t: dict[str, Any]) -> list[dict[str, Any]]:
+def _items(t: Mapping[str, object]) -> list[_Item]:
     """The settings an apply or revert changed (interface, item, the value it set)."""
     params = _dict(t["params"])
     raw = params.get("items") if t["kind"] in ("apply", "revert") else None
@@ -194,7 +228,7 @@ def _rate(rec: object) -> str | None:
     return "/".join(rates) or None
 
 
-def results_text(results: dict[str, Any]) -> str:
+def results_text(results: Mapping[str, object]) -> str:
     """One readable cell: verify verdict, throughput before → after, automatic rollback."""
     parts = []
     verify = results.get("verify")

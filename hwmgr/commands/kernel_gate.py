@@ -4,7 +4,7 @@ or the boot default held on the running kernel (docs/kernel-gate.md)."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Mapping, NamedTuple, Optional, Protocol, TypedDict
 
 from hwmgr.errors import (
     EXIT_BAD_INPUT,
@@ -63,6 +63,20 @@ EXIT_CODES = {
 }
 
 
+class GateData(TypedDict):
+    """What the verb reports (its JSON data, keys in this order): per driver the gate
+    record's entry, and the hold kept or released (the gate's records, read as given)."""
+
+    kernel: str
+    running: Optional[str]
+    ready: bool
+    drivers: Mapping[str, Mapping[str, object]]
+    held: Optional[Mapping[str, object]]
+    released: Optional[Mapping[str, object]]
+    site_config_error: Optional[str]
+    interrupted: Optional[str]
+
+
 def option_parents() -> list[argparse.ArgumentParser]:
     return ui.parents(mutating=True, root=True)
 
@@ -108,7 +122,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
 
 
 def _gate(ctx: Context, host: Host, state: StateDir, kver: str, running: str | None,
-          allow_unready: bool, steps: GateSteps) -> tuple[dict[str, Any], list[Any]]:
+          allow_unready: bool, steps: GateSteps) -> tuple[GateData, list[NotReady]]:
     """Gate every managed driver, write the record, hold or release the default; a signal
     (`steps`) ends the gate not ready, recorded so, the default held (docs/kernel-gate.md)."""
     try:
@@ -116,7 +130,8 @@ def _gate(ctx: Context, host: Host, state: StateDir, kver: str, running: str | N
         config_error = None
     except BadInputError as exc:  # fail closed: a gate that cannot read its site config
         timeout, config_error = 0.0, exc.message  # builds nothing and holds the default
-    unready: list[Any]
+    unready: list[NotReady]
+    gated: Mapping[str, Mapping[str, object]]
     if config_error is None:
         drivers = gate.managed_drivers(state)
         sb = guard.secure_boot(host) if drivers else None
@@ -138,19 +153,19 @@ def _gate(ctx: Context, host: Host, state: StateDir, kver: str, running: str | N
         gate.write_record(host, state, kver, running, [
             gate.Readiness(m.driver, m.version, False, why) for m in gate.managed_drivers(state)])
         unready, gated = [_Unready("site config", "(unreadable)", config_error)], {}
-    data: dict[str, Any] = {"kernel": kver, "running": running, "ready": not unready,
-                            "drivers": gated, "held": None, "released": None,
-                            "site_config_error": config_error,
-                            "interrupted": steps.why() if steps.stopped else None}
+    data: GateData = {"kernel": kver, "running": running, "ready": not unready,
+                      "drivers": gated, "held": None, "released": None,
+                      "site_config_error": config_error,
+                      "interrupted": steps.why() if steps.stopped else None}
     boot = boot_host(host)
     if unready and (steps.stopped or not allow_unready):
         steps.start("hold", settling=True)
         try:
             data["held"] = gate.hold(host, state, kver, running or "", boot=boot)
         except HwmgrError as exc:
-            r = unready[0]
-            raise HwmgrError(f"not ready for kernel {kver} ({r.driver} {r.version}: "
-                             f"{r.why}), and the boot default could NOT be held: "
+            first = unready[0]
+            raise HwmgrError(f"not ready for kernel {kver} ({first.driver} {first.version}: "
+                             f"{first.why}), and the boot default could NOT be held: "
                              f"{exc.message}", exit_code=exc.exit_code) from None
     else:
         steps.start("release", settling=True)
@@ -158,7 +173,7 @@ def _gate(ctx: Context, host: Host, state: StateDir, kver: str, running: str | N
     return data, unready
 
 
-def _interrupted(data: dict[str, Any], steps: GateSteps) -> Outcome:
+def _interrupted(data: GateData, steps: GateSteps) -> Outcome:
     """A signal stopped the gate: exit 130, one line saying where and that the default is
     held (the record says not gated)."""
     held = data["held"]
@@ -190,9 +205,10 @@ class _Unready(NamedTuple):
     ready: bool = False
 
 
-def _outcome(data: dict[str, Any], unready: list[NotReady], running: str,
+def _outcome(data: GateData, unready: list[NotReady], running: str,
              allowed: bool) -> Outcome:
     kver = data["kernel"]
+    held = data["held"]  # (held whenever a driver is not ready and that is not allowed)
     first = f"{unready[0].driver} {unready[0].version}: {unready[0].why}" if unready else ""
     errors: list[str] = []
     code = EXIT_OK
@@ -200,7 +216,7 @@ def _outcome(data: dict[str, Any], unready: list[NotReady], running: str,
         code = EXIT_NOT_READY
         more = f" (and {len(unready) - 1} more)" if len(unready) > 1 else ""
         errors = [f"not ready for kernel {kver}: {first}{more}; boot default held on "
-                  f"{running} ({data['held']['backend']})"]
+                  f"{running} ({held['backend'] if held is not None else None})"]
     elif unready:
         errors = [f"warning: not ready for kernel {kver} (--allow-unready: default not "
                   f"held): {r.driver} {r.version}: {r.why}" for r in unready]
@@ -216,14 +232,15 @@ def _outcome(data: dict[str, Any], unready: list[NotReady], running: str,
             word = "yes" if r["ready"] else f"no: {r['why']}"
             c.print(printable(f"{name} {r['version']} ready for kernel {kver}: {word}"),
                     markup=False)
-        held = data["held"]
         if held:
-            entry = held["saved"].get("held_entry")
+            saved = held["saved"]
+            entry = saved.get("held_entry") if isinstance(saved, Mapping) else None
             c.print(printable(f"boot default held on {running} ({held['backend']}: {entry})"),
                     markup=False)
         if data["released"]:
             rel = data["released"]
-            left = [k for k in rel["kernels"] if k != kver]
+            kernels = rel["kernels"]
+            left = [k for k in kernels if k != kver] if isinstance(kernels, list) else []
             c.print(printable(f"hold kept for {', '.join(left)}" if left else
                               f"boot default restored ({rel['backend']}): the hold is released"),
                     markup=False)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from hwmgr.catalog.load import load_catalog
 from hwmgr.compliance.history import CHECKS_FILE
@@ -78,7 +77,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         notes.append(f"{why_not}; history and verify --root will refuse this snapshot")
     out = write_snapshot(Path(args.out), rec, runner, hostname=hostname, kernel=kernel,
                          records=records, sysctls=sysctls, netns=other_netns(host))
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "path": str(out),
         "hostname": hostname,
         "kernel": kernel,

@@ -15,15 +15,16 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from hwmgr.errors import HwmgrError
 
 if TYPE_CHECKING:  # requests is imported only when a download starts (annotations are strings)
     import requests
+    import urllib3
 
 MAX_REDIRECTS = 5  # hops a download follows; the whole chain counts against one deadline
-_GUARDED: weakref.WeakKeyDictionary[Any, Watchdog] = weakref.WeakKeyDictionary()
+_GUARDED: weakref.WeakKeyDictionary[requests.Session, Watchdog] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -98,23 +99,6 @@ class Watchdog:
             timer.cancel()
 
 
-def _guarded(base: Any, dog: Watchdog) -> Any:
-    """A urllib3 connection class whose sockets `dog` knows from creation to close (the
-    descriptor stays the same when TLS wraps the socket, so a handshake is covered too)."""
-
-    class Guarded(base):
-        def _new_conn(self) -> Any:
-            sock = super()._new_conn()
-            dog.add(self, sock.fileno())
-            return sock
-
-        def close(self) -> None:
-            dog.remove(self)
-            super().close()
-
-    return Guarded
-
-
 def guard(session: requests.Session) -> Watchdog:
     """Mount adapters on `session` whose connections register with one Watchdog (returned;
     the same one when the session was guarded before), and bound its redirects to
@@ -128,21 +112,38 @@ def guard(session: requests.Session) -> Watchdog:
         return known
     dog = _GUARDED[session] = Watchdog()
 
+    # connection classes whose sockets `dog` knows from creation to close (the descriptor
+    # stays the same when TLS wraps the socket, so a handshake is covered too)
+    class Conn(urllib3.connection.HTTPConnection):
+        def _new_conn(self) -> socket.socket:
+            sock = super()._new_conn()
+            dog.add(self, sock.fileno())
+            return sock
+
+        def close(self) -> None:
+            dog.remove(self)
+            super().close()
+
+    class TLSConn(Conn, urllib3.connection.HTTPSConnection):  # Conn's super() is HTTPS's
+        pass
+
     class Pool(urllib3.connectionpool.HTTPConnectionPool):
-        ConnectionCls = _guarded(urllib3.connection.HTTPConnection, dog)
+        ConnectionCls = Conn
 
     class TLSPool(urllib3.connectionpool.HTTPSConnectionPool):
-        ConnectionCls = _guarded(urllib3.connection.HTTPSConnection, dog)
+        ConnectionCls = TLSConn
 
     classes = {"http": Pool, "https": TLSPool}
 
     class Adapter(requests.adapters.HTTPAdapter):
-        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-            super().init_poolmanager(*args, **kwargs)
+        def init_poolmanager(self, connections: int, maxsize: int, block: bool = False,
+                             **pool_kwargs: object) -> None:
+            super().init_poolmanager(connections, maxsize, block, **pool_kwargs)
             self.poolmanager.pool_classes_by_scheme = classes
 
-        def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
-            manager = super().proxy_manager_for(proxy, **kwargs)
+        def proxy_manager_for(self, proxy: str,
+                              **proxy_kwargs: object) -> urllib3.PoolManager:
+            manager: urllib3.PoolManager = super().proxy_manager_for(proxy, **proxy_kwargs)
             manager.pool_classes_by_scheme = classes
             return manager
 
