@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any, Dict, Iterable, Union, cast
 
@@ -28,10 +29,11 @@ from hwmgr.fleet.report import (
     HOST_STATUSES,
     LAYERS,
     NO_CHECK,
-    SUMMARY_KEYS,
     Finding,
     LoadedHost,
+    Point,
     SourceRef,
+    point,
 )
 from hwmgr.fleet.stream import JSONStream
 from hwmgr.output import printable
@@ -378,7 +380,15 @@ def read_json(path: Path, limit: int = MAX_INPUT_BYTES) -> Any:
 
 
 # ------------------------------------------------------------------------ earlier reports
-def load_history(paths: Iterable[Path]) -> list[dict[str, Any]]:
+def _count(summary: dict[str, object], path: Path, key: str) -> int:
+    """An earlier report's summary count (absent: 0); BadInputError naming it otherwise."""
+    val = summary.get(key, 0)
+    if not isinstance(val, int) or isinstance(val, bool) or val < 0:
+        raise BadInputError(f"{path}: summary.{key}: expected a count (integer >= 0)")
+    return val
+
+
+def load_history(paths: Iterable[Path]) -> list[Point]:
     """Earlier fleet-report.json files for the trend, oldest first; each one checked."""
     out = []
     for path in paths:
@@ -391,12 +401,6 @@ def load_history(paths: Iterable[Path]) -> list[dict[str, Any]]:
         gen, summary = doc.get("generated"), doc.get("summary")
         if not isinstance(gen, str) or not isinstance(summary, dict):
             raise BadInputError(f"{path}: 'generated' and 'summary' are required")
-        point: dict[str, Any] = {"generated": gen}
-        for key in SUMMARY_KEYS:
-            val = summary.get(key, 0)
-            if not isinstance(val, int) or isinstance(val, bool) or val < 0:
-                raise BadInputError(f"{path}: summary.{key}: expected a count (integer >= 0)")
-            point[key] = val
-        out.append(point)
+        out.append(point(gen, partial(_count, summary, path)))
     out.sort(key=lambda p: p["generated"])
     return out
