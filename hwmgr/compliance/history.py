@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any, Iterable, Mapping, TypedDict
+from typing import Iterable, Mapping, TypedDict
 
 from hwmgr import safejson
 from hwmgr.compliance.judge import ITEM_KEYS, ItemKey, worst_per_item
@@ -63,6 +63,15 @@ class Episode(TypedDict):
     ended_as: str | None
     stopped_by: list[dict[str, object]]
     actual: object
+
+
+class DriftHistory(TypedDict):
+    """`history --checks`: how many checks were recorded, the first and last, the episodes."""
+
+    checks: int
+    first: str | None
+    last: str | None
+    episodes: list[Episode]
 
 
 def record_check(host: Host, state_dir: str, data: Mapping[str, object], *,
@@ -151,7 +160,7 @@ def _committed(txns: Iterable[Mapping[str, object]]) -> list[tuple[str, Mapping[
 
 
 def drift_episodes(db: sqlite3.Connection, txns: Iterable[Mapping[str, object]]
-                   ) -> dict[str, Any]:
+                   ) -> DriftHistory:
     """Per item: each stretch of drift (from / until which check) and the transactions that
     committed between the checks where it started and where it stopped."""
     where = f"check history {CHECKS_FILE}"
