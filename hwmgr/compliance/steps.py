@@ -93,6 +93,12 @@ def _list(params: Mapping[str, object], key: str, fields: Mapping[str, safejson.
     return cast("list[dict[str, object]]", out)
 
 
+def _strings(value: object, where: str) -> None:
+    """A list of strings (an argv, settings to remove), else BadInputError naming it."""
+    for i, word in enumerate(safejson.typed(value, list, where)):
+        safejson.typed(word, str, f"{where}[{i}]")
+
+
 def _check_params(params: Mapping[str, object], files: Mapping[str, safejson.Types]) -> None:
     """The keys every settings step reads, each of its type (`files`: a file's keys)."""
     _list(params, "items", {"item": str, "interface": (str, type(None))})
@@ -101,7 +107,7 @@ def _check_params(params: Mapping[str, object], files: Mapping[str, safejson.Typ
         props = cast("dict[str, object]", n["properties"])
         for k, v in props.items():
             safejson.typed(v, str, f"params.nm[{i}].properties.{k}")
-        safejson.typed(n.get("remove", []), list, f"params.nm[{i}].remove")
+        _strings(n.get("remove", []), f"params.nm[{i}].remove")
     safejson.typed(params.get("persist_root", "/"), str, "params.persist_root")
 
 
@@ -112,14 +118,16 @@ def apply_params(params: Mapping[str, object]) -> ApplyParams:
     if params.get("confirm"):
         conf = safejson.typed(params["confirm"], dict, "params.confirm")
         safejson.typed(conf.get("timeout"), int, "params.confirm.timeout")
-        safejson.typed(conf.get("argv"), list, "params.confirm.argv")
+        _strings(conf.get("argv"), "params.confirm.argv")
     return cast(ApplyParams, params)
 
 
 def revert_params(params: Mapping[str, object]) -> RevertParams:
-    """Journaled `revert` params, checked once (the backups' own fields are checked when
-    one is restored)."""
-    _check_params(params, {"path": str})
+    """Journaled `revert` params, checked once: the files are the apply's backup records
+    (`StateDir.backup_file`; `sha256` and `backup` only when the file existed)."""
+    none = type(None)
+    _check_params(params, {"path": str, "existed": (bool, none), "backup": (str, none),
+                           "sha256": (str, none)})
     return cast(RevertParams, params)
 
 
