@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support import run_cli
 
-from hwmgr.errors import RefusedError, UsageError
+from hwmgr.errors import BadInputError, RefusedError, UsageError
 from hwmgr.fleet import rollout as ro
 from hwmgr.fleet.rollout_page import render_page
 
@@ -46,6 +46,16 @@ def test_batches_grow_and_the_last_size_repeats() -> None:
 
 def _rec(n: int = 6, budget: str = "1") -> dict:
     return ro.new_record(CHANGE, [f"h{i}" for i in range(n)], [1, 2], ro.Budget.parse(budget))
+
+
+@pytest.mark.parametrize("change", [{"verb": "apply"}, {"verb": 1, "args": []},
+                                    {"verb": "apply", "args": ["--layer", 2]}])
+def test_a_record_whose_change_is_not_verb_and_args_is_refused(change: dict) -> None:
+    """The record's edge checks the change the page and `start` print word by word."""
+    doc = json.loads(json.dumps(ro.new_record(CHANGE, ["h0"], [1], ro.Budget.parse("1"))))
+    assert ro.validate(doc, "r.json")["change"] == CHANGE
+    with pytest.raises(BadInputError, match=r"^r\.json: change: expected"):
+        ro.validate({**doc, "change": change}, "r.json")
 
 
 def test_a_failed_gate_reaching_the_budget_stops_new_hosts_but_not_those_in_flight() -> None:

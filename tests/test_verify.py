@@ -25,10 +25,12 @@ from hwmgr.errors import (
     EXIT_REBOOT_PENDING,
     EXIT_UNKNOWN,
     EXIT_USAGE,
+    BadInputError,
 )
 from hwmgr.host.runner import SubprocessRunner
 from hwmgr.host.seam import Host
 from hwmgr.transaction.state import StateDir
+from hwmgr.verify.checks import as_expectation
 
 VFX = REPO / "tests" / "fixtures" / "verify"
 AFTER, BEFORE = VFX / "be3-after", VFX / "be3-before"
@@ -167,6 +169,15 @@ def test_bad_expectation_is_one_line(tmp_path: Path, content: str, needle: str) 
                   env={"HWMGR_CONFIG": str(EMPTY_CONFIG)})
     assert res.returncode == EXIT_BAD_INPUT
     assert needle in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_an_expectation_handed_in_is_checked_and_kept_as_is() -> None:
+    """`Verifier.run` types what it is handed with `as_expectation`: the same dict (verify
+    writes its marks into it and writes it back), or one line naming the bad field."""
+    doc = json.loads(EXPECT.read_text())
+    assert as_expectation(doc, "e.json") is doc
+    with pytest.raises(BadInputError, match=r"^e\.json: txn: expected an integer"):
+        as_expectation({**doc, "txn": "7"}, "e.json")
 
 
 @pytest.mark.parametrize("config,needle", [

@@ -10,6 +10,7 @@ conflicts: refused unless `--override`."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import shlex
 import sys
@@ -25,7 +26,15 @@ from hwmgr.compliance.judge import citation
 from hwmgr.compliance.persist import backends, distro
 from hwmgr.compliance.read import canonical_item
 from hwmgr.compliance.setters import command, normalise, settable, shown
-from hwmgr.compliance.steps import REGISTRY, pending_path
+from hwmgr.compliance.steps import (
+    REGISTRY,
+    ApplyParams,
+    FileParam,
+    ItemParam,
+    NmParam,
+    RevertParams,
+    pending_path,
+)
 from hwmgr.config import Config
 from hwmgr.errors import (
     EXIT_REFUSED,
@@ -40,7 +49,7 @@ from hwmgr.inventory.guard import cut_off_refusal, protected_interfaces
 from hwmgr.transaction.engine import Transaction
 from hwmgr.transaction.journal import Journal
 from hwmgr.transaction.result import TxnResult
-from hwmgr.transaction.state import StateDir
+from hwmgr.transaction.state import BackupRecord, StateDir
 
 LAYERS = ("settings", "sysctl")
 DEFAULT_CONFIRM_TIMEOUT = 120
@@ -131,20 +140,6 @@ class PlannedChange(TypedDict):
     evidence: str | None
 
 
-class FileWrite(TypedDict):
-    """A persistence file apply writes whole (journaled in the params, so `recover` can)."""
-
-    path: str
-    content: str
-
-
-class NmChange(TypedDict):
-    """NetworkManager properties apply sets on one connection."""
-
-    connection: str
-    properties: dict[str, str]
-
-
 class Refusal(TypedDict):
     code: int
     reason: str
@@ -155,8 +150,8 @@ class ApplyPlan:
     """Everything apply will do, shown before it does it."""
 
     changes: list[PlannedChange] = field(default_factory=list)
-    files: list[FileWrite] = field(default_factory=list)
-    nm: list[NmChange] = field(default_factory=list)
+    files: list[FileParam] = field(default_factory=list)  # journaled, so `recover` can
+    nm: list[NmParam] = field(default_factory=list)
     conflicts: list[backends.Conflict] = field(default_factory=list)
     refusals: list[Refusal] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -167,18 +162,19 @@ class ApplyPlan:
     def exit_code(self) -> int:
         return self.refusals[0]["code"] if self.refusals else 0
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         d = asdict(self)
         d["files"] = [{"path": f["path"], "bytes": len(f["content"].encode())}
                       for f in self.files]
         return d
 
-    def params(self, argv: list[str]) -> dict[str, Any]:
+    def params(self, argv: list[str]) -> ApplyParams:
         """The journaled params the apply steps are built from (also after a crash)."""
-        items = [{"interface": c["interface"], "item": c["item"], "wanted": c["wanted"],
-                  "risky": c["risky"]} for c in self.changes]
-        p: dict[str, Any] = {"items": items, "files": self.files, "nm": self.nm,
-                             "persist_root": self.persist_root}
+        items: list[ItemParam] = [{"interface": c["interface"], "item": c["item"],
+                                   "wanted": c["wanted"], "risky": c["risky"]}
+                                  for c in self.changes]
+        p: ApplyParams = {"items": items, "files": self.files, "nm": self.nm,
+                          "persist_root": self.persist_root}
         if any(c["risky"] for c in self.changes) and self.confirm_timeout:
             p["confirm"] = {"timeout": self.confirm_timeout, "argv": argv}
         return p
@@ -202,7 +198,7 @@ def plan_apply(host: Host, changes: list[Change], *, persist_root: str = "/",
         raise BadInputError(f"--persist-root {persist_root!r}: expected an absolute path")
     plan = ApplyPlan(persist_root=persist_root, confirm_timeout=confirm_timeout)
     protected = protected_interfaces(host, env) if any(c.interface for c in changes) else {}
-    by_iface: dict[str | None, dict[str, Any]] = {}
+    by_iface: dict[str | None, dict[str, object]] = {}
     seen: set[tuple[str | None, str]] = set()
     cut_off: dict[str, tuple[str, list[str]]] = {}  # guarded interface → (why, items)
     for ch in changes:
@@ -238,8 +234,8 @@ def plan_apply(host: Host, changes: list[Change], *, persist_root: str = "/",
     return plan
 
 
-def _plan_persistence(host: Host, plan: ApplyPlan, by_iface: dict[str | None, dict[str, Any]],
-                      override: bool) -> None:
+def _plan_persistence(host: Host, plan: ApplyPlan,
+                      by_iface: dict[str | None, dict[str, object]], override: bool) -> None:
     netns = guard.other_netns(host) if plan.persist_root == "/" else None
     if netns is not None:  # /etc is the host's: its sysctl.d and .link files are not ours
         why = (f"this is network namespace {netns}: /etc/sysctl.d, .link files and "
@@ -324,7 +320,7 @@ def run_apply(host: Host, plan: ApplyPlan, config: Config, *, command: str,
     target = ",".join(sorted({c["interface"] or "sysctl" for c in plan.changes}))
     try:
         with state.lock(command=command, wait=wait):
-            return Transaction(state, REGISTRY, "apply", params, target=target,
+            return Transaction(state, REGISTRY, "apply", dict(params), target=target,
                                command=command).run()
     finally:
         state.close()
@@ -339,14 +335,14 @@ def _reverted(journal: Journal, txn_id: int) -> int | None:
     return None
 
 
-def _touched(row: dict[str, Any]) -> set[str]:
+def _touched(row: Mapping[str, object]) -> set[str]:
     """`IF:item` and file paths an apply changed (to order reverts)."""
     p = row["params"] if isinstance(row["params"], dict) else {}
     out = {f"{i.get('interface') or 'host'}:{i.get('item')}" for i in p.get("items", [])}
     return out | {f.get("path", "") for f in p.get("files", [])}
 
 
-def revert_params(state: StateDir, txn: int | None) -> dict[str, Any]:
+def revert_params(state: StateDir, txn: int | None) -> RevertParams:
     """What undoing apply `txn` (default: the newest committed one not yet reverted) means,
     from the values and file backups its steps journaled."""
     journal = state.read_journal()
@@ -378,7 +374,9 @@ def revert_params(state: StateDir, txn: int | None) -> dict[str, Any]:
                     f"apply #{later['id']} changed {', '.join(sorted(mine & _touched(later)))}"
                     f" after #{txn}: revert #{later['id']} first")
     full = journal.get(row["id"])
-    items, files, nm = [], [], []
+    items: list[ItemParam] = []
+    files: list[BackupRecord] = []
+    nm: list[NmParam] = []
     for s in reversed(full["steps"]):
         data = s["data"] or {}
         name = s["name"]
@@ -396,13 +394,13 @@ def revert_params(state: StateDir, txn: int | None) -> dict[str, Any]:
             "persist_root": (row.get("params") or {}).get("persist_root", "/")}
 
 
-def run_revert(host: Host, params: dict[str, Any], config: Config, *, command: str,
+def run_revert(host: Host, params: RevertParams, config: Config, *, command: str,
                wait: float = 0) -> TxnResult:
     """Revert one apply as its own transaction; drops its pending timed revert."""
     state = StateDir(host, config.state_dir)
     try:
         with state.lock(command=command, wait=wait):
-            res = Transaction(state, REGISTRY, "revert", params, target=f"#{params['of']}",
+            res = Transaction(state, REGISTRY, "revert", dict(params), target=f"#{params['of']}",
                               command=command).run()
             if res.ok:
                 host.remove(pending_path(state.path, params["of"]))
@@ -433,7 +431,7 @@ def auto_revert(host: Host, config: Config, txn: int, after: float) -> TxnResult
                 host.remove(marker)
                 return None
             params = revert_params(state, txn)
-            res = Transaction(state, REGISTRY, "revert", params, target=f"#{txn}",
+            res = Transaction(state, REGISTRY, "revert", dict(params), target=f"#{txn}",
                               command=f"hwmgr apply --auto-revert {txn} (not confirmed)").run()
             if res.ok:
                 host.remove(marker)
@@ -442,7 +440,8 @@ def auto_revert(host: Host, config: Config, txn: int, after: float) -> TxnResult
         state.close()
 
 
-def drift_changes(host: Host, args: Any, layers: list[str], config: Config) -> list[Change]:
+def drift_changes(host: Host, args: argparse.Namespace, layers: list[str], config: Config
+                  ) -> list[Change]:
     """The host's own drift in `layers`: the compliance engine's findings (`hwmgr check`);
     `config` (the run's Config) says where the catalog is."""
     result = check_host(host, load_catalog(args.catalog, config=config),
@@ -479,10 +478,10 @@ def load_changes(doc: object, where: str) -> list[Change]:
     return out
 
 
-def _finding_shape(f: Any, where: str) -> None:
+def _finding_shape(value: object, where: str) -> None:
     """A check finding as `changes_from_findings` reads it: an object whose status, layer,
     item and interface are strings (interface may be null)."""
-    safejson.typed(f, dict, where)
+    f = safejson.typed(value, dict, where)
     for key in ("status", "item"):
         safejson.typed(f.get(key), str, f"{where}.{key}")
     safejson.typed(f.get("layer", ""), str, f"{where}.layer")

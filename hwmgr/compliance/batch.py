@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, TypedDict
 
 from hwmgr import safejson
 from hwmgr.errors import (
@@ -36,6 +36,20 @@ HOST_STATUS = {EXIT_OK: "compliant", EXIT_DRIFT: "drift", EXIT_REBOOT_PENDING: "
 
 # a snapshot's Host -> (check data, exit code): the verb's one-host check, handed in
 CheckOne = Callable[[Host], "tuple[dict[str, Any], int]"]
+
+
+class _HostResult(TypedDict):
+    status: str  # one of HOST_STATUS' values, or failed (not checked: `error` says why)
+    rc: int | None
+    check: dict[str, Any] | None  # the host's `check --json` data
+    error: str | None
+    root: str
+
+
+class HostResult(_HostResult, total=False):
+    """One snapshot of the batch: its status, exit code, check data or error, and time."""
+
+    duration_seconds: float
 
 
 def name_of(root: str) -> str:
@@ -100,20 +114,20 @@ def roots_named(roots: list[str], manifest: str | None) -> dict[str, str]:
     return named
 
 
-def check_roots(named: dict[str, str], check_one: CheckOne) -> dict[str, dict[str, Any]]:
+def check_roots(named: dict[str, str], check_one: CheckOne) -> dict[str, HostResult]:
     """Every snapshot checked in turn: {host: {status, rc, check, error, root, duration}}."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, HostResult] = {}
     for name, root in named.items():
         t0 = time.monotonic()
-        entry: dict[str, Any] = {"status": "failed", "rc": None, "check": None, "error": None,
-                                 "root": root}
+        entry: HostResult = {"status": "failed", "rc": None, "check": None, "error": None,
+                             "root": root}
         cleanup = None
         try:
             host, cleanup = open_host(root)
             data, code = check_one(host)
-            entry.update(status=HOST_STATUS[code], rc=code, check=data)
+            entry["status"], entry["rc"], entry["check"] = HOST_STATUS[code], code, data
         except HwmgrError as exc:
-            entry.update(rc=exc.exit_code, error=exc.message)
+            entry["rc"], entry["error"] = exc.exit_code, exc.message
         finally:
             if cleanup is not None:
                 cleanup()
@@ -122,7 +136,7 @@ def check_roots(named: dict[str, str], check_one: CheckOne) -> dict[str, dict[st
     return out
 
 
-def batch_exit_code(hosts: dict[str, dict[str, Any]]) -> int:
+def batch_exit_code(hosts: Mapping[str, HostResult]) -> int:
     """The fleet's order: drift 5, then a host not checked 6, reboot pending 7, unknown 11."""
     statuses = {h["status"] for h in hosts.values()}
     for status, code in (("drift", EXIT_DRIFT), ("failed", EXIT_PARTIAL),

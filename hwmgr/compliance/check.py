@@ -12,10 +12,11 @@ snapshot records, so `check --root SNAPSHOT` judges exactly what `check` judges 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, cast
 
 from hwmgr.catalog.load import Catalog
 from hwmgr.catalog.refs import Cite, cite, inbox_policies
+from hwmgr.catalog.verdict import Verdict
 from hwmgr.compliance import kernellog, rules
 from hwmgr.compliance.ethtool import parse_version
 from hwmgr.compliance.fixes import upgrade_fix
@@ -35,7 +36,7 @@ from hwmgr.transaction.pending import reboot_pending
 # the kernel gate's items for a host's managed drivers and newer kernels (host, state dir,
 # the kernel it runs): lifecycle.gate.gaterecord.check_items, handed in by the verb (the gate's
 # records live beside compliance, not below it)
-GateItems = Callable[[Host, str, Optional[str]], "list[dict[str, Any]]"]
+GateItems = Callable[[Host, str, Optional[str]], "Sequence[Mapping[str, object]]"]
 
 LAYER_WORDS = {"driver": "driver", "drivers": "driver", "firmware": "firmware",
                "setting": "setting", "settings": "setting", "sysctl": "sysctl",
@@ -81,8 +82,10 @@ class CheckResult:
     devices: dict[str, str] = field(default_factory=dict)  # address -> display name
     notes: list[str] = field(default_factory=list)
 
-    def data(self, reboot_pending: list[dict[str, Any]], code: int) -> dict[str, Any]:
-        """The normative `check --json` data object, for the exit code `judge_host` gave."""
+    def data(self, reboot_pending: Sequence[Mapping[str, object]], code: int
+             ) -> dict[str, Any]:
+        """The normative `check --json` data object, for the exit code `judge_host` gave (a
+        dict the verb adds its notes and outputs to before printing it)."""
         return {
             "schema_version": SCHEMA_VERSION,
             "compliant": code == EXIT_OK,
@@ -104,12 +107,12 @@ class Judged:
     result: CheckResult
 
 
-def exit_code(findings: Iterable[Finding], reboot_pending: list[Any]) -> int:
+def exit_code(findings: Iterable[Finding], reboot_pending: Sequence[object]) -> int:
     """`exit_for` the findings."""
     return exit_for([(f.layer, f.status) for f in findings], reboot_pending)
 
 
-def exit_for(statuses: list[tuple[str, str]], reboot_pending: list[Any]) -> int:
+def exit_for(statuses: list[tuple[str, str]], reboot_pending: Sequence[object]) -> int:
     """From the findings' (layer, status): 5 drift; 7 a reboot is pending (and nothing but
     driver/firmware items drifted, which the pending change may be what fixes); 11 something
     unknown and nothing drifted; 0 (uncatalogued items, on which the catalog has no opinion,
@@ -125,27 +128,46 @@ def exit_for(statuses: list[tuple[str, str]], reboot_pending: list[Any]) -> int:
 
 
 # ------------------------------------------------------------------ driver and firmware
-def _version_cite(cat: Catalog, entry: str, *versions: Any) -> Cite:
+def _object(value: object) -> Mapping[str, object]:
+    """A JSON object of the (validated) catalog, or an empty one where the key is absent."""
+    return value if isinstance(value, dict) else {}
+
+
+def _versions(cat: Catalog, entry: str) -> Mapping[str, object]:
+    """The catalog's version entries of driver `entry` by version ({} for none)."""
+    drv: Mapping[str, object] = cat.drivers.get(entry, {})
+    return _object(drv.get("versions"))
+
+
+def _version_cite(cat: Catalog, entry: str, *versions: object) -> Cite:
     """The version entry a driver verdict rests on (the running one, else the recommended);
     else the driver entry consulted, with its in-tree policy's evidence."""
-    drv = cat.drivers.get(entry, {})
-    known = drv.get("versions", {})
+    drv: Mapping[str, object] = cat.drivers.get(entry, {})
+    known = _versions(cat, entry)
     for ver in versions:
         if isinstance(ver, str) and ver in known:
-            return cite(f"version:{entry}/{ver}", known[ver].get("evidence"))
+            return cite(f"version:{entry}/{ver}", _object(known[ver]).get("evidence"))
     return cite(f"driver:{entry}", next((p.get("evidence") for p in inbox_policies(drv)
                                          if p.get("evidence")), None))
 
 
-def driver_findings(cat: Catalog, dev: Mapping[str, Any], layers: set[str]) -> list[Finding]:
-    """The driver_version and firmware_version findings of one device with a verdict."""
+def _verdict(dev: Mapping[str, object]) -> Verdict | None:
+    """A device's catalog verdict: `Catalog.verdict`'s record (inventory keeps it as made),
+    None when the device has none."""
     v = dev.get("catalog")
-    if not v:
+    return cast(Verdict, v) if isinstance(v, dict) and v else None
+
+
+def driver_findings(cat: Catalog, dev: Mapping[str, object], layers: set[str]
+                    ) -> list[Finding]:
+    """The driver_version and firmware_version findings of one device with a verdict."""
+    v = _verdict(dev)
+    if v is None:
         return []
     out: list[Finding] = []
     entry, rec, have = v.get("entry") or "", v.get("recommended_version"), dev.get(
         "driver_version")
-    addr = dev["address"]
+    addr = str(dev["address"])
     if "driver" in layers:
         status = _VERDICT_STATUS.get(str(v.get("status")), "unknown")
         word = {"drift": str(v.get("status")), "ok": "ok", "unknown": "not judged",
@@ -167,16 +189,16 @@ def driver_findings(cat: Catalog, dev: Mapping[str, Any], layers: set[str]) -> l
         reason = (f"firmware {cur} meets the minimum {fw['min']} of {entry} {rec}" if ok else
                   f"firmware {cur} is older than {fw['min']}, the minimum {entry} {rec} needs "
                   "(update it with the vendor's firmware tool)" if ok is False else
-                  f"firmware version {'unknown' if not cur else cur + ' cannot be compared'}"
+                  f"firmware version {'unknown' if not cur else f'{cur} cannot be compared'}"
                   + (f": {fw['note']}" if fw.get("note") else ""))
-        fw_ev = cite(f"version:{entry}/{rec}", cat.drivers.get(entry, {}).get(
-            "versions", {}).get(rec or "", {}).get("firmware", {}).get("evidence"))
+        fw_ev = cite(f"version:{entry}/{rec}", _object(_object(_versions(cat, entry).get(
+            rec or "")).get("firmware")).get("evidence"))
         out.append(Finding("firmware", addr, None, "firmware_version", {"min": fw["min"]},
                            cur, status, reason, None, fw_ev))
     return out
 
 
-def _issue_findings(v: Mapping[str, Any], addr: str, have: Any) -> list[Finding]:
+def _issue_findings(v: Verdict, addr: str, have: object) -> list[Finding]:
     """A drift finding per known issue the device runs into, compact: the issue's id, its
     severity and symptom, the fix this device needs, the source's URL (the catalog holds the
     rest: `hwmgr catalog show DRIVER`)."""
@@ -196,7 +218,7 @@ def _issue_findings(v: Mapping[str, Any], addr: str, have: Any) -> list[Finding]
     return out
 
 
-def _floor_findings(v: Mapping[str, Any], addr: str, current: Any) -> list[Finding]:
+def _floor_findings(v: Verdict, addr: str, current: object) -> list[Finding]:
     """A finding per firmware requirement of the driver version the device runs."""
     out = []
     entry = v.get("entry") or ""
@@ -219,7 +241,7 @@ def _floor_findings(v: Mapping[str, Any], addr: str, current: Any) -> list[Findi
 
 
 # ------------------------------------------------------------------ which interfaces
-def _norm(name: Any) -> str | None:
+def _norm(name: object) -> str | None:
     return name.strip().replace("-", "_") if isinstance(name, str) and name.strip() else None
 
 
@@ -309,7 +331,7 @@ def setting_findings(host: Host, cat: Catalog, ifaces: list[Governed],
     return out
 
 
-def sysctl_findings(host: Host, sysctl_rules: list[dict[str, Any]],
+def sysctl_findings(host: Host, sysctl_rules: Iterable[Mapping[str, object]],
                     sysctls: Mapping[str, ItemValue]) -> list[Finding]:
     """Every host sysctl rule whose condition holds, judged (unknown when it cannot be told)."""
     out: list[Finding] = []
@@ -317,11 +339,12 @@ def sysctl_findings(host: Host, sysctl_rules: list[dict[str, Any]],
         ok, reason = rules.holds(rule.get("when"), None, sysctls)
         if ok is False:
             continue
-        have = sysctls.get(f"sysctl.{rule['name']}", Status.UNKNOWN)
+        name = str(rule["name"])
+        have = sysctls.get(f"sysctl.{name}", Status.UNKNOWN)
         if ok is None:
             have = Status.UNKNOWN
-        why = (capture.sysctl_missing(host, rule["name"])
-               if capture.lacks_sysctl(host, rule["name"]) and not capture.lacks(
+        why = (capture.sysctl_missing(host, name)
+               if capture.lacks_sysctl(host, name) and not capture.lacks(
                    host, capture.SYSCTL) else _missing(host, capture.SYSCTL, "/proc/sys"))
         found = judge_sysctl(rule, have, why if ok else f"its condition: {reason}")
         out.append(found)
@@ -368,13 +391,13 @@ def check_host(host: Host, cat: Catalog, layers: set[str]) -> CheckResult:
     return result
 
 
-def gate_finding(item: Mapping[str, Any]) -> Finding:
+def gate_finding(item: Mapping[str, object]) -> Finding:
     """A kernel-gate item ("e1000e ready for kernel KVER: yes" / "no: why" / unknown) as a
     driver-layer finding; no fix command: the why names what to fix before the gate reruns."""
-    status = item["status"]
+    status = str(item["status"])
     have = {"ok": "yes", "drift": "no"}.get(status)
     return Finding("driver", None, None, f"kernel_ready.{item['driver']}.{item['kernel']}",
-                   "yes", have, status, item["reason"])
+                   "yes", have, status, str(item["reason"]))
 
 
 def judge_host(host: Host, cat: Catalog, layers: set[str], state_dir: str,

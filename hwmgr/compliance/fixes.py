@@ -10,7 +10,7 @@ tx 4096`) for the table. Names from hosts and catalogs are shell-quoted.
 from __future__ import annotations
 
 import shlex
-from typing import Any, Iterable
+from typing import Iterable
 
 from hwmgr.compliance.ethtool import FEATURE_TABLE
 
@@ -19,14 +19,14 @@ _SHORT = {long: short for short, long, _ in FEATURE_TABLE}
 ETHTOOL_SET = {"pause": "-A", "ring": "-G", "channels": "-L", "features": "-K"}
 
 
-def _word(value: Any) -> str:
+def _word(value: object) -> str:
     """A wanted value as the command-line word: on/off, or the number."""
     if isinstance(value, bool):
         return "on" if value else "off"
     return str(value)
 
 
-def setting_fix(ifname: str, item: str, value: Any) -> str | None:
+def setting_fix(ifname: str, item: str, value: object) -> str | None:
     """The command that sets `item` of `ifname` to `value` (None for items with no setter)."""
     q = shlex.quote(ifname)
     if item in ("txqueuelen", "mtu"):
@@ -40,7 +40,7 @@ def setting_fix(ifname: str, item: str, value: Any) -> str | None:
     return f"ethtool {opt} {q} {shlex.quote(key)} {_word(value)}"
 
 
-def sysctl_fix(name: str, value: Any) -> str:
+def sysctl_fix(name: str, value: object) -> str:
     """`sysctl -w name=value`; a multi-field value (ints only) double-quoted as one word."""
     if isinstance(value, list):
         return f'sysctl -w {shlex.quote(name)}="{" ".join(str(int(v)) for v in value)}"'

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
+from typing import Iterable, Mapping, TypedDict
 
 from hwmgr import safejson
 from hwmgr.compliance.judge import ITEM_KEYS, ItemKey, worst_per_item
@@ -47,7 +47,34 @@ CREATE TABLE IF NOT EXISTS check_items (
 """
 
 
-def record_check(host: Host, state_dir: str, data: dict[str, Any], *,
+class Episode(TypedDict):
+    """One stretch of drift of one item: when it started and stopped, and the committed
+    transactions between the checks on either side of each end."""
+
+    layer: str
+    device: str
+    interface: str
+    item: str
+    since: str
+    since_check: int
+    first_check: bool  # drifting at the first check recorded: its start is unknown
+    started_by: list[dict[str, object]]
+    until: str | None
+    ended_as: str | None
+    stopped_by: list[dict[str, object]]
+    actual: object
+
+
+class DriftHistory(TypedDict):
+    """`history --checks`: how many checks were recorded, the first and last, the episodes."""
+
+    checks: int
+    first: str | None
+    last: str | None
+    episodes: list[Episode]
+
+
+def record_check(host: Host, state_dir: str, data: Mapping[str, object], *,
                  at: str | None = None) -> int | None:
     """Record one check's per-item statuses; its id, or None on a snapshot (nothing to add).
 
@@ -58,7 +85,8 @@ def record_check(host: Host, state_dir: str, data: dict[str, Any], *,
     state = StateDir(host, state_dir)
     state.ensure()
     rows = _rows(data)
-    summary = data.get("summary") if isinstance(data.get("summary"), dict) else {}
+    summary = data.get("summary")
+    summary = summary if isinstance(summary, dict) else {}
     version = data.get("catalog_version")
     try:
         db = host.journal_connect(f"{state.path}/{CHECKS_FILE}", timeout=10.0,
@@ -96,11 +124,11 @@ def record_check(host: Host, state_dir: str, data: dict[str, Any], *,
     return check_id
 
 
-def _rows(data: dict[str, Any]) -> list[tuple[ItemKey, int, str | None]]:
+def _rows(data: Mapping[str, object]) -> list[tuple[ItemKey, int, str | None]]:
     """(item key, status code, actual or None) per item, from its worst finding."""
     out = []
     for key, f in worst_per_item(data.get("findings")).items():
-        code = CODES[f["status"]]
+        code = CODES[str(f["status"])]
         actual = None if code == 0 else json.dumps(f.get("actual"), default=str)[:MAX_ACTUAL]
         out.append((key, code, actual))
     return out
@@ -121,7 +149,18 @@ def open_history(host: Host, state_dir: str) -> sqlite3.Connection | None:
     return db
 
 
-def drift_episodes(db: sqlite3.Connection, txns: list[dict[str, Any]]) -> dict[str, Any]:
+def _committed(txns: Iterable[Mapping[str, object]]) -> list[tuple[str, Mapping[str, object]]]:
+    """(ended, transaction) of the committed transactions, oldest first."""
+    out = []
+    for t in txns:
+        ended = t.get("ended")
+        if t.get("state") == "committed" and isinstance(ended, str):
+            out.append((ended, t))
+    return sorted(out, key=lambda pair: pair[0])
+
+
+def drift_episodes(db: sqlite3.Connection, txns: Iterable[Mapping[str, object]]
+                   ) -> DriftHistory:
     """Per item: each stretch of drift (from / until which check) and the transactions that
     committed between the checks where it started and where it stopped."""
     where = f"check history {CHECKS_FILE}"
@@ -134,29 +173,30 @@ def drift_episodes(db: sqlite3.Connection, txns: list[dict[str, Any]]) -> dict[s
             row = checked_row(dict(zip(("id", *ITEM_KEYS), r)), ITEM_COLUMNS,
                               f"{where}: item {printable(r[0])}")
             items[row["id"]] = {k: row[k] for k in ITEM_KEYS}
-        seen: dict[int, dict[int, tuple[int, Any]]] = {}
+        seen: dict[int, dict[int, tuple[int, object]]] = {}
         for r in db.execute("SELECT check_id, item_id, status, actual FROM check_items"):
             row = checked_row(dict(zip(CHECK_ITEM_COLUMNS, r)), CHECK_ITEM_COLUMNS,
                               f"{where}: check {printable(r[0])} item {printable(r[1])}")
             seen.setdefault(row["item_id"], {})[row["check_id"]] = (row["status"], row["actual"])
     except sqlite3.DatabaseError as exc:
         raise BadInputError(f"check history: not usable ({exc})") from None
-    committed = sorted((t for t in txns if t.get("state") == "committed"
-                        and isinstance(t.get("ended"), str)), key=lambda t: t["ended"])
+    committed = _committed(txns)
 
-    def between(after: str | None, upto: str) -> list[dict[str, Any]]:
+    def between(after: str | None, upto: str) -> list[dict[str, object]]:
         return [{"txn": t["id"], "kind": t["kind"], "target": t["target"],
-                 "committed": t["ended"]} for t in committed
-                if (after is None or t["ended"] > after) and t["ended"] <= upto]
+                 "committed": ended} for ended, t in committed
+                if (after is None or ended > after) and ended <= upto]
 
-    episodes = []
+    episodes: list[Episode] = []
     for iid, by_check in seen.items():
-        open_ep: dict[str, Any] | None = None
+        open_ep: Episode | None = None
         prev_at: str | None = None
         for cid, at in checks:
             code, actual = by_check.get(cid, (-1, None))  # -1: not checked that time
             if code == 1 and open_ep is None:
-                open_ep = {**items.get(iid, dict.fromkeys(ITEM_KEYS, "")), "since": at,
+                it = items.get(iid, dict.fromkeys(ITEM_KEYS, ""))
+                open_ep = {"layer": it["layer"], "device": it["device"],
+                           "interface": it["interface"], "item": it["item"], "since": at,
                            "since_check": cid, "first_check": prev_at is None,
                            "started_by": [] if prev_at is None else between(prev_at, at),
                            "until": None, "ended_as": None, "stopped_by": [],
@@ -164,8 +204,9 @@ def drift_episodes(db: sqlite3.Connection, txns: list[dict[str, Any]]) -> dict[s
             elif code == 1 and open_ep is not None:
                 open_ep["actual"] = _load(actual)
             elif open_ep is not None:
-                open_ep.update(until=at, ended_as=STATUS.get(code, "not checked"),
-                               stopped_by=between(prev_at, at))
+                open_ep["until"] = at
+                open_ep["ended_as"] = STATUS.get(code, "not checked")
+                open_ep["stopped_by"] = between(prev_at, at)
                 episodes.append(open_ep)
                 open_ep = None
             prev_at = at

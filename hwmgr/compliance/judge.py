@@ -11,7 +11,7 @@ it cannot do this: veth has no rings). Pure functions over what `hwmgr.complianc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Tuple, TypedDict
+from typing import Mapping, Tuple, TypedDict
 
 from hwmgr.catalog.refs import Cite, cite
 from hwmgr.compliance.fixes import setting_fix, sysctl_fix
@@ -40,8 +40,8 @@ class FindingJSON(TypedDict):
     device: str | None  # PCI address
     interface: str | None
     item: str  # canonical item name
-    expected: Any  # the rule, as people read it (on/off, a number, {"min": N} …)
-    actual: Any  # what was read (None when it could not be)
+    expected: object  # the rule, as people read it (on/off, a number, {"min": N} …)
+    actual: object  # what was read (None when it could not be)
     status: str  # one of STATUSES
     reason: str
     fix: str | None  # the command that fixes a drift
@@ -56,8 +56,8 @@ class Finding:
     device: str | None
     interface: str | None
     item: str
-    expected: Any
-    actual: Any
+    expected: object
+    actual: object
     status: str
     reason: str
     fix: str | None = None
@@ -115,19 +115,21 @@ def describe(rule: object) -> str:
     return str(show(rule))
 
 
-def _in_bounds(rule: Mapping[str, Any], have: int) -> int | None:
-    """None when `have` meets {min, max}; else the nearest value that would."""
-    if "min" in rule and have < rule["min"]:
-        return int(rule["min"])
-    if "max" in rule and have > rule["max"]:
-        return int(rule["max"])
+def _in_bounds(rule: Mapping[str, object], have: int) -> int | None:
+    """None when `have` meets {min, max} (numbers, as the schema has them); else the nearest
+    value that would."""
+    low, high = rule.get("min"), rule.get("max")
+    if isinstance(low, (int, float)) and have < low:
+        return int(low)
+    if isinstance(high, (int, float)) and have > high:
+        return int(high)
     return None
 
 
 def judge_setting(want: Want, items: Mapping[str, ItemValue], ifname: str,
                   device: str | None, missing: str) -> Finding:
     """One interface item against its want. `missing` says why an unknown item is unknown."""
-    def finding(status: str, reason: str, expected: Any = want.rule, actual: Any = None,
+    def finding(status: str, reason: str, expected: object = want.rule, actual: object = None,
                 fix: str | None = None) -> Finding:
         return Finding("setting", device, ifname, want.item, show(expected), show(actual),
                        status, reason, fix, want.cite)
@@ -137,8 +139,8 @@ def judge_setting(want: Want, items: Mapping[str, ItemValue], ifname: str,
     if want.condition:
         inner = finding
 
-        def finding(status: str, reason: str, expected: Any = want.rule, actual: Any = None,
-                    fix: str | None = None) -> Finding:
+        def finding(status: str, reason: str, expected: object = want.rule,
+                    actual: object = None, fix: str | None = None) -> Finding:
             return inner(status, f"{reason} while {want.condition}", expected, actual, fix)
 
     have = items.get(want.item, items.get(want.item.split(".", 1)[0], Status.UNKNOWN))
@@ -172,22 +174,22 @@ def judge_setting(want: Want, items: Mapping[str, ItemValue], ifname: str,
                                 f"maximum {top}", top, have,
                        setting_fix(ifname, want.item, top))
     if isinstance(rule, dict):
-        target = _in_bounds(rule, have)
-        if target is None:
+        nearest = _in_bounds(rule, have)
+        if nearest is None:
             return finding("ok", f"{want.item} is {have} ({describe(rule)})", actual=have)
         return finding("drift", f"{want.item} is {have}, the catalog wants {describe(rule)}",
-                       actual=have, fix=setting_fix(ifname, want.item, target))
+                       actual=have, fix=setting_fix(ifname, want.item, nearest))
     if have == rule:
         return finding("ok", f"{want.item} is {have}", actual=have)
     return finding("drift", f"{want.item} is {have}, the catalog wants {rule}", actual=have,
                    fix=setting_fix(ifname, want.item, rule))
 
 
-def judge_sysctl(rule: Mapping[str, Any], have: ItemValue, missing: str) -> Finding:
+def judge_sysctl(rule: Mapping[str, object], have: ItemValue, missing: str) -> Finding:
     """One host sysctl rule (value, min, max or per-field bounds) against what was read."""
-    name = rule["name"]
+    name = str(rule["name"])
     item = f"sysctl.{name}"
-    expected: Any = next((rule[k] for k in ("value", "fields") if k in rule),
+    expected: object = next((rule[k] for k in ("value", "fields") if k in rule),
                          {k: rule[k] for k in ("min", "max") if k in rule})
 
     def finding(status: str, reason: str, fix: str | None = None) -> Finding:
@@ -201,14 +203,16 @@ def judge_sysctl(rule: Mapping[str, Any], have: ItemValue, missing: str) -> Find
             return finding("ok", f"{name} is {_text(have)}")
         return finding("drift", f"{name} is {_text(have)}, the catalog wants "
                                 f"{_text(rule['value'])}", sysctl_fix(name, rule["value"]))
-    fields = rule.get("fields") or [expected]
+    fields = rule.get("fields")
+    if not isinstance(fields, list) or not fields:
+        fields = [expected]
     read = have if isinstance(have, list) else [have]
     values = [v for v in read if isinstance(v, int) and not isinstance(v, bool)]
     if len(values) < len(read) or len(values) < len(fields):
         return finding("unknown", f"{name} is {_text(have)}: not {len(fields)} number(s)")
     fixed, bad = list(values), []
     for i, spec in enumerate(fields):
-        if spec is None:
+        if not isinstance(spec, dict):  # None: any value will do in this field
             continue
         bound = {"min": spec["value"], "max": spec["value"]} if "value" in spec else spec
         target = _in_bounds(bound, values[i])
@@ -227,10 +231,10 @@ def _text(value: object) -> str:
     return " ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
-def worst_per_item(findings: object) -> dict[ItemKey, Mapping[str, Any]]:
+def worst_per_item(findings: object) -> dict[ItemKey, Mapping[str, object]]:
     """Each item's worst finding among `check --json` findings (read back from a file, so
     anything that is not a finding with a known status is skipped)."""
-    out: dict[ItemKey, Mapping[str, Any]] = {}
+    out: dict[ItemKey, Mapping[str, object]] = {}
     for f in findings if isinstance(findings, list) else []:
         if not isinstance(f, dict) or f.get("status") not in _RANK:
             continue
@@ -238,7 +242,7 @@ def worst_per_item(findings: object) -> dict[ItemKey, Mapping[str, Any]]:
                                           for k in ITEM_KEYS)
         key = (layer, device, interface, item)
         old = out.get(key)
-        if old is None or _RANK[f["status"]] < _RANK[old["status"]]:
+        if old is None or _RANK[f["status"]] < _RANK[str(old["status"])]:
             out[key] = f
     return out
 

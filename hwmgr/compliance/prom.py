@@ -34,7 +34,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from hwmgr.compliance.items import KNOWN_ISSUE
 from hwmgr.compliance.judge import ITEM_KEYS, SUMMARY_KEYS, worst_per_item
@@ -52,7 +52,7 @@ _SEVERITY = re.compile(r"^\S+ \(([a-z-]+)\):")  # "CVE-… (crash): …", as che
 _URL = re.compile(r"<(https?://[^>\s]+)>")
 
 
-def _known_issue(f: Mapping[str, Any]) -> tuple[str, str, str] | None:
+def _known_issue(f: Mapping[str, object]) -> tuple[str, str, str] | None:
     """(id, severity, url) of a drifting known-issue finding, else None."""
     item = str(f.get("item") or "")
     if not item.startswith(KNOWN_ISSUE) or f.get("status") != "drift":
@@ -67,7 +67,7 @@ def _known_issue(f: Mapping[str, Any]) -> tuple[str, str, str] | None:
             url if isinstance(url, str) else "")
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     """A finding value as a sample: ints and floats (not booleans), else None."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
@@ -99,7 +99,7 @@ def failure_registry(reason: str, duration: float | None = None,
     return reg
 
 
-def registry_for(data: dict[str, Any], now: float | None = None,
+def registry_for(data: Mapping[str, object], now: float | None = None,
                  duration: float | None = None) -> CollectorRegistry:
     """A prometheus-client CollectorRegistry holding the metrics of one check's data."""
     # imported here, not at the top: prometheus_client costs ~50 ms to import and only
@@ -167,7 +167,7 @@ def registry_for(data: dict[str, Any], now: float | None = None,
     return reg
 
 
-def write_prom(dest: str | os.PathLike[str], data: dict[str, Any], *,
+def write_prom(dest: str | os.PathLike[str], data: Mapping[str, object], *,
                host: Host | None = None, now: float | None = None,
                duration: float | None = None) -> Path:
     """Write check `data` as metrics to the `.prom` file the user named; its real path."""

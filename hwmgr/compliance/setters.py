@@ -7,12 +7,12 @@ write of `/proc/sys/...` through the Host. Read-back uses the same readers as `c
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Union
 
 from hwmgr.compliance.fixes import ETHTOOL_SET
-from hwmgr.compliance.items import Status
+from hwmgr.compliance.items import ItemValue, Status
 from hwmgr.compliance.read import canonical_item, lookup, read_interface
-from hwmgr.compliance.sysctl import parse_sysctl_value, read_sysctls
+from hwmgr.compliance.sysctl import SysctlValue, parse_sysctl_value, read_sysctls
 from hwmgr.errors import BadInputError, HwmgrError
 from hwmgr.host.capture import sysctl_path
 from hwmgr.host.ifname import check_tool_safe
@@ -23,6 +23,10 @@ PAUSE_KEYS = ("autoneg", "rx", "tx")
 RING_KEYS = ("rx", "tx", "rx-mini", "rx-jumbo")
 CHANNEL_KEYS = ("rx", "tx", "other", "combined")
 LINK_ITEMS = ("txqueuelen", "mtu")
+
+
+# a value as the readers report it once normalised (None: a sysctl text that parsed to nothing)
+Normalised = Union[bool, int, SysctlValue, None]
 
 
 class SetError(HwmgrError):
@@ -38,7 +42,7 @@ def settable(item: str) -> bool:
             or group == "channels" and key in CHANNEL_KEYS or group == "features" and bool(key))
 
 
-def normalise(item: str, value: object) -> Any:
+def normalise(item: str, value: object) -> Normalised:
     """A value in the form `read_interface` reports: bool for pause/features, int for counts,
     sysctl text parsed like /proc/sys."""
     group = item.split(".", 1)[0]
@@ -105,7 +109,7 @@ def apply_item(host: Host, ifname: str | None, item: str, value: object) -> None
         raise SetError(f"{ifname} {item}: `{' '.join(argv)}` failed: {msg}")
 
 
-def read_item(host: Host, ifname: str | None, item: str) -> Any:
+def read_item(host: Host, ifname: str | None, item: str) -> Normalised | ItemValue:
     """The item's live value (normalised), or a Status when it cannot be read."""
     item = canonical_item(item)
     if item.startswith("sysctl."):

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Callable
+from typing import Callable, Mapping, TypedDict, cast
 
-from hwmgr.compliance.items import Status, jsonable
+from hwmgr import safejson
+from hwmgr.compliance.items import Status
 from hwmgr.compliance.persist.backends import nm_property, nm_setting_present
 from hwmgr.compliance.setters import apply_item, read_item, same
 from hwmgr.errors import HwmgrError
@@ -24,27 +25,134 @@ from hwmgr.transaction.state import BackupRecord
 PENDING_DIR = "pending-revert"
 
 
+# ---------------------------------------------------------------- the journaled params
+class ItemParam(TypedDict, total=False):
+    """One live setting: apply's `wanted` (and whether it may cut the link), revert's
+    `value` (what the apply found)."""
+
+    interface: str | None  # None: a host sysctl
+    item: str
+    wanted: object
+    risky: bool
+    value: object
+
+
+class FileParam(TypedDict):
+    """A persistence file apply writes whole."""
+
+    path: str
+    content: str
+
+
+class NmParam(TypedDict, total=False):
+    """NetworkManager properties set on one connection (revert: and the settings to drop)."""
+
+    connection: str
+    properties: dict[str, str]
+    remove: list[str]
+
+
+class ConfirmParam(TypedDict):
+    """The timed revert armed before the risky settings: its timeout and waiter argv."""
+
+    timeout: int
+    argv: list[str]
+
+
+class _Params(TypedDict, total=False):
+    items: list[ItemParam]
+    nm: list[NmParam]
+    persist_root: str  # the root persistence files were written under
+
+
+class ApplyParams(_Params, total=False):
+    """`apply` params as journaled: settings, the files and NM properties that persist them,
+    and the timed revert when a risky setting is among them."""
+
+    files: list[FileParam]
+    confirm: ConfirmParam
+
+
+class RevertParams(_Params, total=False):
+    """`revert` params as journaled: the apply undone, its settings' values before it and
+    the backups of the files it wrote."""
+
+    of: int
+    files: list[BackupRecord]
+
+
+def _list(params: Mapping[str, object], key: str, fields: Mapping[str, safejson.Types]
+          ) -> list[dict[str, object]]:
+    """params[key] as a list of objects whose `fields` have their types; BadInputError
+    naming the field otherwise (a damaged journal, never a traceback)."""
+    out = safejson.typed(params.get(key, []), list, f"params.{key}")
+    for i, rec in enumerate(out):
+        safejson.typed(rec, dict, f"params.{key}[{i}]")
+        for name, types in fields.items():
+            safejson.typed(rec.get(name), types, f"params.{key}[{i}].{name}")
+    return cast("list[dict[str, object]]", out)
+
+
+def _strings(value: object, where: str) -> None:
+    """A list of strings (an argv, settings to remove), else BadInputError naming it."""
+    for i, word in enumerate(safejson.typed(value, list, where)):
+        safejson.typed(word, str, f"{where}[{i}]")
+
+
+def _check_params(params: Mapping[str, object], files: Mapping[str, safejson.Types]) -> None:
+    """The keys every settings step reads, each of its type (`files`: a file's keys)."""
+    _list(params, "items", {"item": str, "interface": (str, type(None))})
+    _list(params, "files", files)
+    for i, n in enumerate(_list(params, "nm", {"connection": str, "properties": dict})):
+        props = cast("dict[str, object]", n["properties"])
+        for k, v in props.items():
+            safejson.typed(v, str, f"params.nm[{i}].properties.{k}")
+        _strings(n.get("remove", []), f"params.nm[{i}].remove")
+    safejson.typed(params.get("persist_root", "/"), str, "params.persist_root")
+
+
+def apply_params(params: Mapping[str, object]) -> ApplyParams:
+    """Journaled `apply` params, checked once, so recovery rebuilds the steps or names the
+    damaged field (BadInputError)."""
+    _check_params(params, {"path": str, "content": str})
+    if params.get("confirm"):
+        conf = safejson.typed(params["confirm"], dict, "params.confirm")
+        safejson.typed(conf.get("timeout"), int, "params.confirm.timeout")
+        _strings(conf.get("argv"), "params.confirm.argv")
+    return cast(ApplyParams, params)
+
+
+def revert_params(params: Mapping[str, object]) -> RevertParams:
+    """Journaled `revert` params, checked once: the files are the apply's backup records
+    (`StateDir.backup_file`; `sha256` and `backup` only when the file existed)."""
+    none = type(None)
+    _check_params(params, {"path": str, "existed": (bool, none), "backup": (str, none),
+                           "sha256": (str, none)})
+    return cast(RevertParams, params)
+
+
 def pending_path(state_path: str, txn_id: int) -> str:
     """Logical path of the marker that says "revert transaction `txn_id` unless confirmed"."""
     return f"{state_path}/{PENDING_DIR}/{int(txn_id)}.json"
 
 
 # ---------------------------------------------------------------- one live setting
-def _set_steps(prefix: str, rec: dict[str, Any], value_key: str) -> Step:
+def _set_steps(prefix: str, rec: ItemParam, value_key: str) -> Step:
     iface, item = rec.get("interface"), rec["item"]
+    value = rec.get(value_key)  # wanted (apply) | value (revert)
 
-    def do(ctx: Ctx) -> dict[str, Any]:
+    def do(ctx: Ctx) -> dict[str, object]:
         if "before" not in ctx.data:
             before = read_item(ctx.host, iface, item)
             if isinstance(before, Status):
                 raise HwmgrError(f"{iface or 'host'} {item}: cannot read the current value "
                                  f"({before.value}); nothing changed")
-            ctx.save(before=jsonable(before))
-        apply_item(ctx.host, iface, item, rec[value_key])
+            ctx.save(before=before)
+        apply_item(ctx.host, iface, item, value)
         return {}
 
     def check(ctx: Ctx) -> bool:
-        return same(item, read_item(ctx.host, iface, item), rec[value_key])
+        return same(item, read_item(ctx.host, iface, item), value)
 
     def undo(ctx: Ctx) -> None:
         if "before" not in ctx.data:
@@ -55,7 +163,7 @@ def _set_steps(prefix: str, rec: dict[str, Any], value_key: str) -> Step:
 
     where = f"{iface}:" if iface else ""
     return Step(f"{prefix} {where}{item}", do, undo, check,
-                description=f"{item} → {rec[value_key]}")
+                description=f"{item} → {value}")
 
 
 # ---------------------------------------------------------------- one persistence file
@@ -66,10 +174,10 @@ def _license(ctx: Ctx, root: str) -> None:
         ctx.host.allow_writes(root)
 
 
-def _file_step(rec: dict[str, Any], root: str) -> Step:
+def _file_step(rec: FileParam, root: str) -> Step:
     path, content = rec["path"], rec["content"].encode()
 
-    def do(ctx: Ctx) -> dict[str, Any]:
+    def do(ctx: Ctx) -> dict[str, object]:
         _license(ctx, root)
         ctx.backup(path)  # journaled before the file changes; idempotent across re-runs
         ctx.host.write_bytes(path, content)
@@ -103,23 +211,22 @@ def _nm_remove(ctx: Ctx, conn: str, settings: list[str]) -> None:
                              + " ".join(res.stderr.split()))
 
 
-def _nm_step(rec: dict[str, Any], value_key: str) -> Step:
+def _nm_step(rec: NmParam) -> Step:
     """Set NM properties; `before` keeps their values and `absent` the settings (ethtool,
     link) the connection did not have, removed again on undo so its keyfile is as it was."""
-    conn = rec["connection"]
+    conn, props = rec["connection"], rec["properties"]
 
-    def do(ctx: Ctx) -> dict[str, Any]:
+    def do(ctx: Ctx) -> dict[str, object]:
         if "before" not in ctx.data:
-            props = rec[value_key]
             settings = sorted({p.split(".", 1)[0] for p in props})
             ctx.save(before={p: nm_property(ctx.host, conn, p) or "" for p in props},
                      absent=[s for s in settings if not nm_setting_present(ctx.host, conn, s)])
-        _nm_set(ctx, conn, rec[value_key])
+        _nm_set(ctx, conn, props)
         _nm_remove(ctx, conn, rec.get("remove", []))
         return {}
 
     def check(ctx: Ctx) -> bool:
-        return all(nm_property(ctx.host, conn, p) == v for p, v in rec[value_key].items())
+        return all(nm_property(ctx.host, conn, p) == v for p, v in props.items())
 
     def undo(ctx: Ctx) -> None:
         if "before" in ctx.data:
@@ -131,10 +238,10 @@ def _nm_step(rec: dict[str, Any], value_key: str) -> Step:
 
 
 # ---------------------------------------------------------------- the timed automatic revert
-def _arm_step(rec: dict[str, Any]) -> Step:
+def _arm_step(rec: ConfirmParam) -> Step:
     """Arm a revert that fires unless `hwmgr apply --confirm TXN` comes within the timeout."""
 
-    def do(ctx: Ctx) -> dict[str, Any]:
+    def do(ctx: Ctx) -> dict[str, object]:
         marker = pending_path(ctx.state.path, ctx.txn_id)
         ctx.save(marker=marker)
         ctx.host.write_bytes(marker, json.dumps({"txn": ctx.txn_id,
@@ -156,14 +263,15 @@ def _arm_step(rec: dict[str, Any]) -> Step:
                 description=f"revert unless confirmed within {rec['timeout']} s")
 
 
-def apply_steps(params: dict[str, Any]) -> list[Step]:
+def apply_steps(raw: Mapping[str, object]) -> list[Step]:
     """safe settings → persistence files / NM properties → (arm timed revert → risky ones)."""
+    params = apply_params(raw)
     safe = [c for c in params["items"] if not c.get("risky")]
     risky = [c for c in params["items"] if c.get("risky")]
     steps = [_set_steps("set", c, "wanted") for c in safe]
     root = params.get("persist_root", "/")
     steps += [_file_step(f, root) for f in params.get("files", [])]
-    steps += [_nm_step(n, "properties") for n in params.get("nm", [])]
+    steps += [_nm_step(n) for n in params.get("nm", [])]
     if risky:
         if params.get("confirm"):
             steps.append(_arm_step(params["confirm"]))
@@ -176,7 +284,7 @@ def _restore_file_step(rec: BackupRecord, root: str) -> Step:
     """Put a persistence file back exactly as the apply found it (or remove it)."""
     path = rec["path"]
 
-    def do(ctx: Ctx) -> dict[str, Any]:
+    def do(ctx: Ctx) -> dict[str, object]:
         _license(ctx, root)
         ctx.backup(path)  # what is there now, so undoing the revert puts it back
         ctx.state.restore_file(rec)
@@ -195,16 +303,17 @@ def _restore_file_step(rec: BackupRecord, root: str) -> Step:
     return Step(f"restore {path}", do, undo, check, description=f"restore {path}")
 
 
-def revert_steps(params: dict[str, Any]) -> list[Step]:
+def revert_steps(raw: Mapping[str, object]) -> list[Step]:
     """Undo one apply: its settings and persistence in reverse order of the apply."""
-    steps = [_nm_step(n, "properties") for n in params.get("nm", [])]
+    params = revert_params(raw)
+    steps = [_nm_step(n) for n in params.get("nm", [])]
     root = params.get("persist_root", "/")
     steps += [_restore_file_step(f, root) for f in params.get("files", [])]
     steps += [_set_steps("restore", c, "value") for c in params["items"]]
     return steps
 
 
-REGISTRY: dict[str, Callable[[dict[str, Any]], list[Step]]] = {
+REGISTRY: dict[str, Callable[[Mapping[str, object]], list[Step]]] = {
     "apply": apply_steps,
     "revert": revert_steps,
 }

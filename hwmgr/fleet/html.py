@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 from urllib.parse import quote
 
 from hwmgr.fleet.jinja import jinja2, markup
-from hwmgr.fleet.report import HOST_STATUSES, LAYERS, Report
+from hwmgr.fleet.report import HOST_STATUSES, LAYERS, Point, Report, point
 from hwmgr.fleet.trend import News
 from hwmgr.fleet.view import NO_RESULT, FleetItem, Shown, compact, fleet_items, group_rows
 
@@ -74,7 +74,7 @@ def embed_json(obj: object) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-def _cards(summary: dict[str, int]) -> list[dict[str, Any]]:
+def _cards(summary: dict[str, int]) -> list[dict[str, object]]:
     out = []
     for key in CARD_KEYS:
         label = "hosts" if key == "hosts" else key.replace("-", " ")
@@ -83,8 +83,8 @@ def _cards(summary: dict[str, int]) -> list[dict[str, Any]]:
     return out
 
 
-def sparkline(points: list[dict[str, Any]], width: int = 300,
-              height: int = 64) -> dict[str, Any] | None:
+def sparkline(points: list[Point], width: int = 300,
+              height: int = 64) -> dict[str, object] | None:
     """The trend's geometry: compliant (green) and drifting (red) host counts over reports,
     as polyline points and the last 60 reports' dots; None below two reports."""
     if len(points) < 2:
@@ -92,28 +92,31 @@ def sparkline(points: list[dict[str, Any]], width: int = 300,
     top = max(max(p["compliant"], p["drift"]) for p in points) or 1
     step = (width - 16) / (len(points) - 1)
 
-    def y(p: dict[str, Any], key: str) -> float:
-        return float(height - 8 - p[key] * (height - 16) / top)
+    def n(p: Point, key: str) -> int:  # the compliant or drift count
+        return p["compliant"] if key == "compliant" else p["drift"]
+
+    def y(p: Point, key: str) -> float:
+        return float(height - 8 - n(p, key) * (height - 16) / top)
 
     lines = {key: " ".join(f"{8 + i * step:.1f},{y(p, key):.1f}" for i, p in enumerate(points))
              for key in ("compliant", "drift")}
     dots = [{"cx": f"{8 + i * step:.1f}", "cy": f"{y(p, key):.1f}", "colour": colour,
-             "generated": p["generated"], "n": p[key], "key": key}
+             "generated": p["generated"], "n": n(p, key), "key": key}
             for key, colour in (("compliant", "#2e7d32"), ("drift", "#c62828"))
             for i, p in enumerate(points[-60:], start=max(0, len(points) - 60))]
     return {"n": len(points), "width": width, "height": height, "lines": lines, "dots": dots,
             "first": points[0], "last": points[-1]}
 
 
-def _context(report: Report, history: list[dict[str, Any]], groups: dict[str, str],
-             news: News, shown: Shown, items: list[FleetItem] | None) -> dict[str, Any]:
+def _context(report: Report, history: list[Point], groups: dict[str, str],
+             news: News, shown: Shown, items: list[FleetItem] | None) -> dict[str, object]:
     """What the template shows, computed: counts, the trend, the tables' rows, the data."""
     s = report["summary"]
     grows = group_rows(report, groups)
     return {
         "generated": report["generated"], "catalog_version": report["catalog_version"],
         "format_version": report["format_version"], "s": s, "cards": _cards(s),
-        "trend": sparkline([*history, {"generated": report["generated"], **s}]),
+        "trend": sparkline([*history, point(report["generated"], s.__getitem__)]),
         "news": news, "news_items": sum(len(v) for v in news["items"].values()),
         "items": [r for r in (fleet_items(report, shown) if items is None else items)
                   if r["status"] in FLEET_STATUSES],
@@ -127,7 +130,7 @@ def _context(report: Report, history: list[dict[str, Any]], groups: dict[str, st
     }
 
 
-def html_chunks(report: Report, history: list[dict[str, Any]], *, groups: dict[str, str],
+def html_chunks(report: Report, history: list[Point], *, groups: dict[str, str],
                 news: News, shown: Shown = plain,
                 items: list[FleetItem] | None = None) -> Iterator[bytes]:
     """The page as UTF-8 pieces of about CHUNK characters, as the template makes them: inline
@@ -147,7 +150,7 @@ def html_chunks(report: Report, history: list[dict[str, Any]], *, groups: dict[s
         yield "".join(buf).encode("utf-8")
 
 
-def render_html(report: Report, history: list[dict[str, Any]], *, groups: dict[str, str],
+def render_html(report: Report, history: list[Point], *, groups: dict[str, str],
                 news: News, shown: Shown = plain,
                 items: list[FleetItem] | None = None) -> str:
     """The whole page as one string (`html_chunks`, joined)."""

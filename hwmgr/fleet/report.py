@@ -7,7 +7,7 @@ import datetime as _dt
 import json
 from collections import Counter
 from importlib import resources
-from typing import Any, Iterator, TypedDict, cast
+from typing import Callable, Iterator, TypedDict, cast
 
 from hwmgr.errors import (
     EXIT_DRIFT,
@@ -83,6 +83,28 @@ class Report(TypedDict):
     catalog_version: str | None
     summary: dict[str, int]  # SUMMARY_KEYS
     hosts: dict[str, HostEntry]  # worst first, then by name
+
+
+class Point(TypedDict):
+    """One run on the trend: when, then its SUMMARY_KEYS counts (in that order)."""
+
+    generated: str
+    hosts: int
+    compliant: int
+    drift: int
+    unknown: int
+    unreachable: int
+    failed: int
+    reboot_pending: int
+
+
+def point(generated: str, count: Callable[[str], int]) -> Point:
+    """A trend point; `count(key)` gives each SUMMARY_KEYS count, asked in their order (so a
+    checking `count` names the first bad one)."""
+    return {"generated": generated, "hosts": count("hosts"), "compliant": count("compliant"),
+            "drift": count("drift"), "unknown": count("unknown"),
+            "unreachable": count("unreachable"), "failed": count("failed"),
+            "reboot_pending": count("reboot_pending")}
 
 
 MAX_EPOCH = 253402300799  # 9999-12-31T23:59:59Z
@@ -187,10 +209,10 @@ def exit_code(report: Report) -> int:
     return EXIT_OK
 
 
-def schema() -> dict[str, Any]:
+def schema() -> dict[str, object]:
     """The bundled JSON Schema of fleet-report.json."""
     text = resources.files("hwmgr").joinpath("schemas/fleet-report.schema.json").read_text()
-    doc: dict[str, Any] = json.loads(text)
+    doc: dict[str, object] = json.loads(text)
     return doc
 
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from functools import partial
 from pathlib import Path
-from typing import Any, Dict, Iterable, Union, cast
+from typing import Dict, Iterable, Mapping, Union, cast
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError
@@ -28,10 +29,11 @@ from hwmgr.fleet.report import (
     HOST_STATUSES,
     LAYERS,
     NO_CHECK,
-    SUMMARY_KEYS,
     Finding,
     LoadedHost,
+    Point,
     SourceRef,
+    point,
 )
 from hwmgr.fleet.stream import JSONStream
 from hwmgr.output import printable
@@ -90,7 +92,7 @@ class Interner:
         self.findings: dict[tuple[object, ...], Finding] = {}
         self.order: dict[int, tuple[int, int, str, str, str]] = {}
 
-    def finding(self, raw: Any, base: str, i: int) -> Finding:
+    def finding(self, raw: object, base: str, i: int) -> Finding:
         """`raw` checked and reduced (`_finding`), or the equal one met before."""
         if not isinstance(raw, dict):
             return _finding(raw, base, i)
@@ -142,7 +144,7 @@ def _finding(raw: object, base: str, i: int) -> Finding:
     `source` in place of `evidence` when it has one."""
     if not isinstance(raw, dict):
         raise BadInputError(f"{base}.findings[{i}]: expected an object")
-    kept: dict[str, Any]
+    kept: dict[str, object]
     if "source" in raw:
         src = _source(raw["source"], f"{base}.findings[{i}].source")
         kept = raw if raw.keys() == SOURCE_KEYS and src is raw["source"] else {
@@ -165,7 +167,7 @@ def _finding(raw: object, base: str, i: int) -> Finding:
     return out
 
 
-def _unwrap(check: Any, where: str) -> tuple[Any, list[str]]:
+def _unwrap(check: object, where: str) -> tuple[object, list[str]]:
     """A check envelope → (data, errors); a bare data object passes through."""
     if isinstance(check, dict) and "format_version" in check and "command" in check:
         if check.get("format_version") != 1:
@@ -180,13 +182,15 @@ def _unwrap(check: Any, where: str) -> tuple[Any, list[str]]:
     return check, []
 
 
-def _status_from_check(data: dict[str, Any]) -> str:
-    """A host's status when only the check data says it (raw envelope files)."""
+def _status_from_check(data: Mapping[str, object]) -> str:
+    """A host's status when only the check data says it (raw envelope files; a summary, when
+    there is one, is an object of counts: `_check_counts` read it)."""
     if data.get("reboot_pending") is True:
         return "reboot-pending"
     if data.get("compliant") is True:
         return "compliant"
-    counts = data.get("summary") or {}
+    summary = data.get("summary")
+    counts = summary if isinstance(summary, dict) else {}
     if counts.get("drift"):
         return "drift"
     if counts.get("unknown"):
@@ -194,7 +198,7 @@ def _status_from_check(data: dict[str, Any]) -> str:
     return "drift" if data.get("compliant") is False else "unknown"
 
 
-def load_host(raw: Any, where: str, interner: Interner | None = None) -> LoadedHost:
+def load_host(raw: object, where: str, interner: Interner | None = None) -> LoadedHost:
     """One host's result (`{status, check, error}` or a raw check envelope) → report entry,
     holding nothing else of `raw`; with an `interner`, findings met before are shared."""
     if not isinstance(raw, dict):
@@ -317,13 +321,13 @@ def read_results_file(path: Path, interner: Interner | None = None) -> dict[str,
                     MAX_INPUT_BYTES) as js:
         if js.peek() != "{":  # not an object: the whole-document path says what is wrong
             return _entries(read_json(path, limit=MAX_BATCH_BYTES), path, interner)
-        doc: dict[str, Any] = {}
+        doc: dict[str, object] = {}
         depth = safejson.MAX_DEPTH - 1
         for key in js.members():
             if key == "hosts" and js.peek() == "{":
                 doc[key] = _stream_hosts(js, str(path), depth - 1, interner)
             elif key == "data" and js.peek() == "{":
-                data: dict[str, Any] = {}
+                data: dict[str, object] = {}
                 for dkey in js.members():
                     if dkey == "hosts" and js.peek() == "{":
                         data[dkey] = _stream_hosts(js, f"{path}: data", depth - 2, interner)
@@ -336,7 +340,7 @@ def read_results_file(path: Path, interner: Interner | None = None) -> dict[str,
     return _entries(doc, path, interner)
 
 
-def _entries(doc: Any, path: Path, interner: Interner) -> dict[str, LoadedHost]:
+def _entries(doc: object, path: Path, interner: Interner) -> dict[str, LoadedHost]:
     """The hosts of a many-hosts document: a batch check's `data.hosts`, else `hosts`."""
     base = str(path)
     if isinstance(doc, dict) and doc.get("command") == "check" and "format_version" in doc:
@@ -371,14 +375,22 @@ def read_results_dir(directory: Path, interner: Interner | None = None
     return hosts
 
 
-def read_json(path: Path, limit: int = MAX_INPUT_BYTES) -> Any:
+def read_json(path: Path, limit: int = MAX_INPUT_BYTES) -> object:
     """A JSON file, size-limited; any problem is a BadInputError naming the file (a FIFO or
     device refused before opening, nesting and integer length bounded: `safejson`)."""
     return safejson.load_file(path, max_bytes=limit)
 
 
 # ------------------------------------------------------------------------ earlier reports
-def load_history(paths: Iterable[Path]) -> list[dict[str, Any]]:
+def _count(summary: dict[str, object], path: Path, key: str) -> int:
+    """An earlier report's summary count (absent: 0); BadInputError naming it otherwise."""
+    val = summary.get(key, 0)
+    if not isinstance(val, int) or isinstance(val, bool) or val < 0:
+        raise BadInputError(f"{path}: summary.{key}: expected a count (integer >= 0)")
+    return val
+
+
+def load_history(paths: Iterable[Path]) -> list[Point]:
     """Earlier fleet-report.json files for the trend, oldest first; each one checked."""
     out = []
     for path in paths:
@@ -391,12 +403,6 @@ def load_history(paths: Iterable[Path]) -> list[dict[str, Any]]:
         gen, summary = doc.get("generated"), doc.get("summary")
         if not isinstance(gen, str) or not isinstance(summary, dict):
             raise BadInputError(f"{path}: 'generated' and 'summary' are required")
-        point: dict[str, Any] = {"generated": gen}
-        for key in SUMMARY_KEYS:
-            val = summary.get(key, 0)
-            if not isinstance(val, int) or isinstance(val, bool) or val < 0:
-                raise BadInputError(f"{path}: summary.{key}: expected a count (integer >= 0)")
-            point[key] = val
-        out.append(point)
+        out.append(point(gen, partial(_count, summary, path)))
     out.sort(key=lambda p: p["generated"])
     return out

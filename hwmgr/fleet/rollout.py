@@ -26,7 +26,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, TypedDict, cast
+from typing import Iterator, Mapping, TypedDict, cast
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError, NotFoundError, RefusedError, UsageError
@@ -72,13 +72,28 @@ class BudgetJson(TypedDict, total=False):
     percent: float | None
 
 
+class BudgetState(BudgetJson):
+    """The budget with its limit for this rollout and whether the failed gates spent it."""
+
+    limit: int
+    failed_gates: int
+    spent: bool
+
+
+class Change(TypedDict):
+    """The change a rollout makes on each host: `hwmgr VERB ARGS...`."""
+
+    verb: str
+    args: list[str]
+
+
 class Record(TypedDict):
-    """The record file (the module docstring shows one); `change` is {verb, args}."""
+    """The record file (the module docstring shows one)."""
 
     format: str
     version: int
     id: str
-    change: dict[str, Any]
+    change: Change
     batches: list[int]
     budget: BudgetJson
     created: str
@@ -146,7 +161,16 @@ def plan_batches(hosts: list[str], sizes: list[int]) -> list[list[str]]:
     return out
 
 
-def rollout_id(change: dict[str, Any], hosts: list[str]) -> str:
+def as_change(change: Mapping[str, object], where: str) -> Change:
+    """{verb, args} checked: BadInputError naming `where` otherwise."""
+    verb, args = change.get("verb"), change.get("args")
+    if not isinstance(verb, str) or not isinstance(args, list) or not all(
+            isinstance(a, str) for a in args):
+        raise BadInputError(f"{where}: change: expected {{verb: a string, args: strings}}")
+    return cast(Change, change)
+
+
+def rollout_id(change: Mapping[str, object], hosts: list[str]) -> str:
     """The same change over the same hosts is the same rollout (a re-run resumes it)."""
     blob = json.dumps({"change": change, "hosts": hosts}, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
@@ -161,7 +185,7 @@ def check_host_name(name: str) -> str:
 
 
 # ----------------------------------------------------------------------------- the record
-def new_record(change: dict[str, Any], hosts: list[str], batches: list[int],
+def new_record(change: Mapping[str, object], hosts: list[str], batches: list[int],
                budget: Budget) -> Record:
     """A fresh record: every host pending."""
     if not hosts:
@@ -170,7 +194,8 @@ def new_record(change: dict[str, Any], hosts: list[str], batches: list[int],
         raise UsageError("the rollout's hosts must be distinct (and at most "
                          f"{MAX_HOSTS})")
     return {"format": FORMAT, "version": VERSION, "id": rollout_id(change, hosts),
-            "change": change, "batches": batches, "budget": budget.to_json(),
+            "change": as_change(change, "--change"), "batches": batches,
+            "budget": budget.to_json(),
             "created": utcnow(), "halted": None,
             "hosts": {h: {"state": "pending", "batch": None, "started": None,
                           "finished": None, "resumed": 0, "gate": None, "rollback": None}
@@ -191,7 +216,7 @@ def counts(rec: Record) -> dict[str, int]:
     return out
 
 
-def budget_state(rec: Record) -> dict[str, Any]:
+def budget_state(rec: Record) -> BudgetState:
     """The budget, its limit for this rollout and whether it is spent."""
     c = counts(rec)
     limit = _budget_of(rec).limit(len(rec["hosts"]))
@@ -199,7 +224,7 @@ def budget_state(rec: Record) -> dict[str, Any]:
             "spent": c["failed_gates"] >= limit}
 
 
-def claim(rec: Record, asked: list[str]) -> dict[str, Any]:
+def claim(rec: Record, asked: list[str]) -> dict[str, object]:
     """Which of `asked` (one batch, in order) start now; they become in-flight. A halted
     rollout or a spent budget starts none; a host already done, failed or rolled back is
     skipped with its state; one left in flight by a crash starts again marked `resume`."""
@@ -228,7 +253,7 @@ def claim(rec: Record, asked: list[str]) -> dict[str, Any]:
             "budget": budget_state(rec)}
 
 
-def mark(rec: Record, name: str, state: str, evidence: object) -> dict[str, Any]:
+def mark(rec: Record, name: str, state: str, evidence: object) -> dict[str, object]:
     """Record a host's gate (done / failed) or its rollback (rolled-back) with evidence;
     RefusedError for a step out of order (a host is never marked done twice)."""
     h = rec["hosts"].get(name)
@@ -255,7 +280,7 @@ def mark(rec: Record, name: str, state: str, evidence: object) -> dict[str, Any]
     return {"host": name, "state": state, "halted": rec["halted"], "budget": bs}
 
 
-def mark_results(rec: Record, results: object) -> dict[str, Any]:
+def mark_results(rec: Record, results: object) -> dict[str, object]:
     """Mark a batch at once from {host: the hwmgr_rollout module's result}: a passed gate is
     done; a failed one is failed, then rolled-back when its rollback ran; a module that
     failed outright is a failed gate with its message; a host awaiting its reboot (or
@@ -294,7 +319,7 @@ def mark_results(rec: Record, results: object) -> dict[str, Any]:
             "budget": budget_state(rec)}
 
 
-def halt(rec: Record, reason: str) -> dict[str, Any]:
+def halt(rec: Record, reason: str) -> dict[str, object]:
     """Stop handing out hosts (hosts in flight finish); a second halt keeps the first."""
     if rec["halted"] is None:
         rec["halted"] = {"at": utcnow(), "reason": reason[:400] or "halted by hand"}
@@ -324,6 +349,7 @@ def validate(doc: object, where: str) -> Record:
         raise BadInputError(f"{where}: budget: expected {{failures: N}} or {{percent: P}}")
     if not isinstance(doc.get("change"), dict) or not isinstance(doc.get("id"), str):
         raise BadInputError(f"{where}: change/id missing")
+    as_change(doc["change"], where)
     if doc.get("halted") is not None and not isinstance(doc["halted"], dict):
         raise BadInputError(f"{where}: halted: expected null or an object")
     return cast(Record, doc)  # the fields checked above; the rest only hwmgr writes

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from hwmgr.fleet.jinja import jinja2
-from hwmgr.fleet.rollout import STATES, Record, budget_state, counts
+from hwmgr.fleet.rollout import STATES, Change, Record, budget_state, counts
 
 TEMPLATE = "rollout.html.j2"
 
@@ -31,9 +31,9 @@ def report(rec: Record) -> dict[str, Any]:
             "hosts": rec["hosts"]}
 
 
-def change_text(change: dict[str, Any]) -> str:
+def change_text(change: Change) -> str:
     """The change as people read it: 'apply --layer settings', 'upgrade igb --to 5.18.7'."""
-    return " ".join(str(a) for a in [change.get("verb"), *change.get("args", [])])
+    return " ".join([change["verb"], *change["args"]])
 
 
 def render_page(rec: Record) -> str:
@@ -42,8 +42,9 @@ def render_page(rec: Record) -> str:
     env = j2.Environment(
         loader=j2.FileSystemLoader(str(Path(__file__).resolve().parent)),
         autoescape=True, undefined=j2.StrictUndefined)
-    rows: list[dict[str, Any]] = []
-    for name, h in rec["hosts"].items():
+    order = {"failed": 0, "rolled-back": 1, "in-flight": 2, "pending": 3, "done": 4}
+    rows: list[dict[str, object]] = []
+    for name, h in sorted(rec["hosts"].items(), key=lambda kv: (order[kv[1]["state"]], kv[0])):
         rb_raw = h.get("rollback")
         rb = rb_raw if isinstance(rb_raw, dict) else None
         rows.append({"name": name, "state": h["state"], "batch": h["batch"],
@@ -52,8 +53,6 @@ def render_page(rec: Record) -> str:
                      "rollback": None if rb is None else {
                          "action": str(rb.get("action") or "rolled back"),
                          "txn": rb.get("txn"), "gate": _gate(rb.get("gate"))}})
-    order = {"failed": 0, "rolled-back": 1, "in-flight": 2, "pending": 3, "done": 4}
-    rows.sort(key=lambda r: (order[r["state"]], r["name"]))
     b = rec["budget"]
     budget_text = (f"{b['percent']:g}% of {len(rec['hosts'])} hosts" if b.get("percent")
                    is not None else f"{b['failures']} failed gate(s)")

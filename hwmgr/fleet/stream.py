@@ -15,7 +15,7 @@ import codecs
 import json
 import os
 import re
-from typing import Any, Iterator
+from typing import Iterator
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError
@@ -103,13 +103,13 @@ class JSONStream:
         self.i += 1
 
     # -------------------------------------------------------------- values and objects
-    def value(self, depth: int, what: str = "a value", surrogates: bool = True) -> Any:
+    def value(self, depth: int, what: str = "a value", surrogates: bool = True) -> object:
         """The next value, decoded whole; `depth` levels of nesting allowed in it, `what`
         names it when it is too large. With `surrogates` false the caller escapes lone
         surrogates itself, in the little it keeps of the value, sparing a pass over the
         whole text."""
         self.peek()
-        val: Any = None
+        val: object = None
         end = 0
         while True:
             try:
@@ -167,6 +167,8 @@ class JSONStream:
             if self.peek() != '"':
                 raise self._fail("Expecting property name enclosed in double quotes")
             key = self.value(1, "a key")
+            if not isinstance(key, str):  # a '"' starts a string: never
+                raise self._fail("Expecting property name enclosed in double quotes")
             self._expect(":", "Expecting ':' delimiter")
             self.peek()
             yield key

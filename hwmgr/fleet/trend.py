@@ -8,11 +8,12 @@ already in `--out`). At 10,000 hosts with 4,400 drifting it is about 0.5 MB.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from hwmgr.errors import BadInputError
-from hwmgr.fleet.report import SUMMARY_KEYS, Finding, Report
+from hwmgr.fleet.report import Finding, Point, Report, point
 from hwmgr.fleet.results import read_json
 
 TREND_FILE = "fleet-trend.json"
@@ -24,7 +25,7 @@ class Trend(TypedDict):
     """fleet-trend.json (format 1)."""
 
     format_version: int
-    points: list[dict[str, Any]]  # {generated, SUMMARY_KEYS...}, oldest first
+    points: list[Point]  # oldest first
     generated: str | None  # the run `drift` belongs to
     drift: dict[str, list[str]]  # host -> drift_keys of that run
 
@@ -62,14 +63,18 @@ def drift_of(report: Report) -> dict[str, list[str]]:
     return out
 
 
-def point_of(report: Report) -> dict[str, Any]:
-    return {"generated": report["generated"], **report["summary"]}
+def point_of(report: Report) -> Point:
+    return point(report["generated"], report["summary"].__getitem__)
 
 
 def _count(value: object, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise BadInputError(f"{where}: expected a count (integer >= 0)")
     return value
+
+
+def _point_count(p: dict[str, object], where: str, key: str) -> int:
+    return _count(p.get(key, 0), f"{where}.{key}")
 
 
 def load_trend(path: Path) -> Trend:
@@ -87,8 +92,7 @@ def load_trend(path: Path) -> Trend:
     for i, p in enumerate(points):
         if not isinstance(p, dict) or not isinstance(p.get("generated"), str):
             raise BadInputError(f"{path}: points[{i}].generated: expected a string")
-        out_points.append({"generated": p["generated"], **{
-            k: _count(p.get(k, 0), f"{path}: points[{i}].{k}") for k in SUMMARY_KEYS}})
+        out_points.append(point(p["generated"], partial(_point_count, p, f"{path}: points[{i}]")))
     for host, keys in drift.items():
         if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
             raise BadInputError(f"{path}: drift[{host!r}]: expected a list of strings")
@@ -96,7 +100,7 @@ def load_trend(path: Path) -> Trend:
             "drift": drift}
 
 
-def next_trend(previous: Trend | None, history: list[dict[str, Any]], report: Report) -> Trend:
+def next_trend(previous: Trend | None, history: list[Point], report: Report) -> Trend:
     """This run's trend file: earlier points (previous file, then --history) plus this run."""
     points = {p["generated"]: p for p in (previous["points"] if previous else [])}
     points.update({p["generated"]: p for p in history})

@@ -9,7 +9,7 @@ finding costs ~20 bytes instead of ~450 as JSON objects).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Callable, TypedDict
+from typing import Callable, TypedDict
 
 from hwmgr.fleet.report import (
     FINDING_STATUSES,
@@ -87,9 +87,18 @@ def fleet_items(report: Report, shown: Shown, statuses: tuple[str, ...] = ITEM_O
     return out
 
 
-def group_rows(report: Report, groups: dict[str, str]) -> list[dict[str, Any]]:
+class GroupRow(TypedDict):
+    """One group of the page: its hosts, their statuses, and its hosts' drifting items."""
+
+    group: str
+    hosts: int
+    status: Counter[str]  # host status -> hosts
+    items: Counter[str]  # drifting item -> hosts
+
+
+def group_rows(report: Report, groups: dict[str, str]) -> list[GroupRow]:
     """Per group: hosts per status and its most common drifting items; worst groups first."""
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, GroupRow] = {}
     for name, host in report["hosts"].items():
         g = groups.get(name, "ungrouped")
         row = rows.setdefault(g, {"group": g, "hosts": 0, "status": Counter(),
@@ -114,7 +123,7 @@ def host_order(report: Report) -> list[str]:
 
 
 def compact(report: Report, groups: dict[str, str], news: News,
-            shown: Shown) -> dict[str, Any]:
+            shown: Shown) -> dict[str, object]:
     """The page's data: {s: strings, f: finding lists, h: [[name, status, group, error, new,
     findings]]}.
 

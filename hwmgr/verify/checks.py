@@ -12,15 +12,63 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Callable, Mapping, TypedDict, cast
 
 from hwmgr.host.seam import Host
 from hwmgr.inventory.scan import hex_id, parse_ethtool_i
+from hwmgr.lifecycle.expect import validate
 from hwmgr.numtext import to_int
 
 MAX_MODULE_BYTES = 256 << 20
 INBOX = ("inbox", "in-tree", None)
 RESULTS = ("ok", "fail", "unknown", "warn", "info")
+
+
+# ----------------------------------------------------------------------------- the armed file
+class ModuleFile(TypedDict, total=False):
+    """What the transaction installed for one module on one kernel (path None: no module)."""
+
+    path: str | None
+    version: str | None
+    srcversion: str | None
+    sha256: str | None
+
+
+class ArmedDevice(TypedDict, total=False):
+    """A PCI function the expectation names, with its interfaces' link baselines."""
+
+    address: str
+    vendor_id: object
+    device_id: object
+    firmware_version: object
+    interfaces: list[str]
+    links: dict[str, dict[str, object]]  # ifname -> {operstate, speed_mbps}
+
+
+class Expectation(TypedDict, total=False):
+    """`<state>/expectations/<driver>.json` as verify reads it and writes it back (the
+    format is `hwmgr.lifecycle.expect`'s; `validate` there checks every key typed here)."""
+
+    format: str
+    version: int
+    driver: str
+    modules: list[str]
+    kernels: dict[str, dict[str, ModuleFile]]  # kernel release -> module -> file
+    devices: list[ArmedDevice]
+    expected_version: str | None
+    txn: int | None
+    kind: str | None
+    boot_attempts: int
+    verified: dict[str, object]  # {at, kernel}: marked once verification passed
+    auto_rollback: dict[str, object]  # {started, reason, txn, state}: at most one attempt
+    auto_rollback_allowed: bool
+    armed_by: dict[str, object]
+
+
+def as_expectation(doc: Mapping[str, object], where: str) -> Expectation:
+    """An expectation read elsewhere, checked (BadInputError naming `where` and the field)
+    and typed; the same dict, so what verify writes into it is written back."""
+    return cast(Expectation, validate(doc, where))
 
 
 @dataclass
@@ -35,7 +83,7 @@ class Check:
     source: str = ""
     message: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
     def line(self) -> str:
@@ -99,7 +147,7 @@ def _eq(device: str, field_: str, expected: object, actual: object, source: str,
                  source=source)
 
 
-def _module_checks(host: Host, exp: dict[str, Any], kernel: str | None) -> list[Check]:
+def _module_checks(host: Host, exp: Expectation, kernel: str | None) -> list[Check]:
     checks: list[Check] = []
     kernels = exp.get("kernels") or {}
     files = kernels.get(kernel) if kernel else None
@@ -140,8 +188,9 @@ def _module_checks(host: Host, exp: dict[str, Any], kernel: str | None) -> list[
             got = host.read_attr(f"{base}/srcversion")
             checks.append(_eq(dev, "srcversion", rec["srcversion"], got, f"{base}/srcversion",
                               unreadable=got is None))
-        if rec is not None and rec.get("path") and rec.get("sha256"):
-            checks.append(_file_check(host, dev, rec["path"], rec["sha256"]))
+        path, sha = (rec.get("path"), rec.get("sha256")) if rec is not None else (None, None)
+        if path and sha:
+            checks.append(_file_check(host, dev, path, sha))
     return checks
 
 
@@ -157,7 +206,7 @@ def _file_check(host: Host, dev: str, path: str, sha: str) -> Check:
     return _eq(dev, "module_file", sha, got, path)
 
 
-def _device_checks(host: Host, exp: dict[str, Any], dev: dict[str, Any],
+def _device_checks(host: Host, exp: Expectation, dev: ArmedDevice,
                    kernel: str | None) -> list[Check]:
     addr = dev["address"].lower()
     base = f"/sys/bus/pci/devices/{addr}"
@@ -166,10 +215,11 @@ def _device_checks(host: Host, exp: dict[str, Any], dev: dict[str, Any],
                       source=base, message="the PCI function is gone")]
     checks = [Check(device=addr, field="present", expected=True, actual=True, result="ok",
                     source=base)]
-    for key, attr in (("vendor_id", "vendor"), ("device_id", "device")):
-        if dev.get(key):
+    for key, attr, want in (("vendor_id", "vendor", dev.get("vendor_id")),
+                            ("device_id", "device", dev.get("device_id"))):
+        if want:
             got = hex_id(host.read_attr(f"{base}/{attr}"), 4)
-            checks.append(_eq(addr, key, str(dev[key]).lower(), got, f"{base}/{attr}",
+            checks.append(_eq(addr, key, str(want).lower(), got, f"{base}/{attr}",
                               unreadable=got is None))
     names = {exp["driver"], *exp["modules"]}
     bound = _link_target(host, f"{base}/driver")
@@ -189,7 +239,7 @@ def _device_checks(host: Host, exp: dict[str, Any], dev: dict[str, Any],
     return checks
 
 
-def _ethtool_checks(host: Host, exp: dict[str, Any], dev: dict[str, Any], ifname: str,
+def _ethtool_checks(host: Host, exp: Expectation, dev: ArmedDevice, ifname: str,
                     kernel: str | None) -> list[Check]:
     src = f"ethtool -i {ifname}"
     res = host.run(["ethtool", "-i", ifname], timeout=10)
@@ -223,7 +273,7 @@ def _ethtool_checks(host: Host, exp: dict[str, Any], dev: dict[str, Any], ifname
     return checks
 
 
-def _link_checks(host: Host, dev: dict[str, Any], ifname: str) -> list[Check]:
+def _link_checks(host: Host, dev: ArmedDevice, ifname: str) -> list[Check]:
     """Link up and speed; judged against the armed baseline (`links`), else only reported."""
     base = f"/sys/class/net/{ifname}"
     oper = host.read_attr(f"{base}/operstate")
@@ -251,7 +301,7 @@ def _link_checks(host: Host, dev: dict[str, Any], ifname: str) -> list[Check]:
     return checks
 
 
-def check_expectation(host: Host, exp: dict[str, Any]) -> list[Check]:
+def check_expectation(host: Host, exp: Expectation) -> list[Check]:
     """Every check of one expectation against the host (no side effects)."""
     kernel = running_kernel(host)
     checks = _module_checks(host, exp, kernel)
@@ -260,7 +310,7 @@ def check_expectation(host: Host, exp: dict[str, Any]) -> list[Check]:
     return checks
 
 
-def check_with_link_wait(host: Host, exp: dict[str, Any], wait: float,
+def check_with_link_wait(host: Host, exp: Expectation, wait: float,
                          sleep: Callable[[float], None] = time.sleep) -> list[Check]:
     """Re-check while only link checks fail, up to `wait` seconds (links come up late)."""
     deadline = time.monotonic() + wait
@@ -289,14 +339,14 @@ class ExpectationResult:
     boot_attempts: int = 0
     action: str = "none"  # none | marked-verified | reported | rolled-back | rollback-refused ...
     action_detail: str = ""
-    throughput: dict[str, Any] | None = None
+    throughput: dict[str, object] | None = None
 
     @property
     def findings(self) -> list[Check]:
         """The checks that did not pass (fail, unknown, warn)."""
         return [c for c in self.checks if c.result in ("fail", "unknown", "warn")]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"path": self.path, "driver": self.driver, "txn": self.txn, "kind": self.kind,
                 "expected_version": self.expected_version, "status": self.status,
                 "previously_verified": self.previously_verified,

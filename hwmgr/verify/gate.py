@@ -58,7 +58,7 @@ class Step(_StepKeys, total=False):
     drifting: int
     drifting_before: int
     new: list[list[str]]
-    throughput: dict[str, Any]
+    throughput: dict[str, object]
 
 
 class GateResult(TypedDict):
@@ -156,10 +156,11 @@ def read_baseline(host: Host, state_dir: str, rollout: str) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- the steps
-def links_step(base: Mapping[str, Any], now: dict[str, Link]) -> Step:
+def links_step(base: Mapping[str, object], now: dict[str, Link]) -> Step:
     """Every link up before is up now, at no lower speed."""
     bad = []
-    for ifname, was in sorted(base["links"].items()):
+    before = base.get("links")
+    for ifname, was in sorted(before.items()) if isinstance(before, dict) else ():
         if not isinstance(was, dict) or was.get("operstate") != "up":
             continue
         cur = now.get(ifname)
@@ -174,14 +175,15 @@ def links_step(base: Mapping[str, Any], now: dict[str, Link]) -> Step:
                 detail="; ".join(bad) or f"{up} link(s) up at their speed", links=now)
 
 
-def log_step(host: Host, base: Mapping[str, Any], host_drivers: set[str]) -> Step:
+def log_step(host: Host, base: Mapping[str, object], host_drivers: set[str]) -> Step:
     """No known-bad kernel log line for the host's drivers since the baseline."""
     text = kernellog.read_log(host)
     if text is None:
         return Step(step="kernel_log", passed=False,
                     detail="the kernel log could not be read (dmesg, journalctl -k)")
     rebooted = host.read_attr(BOOT_ID) != base.get("boot_id")
-    after = None if rebooted else base.get("uptime")
+    uptime = base.get("uptime")
+    after = None if rebooted or not isinstance(uptime, (int, float)) else float(uptime)
     hits = signatures.for_drivers(signatures.scan(text, after=after), host_drivers)
     detail = (f"{len(hits)} known-bad line(s): " + ", ".join(sorted(
         {f"{h.signature.id} ({h.driver})" for h in hits}))) if hits else (
@@ -190,10 +192,11 @@ def log_step(host: Host, base: Mapping[str, Any], host_drivers: set[str]) -> Ste
                 since="boot" if rebooted else "baseline", hits=[h.to_json() for h in hits[:20]])
 
 
-def check_step(host: Host, cat: Catalog, base: Mapping[str, Any]) -> Step:
+def check_step(host: Host, cat: Catalog, base: Mapping[str, object]) -> Step:
     """`check` is not worse: no item drifts that did not drift before."""
     now = _drifting(host, cat)
-    before = {tuple(x) for x in base["drifting"] if isinstance(x, list)}
+    was = base.get("drifting")
+    before = {tuple(x) for x in (was if isinstance(was, list) else ()) if isinstance(x, list)}
     new = [x for x in now if tuple(x) not in before]
     detail = ("newly drifting: " + ", ".join("/".join(p for p in x if p) for x in new[:10])
               ) if new else f"{len(now)} drifting item(s), {len(before)} before"
@@ -216,12 +219,12 @@ def throughput_step(host: Host, opts: GateOptions) -> Step:
                 + (f": {why}" if why else ""), throughput=report.summary())
 
 
-def evaluate(host: Host, cat: Catalog, base: Mapping[str, Any], opts: GateOptions,
-             verify: Callable[[], dict[str, Any]]) -> GateResult:
+def evaluate(host: Host, cat: Catalog, base: Mapping[str, object], opts: GateOptions,
+             verify: Callable[[], Mapping[str, object]]) -> GateResult:
     """Every step of the gate, in order; passed only when all pass."""
-    v = verify()
-    steps = [Step(step="verify", passed=v["status"] in ("verified", "nothing-armed"),
-                  detail=v["status"], verify_status=v["status"])]
+    status = str(verify()["status"])
+    steps = [Step(step="verify", passed=status in ("verified", "nothing-armed"),
+                  detail=status, verify_status=status)]
     steps.append(links_step(base, links(host)))
     if opts.peer:
         steps.append(throughput_step(host, opts))

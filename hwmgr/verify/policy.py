@@ -10,7 +10,7 @@ import contextlib
 import json
 import signal
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable, Mapping, Sequence, TypedDict
 
 from hwmgr.catalog.load import Catalog
 from hwmgr.config import Config
@@ -24,7 +24,9 @@ from hwmgr.transaction.state import StateDir
 from hwmgr.verify import throughput as tp
 from hwmgr.verify.checks import (
     Check,
+    Expectation,
     ExpectationResult,
+    as_expectation,
     check_with_link_wait,
     overall,
     running_kernel,
@@ -49,16 +51,25 @@ class VerifyOptions:
     catalog: Callable[[], Catalog | None] | None = None  # lazily: the throughput floor's
 
 
+class RebootRequest(TypedDict):
+    """The reboot verify asked for after an automatic rollback, and how the command went."""
+
+    argv: list[str]
+    rc: int | None
+    ok: bool
+    error: str | None
+
+
 @dataclass
 class VerifyReport:
     """All expectations' results, the overall status and any reboot that was requested."""
 
     status: str
     results: list[ExpectationResult] = field(default_factory=list)
-    reboot: dict[str, Any] | None = None
+    reboot: RebootRequest | None = None
     notes: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"status": self.status, "expectations": [r.as_dict() for r in self.results],
                 "reboot": self.reboot, "notes": self.notes}
 
@@ -73,7 +84,8 @@ class Verifier:
         self.state = StateDir(host, settings.state_dir)
         self._hold = False  # True while an armed change awaits a reboot: act on nothing
 
-    def run(self, armed: list[tuple[str, dict[str, Any]]] | None = None) -> VerifyReport:
+    def run(self, armed: Sequence[tuple[str, Mapping[str, object]]] | None = None
+            ) -> VerifyReport:
         """Verify `armed` (default: the state dir's expectations) and act on the results."""
         if armed is None:
             armed = load_expectations(self.host, self.state.expectations, self.opts.driver)
@@ -82,7 +94,8 @@ class Verifier:
             what = f" for {self.opts.driver}" if self.opts.driver else ""
             report.notes.append(f"no expectation is armed{what} in {self.state.expectations}")
             return report
-        todo = [(p, e) for p, e in armed if not (self.opts.boot and e.get("verified"))]
+        typed = [(p, as_expectation(e, p)) for p, e in armed]
+        todo = [(p, e) for p, e in typed if not (self.opts.boot and e.get("verified"))]
         if not todo:
             report.notes.append("every armed expectation is already verified")
             return report
@@ -104,11 +117,11 @@ class Verifier:
         return report
 
     # ------------------------------------------------------------------ reboot pending
-    def _waiting(self, todo: list[tuple[str, dict[str, Any]]], report: VerifyReport
-                 ) -> dict[str, dict[str, Any]]:
+    def _waiting(self, todo: list[tuple[str, Expectation]], report: VerifyReport
+                 ) -> dict[str, Mapping[str, object]]:
         """{driver: journal entry} for the armed drivers whose change awaits a reboot."""
         entries = reboot_pending(self.host, self.state.path)
-        waiting = {}
+        waiting: dict[str, Mapping[str, object]] = {}
         for _, exp in todo:
             entry = pending_for(entries, exp["driver"])
             if entry is None:
@@ -120,7 +133,7 @@ class Verifier:
                                     f"{entry['reason']}")
         return waiting
 
-    def _pending(self, path: str, exp: dict[str, Any], entry: dict[str, Any]
+    def _pending(self, path: str, exp: Expectation, entry: Mapping[str, object]
                  ) -> ExpectationResult:
         """The result for an expectation whose transaction committed during this boot."""
         res = ExpectationResult(path, exp["driver"], exp.get("txn"), exp.get("kind"),
@@ -131,7 +144,7 @@ class Verifier:
         return res
 
     # ------------------------------------------------------------------ one expectation
-    def _one(self, path: str, exp: dict[str, Any]) -> ExpectationResult:
+    def _one(self, path: str, exp: Expectation) -> ExpectationResult:
         res = ExpectationResult(path, exp["driver"], exp.get("txn"), exp.get("kind"),
                                 exp.get("expected_version"), "unknown",
                                 previously_verified=bool(exp.get("verified")),
@@ -154,7 +167,7 @@ class Verifier:
             self._act(path, exp, res)
         return res
 
-    def _throughput(self, exp: dict[str, Any], res: ExpectationResult) -> list[Check]:
+    def _throughput(self, exp: Expectation, res: ExpectationResult) -> list[Check]:
         opts = self.opts.throughput
         if opts is None:  # not asked for
             return []
@@ -201,37 +214,42 @@ class Verifier:
                              message=run.reason))
         return out
 
-    def _before(self, exp: dict[str, Any], iface: str) -> dict[str, Any] | None:
-        started = self._txn_field(exp, "started")
+    def _before(self, exp: Expectation, iface: str) -> dict[str, object] | None:
+        started = self._txn_started(exp)
         return tp.previous(self.host, self.state.path, iface, started) if started else None
 
-    def _txn_field(self, exp: dict[str, Any], key: str) -> Any:
+    def _txn_started(self, exp: Expectation) -> str | None:
+        """When the expectation's transaction started, from the journal (None: unknown)."""
         journal = self.state.read_journal()
-        if journal is None or not isinstance(exp.get("txn"), int):
+        txn = exp.get("txn")
+        if journal is None or not isinstance(txn, int):
             return None
         try:
-            return journal.get(exp["txn"]).get(key)
+            row: Mapping[str, object] = journal.get(txn)
         except HwmgrError:  # the transaction is not in this journal: no "before"
             return None
+        started = row.get("started")
+        return started if isinstance(started, str) else None
 
     # ------------------------------------------------------------------ acting
-    def _write(self, path: str, exp: dict[str, Any]) -> None:
+    def _write(self, path: str, exp: Expectation) -> None:
         self.host.write_bytes(path, (json.dumps(exp, indent=1) + "\n").encode())
 
-    def _results(self, exp: dict[str, Any], **values: Any) -> None:
+    def _results(self, exp: Expectation, **values: object) -> None:
         journal = self.state.read_journal()
-        if journal is None or not isinstance(exp.get("txn"), int):
+        txn = exp.get("txn")
+        if journal is None or not isinstance(txn, int):
             return
         try:
-            journal.add_results(exp["txn"], **values)
+            journal.add_results(txn, **values)
         except HwmgrError:  # the transaction is not in this journal (copied state dir)
             return
 
-    def _act(self, path: str, exp: dict[str, Any], res: ExpectationResult) -> None:
+    def _act(self, path: str, exp: Expectation, res: ExpectationResult) -> None:
         now = utcnow()
         summary = {"status": res.status, "at": now,
                    "findings": [c.line() for c in res.findings if c.result != "warn"][:5]}
-        extra: dict[str, Any] = {}
+        extra: dict[str, object] = {}
         if res.throughput is not None:
             extra = {"throughput_before": res.throughput.get("before"),
                      "throughput_after": res.throughput.get("after")}
@@ -251,7 +269,7 @@ class Verifier:
             return
         self._rollback(path, exp, res)
 
-    def _no_rollback_reason(self, exp: dict[str, Any], res: ExpectationResult) -> str | None:
+    def _no_rollback_reason(self, exp: Expectation, res: ExpectationResult) -> str | None:
         if exp.get("verified"):
             return f"this expectation was verified at {exp['verified'].get('at')}"
         if exp.get("auto_rollback"):
@@ -263,7 +281,7 @@ class Verifier:
             return f"{res.boot_attempts} boot attempts exceed max_boot_attempts"
         return None
 
-    def _rollback(self, path: str, exp: dict[str, Any], res: ExpectationResult) -> None:
+    def _rollback(self, path: str, exp: Expectation, res: ExpectationResult) -> None:
         reason = next((c.line() for c in res.findings if c.result == "fail"), "")
         exp["auto_rollback"] = {"started": utcnow(), "reason": reason}
         self._write(path, exp)  # durable first: at most one attempt, even after a crash
@@ -289,7 +307,7 @@ class Verifier:
         # the rollback's arm step replaced the expectation: mark it so it never loops
         new = load_expectations(self.host, self.state.expectations, exp["driver"])
         if new:
-            npath, nexp = new[0]
+            npath, nexp = new[0][0], as_expectation(new[0][1], new[0][0])
             nexp["auto_rollback_allowed"] = False
             nexp["armed_by"] = {"verify_failure_of_txn": exp.get("txn"), "reason": reason}
             self._write(npath, nexp)
@@ -298,7 +316,7 @@ class Verifier:
         res.action_detail = (f"rolled {exp['driver']} back to {plan.to_version} "
                              f"(transaction #{result.id}); reboot requested")
 
-    def _reboot(self) -> dict[str, Any]:
+    def _reboot(self) -> RebootRequest:
         # `systemctl reboot` makes systemd stop this very unit (SIGTERM) while the report is
         # still being written; the rollback is already committed, so finish and exit normally
         with contextlib.suppress(ValueError):  # not the main thread: nothing to protect

@@ -12,7 +12,7 @@ import ipaddress
 import json
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping, TypedDict
+from typing import Callable, Mapping, TypedDict
 
 from hwmgr import safejson
 from hwmgr.catalog.load import Catalog
@@ -57,7 +57,7 @@ class Run:
     def gbps(self) -> float | None:
         return None if self.mbps is None else self.mbps / 1000
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         d = asdict(self)
         d["gbps"] = None if self.mbps is None else round(self.mbps / 1000, 3)
         return d
@@ -119,16 +119,16 @@ class Report:
                 return s
         return "ok"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"peer": self.peer, "address": self.address, "interface": self.interface,
                 "link_speed_mbps": self.link_speed_mbps, "streams": self.streams,
                 "floor_mbps": self.floor_mbps, "floor_source": self.floor_source,
                 "status": self.status, "runs": [r.as_dict() for r in self.runs],
                 "notes": self.notes}
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         """A compact record for history: rate per direction, status, when, where."""
-        out: dict[str, Any] = {"status": self.status, "interface": self.interface,
+        out: dict[str, object] = {"status": self.status, "interface": self.interface,
                                "peer": self.peer, "floor_mbps": self.floor_mbps}
         for r in self.runs:
             out[f"{r.direction}_mbps"] = None if r.mbps is None else round(r.mbps, 1)
@@ -271,7 +271,7 @@ def catalog_fraction(catalog: Catalog | None, driver: str | None,
                      ids: Mapping[str, object] | None
                      ) -> tuple[float, str] | None:
     """(min_fraction_of_link, entry name) from the catalog by driver name or device IDs."""
-    entry: Mapping[str, Any] | None = None
+    entry: Mapping[str, object] | None = None
     name = None
     if driver and catalog is not None and driver in catalog.names():
         entry, name = catalog.entry(driver), driver
@@ -279,7 +279,8 @@ def catalog_fraction(catalog: Catalog | None, driver: str | None,
         m = catalog.match(ids)
         if m is not None:
             entry, name = m.entry, m.driver
-    frac = (entry or {}).get("throughput", {}).get("min_fraction_of_link")
+    limits = (entry or {}).get("throughput")
+    frac = limits.get("min_fraction_of_link") if isinstance(limits, dict) else None
     if isinstance(frac, (int, float)) and not isinstance(frac, bool) and 0 < frac <= 1:
         return float(frac), str(name)
     return None
@@ -392,7 +393,7 @@ RECORD_DIR = "throughput"
 RECORD_KEEP = 20
 
 
-def record(host: Host, state_dir: str, report: Report) -> dict[str, Any] | None:
+def record(host: Host, state_dir: str, report: Report) -> dict[str, object] | None:
     """Append a judged report to `<state>/throughput/<iface>.json` (last 20 kept).
 
     `hwmgr verify --throughput` takes the newest record older than an upgrade as its
@@ -415,7 +416,8 @@ def record(host: Host, state_dir: str, report: Report) -> dict[str, Any] | None:
     return entry
 
 
-def previous(host: Host, state_dir: str, iface: str, before: str) -> dict[str, Any] | None:
+def previous(host: Host, state_dir: str, iface: str, before: str
+             ) -> dict[str, object] | None:
     """The newest recorded measurement on `iface` taken before the ISO time `before`."""
     path = f"{state_dir.rstrip('/')}/{RECORD_DIR}/{iface}.json"
     try:

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import Any
+from typing import Mapping
 
 from hwmgr.compliance.persist import distro
 from hwmgr.compliance.persist.distro import Systemd
 from hwmgr.compliance.persist.keys import LINK_KEY_SINCE
-from hwmgr.compliance.persist.model import HEADER, Conflict, PersistPlan, under
+from hwmgr.compliance.persist.model import HEADER, Backend, Conflict, PersistPlan, under
 from hwmgr.compliance.read import canonical_item
 from hwmgr.compliance.setters import normalise, same, shown
 from hwmgr.host.seam import Host
@@ -101,7 +101,7 @@ def _bool_word(value: str) -> bool | None:
     return None
 
 
-def _link_value(item: str, value: Any) -> str:
+def _link_value(item: str, value: object) -> str:
     v = normalise(item, value)
     return ("yes" if v else "no") if isinstance(v, bool) else str(v)
 
@@ -181,7 +181,7 @@ class LinkFileBackend:
         m = re.search(r"^ID_NET_LINK_FILE=(\S+)$", res.stdout, re.M) if res.ok else None
         return m.group(1) if m else None
 
-    def plan(self, ifname: str, wanted: dict[str, Any], override: bool) -> PersistPlan:
+    def plan(self, ifname: str, wanted: Mapping[str, object], override: bool) -> PersistPlan:
         ours = self.path(ifname)
         plan = PersistPlan(self.name, ours)
         facts = _device_facts(self.host, ifname)
@@ -277,7 +277,7 @@ class NetworkManagerBackend:
     def __init__(self, host: Host, connection: str) -> None:
         self.host, self.connection = host, connection
 
-    def plan(self, ifname: str, wanted: dict[str, Any], override: bool) -> PersistPlan:
+    def plan(self, ifname: str, wanted: Mapping[str, object], override: bool) -> PersistPlan:
         plan = PersistPlan(self.name, f"nmcli connection {self.connection}",
                            connection=self.connection)
         for item, value in wanted.items():
@@ -297,9 +297,6 @@ class NetworkManagerBackend:
             plan.properties[prop] = new
             plan.keys[item] = prop
         return plan
-
-
-Backend = Any  # LinkFileBackend | NetworkManagerBackend | distro backends: .plan(...)
 
 
 def choose_backend(host: Host, root: str, ifname: str, nm: dict[str, str],
@@ -388,7 +385,7 @@ class SysctlBackend:
     def __init__(self, host: Host, root: str) -> None:
         self.host, self.root = host, root
 
-    def plan(self, wanted: dict[str, Any], override: bool) -> PersistPlan:
+    def plan(self, wanted: Mapping[str, object], override: bool) -> PersistPlan:
         ours = under(self.root, SYSCTL_FILE)
         plan = PersistPlan(self.name, ours)
         owners = [(f, _sysctl_lines(self.host.read_text(f) or ""))
@@ -413,7 +410,7 @@ class SysctlBackend:
 
 
 def other_owner_conflicts(host: Host, root: str, ifname: str,
-                          wanted: dict[str, Any]) -> list[Conflict]:
+                          wanted: Mapping[str, object]) -> list[Conflict]:
     """Interface items a tuned profile's [net] section sets differently."""
     out: list[Conflict] = []
     for path, item, value in tuned_settings(host, root):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any
+from typing import Mapping
 
 from hwmgr.compliance.persist.keys import DISTRO_SYSTEMD, ETHTOOL_FLAG, ETHTOOL_LONG
 from hwmgr.compliance.persist.model import HEADER, PersistPlan, under
@@ -78,7 +78,7 @@ def systemd_version(host: Host, root: str) -> Systemd:
 
 
 # ---------------------------------------------------------------- ethtool words
-def ethtool_words(ifname: str, item: str, value: Any) -> tuple[str, str, str]:
+def ethtool_words(ifname: str, item: str, value: object) -> tuple[str, str, str]:
     """(flag, key, value) of one item as `ethtool FLAG IF key value` spells it."""
     group, _, key = item.partition(".")
     return ETHTOOL_FLAG[group], key, shown(normalise(item, value))
@@ -165,7 +165,7 @@ class NetworkScriptsBackend:
     def __init__(self, host: Host, root: str, path: str, systemd: Systemd) -> None:
         self.host, self.root, self.target, self.systemd = host, root, path, systemd
 
-    def plan(self, ifname: str, wanted: dict[str, Any], override: bool) -> PersistPlan:
+    def plan(self, ifname: str, wanted: Mapping[str, object], override: bool) -> PersistPlan:
         plan = PersistPlan(self.name, self.target)
         if self.systemd.version is not None or not self.systemd.known:
             # EL6's initscripts (9.03) ran ifup from net.hotplug on every add; EL7's (9.49)
@@ -219,7 +219,7 @@ def find_stanza(host: Host, root: str, ifname: str) -> str | None:
     return None
 
 
-def _command(ifname: str, item: str, value: Any) -> str:
+def _command(ifname: str, item: str, value: object) -> str:
     if item in LINK_ITEMS:
         return f"/sbin/ip link set dev {ifname} {item} {shown(normalise(item, value))}"
     flag, key, v = ethtool_words(ifname, item, value)
@@ -249,7 +249,7 @@ class IfupdownBackend:
     def __init__(self, host: Host, root: str, path: str) -> None:
         self.host, self.root, self.target = host, root, path
 
-    def plan(self, ifname: str, wanted: dict[str, Any], override: bool) -> PersistPlan:
+    def plan(self, ifname: str, wanted: Mapping[str, object], override: bool) -> PersistPlan:
         plan = PersistPlan(self.name, self.target)
         lines = (self.host.read_text(self.target) or "").splitlines(keepends=True)
         hotplug = re.compile(rf"\s*allow-hotplug\s(.*\s)?{re.escape(ifname)}(\s|$)")
@@ -307,7 +307,7 @@ class UdevRuleBackend:
     def path(self, ifname: str) -> str:
         return under(self.root, UDEV_RULE.format(ifname))
 
-    def plan(self, ifname: str, wanted: dict[str, Any], override: bool) -> PersistPlan:
+    def plan(self, ifname: str, wanted: Mapping[str, object], override: bool) -> PersistPlan:
         target = self.path(ifname)
         plan = PersistPlan(self.name, target)
         base = f"/sys/class/net/{ifname}"

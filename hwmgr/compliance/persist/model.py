@@ -5,7 +5,7 @@ ifupdown, udev rule), kept here so neither imports the other's backends."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Mapping, Protocol, TypedDict
 
 HEADER = "# written by hwmgr apply; `hwmgr revert` restores the previous state\n"
 
@@ -23,7 +23,7 @@ class Conflict(TypedDict):
     interface: str | None  # None for a host sysctl
     file: str  # the file, or "NetworkManager connection CONN"
     key: str  # the key or property there
-    value: Any  # what it sets
+    value: object  # what it sets
 
 
 @dataclass
@@ -44,3 +44,13 @@ class PersistPlan:
     refusals: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     connection: str | None = None
+
+
+class Backend(Protocol):
+    """A backend that persists an interface's items (`backends.choose_backend` picks one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def plan(self, ifname: str, wanted: Mapping[str, object], override: bool
+             ) -> PersistPlan: ...
