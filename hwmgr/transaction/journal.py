@@ -12,7 +12,7 @@ import os
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError, NotFoundError
@@ -165,11 +165,11 @@ class Journal:
         self,
         kind: str,
         target: str,
-        params: dict[str, Any],
+        params: Mapping[str, object],
         steps: list[tuple[str, bool, bool]],
         *,
         command: str = "",
-        results: dict[str, Any] | None = None,
+        results: Mapping[str, object] | None = None,
         kernel: str | None = None,
         hostname: str | None = None,
     ) -> int:
@@ -207,7 +207,7 @@ class Journal:
         seq: int,
         state: str,
         *,
-        data: dict[str, Any] | None = None,
+        data: Mapping[str, object] | None = None,
         error: str | None = None,
         event: str | None = None,
     ) -> None:
@@ -233,7 +233,7 @@ class Journal:
             )
             self._event(txn_id, seq, event or state, error or "", now)
 
-    def save_data(self, txn_id: int, seq: int, data: dict[str, Any]) -> None:
+    def save_data(self, txn_id: int, seq: int, data: Mapping[str, object]) -> None:
         """Replace a step's journaled data (used while the step is still running)."""
         with self._tx():
             self.db.execute(
