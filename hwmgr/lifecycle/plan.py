@@ -13,9 +13,8 @@ import difflib
 import fnmatch
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, Mapping, Optional, TypedDict
 
-from hwmgr.catalog.load import Catalog
 from hwmgr.catalog.verdict import source_refusal
 from hwmgr.catalog.versions import parse
 from hwmgr.config import Config
@@ -49,6 +48,9 @@ from hwmgr.transaction.engine import Registry, StepUI, Transaction
 from hwmgr.transaction.pending import reboot_needed, waiting_for
 from hwmgr.transaction.result import TxnResult
 from hwmgr.transaction.state import StateDir
+
+if TYPE_CHECKING:  # annotations only
+    from hwmgr.catalog.load import Catalog
 
 MIN_FREE = 64 << 20
 MAX_VERSION_LEN = 64
