@@ -54,7 +54,7 @@ from hwmgr.errors import EXIT_INTERNAL, HwmgrError, RefusedError
 from hwmgr.host.capture import boot_id
 from hwmgr.host.runner import allow_commands, stop_commands
 from hwmgr.transaction.interrupt import answer, deferring_signals
-from hwmgr.transaction.journal import Journal
+from hwmgr.transaction.journal import Journal, TxnRow
 from hwmgr.transaction.pending import NOTE
 from hwmgr.transaction.result import TxnResult
 from hwmgr.transaction.state import BackupRecord, StateDir, backup_record
@@ -372,7 +372,7 @@ class Transaction:
         return [cls._resume(state, registry, row) for row in state.journal().open_transactions()]
 
     @classmethod
-    def _resume(cls, state: StateDir, registry: Registry, row: dict[str, Any]) -> TxnResult:
+    def _resume(cls, state: StateDir, registry: Registry, row: TxnRow) -> TxnResult:
         journal = state.journal()
         tid, kind, target = row["id"], row["kind"], row["target"]
         if row["state"] == "running":
