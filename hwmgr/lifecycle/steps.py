@@ -4,7 +4,8 @@ Each step has do / undo / check (docs/architecture.md, "Transactions") and a des
 from the same params it runs with: `hwmgr plan` prints those descriptions, so the plan lists
 exactly the steps that run. `REGISTRY` lets `hwmgr recover` rebuild the steps of an
 interrupted transaction from its journaled params alone; the params hold the concrete values
-the steps need (`UpgradeParams`, `RollbackParams`; docs/formats.md, "Journal").
+the steps need (`params.UpgradeParams`, `RollbackParams`; docs/formats.md, "Journal"), read
+back through `params.upgrade` / `params.rollback` by every step.
 """
 
 from __future__ import annotations
