@@ -32,6 +32,7 @@ from hwmgr.lifecycle.source.fetch import Source
 from hwmgr.lifecycle.source.mirror import fetch_mirrored, source_mirrors
 from hwmgr.lifecycle.source.signature import check_signature
 from hwmgr.transaction.engine import Ctx, Step
+from hwmgr.transaction.journal import damaged
 
 
 class _Fetched(TypedDict):
@@ -98,7 +99,10 @@ def _expect_path(ctx: Ctx) -> str:
 def _fetch_do(ctx: Ctx) -> FetchData:
     p, ui = _upgrade(ctx), _ui(ctx)
     src = Source.from_catalog(p["source"])
-    res = fetch_mirrored(ctx.host, src, journaled.text_setting(ctx.params, "cache_dir") or "",
+    cache = journaled.text_setting(ctx.params, "cache_dir")
+    if cache is None:  # never the current dir: a plan always journals one
+        raise damaged("journaled upgrade params.cache_dir", "expected a string, got none")
+    res = fetch_mirrored(ctx.host, src, cache,
                          offline=bool(journaled.setting(ctx.params, "offline")),
                          mirror=journaled.text_setting(ctx.params, "mirror"),
                          per_source=source_mirrors(p["source"]),
