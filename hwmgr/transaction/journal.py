@@ -121,9 +121,11 @@ def damaged(where: str, problem: str) -> BadInputError:
     return BadInputError(printable(f"{where}: {problem}; {DAMAGED}"))
 
 
-def checked_row(row: dict[str, Any], columns: dict[str, str], where: str) -> dict[str, Any]:
+def checked_row(row: dict[str, object], columns: dict[str, str], where: str
+                ) -> dict[str, Any]:
     """`row` with its JSON columns decoded, once every column has the type `columns` says
-    (the journal's and the check history's rows: SQLite keeps any type in any column)."""
+    (the journal's and the check history's rows: SQLite keeps any type in any column). The
+    caller names the checked row by a TypedDict (`TxnRow`) or reads the columns it checked."""
     for col, kind in columns.items():
         value = row.get(col)
         if value is None and kind.endswith("?"):
