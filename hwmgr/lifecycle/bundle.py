@@ -8,7 +8,7 @@ lifecycle's knowledge of kernels, recipes and module files, so it lives here.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Iterable, Mapping
 
 from hwmgr.errors import HwmgrError
 from hwmgr.host.capture import (
@@ -38,12 +38,14 @@ def target_kernels(host: Host) -> list[str]:
     return list(dict.fromkeys(([running] if running else []) + kernels_with_headers(host)))
 
 
-def bound_modules(devices: Iterable[dict[str, Any]], drivers_dir: str | None = None) -> list[str]:
-    """Module names of every bound driver (and the modules its recipe builds, if any)."""
+def bound_modules(devices: Iterable[Mapping[str, object]], drivers_dir: str | None = None
+                  ) -> list[str]:
+    """Module names of every bound driver (and the modules its recipe builds, if any), from
+    the inventory's JSON devices."""
     names: list[str] = []
     for d in devices:
         for drv in (d.get("driver"), d.get("pci_driver")):
-            if drv and drv not in names:
+            if isinstance(drv, str) and drv and drv not in names:
                 names.append(drv)
     for drv in list(names):
         try:
@@ -54,7 +56,7 @@ def bound_modules(devices: Iterable[dict[str, Any]], drivers_dir: str | None = N
     return names
 
 
-def record_all(host: Host, devices: Iterable[dict[str, Any]],
+def record_all(host: Host, devices: Iterable[Mapping[str, object]],
                drivers_dir: str | None = None,
                sysctls: Iterable[str] = NET_SYSCTLS) -> list[str]:
     """Read and run everything in this module through a recording `host`; the record names.

@@ -6,11 +6,12 @@ lives here, with its writer's layer, so the reader (hwmgr.verify) imports down t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional, TypedDict
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError
 from hwmgr.host.seam import Host
+from hwmgr.lifecycle.params import DeviceRecord
 
 EXPECTATION_FORMAT = "hwmgr-expectation"
 # the optional fields verify reads and writes back, with their JSON types
@@ -21,7 +22,30 @@ OPTIONAL: dict[str, safejson.Types] = {
 MAX_BOOT_ATTEMPTS = 1000  # verify counts boots; far more than any max_boot_attempts
 
 
-def validate(doc: Any, where: str) -> dict[str, Any]:
+class ExpectedModule(TypedDict):
+    path: Optional[str]
+    version: Optional[str]
+    srcversion: Optional[str]
+    sha256: Optional[str]
+
+
+class Expectation(TypedDict):
+    """What an upgrade or rollback arms (`validate` checks a file read back; verify adds its
+    optional fields, `OPTIONAL`, as it goes)."""
+
+    format: str  # EXPECTATION_FORMAT
+    version: int  # of the format: 1
+    driver: str
+    expected_version: str
+    modules: list[str]
+    txn: int
+    kind: str
+    kernels: dict[str, dict[str, ExpectedModule]]  # kernel -> module -> the file armed
+    devices: list[DeviceRecord]
+    boot_attempts: int
+
+
+def validate(doc: object, where: str) -> dict[str, Any]:
     """Check an expectation's shape; BadInputError naming the file and field."""
     if not isinstance(doc, dict):
         raise BadInputError(f"{where}: expected a JSON object")

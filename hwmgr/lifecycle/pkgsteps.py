@@ -9,14 +9,17 @@ the copy is checked again, so a file changed between plan and install is never i
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable, TypedDict
 
 from hwmgr.errors import HwmgrError, RefusedError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.seam import Host
+from hwmgr.lifecycle import params as journaled
 from hwmgr.lifecycle.builds import kmod
 from hwmgr.lifecycle.builds.dkms import Dkms
-from hwmgr.lifecycle.builds.pkgcheck import inspect_deb
+from hwmgr.lifecycle.builds.kmod import ModuleFiles
+from hwmgr.lifecycle.builds.pkgcheck import PackageRecord, inspect_deb
+from hwmgr.lifecycle.params import PackageRef, UpgradeParams
 from hwmgr.transaction.engine import Ctx, Step
 
 DPKG_TIMEOUT = 600.0
@@ -28,9 +31,28 @@ def kept_path(state_path: str, sha256: str) -> str:
     return f"{state_path}/packages/{sha256}.deb"
 
 
-def _pkg(ctx: Ctx) -> dict[str, Any]:
-    pkg: dict[str, Any] = ctx.params["package"]
-    return pkg
+class PackagedFile(TypedDict):
+    path: str  # where the package installs it
+    sha256: str
+
+
+class InstallData(TypedDict):
+    after: ModuleFiles
+    uninstalled: dict[str, list[str]]  # none: a package displaces no DKMS version
+
+
+def _params(ctx: Ctx) -> UpgradeParams:
+    return journaled.upgrade(ctx.params)
+
+
+def _pkg(ctx: Ctx) -> PackageRecord:
+    return _params(ctx).get("package") or {}
+
+
+def _inspected(ctx: Ctx) -> dict[str, PackagedFile]:
+    """The module files the inspect step found in the package (module -> file)."""
+    found: dict[str, PackagedFile] = ctx.output("inspect").get("modules", {})
+    return found
 
 
 def _work(ctx: Ctx) -> str:
@@ -70,7 +92,7 @@ def dpkg_remove(host: Host, name: str) -> None:
 
 
 # ============================================================================ the steps
-def _verify_do(ctx: Ctx) -> dict[str, Any]:
+def _verify_do(ctx: Ctx) -> dict[str, str]:
     pkg = _pkg(ctx)
     dest = kept_path(ctx.state.path, pkg["sha256"])
     if "created" not in ctx.data:
@@ -97,8 +119,8 @@ def _verify_undo(ctx: Ctx) -> None:
         ctx.host.remove(kept_path(ctx.state.path, _pkg(ctx)["sha256"]))
 
 
-def _inspect_do(ctx: Ctx) -> dict[str, Any]:
-    pkg, p = _pkg(ctx), ctx.params
+def _inspect_do(ctx: Ctx) -> dict[str, dict[str, PackagedFile]]:
+    pkg, p = _pkg(ctx), _params(ctx)
     kept = str(ctx.host.path(ctx.output("verify-package")["kept"]))
     name, files = inspect_deb(ctx.host, kept, p["driver"], p["version"], pkg["kernel"],
                               p["modules"])
@@ -110,7 +132,7 @@ def _inspect_do(ctx: Ctx) -> dict[str, Any]:
     res = ctx.host.run(["dpkg-deb", "-x", kept, str(ctx.host.path(x))], timeout=DPKG_TIMEOUT)
     if not res.ok:
         raise RefusedError(f"package {pkg['path']}: dpkg-deb -x failed ({res.describe()})")
-    out = {}
+    out: dict[str, PackagedFile] = {}
     for m, path in files.items():
         ko = ctx.host.path(f"{x}{path}")
         Dkms(ctx.host).verify_ko(ko, p["version"], pkg["kernel"])  # modinfo: V and K
@@ -128,21 +150,21 @@ def _shadows(path: str, kernel: str, ours: str) -> bool:
     return path != ours and not path.startswith(f"/lib/modules/{kernel}/kernel/")
 
 
-def _install_do(ctx: Ctx) -> dict[str, Any]:
-    pkg, p = _pkg(ctx), ctx.params
-    kernel, want = pkg["kernel"], ctx.output("inspect")["modules"]
-    saved = ctx.output("backup").get("saved", {})
+def _install_do(ctx: Ctx) -> InstallData:
+    pkg, p = _pkg(ctx), _params(ctx)
+    kernel, want = pkg["kernel"], _inspected(ctx)
+    saved: ModuleFiles = ctx.output("backup").get("saved", {})
     if "displaced" not in ctx.data:
         # an earlier DKMS or vendor module under updates/ or extra/ would compete with ours:
         # its bytes are in the backup, a rollback puts it back
-        ctx.save(displaced=[rec["path"] for m, rec in saved.get(kernel, {}).items()
-                            if rec.get("path") and not rec.get("builtin")
-                            and _shadows(rec["path"], kernel, want[m]["path"])])
+        ctx.save(displaced=[path for m, rec in saved.get(kernel, {}).items()
+                            if (path := rec.get("path")) and not rec.get("builtin")
+                            and _shadows(path, kernel, want[m]["path"])])
     for path in ctx.data["displaced"]:
         ctx.host.remove(path)
     dpkg_install(ctx.host, ctx.output("verify-package")["kept"], pkg["name"])
     kmod.depmod(ctx.host, kernel)
-    after: dict[str, dict[str, Any]] = {kernel: {}}
+    after: ModuleFiles = {kernel: {}}
     for m in p["modules"]:
         got = kmod.resolve(ctx.host, m, kernel)
         if (got.path, got.sha256, got.version) != (want[m]["path"], want[m]["sha256"],
@@ -154,15 +176,15 @@ def _install_do(ctx: Ctx) -> dict[str, Any]:
 
 
 def _install_check(ctx: Ctx) -> bool:
-    want = ctx.output("inspect").get("modules", {})
+    want = _inspected(ctx)
     kernel = _pkg(ctx)["kernel"]
     return bool(want) and dpkg_installed(ctx.host, _pkg(ctx)["name"]) and all(
         (r.path, r.sha256) == (want[m]["path"], want[m]["sha256"])
-        for m in ctx.params["modules"] for r in [kmod.resolve(ctx.host, m, kernel)])
+        for m in _params(ctx)["modules"] for r in [kmod.resolve(ctx.host, m, kernel)])
 
 
 def _install_undo_with(
-        restore: Callable[[Ctx, dict[str, Any]], None]) -> Callable[[Ctx], None]:
+        restore: Callable[[Ctx, ModuleFiles], None]) -> Callable[[Ctx], None]:
     def undo(ctx: Ctx) -> None:
         dpkg_remove(ctx.host, _pkg(ctx)["name"])
         restore(ctx, ctx.output("backup").get("saved", {}))
@@ -170,26 +192,25 @@ def _install_undo_with(
     return undo
 
 
-def remove_packages(ctx: Ctx) -> None:
+def remove_packages(ctx: Ctx, packages: list[PackageRef]) -> None:
     """A rollback's first act: `dpkg -r` the packages of the upgrades it undoes."""
-    for rec in ctx.params.get("remove_packages") or []:
+    for rec in packages:
         dpkg_remove(ctx.host, rec["name"])
 
 
-def reinstall_packages(ctx: Ctx) -> None:
+def reinstall_packages(ctx: Ctx, packages: list[PackageRef]) -> None:
     """A failed rollback's undo: install the removed packages again from the state dir."""
-    for rec in ctx.params.get("remove_packages") or []:
+    for rec in packages:
         kept = kept_path(ctx.state.path, rec["sha256"])
         if not dpkg_installed(ctx.host, rec["name"]) and ctx.host.exists(kept):
             dpkg_install(ctx.host, kept, rec["name"])
 
 
-def package_steps(params: dict[str, Any], *, backup: Step, image: Step, arm: Step,
-                  restore: Callable[[Ctx, dict[str, Any]], None]) -> list[Step]:
-    """verify-package → inspect → backup → install (commit) → initramfs → arm; the backup,
-    initramfs and arm steps and the file restore are the DKMS upgrade's (steps.py passes
-    them: it imports this module)."""
-    pkg = params["package"]
+def package_steps(params: UpgradeParams, pkg: PackageRecord, *, backup: Step, image: Step,
+                  arm: Step, restore: Callable[[Ctx, ModuleFiles], None]) -> list[Step]:
+    """verify-package → inspect → backup → install (commit) → initramfs → arm, for the
+    package `pkg` (params["package"]); the backup, initramfs and arm steps and the file
+    restore are the DKMS upgrade's (steps.py passes them: it imports this module)."""
     return [
         Step("verify-package", _verify_do, _verify_undo, _verify_check,
              description=f"copy {pkg['path']} into the state dir, check its sha256 against "

@@ -13,7 +13,7 @@ import difflib
 import fnmatch
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Optional, TypedDict
 
 from hwmgr.catalog.verdict import source_refusal
 from hwmgr.catalog.versions import parse
@@ -38,14 +38,19 @@ from hwmgr.lifecycle.builds import kmod
 from hwmgr.lifecycle.builds.advice import not_in_catalog
 from hwmgr.lifecycle.builds.dkms import Dkms
 from hwmgr.lifecycle.builds.headers import headers_package, kernels_with_headers
+from hwmgr.lifecycle.builds.kmod import ModuleFiles
 from hwmgr.lifecycle.builds.pkgcheck import check_package
 from hwmgr.lifecycle.builds.recipe import load_recipe
-from hwmgr.lifecycle.record import upgrade_chain
-from hwmgr.lifecycle.steps import REGISTRY, RollbackParams, UpgradeParams, describe
-from hwmgr.transaction.engine import Transaction
+from hwmgr.lifecycle.params import DeviceRecord, PackageRef, RollbackParams, UpgradeParams
+from hwmgr.lifecycle.record import UpgradeRecord, upgrade_chain
+from hwmgr.lifecycle.steps import REGISTRY, describe
+from hwmgr.transaction.engine import Registry, StepUI, Transaction
 from hwmgr.transaction.pending import reboot_needed, waiting_for
 from hwmgr.transaction.result import TxnResult
 from hwmgr.transaction.state import StateDir
+
+if TYPE_CHECKING:  # annotations only
+    from hwmgr.catalog.load import Catalog
 
 MIN_FREE = 64 << 20
 MAX_VERSION_LEN = 64
@@ -67,8 +72,23 @@ class Refusal(str):
         obj.code, obj.rank = code, rank
         return obj
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> RefusalRecord:
         return {"reason": str(self), "code": self.code}
+
+
+class RefusalRecord(TypedDict):
+    reason: str
+    code: int  # the exit code it means
+
+
+class KeptFile(TypedDict):
+    """A module file the plan keeps a copy of before anything changes."""
+
+    kernel: str
+    module: str
+    path: Optional[str]
+    version: Optional[str]
+    sha256: Optional[str]
 
 
 @dataclass
@@ -81,15 +101,15 @@ class Plan:
     from_versions: dict[str, str | None]
     kernels: list[str]
     modules: list[str]
-    devices: list[dict[str, Any]] = field(default_factory=list)
+    devices: list[DeviceRecord] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)
-    backups: list[dict[str, Any]] = field(default_factory=list)
+    backups: list[KeptFile] = field(default_factory=list)
     initramfs: dict[str, bool | None] = field(default_factory=dict)
     reboot_required: bool = False  # after this change (transaction.pending.reboot_needed)
     reboot_pending: list[str] = field(default_factory=list)  # now, for this driver: why
     refusals: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    params: dict[str, Any] = field(default_factory=dict)
+    params: Mapping[str, object] = field(default_factory=dict)  # UpgradeParams, RollbackParams
     unread: list[str] = field(default_factory=list)  # kernels whose module a snapshot lacks
 
     def refuse(self, reason: str, code: int = EXIT_REFUSED, rank: int = HOST) -> None:
@@ -111,21 +131,21 @@ class Plan:
 
 
 # ============================================================================ planning
-def _affected_devices(host: Host, driver: str, modules: list[str]) -> list[dict[str, Any]]:
+def _affected_devices(host: Host, driver: str, modules: list[str]) -> list[DeviceRecord]:
     names = {driver, *modules}
     scan = Inventory(host).scan()
-    ifs = {i["name"]: i for i in scan.interfaces}
-    out = []
+    ifs = {i.name: i for i in scan.interfaces}
+    out: list[DeviceRecord] = []
     for d in scan.devices:
-        if d["driver"] in names or d["pci_driver"] in names:
+        if d.driver in names or d.pci_driver in names:
             # link baseline and firmware: verify compares them after the reboot
-            out.append({"address": d["address"], "vendor_id": d["vendor_id"],
-                        "device_id": d["device_id"], "interfaces": d["interfaces"],
-                        "driver_version": d["driver_version"],
-                        "firmware_version": d["firmware_version"],
-                        "links": {n: {"operstate": ifs[n]["operstate"],
-                                      "speed_mbps": ifs[n]["speed_mbps"]}
-                                  for n in d["interfaces"] if n in ifs}})
+            out.append({"address": d.address, "vendor_id": d.vendor_id,
+                        "device_id": d.device_id, "interfaces": list(d.interfaces),
+                        "driver_version": d.driver_version,
+                        "firmware_version": d.firmware_version,
+                        "links": {n: {"operstate": ifs[n].operstate,
+                                      "speed_mbps": ifs[n].speed_mbps}
+                                  for n in d.interfaces if n in ifs}})
     return out
 
 
@@ -216,10 +236,10 @@ def _check_headers(host: Host, kernels: list[str], plan: Plan) -> None:
 
 
 def _current(host: Host, modules: list[str], kernels: list[str],
-             plan: Plan | None = None) -> dict[str, dict[str, Any]]:
+             plan: Plan | None = None) -> ModuleFiles:
     """What each module resolves to per kernel; with `plan`, what a snapshot lacks is a
     refusal (exit 11) and the module reads as unknown, instead of ending the plan."""
-    out: dict[str, dict[str, Any]] = {}
+    out: ModuleFiles = {}
     for k in kernels:
         out[k] = {}
         for m in modules:
@@ -259,7 +279,7 @@ def kernel_mismatch(driver: str, version: str, kernel: str, globs: list[str],
 
 
 def plan_upgrade(
-    host: Host, catalog: Any, driver: str, version: str, *, settings: Config,
+    host: Host, catalog: Catalog, driver: str, version: str, *, settings: Config,
     kernels: list[str] | None = None, force: bool = False,
     env: Mapping[str, str] | None = None, package: str | None = None,
 ) -> Plan:
@@ -289,18 +309,18 @@ def plan_upgrade(
         plan.refuse(bad_version, EXIT_BAD_INPUT, INPUT)
     elif info is None:
         plan.refuse(not_in_catalog(driver, version, versions), EXIT_NOT_FOUND, CATALOG)
-    info = info or {}
-    if info.get("status") == "known-bad":
-        plan.refuse(f"{driver} {version} is known-bad: {info.get('reason', '')}".strip(),
-                    EXIT_REFUSED, CATALOG)
-    if info.get("status") == "deprecated" and not force:
+    status = info.get("status") if info else None
+    if status == "known-bad":
+        reason = info.get("reason", "") if info else ""
+        plan.refuse(f"{driver} {version} is known-bad: {reason}".strip(), EXIT_REFUSED, CATALOG)
+    if status == "deprecated" and not force:
         plan.refuse(f"{driver} {version} is deprecated in the catalog (--force to use)",
                     EXIT_REFUSED, CATALOG)
-    source = info.get("source")
+    source = info.get("source") if info else None
     why = source_refusal(source) if info and package is None else None
     if why:
         plan.refuse(f"{driver} {version}: {why}", EXIT_REFUSED, CATALOG)
-    globs = info.get("kernels") or ["*"]
+    globs = (info.get("kernels") if info else None) or ["*"]
     for k in ks:
         if not any(fnmatch.fnmatchcase(k, g) for g in globs):
             plan.refuse(kernel_mismatch(driver, version, k, globs, settings.site_catalog_dir),
@@ -339,15 +359,15 @@ def plan_upgrade(
         "sign_key": settings.sign_key, "sign_cert": settings.sign_cert,
         "build_timeout": settings.build_timeout, "needs_reboot": plan.reboot_required,
     }
-    plan.params = dict(params)
     if package is not None:
-        plan.params["package"] = pkg.as_dict() if pkg else {"path": package}
+        params["package"] = pkg.as_dict() if pkg else {"path": package}
+    plan.params = params
     # no steps for a string that is not a version
     plan.steps = [] if bad_version else describe(REGISTRY["upgrade"](plan.params))
     return plan
 
 
-def _rollback_target(chain: list[dict[str, Any]], driver: str, to: str) -> dict[str, Any]:
+def _rollback_target(chain: list[UpgradeRecord], driver: str, to: str) -> UpgradeRecord:
     """The newest upgrade in `chain` that replaced version `to` ("inbox": the first one)."""
     for t in reversed(chain):
         before = {v["version"] for k in t["params"]["from"].values() for v in k.values()}
@@ -379,18 +399,15 @@ def plan_rollback(
     current = _current(host, modules, ks)
     undone = chain[chain.index(target):]
     remove = [t["params"]["version"] for t in undone if not t["params"].get("package")]
-    packages = [{"name": t["params"]["package"]["name"],
-                 "sha256": t["params"]["package"]["sha256"]}
-                for t in undone if t["params"].get("package")]
+    packages: list[PackageRef] = [{"name": pkg["name"], "sha256": pkg["sha256"]}
+                                  for t in undone if (pkg := t["params"].get("package"))]
     plan = Plan("rollback", driver, "", {k: current[k][modules[0]]["version"] for k in ks},
                 ks, modules)
-    saved = next((st["data"].get("saved") for st in target["steps"] if st["name"] == "backup"),
-                 None)
+    saved = target["saved"]
     if not saved:
         raise HwmgrError(f"transaction #{target['id']} recorded no backup of {driver}")
     dest = {k: saved[k] for k in ks}
-    reinstall = next((st["data"].get("uninstalled") for st in target["steps"]
-                      if st["name"] == "install"), None) or {}
+    reinstall = target["uninstalled"] or {}
     plan.to_version = dest[ks[0]][modules[0]]["version"] or "inbox"
     for k in ks:
         for m in modules:
@@ -421,14 +438,14 @@ def plan_rollback(
         "sign_key": settings.sign_key, "sign_cert": settings.sign_cert,
         "build_timeout": settings.build_timeout,
     }
-    plan.params = dict(params)
-    plan.steps = describe(REGISTRY["rollback"](plan.params))
+    plan.params = params
+    plan.steps = describe(REGISTRY["rollback"](params))
     return plan
 
 
 def run_plan(host: Host, plan: Plan, state_dir: str, *, command: str,
-             wait: bool | float = False, ui: Any = None,
-             results: dict[str, Any] | None = None) -> TxnResult:
+             wait: bool | float = False, ui: StepUI | None = None,
+             results: Mapping[str, object] | None = None) -> TxnResult:
     """Run a refusal-free plan as one transaction under the host lock; `results` (e.g. the
     throughput measured before) are journaled with it."""
     if plan.refusals:
@@ -443,7 +460,7 @@ def run_plan(host: Host, plan: Plan, state_dir: str, *, command: str,
 
 
 def recover(host: Host, state_dir: str, *, wait: bool | float = False,
-            extra: dict[str, Any] | None = None) -> list[TxnResult]:
+            extra: Registry | None = None) -> list[TxnResult]:
     """Finish or undo interrupted transactions (exactly old or new state afterwards);
     `extra` adds the step registries of other packages (apply / revert)."""
     state = StateDir(host, state_dir)

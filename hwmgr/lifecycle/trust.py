@@ -15,7 +15,7 @@ import datetime
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from hwmgr.errors import BadInputError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
@@ -29,6 +29,7 @@ from hwmgr.lifecycle.source.fetch import cache_path
 from hwmgr.lifecycle.source.signature import RPM_TIMEOUT, header_key_id, same_key, verify_in_keyring
 
 if TYPE_CHECKING:  # annotations only
+    from hwmgr.catalog.entry import Source, VersionEntry
     from hwmgr.catalog.load import Catalog
 
 TRUST_FILE = "50-trusted.json"
@@ -52,7 +53,7 @@ class PackageFacts:
     kind: str = "srpm"  # or "tarball": a vendor's tarball
     manifest: int = 0  # files the tarball's sha512 MANIFEST vouched for
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"file": str(self.path), "kind": self.kind, "name": self.name,
                 "version": self.version, "release": self.release, "vendor": self.vendor,
                 "build_host": self.build_host, "signing_key": self.signing_key,
@@ -130,8 +131,8 @@ def check_signing(host: Host, facts: PackageFacts, where: str, *, pinned: str | 
         raise
 
 
-def site_layer(driver: str, version: str, facts: PackageFacts, source: Mapping[str, Any],
-               today: str | None = None) -> dict[str, Any]:
+def site_layer(driver: str, version: str, facts: PackageFacts, source: Mapping[str, object],
+               today: str | None = None) -> dict[str, object]:
     """The site-catalog JSON that records this package as the version's trusted source."""
     day = today or datetime.date.today().isoformat()
     if facts.kind == "tarball":
@@ -143,22 +144,23 @@ def site_layer(driver: str, version: str, facts: PackageFacts, source: Mapping[s
                 f"{facts.vendor or 'none'}, build host {facts.build_host or 'none'}, "
                 + (f"signed by key {facts.signing_key}" if facts.signing_key else "unsigned"))
     note = f"trusted with 'hwmgr catalog trust' on {day} from {facts.path.name}: {what}"
-    src: dict[str, Any] = {"sha256": facts.sha256, "size": facts.size, "verified": True,
-                           "notes": [note]}
+    src: Source = {"sha256": facts.sha256, "size": facts.size, "verified": True,
+                   "notes": [note]}
     if facts.signing_key:  # a key the catalog pinned stays as written (it may be longer)
-        src["signing_key"] = source.get("signing_key") or facts.signing_key
+        pinned = source.get("signing_key")
+        src["signing_key"] = pinned if isinstance(pinned, str) and pinned else facts.signing_key
     if not source.get("filename") and not str(source.get("url", "")).endswith(facts.path.name):
         src["filename"] = facts.path.name
     return {"drivers": {driver: {"versions": {version: {"source": src}}}}}
 
 
-def cached_name(facts: PackageFacts, source: Mapping[str, Any]) -> str:
+def cached_name(facts: PackageFacts, source: Mapping[str, object]) -> str:
     """The name `fetch` looks the file up by once the layer is recorded (`site_layer`)."""
     return str(source.get("filename") or facts.path.name)
 
 
 def keep_in_cache(host: Host, cache_dir: str, facts: PackageFacts,
-                  source: Mapping[str, Any]) -> Path:
+                  source: Mapping[str, object]) -> Path:
     """Copy the trusted file into the download cache where `fetch` looks first, verified
     again after the copy; returns its path there."""
     final = CacheFile(host, str(cache_path(Path(cache_dir), facts.sha256,
@@ -172,22 +174,23 @@ def keep_in_cache(host: Host, cache_dir: str, facts: PackageFacts,
     return final.real
 
 
-def _deep(dst: dict[str, Any], src: Mapping[str, Any]) -> None:
+def _deep(dst: dict[str, object], src: Mapping[str, object]) -> None:
     for k, v in src.items():
-        if isinstance(v, dict) and isinstance(dst.get(k), dict):
-            _deep(dst[k], v)
+        have = dst.get(k)
+        if isinstance(v, dict) and isinstance(have, dict):
+            _deep(have, v)
         else:
             dst[k] = v
 
 
-def record(local_host: Host, site_dir: Path, layer: Mapping[str, Any],
+def record(local_host: Host, site_dir: Path, layer: Mapping[str, object],
            name: str = TRUST_FILE) -> Path:
     """Merge `layer` into `site_dir/name` (created if absent) atomically; returns its path."""
     target = site_dir / name
     raw = local_host.read_bytes(str(target))
-    doc: dict[str, Any] = {"schema_version": 1,
-                           "description": "vendor packages trusted at this site "
-                                          "(hwmgr catalog trust); safe to edit by hand"}
+    doc: dict[str, object] = {"schema_version": 1,
+                              "description": "vendor packages trusted at this site "
+                                             "(hwmgr catalog trust); safe to edit by hand"}
     if raw is not None:
         try:
             old = json.loads(raw)
@@ -203,10 +206,10 @@ def record(local_host: Host, site_dir: Path, layer: Mapping[str, Any],
     return target
 
 
-def version_entry(catalog: Catalog, driver: str, version: str) -> Mapping[str, Any]:
+def version_entry(catalog: Catalog, driver: str, version: str) -> VersionEntry:
     """The catalog's version entry (NotFoundError naming the known versions)."""
     entry = catalog.entry(driver)
-    info: Mapping[str, Any] | None = entry.get("versions", {}).get(version)
+    info = entry.get("versions", {}).get(version)
     if info is None:
         raise NotFoundError(not_in_catalog(driver, version, entry.get("versions", {})))
     if not info.get("source"):

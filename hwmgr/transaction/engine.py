@@ -48,16 +48,16 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Protocol, Sequence
 
 from hwmgr.errors import EXIT_INTERNAL, HwmgrError, RefusedError
 from hwmgr.host.capture import boot_id
 from hwmgr.host.runner import allow_commands, stop_commands
 from hwmgr.transaction.interrupt import answer, deferring_signals
-from hwmgr.transaction.journal import Journal
+from hwmgr.transaction.journal import Journal, TxnRow
 from hwmgr.transaction.pending import NOTE
 from hwmgr.transaction.result import TxnResult
-from hwmgr.transaction.state import BackupRecord, StateDir
+from hwmgr.transaction.state import BackupRecord, StateDir, backup_record
 from hwmgr.transaction.testhook import crash_point
 
 TEST_CRASH_PHASES = ("before", "saved", "after", "done", "undo")
@@ -70,6 +70,13 @@ class TransactionError(HwmgrError):
     """A transaction failed, was rolled back, or cannot be recovered."""
 
 
+class StepUI(Protocol):
+    """A progress reporter the engine tells of each step's start and undo (never journaled);
+    steps may ask it for more (lifecycle.steps.UpgradeUI)."""
+
+    def step(self, name: str, phase: str) -> None: ...
+
+
 @dataclass(frozen=True)
 class Step:
     """One undoable change. `undo=None` marks it irreversible (its effect is kept on rollback).
@@ -79,7 +86,7 @@ class Step:
     """
 
     name: str
-    do: Callable[[Ctx], Optional[dict[str, Any]]]
+    do: Callable[[Ctx], Optional[Mapping[str, object]]]  # data merged into the journal
     undo: Optional[Callable[[Ctx], None]]
     check: Callable[[Ctx], bool]
     commit_point: bool = False
@@ -99,7 +106,7 @@ class Step:
         return self.undo is not None
 
 
-StepFactory = Callable[[dict[str, Any]], Sequence[Step]]
+StepFactory = Callable[[dict[str, object]], Sequence[Step]]  # params as journaled (JSON)
 Registry = Mapping[str, StepFactory]
 
 
@@ -116,8 +123,9 @@ class Ctx:
         self.txn_id: int = txn.id or 0
         self.kind = txn.kind
         self.target = txn.target
+        # JSON as journaled; a step kind narrows it once (e.g. lifecycle.params.upgrade)
         self.params: dict[str, Any] = txn.params
-        self.ui = getattr(txn, "ui", None)  # progress reporter, None in recovery and tests
+        self.ui: StepUI | None = txn.ui  # progress reporter, None in recovery and tests
 
     @property
     def data(self) -> dict[str, Any]:
@@ -158,7 +166,7 @@ class Ctx:
         record = self._txn._data[self.seq].get(f"backup:{logical}")
         if record is None:
             return False
-        self.state.restore_file(record)
+        self.state.restore_file(backup_record(record, f"step '{self.step}' backup:{logical}"))
         return True
 
 
@@ -170,12 +178,12 @@ class Transaction:
         state: StateDir,
         registry: Registry,
         kind: str,
-        params: dict[str, Any] | None = None,
+        params: Mapping[str, object] | None = None,
         *,
         target: str = "",
         command: str = "",
-        ui: Any = None,
-        results: dict[str, Any] | None = None,
+        ui: StepUI | None = None,
+        results: Mapping[str, object] | None = None,
     ) -> None:
         self.state = state
         self.results = results  # journaled with the transaction (e.g. throughput before)
@@ -184,12 +192,12 @@ class Transaction:
         self.target = target
         self.command = command
         # steps are built from the JSON form of params, exactly as recovery will rebuild them
-        self.params: dict[str, Any] = _json_roundtrip(params or {}, f"'{kind}' params")
+        self.params = _json_roundtrip(params or {}, f"'{kind}' params")
         self.steps: list[Step] = _build_steps(registry, kind, self.params)
         self.id: int | None = None
         self.direction = "forward"
         self._states = ["pending"] * len(self.steps)
-        self._data: list[dict[str, Any]] = [{} for _ in self.steps]
+        self._data: list[dict[str, object]] = [{} for _ in self.steps]
         self._recovered = False
         self.signal: str | None = None  # the first deferred signal that arrived (e.g. SIGINT)
         self._at = (0, "before")  # (seq, "before" | "running" | "done" | "undo" | "ended")
@@ -254,8 +262,9 @@ class Transaction:
         return self._forward()
 
     # ------------------------------------------------------------------ engine
-    def _set(self, seq: int, state: str, **kw: Any) -> None:
-        self.journal.set_step(self.id or 0, seq, state, **kw)
+    def _set(self, seq: int, state: str, *, data: Mapping[str, object] | None = None,
+             error: str | None = None, event: str | None = None) -> None:
+        self.journal.set_step(self.id or 0, seq, state, data=data, error=error, event=event)
         self._states[seq] = state
 
     def _interrupted(self, seq: int) -> TxnResult | None:
@@ -363,7 +372,7 @@ class Transaction:
         return [cls._resume(state, registry, row) for row in state.journal().open_transactions()]
 
     @classmethod
-    def _resume(cls, state: StateDir, registry: Registry, row: dict[str, Any]) -> TxnResult:
+    def _resume(cls, state: StateDir, registry: Registry, row: TxnRow) -> TxnResult:
         journal = state.journal()
         tid, kind, target = row["id"], row["kind"], row["target"]
         if row["state"] == "running":
@@ -439,7 +448,7 @@ class Transaction:
         return "interrupted before its first step"
 
 
-def _build_steps(registry: Registry, kind: str, params: dict[str, Any]) -> list[Step]:
+def _build_steps(registry: Registry, kind: str, params: dict[str, object]) -> list[Step]:
     factory = registry.get(kind)
     if factory is None:
         raise TransactionError(f"no steps are registered for transaction kind '{kind}'")
@@ -461,11 +470,14 @@ def _build_steps(registry: Registry, kind: str, params: dict[str, Any]) -> list[
     return steps
 
 
-def _json_roundtrip(value: Mapping[str, object], what: str) -> dict[str, Any]:
+def _json_roundtrip(value: Mapping[str, object], what: str) -> dict[str, object]:
+    """`value` as the journal will hand it back (a JSON object: the dump of a mapping)."""
     try:
-        copied: dict[str, Any] = json.loads(json.dumps(value))
+        copied: object = json.loads(json.dumps(value))
     except (TypeError, ValueError) as exc:
         raise TransactionError(f"{what}: data is not JSON-serialisable ({exc})") from None
+    if not isinstance(copied, dict):  # a mapping dumps as an object: never, but say so
+        raise TransactionError(f"{what}: data is not a JSON object")
     return copied
 
 

@@ -12,7 +12,7 @@ import os
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping, Optional, TypedDict, cast
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError, NotFoundError
@@ -63,6 +63,53 @@ STEP_COLUMNS = {
     "data": "json", "error": "text?", "started": "text?", "ended": "text?",
 }
 EVENT_COLUMNS = {"seq": "int?", "at": "text", "event": "text", "detail": "text"}
+
+
+class StepRow(TypedDict):
+    """One step as `Journal.row` reads it back (STEP_COLUMNS, checked)."""
+
+    seq: int
+    name: str
+    state: str
+    reversible: bool
+    commit_point: bool
+    data: dict[str, object]  # what the step journaled (JSON)
+    error: Optional[str]
+    started: Optional[str]
+    ended: Optional[str]
+
+
+class EventRow(TypedDict):
+    seq: Optional[int]
+    at: str
+    event: str
+    detail: str
+
+
+class _TxnColumns(TypedDict):
+    id: int
+    kind: str
+    target: str
+    params: dict[str, object]  # the kind's params as journaled (JSON)
+    state: str
+    direction: str
+    started: str
+    ended: Optional[str]
+    kernel: Optional[str]
+    hostname: Optional[str]
+    pid: Optional[int]
+    command: Optional[str]
+    error: Optional[str]
+    notes: dict[str, object]
+    results: dict[str, object]
+    steps: list[StepRow]
+
+
+class TxnRow(_TxnColumns, total=False):
+    """One transaction as `Journal.row` reads it back: each column checked by type
+    (TXN_COLUMNS), with its steps and, when asked, its events."""
+
+    events: list[EventRow]
 MAX_TEXT = 1 << 16  # characters in one text column (an error message, a command line)
 DAMAGED = ("this state-dir file is damaged (disk error, hand edit or another hwmgr): restore "
            "it from a backup, or move it aside and hwmgr starts a new one")
@@ -74,9 +121,11 @@ def damaged(where: str, problem: str) -> BadInputError:
     return BadInputError(printable(f"{where}: {problem}; {DAMAGED}"))
 
 
-def checked_row(row: dict[str, Any], columns: dict[str, str], where: str) -> dict[str, Any]:
+def checked_row(row: dict[str, object], columns: dict[str, str], where: str
+                ) -> dict[str, Any]:
     """`row` with its JSON columns decoded, once every column has the type `columns` says
-    (the journal's and the check history's rows: SQLite keeps any type in any column)."""
+    (the journal's and the check history's rows: SQLite keeps any type in any column). The
+    caller names the checked row by a TypedDict (`TxnRow`) or reads the columns it checked."""
     for col, kind in columns.items():
         value = row.get(col)
         if value is None and kind.endswith("?"):
@@ -165,11 +214,11 @@ class Journal:
         self,
         kind: str,
         target: str,
-        params: dict[str, Any],
+        params: Mapping[str, object],
         steps: list[tuple[str, bool, bool]],
         *,
         command: str = "",
-        results: dict[str, Any] | None = None,
+        results: Mapping[str, object] | None = None,
         kernel: str | None = None,
         hostname: str | None = None,
     ) -> int:
@@ -207,7 +256,7 @@ class Journal:
         seq: int,
         state: str,
         *,
-        data: dict[str, Any] | None = None,
+        data: Mapping[str, object] | None = None,
         error: str | None = None,
         event: str | None = None,
     ) -> None:
@@ -233,7 +282,7 @@ class Journal:
             )
             self._event(txn_id, seq, event or state, error or "", now)
 
-    def save_data(self, txn_id: int, seq: int, data: dict[str, Any]) -> None:
+    def save_data(self, txn_id: int, seq: int, data: Mapping[str, object]) -> None:
         """Replace a step's journaled data (used while the step is still running)."""
         with self._tx():
             self.db.execute(
@@ -289,17 +338,22 @@ class Journal:
             )
 
     # ------------------------------------------------------------------ reads
-    def open_transactions(self) -> list[dict[str, Any]]:
+    def open_transactions(self) -> list[TxnRow]:
         """Transactions not yet committed or rolled back, oldest first."""
         marks = ",".join("?" * len(OPEN_STATES))
         rows = self.db.execute(
             f"SELECT id FROM transactions WHERE state IN ({marks}) ORDER BY id", OPEN_STATES
         )
-        return [self.get(r[0]) for r in rows.fetchall()]
+        return [self.row(r[0]) for r in rows.fetchall()]
 
     def get(self, txn_id: int, events: bool = False) -> dict[str, Any]:
+        """`row` as a plain dict, for the readers that index it themselves (history, revert,
+        verify)."""
+        return dict(self.row(txn_id, events))
+
+    def row(self, txn_id: int, events: bool = False) -> TxnRow:
         """One transaction with its steps (and event log when asked), each column checked by
-        type at the door (`_checked`): a damaged row is one line naming it (`damaged`)."""
+        type at the door (`checked_row`): a damaged row is one line naming it (`damaged`)."""
         row = self.db.execute("SELECT * FROM transactions WHERE id=?", (txn_id,)).fetchone()
         if row is None:
             raise NotFoundError(f"transaction {txn_id} is not in {self.path}")
@@ -322,7 +376,7 @@ class Journal:
             )
             txn["events"] = [checked_row(dict(e), EVENT_COLUMNS, f"{where} event")
                              for e in ev.fetchall()]
-        return txn
+        return cast(TxnRow, txn)  # every column checked by type above
 
     def transactions(
         self,

@@ -21,7 +21,7 @@ hwmgr) the newest candidate per target is reported with status "unknown".
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError
@@ -72,7 +72,7 @@ def reboot_needed(host: Host, modules: Sequence[str], kernels: Sequence[str],
 _COLUMNS = {"id": "int", "kind": "text", "target": "text", "ended": "text?"}
 
 
-def reboot_pending(host: Host, state_dir: str) -> list[dict[str, Any]]:
+def reboot_pending(host: Host, state_dir: str) -> list[dict[str, object]]:
     """Committed transactions not yet live: one entry per target, newest first.
 
     Each entry: {driver, target, txn, kind, status ("pending" | "unknown"), reason}. Reads
@@ -91,7 +91,7 @@ def reboot_pending(host: Host, state_dir: str) -> list[dict[str, Any]]:
     finally:
         state.close()
     now = boot_id(host)
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     seen: set[str] = set()
     where = f"{state.path}/journal.sqlite: transaction"
     for raw in rows:
@@ -111,8 +111,8 @@ def reboot_pending(host: Host, state_dir: str) -> list[dict[str, Any]]:
             continue
         if booted is None:
             continue  # journaled without a boot id: nothing known either way
-        entry = {"driver": target, "target": target, "txn": row["id"],
-                 "kind": row["kind"], "committed": row["ended"]}
+        entry: dict[str, object] = {"driver": target, "target": target, "txn": row["id"],
+                                    "kind": row["kind"], "committed": row["ended"]}
         if now is None:
             why = retake("boot id (/proc/sys/kernel/random/boot_id)", host, BOOT_ID) if host.meta \
                 else "the current boot id cannot be read"
@@ -126,7 +126,7 @@ def reboot_pending(host: Host, state_dir: str) -> list[dict[str, Any]]:
     return out
 
 
-def pending_for(entries: list[dict[str, Any]], driver: str) -> dict[str, Any] | None:
+def pending_for(entries: list[dict[str, object]], driver: str) -> dict[str, object] | None:
     """The entry that says `driver`'s armed state waits for a reboot, if any."""
     return next((e for e in entries if e["target"] == driver), None)
 
@@ -134,7 +134,7 @@ def pending_for(entries: list[dict[str, Any]], driver: str) -> dict[str, Any] | 
 def waiting_for(host: Host, state_dir: str, target: str) -> list[str]:
     """Why `target` waits for a reboot now (the journal's answer, as check and verify read
     it), so a plan states the host's state the same way."""
-    return [e["reason"] for e in reboot_pending(host, state_dir) if e["target"] == target]
+    return [str(e["reason"]) for e in reboot_pending(host, state_dir) if e["target"] == target]
 
 
 def _obj(text: object) -> dict[str, object]:

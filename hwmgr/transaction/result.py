@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 
 @dataclass
@@ -30,7 +30,7 @@ class TxnResult:
         """True when the host is in exactly the old or the new state."""
         return self.state in ("committed", "rolled-back")
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "id": self.id,
             "kind": self.kind,

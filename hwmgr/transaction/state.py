@@ -13,7 +13,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Optional, TypedDict
+from typing import Any, Optional, TypedDict, cast
 
 from hwmgr.config import DEFAULT_STATE_DIR
 from hwmgr.errors import (
@@ -44,6 +44,17 @@ class BackupRecord(_Kept, total=False):
     size: int
     mode: int
     taken: str  # when (UTC)
+
+
+def backup_record(value: object, where: str) -> BackupRecord:
+    """A journaled `BackupRecord` read back (a step's data is JSON): checked before a
+    restore trusts it; else a one-line error naming `where`."""
+    if not (isinstance(value, dict) and isinstance(value.get("path"), str)
+            and isinstance(value.get("existed"), bool)
+            and isinstance(value.get("backup"), (str, type(None)))):
+        raise HwmgrError(f"{where}: not a backup record (path, existed, backup)")
+    record: BackupRecord = cast(BackupRecord, value)  # checked above
+    return record
 
 
 class StateDir:

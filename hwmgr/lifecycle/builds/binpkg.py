@@ -17,13 +17,14 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from hwmgr import __version__
 from hwmgr.config import Config
 from hwmgr.errors import BadInputError, HwmgrError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.seam import Host
+from hwmgr.lifecycle.builds.buildlog import BuildUI, activity
 from hwmgr.lifecycle.builds.dkms import Dkms, render_dkms_conf
 from hwmgr.lifecycle.builds.package import (
     DEFAULT_PACKAGER,
@@ -36,6 +37,9 @@ from hwmgr.lifecycle.builds.tarball import kind_of, unpack_source
 from hwmgr.lifecycle.source.fetch import Source
 from hwmgr.lifecycle.source.mirror import fetch_mirrored, source_mirrors
 from hwmgr.lifecycle.source.signature import check_signature
+
+if TYPE_CHECKING:  # annotations only
+    from hwmgr.catalog.load import Catalog
 
 FORMATS = ("deb", "rpm")
 DEB_SUBDIR = "updates/hwmgr"  # below /lib/modules/K: hwmgr-verify expects /updates/hwmgr/
@@ -72,13 +76,13 @@ class BinaryResult:
     sha256: str
     size: int
     signed: bool
-    modules: list[dict[str, Any]]
+    modules: list[dict[str, str]]  # name, version, signer, sha256
     layer: Path
     source_sha256: str
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """The JSON `data` of `hwmgr package --binary`."""
         return {
             "path": str(self.path), "format": self.format, "name": self.name,
@@ -134,7 +138,7 @@ def rpm_version(version: str) -> str:
 
 
 def layer_fragment(driver: str, version: str, kernel: str, fmt: str, file_name: str,
-                   sha256: str, size: int, signed: bool) -> dict[str, Any]:
+                   sha256: str, size: int, signed: bool) -> dict[str, object]:
     """The catalog layer that records this package for `driver` `version` on `kernel`
     (docs/rollout.md, "Build once, ship binaries"); layers merge it by kernel and format."""
     return {
@@ -165,14 +169,10 @@ def has_signature(data: bytes) -> bool:
     return data.endswith(_MODULE_SIG_MAGIC)
 
 
-def _activity(ui: Any, what: str) -> Any:
-    return ui.activity(what) if ui is not None else contextlib.nullcontext()
-
-
 def build_modules(
-    host: Host, catalog: Any, driver: str, version: str, kernel: str, *,
+    host: Host, catalog: Catalog, driver: str, version: str, kernel: str, *,
     settings: Config, work: str, sign_key: str | None = None, sign_cert: str | None = None,
-    ui: Any = None,
+    ui: BuildUI | None = None,
 ) -> Staged:
     """Fetch and unpack `driver` `version` as an upgrade does, then dkms add + build for
     `kernel` in scratch trees under `work`; each module is checked (modinfo version V,
@@ -192,14 +192,14 @@ def build_modules(
                          on_retry=ui.retry if ui else None, who=f"{driver} {version}")
     if source.get("signing_key"):
         check_signature(host, got.path, settings.state_dir, source["signing_key"])
-    with _activity(ui, f"unpacking {got.path.name}"):
+    with activity(ui, f"unpacking {got.path.name}"):
         tree = unpack_source(host, got.path, f"{work}/unpack", recipe, version)
     dk = Dkms(host, scratch=f"{work}/dkms", mok_key=pair[0] if pair else None,
               mok_cert=pair[1] if pair else None, build_timeout=settings.build_timeout)
     if pair is None:
         dk.env["sign_file"] = NO_SIGN_FILE
     dk.add(tree, driver, version, dkms_conf=render_dkms_conf(recipe, version))
-    with _activity(ui, f"dkms build {driver}/{version} for {kernel} (private trees)"):
+    with activity(ui, f"dkms build {driver}/{version} for {kernel} (private trees)"):
         kos = dk.build(driver, version, kernel, modules=recipe.module_names)
     modules = []
     for m, ko in kos.items():
@@ -224,10 +224,10 @@ Packager = Callable[[Host, Staged, str, Path, str], Path]
 
 
 def build_binary(
-    host: Host, catalog: Any, driver: str, version: str, *, fmt: str, kernel: str,
+    host: Host, catalog: Catalog, driver: str, version: str, *, fmt: str, kernel: str,
     make: Packager, settings: Config, out_dir: str | os.PathLike[str],
     sign_key: str | None = None, sign_cert: str | None = None,
-    packager: str = DEFAULT_PACKAGER, ui: Any = None,
+    packager: str = DEFAULT_PACKAGER, ui: BuildUI | None = None,
 ) -> BinaryResult:
     """`hwmgr package DRIVER --version V --binary FMT --kernel K --out DIR`: the package
     `make` builds and its catalog layer fragment (`<package file>.catalog.json`) in
@@ -244,7 +244,7 @@ def build_binary(
     try:
         staged = build_modules(host, catalog, driver, version, kernel, settings=settings,
                                work=work, sign_key=sign_key, sign_cert=sign_cert, ui=ui)
-        with _activity(ui, f"packaging {driver} {version} for {kernel} as {fmt}"):
+        with activity(ui, f"packaging {driver} {version} for {kernel} as {fmt}"):
             built = make(host, staged, work, out, packager)
         dest = out / built.name
         try:

@@ -8,8 +8,10 @@ carries the log's logical path, and the caller copies the whole log somewhere it
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
+from typing import Callable, ContextManager, Optional, Protocol, runtime_checkable
 
 from hwmgr.errors import HwmgrError
 from hwmgr.host.seam import Host
@@ -27,6 +29,26 @@ _EXIT_TAIL = re.compile(r"\d+\)\s*")  # what follows _BAD_EXIT, to the end of th
 _ERROR_RES = tuple(re.compile(p) for p in (
     r"\berror:", r"No rule to make target|No targets|missing separator",
     r"\*\*\*.*\bError \d+", r"(?i)\berror\b"))
+
+
+@runtime_checkable
+class BuildUI(Protocol):
+    """What a build or an upgrade shows as it runs (ui.lifecycle.ProgressUI): the download,
+    its retries, each long activity, a failed build's log."""
+
+    def download(self, name: str, total: int) -> Callable[[int, int], None]: ...
+
+    def retry(self, text: str) -> None: ...
+
+    def activity(self, what: str) -> ContextManager[None]: ...
+
+    def build_log(self, log: str, tail: list[str]) -> None: ...
+
+
+def activity(ui: Optional[BuildUI], what: str) -> ContextManager[None]:
+    """`ui.activity(what)` (a spinner on a terminal, start and end lines otherwise), or
+    nothing without a ui."""
+    return ui.activity(what) if ui is not None else contextlib.nullcontext()
 
 
 @dataclass(frozen=True)

@@ -5,16 +5,39 @@ All through the host seam, so a temporary root (`modinfo -b ROOT`) works like `/
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import Optional, TypedDict
 
 from hwmgr.errors import HwmgrError, UnknownError
 from hwmgr.host.capture import HEADERS, MODINFO, retake
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.seam import Host
+from hwmgr.transaction.state import BackupRecord
 
 QUICK = 120.0
 INITRAMFS_TIMEOUT = 900.0
+
+
+class _ModuleFields(TypedDict):
+    module: str
+    kernel: str
+    path: Optional[str]
+    builtin: bool
+    version: Optional[str]
+    srcversion: Optional[str]
+    vermagic: Optional[str]
+    sha256: Optional[str]
+
+
+class ModuleRecord(_ModuleFields, total=False):
+    """`ModuleFile.as_dict()` as plans and the journal keep it; an upgrade's backup step adds
+    where it copied the file (`backup`)."""
+
+    backup: Optional[BackupRecord]
+
+
+# kernel -> module -> its record (a plan's "from", a backup's "saved", a rollback's "restore")
+ModuleFiles = dict[str, dict[str, ModuleRecord]]
 
 
 @dataclass(frozen=True)
@@ -30,12 +53,11 @@ class ModuleFile:
     vermagic: str | None = None
     sha256: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ModuleFile:
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})  # type: ignore[arg-type]
+    def as_dict(self) -> ModuleRecord:
+        return {"module": self.module, "kernel": self.kernel, "path": self.path,
+                "builtin": self.builtin, "version": self.version,
+                "srcversion": self.srcversion, "vermagic": self.vermagic,
+                "sha256": self.sha256}
 
     def describe(self) -> str:
         if self.builtin:

@@ -18,7 +18,7 @@ import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hwmgr import __version__
 from hwmgr.catalog.verdict import source_refusal
@@ -27,12 +27,17 @@ from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle.builds.advice import not_in_catalog
+from hwmgr.lifecycle.builds.buildlog import BuildUI, activity
 from hwmgr.lifecycle.builds.dkms import render_dkms_conf
 from hwmgr.lifecycle.builds.recipe import Recipe, check_version, load_recipe
 from hwmgr.lifecycle.builds.tarball import kind_of, unpack_source
 from hwmgr.lifecycle.source.fetch import Source
 from hwmgr.lifecycle.source.mirror import fetch_mirrored, source_mirrors
 from hwmgr.lifecycle.source.signature import check_signature
+
+if TYPE_CHECKING:  # annotations only
+    from hwmgr.catalog.entry import Source as CatalogSource
+    from hwmgr.catalog.load import Catalog
 
 TEMPLATE_NAME = "driver-dkms.spec.in"
 REPO_SPECS_DIR = Path(__file__).resolve().parents[3] / "specs"
@@ -68,7 +73,7 @@ class PackageResult:
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """The JSON `data` of `hwmgr package`."""
         return {
             "path": str(self.path), "sha256": self.sha256, "size": self.size,
@@ -201,7 +206,8 @@ def _rpmbuild_available(host: Host) -> None:
                          "('rpm' on Debian/Ubuntu)")
 
 
-def catalog_source(catalog: Any, driver: str, version: str) -> tuple[dict[str, Any], list[str]]:
+def catalog_source(catalog: Catalog, driver: str, version: str
+                   ) -> tuple[CatalogSource, list[str]]:
     """The version's verified source entry, or the refusal lifecycle would give."""
     versions = catalog.entry(driver).get("versions", {})
     info = versions.get(version)
@@ -219,15 +225,9 @@ def catalog_source(catalog: Any, driver: str, version: str) -> tuple[dict[str, A
     return info["source"], warnings
 
 
-def _activity(ui: Any, what: str) -> Any:
-    """`ui.activity(what)` (a spinner on a terminal, start and end lines otherwise), or
-    nothing without a ui."""
-    return ui.activity(what) if ui is not None else contextlib.nullcontext()
-
-
 def build_dkms_rpm(
     host: Host,
-    catalog: Any,
+    catalog: Catalog,
     driver: str,
     version: str,
     *,
@@ -235,7 +235,7 @@ def build_dkms_rpm(
     out_dir: str | os.PathLike[str],
     keep_spec: bool = False,
     packager: str = DEFAULT_PACKAGER,
-    ui: Any = None,
+    ui: BuildUI | None = None,
 ) -> PackageResult:
     """Fetch, unpack and wrap `driver` `version` as `<driver>-dkms-<version>-1.noarch.rpm`.
 
@@ -269,7 +269,7 @@ def build_dkms_rpm(
     name = f"{driver}-dkms"
     work = host.make_temp_dir(f"{settings.cache_dir}/package", prefix=f"{name}-{version}.")
     try:
-        with _activity(ui, f"unpacking {got.path.name}"):
+        with activity(ui, f"unpacking {got.path.name}"):
             tree = unpack_source(host, got.path, f"{work}/unpack", recipe, version)
         conf = render_dkms_conf(recipe, version)
         top = host.makedirs(f"{work}/rpmbuild")
@@ -295,7 +295,7 @@ def build_dkms_rpm(
             spec_text = re.sub(r"(?m)^URL:[ \t]*\n", "", spec_text)  # an empty URL tag
         spec = top / "SPECS" / f"{name}.spec"
         host.write_bytes(f"{work}/rpmbuild/SPECS/{name}.spec", spec_text.encode("utf-8"))
-        with _activity(ui, f"rpmbuild {name}-{version}"):
+        with activity(ui, f"rpmbuild {name}-{version}"):
             res = host.run(["rpmbuild", "-bb", "--define", f"_topdir {top}",
                             "--define", f"packager {spec_value(packager)}", str(spec)],
                            timeout=RPMBUILD_TIMEOUT, cwd=str(top))

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Mapping, TypedDict
 
 from hwmgr.errors import HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
@@ -22,6 +22,20 @@ QUICK_TIMEOUT = 60.0
 CONTROL_MEMBERS = {"control", "md5sums", "postinst", "postrm"}  # what hwmgr's .deb carries
 _CTRL_MEMBER_RE = re.compile(r"^\s+\d+ bytes,\s+\d+ lines\s+(?:\*\s+)?(\S+)", re.M)
 FILE_MODE, DIR_MODE = "-rw-r--r--", "drwxr-xr-x"
+
+
+class PackageRecord(TypedDict, total=False):
+    """`PackageFacts.as_dict()`, journaled as an upgrade's params["package"] (a plan the
+    package refused keeps only its "path")."""
+
+    path: str
+    sha256: str
+    size: int
+    format: str
+    kernel: str
+    name: str
+    signed: bool
+    modules: dict[str, str]
 
 
 @dataclass
@@ -37,16 +51,20 @@ class PackageFacts:
     signed: bool
     modules: dict[str, str] = field(default_factory=dict)  # module -> logical path it installs
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_dict(self) -> PackageRecord:
+        return {"path": self.path, "sha256": self.sha256, "size": self.size,
+                "format": self.format, "kernel": self.kernel, "name": self.name,
+                "signed": self.signed, "modules": dict(self.modules)}
 
 
-def recorded(info: dict[str, Any], digest: str) -> list[tuple[str, str, dict[str, Any]]]:
+def recorded(info: Mapping[str, object], digest: str
+             ) -> list[tuple[str, str, Mapping[str, object]]]:
     """(kernel, format, entry) of every package the version's catalog entry records with
     this sha256."""
-    out = []
-    for kernel, formats in (info.get("packages") or {}).items():
-        for fmt, entry in (formats or {}).items():
+    out: list[tuple[str, str, Mapping[str, object]]] = []
+    packages = info.get("packages") or {}
+    for kernel, formats in (packages.items() if isinstance(packages, dict) else ()):
+        for fmt, entry in (formats.items() if isinstance(formats, dict) else ()):
             if isinstance(entry, dict) and entry.get("sha256") == digest:
                 out.append((kernel, fmt, entry))
     return out
@@ -117,7 +135,7 @@ def inspect_deb(host: Host, path: str, driver: str, version: str, kernel: str,
     return name, found
 
 
-def check_package(host: Host, info: dict[str, Any], driver: str, version: str, path: str,
+def check_package(host: Host, info: Mapping[str, object], driver: str, version: str, path: str,
                   kernels: list[str] | None, modules: list[str]) -> PackageFacts:
     """The catalog-pinned, inspected package for `driver` `version`; one-line refusals."""
     real = os.path.abspath(path)

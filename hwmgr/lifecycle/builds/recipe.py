@@ -15,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 from hwmgr import safejson
 from hwmgr.config import shipped_dirs
@@ -163,10 +163,11 @@ def load_recipe(driver: str, drivers_dir: str | os.PathLike[str] | None = None) 
     raise NotFoundError(no_recipe(driver, [str(d) for d in searched]))
 
 
-def list_recipes(drivers_dir: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+def list_recipes(drivers_dir: str | os.PathLike[str] | None = None
+                 ) -> list[dict[str, object]]:
     """Every recipe found, in search order; a driver shadowed by an earlier dir is marked."""
     seen: set[str] = set()
-    out = []
+    out: list[dict[str, object]] = []
     for d in drivers_dirs(drivers_dir):
         if not d.is_dir():
             continue
@@ -174,8 +175,9 @@ def list_recipes(drivers_dir: str | os.PathLike[str] | None = None) -> list[dict
             path = sub / RECIPE_FILE
             if not path.is_file():
                 continue
-            row: dict[str, Any] = {"driver": sub.name, "dir": str(d), "used": sub.name not in seen,
-                                   "description": "", "error": None}
+            row: dict[str, object] = {"driver": sub.name, "dir": str(d),
+                                      "used": sub.name not in seen, "description": "",
+                                      "error": None}
             try:
                 row["description"] = parse_recipe(path).description
             except BadInputError as exc:
@@ -202,7 +204,7 @@ class _Validator:
         return BadInputError(printable(f"{self.path}: field '{field}': {msg}"))
 
     def obj(self, value: object, field: str, keys: set[str],
-            required: Iterable[str]) -> dict[str, Any]:
+            required: Iterable[str]) -> dict[str, object]:
         if not isinstance(value, dict):
             raise self.fail(field, "expected an object")
         unknown = sorted(set(value) - keys)
@@ -263,9 +265,8 @@ class _Validator:
                 f"{field}.dest_location",
                 f"{dest!r} must be an absolute path under /kernel, /updates or /extra",
             )
-        dest_name = m.get("dest_name", "")
-        if dest_name:
-            self.string(dest_name, f"{field}.dest_name", MODULE_RE)
+        given = m.get("dest_name", "")
+        dest_name = self.string(given, f"{field}.dest_name", MODULE_RE) if given else ""
         return ModuleSpec(name, built.strip("/"), dest, dest_name)
 
     def recipe(self, raw: object, driver: str) -> Recipe:
@@ -282,16 +283,17 @@ class _Validator:
         description = self.string(top.get("description", ""), "description")
 
         src = self.obj(top["source"], "source", _SOURCE_KEYS, ["type", "tarball"])
-        if src["type"] not in SOURCE_TYPES:
-            raise self.fail("source.type", f"unsupported source type {src['type']!r} "
+        source_type = src["type"]
+        if not isinstance(source_type, str) or source_type not in SOURCE_TYPES:
+            raise self.fail("source.type", f"unsupported source type {source_type!r} "
                                            f"(one of {', '.join(SOURCE_TYPES)})")
-        if src["type"] == "tarball" and "srpm_name" in src:
+        if source_type == "tarball" and "srpm_name" in src:
             raise self.fail("source.srpm_name", "only for source.type 'srpm'")
         srpm_name = self.string(src.get("srpm_name", name), "source.srpm_name", MODULE_RE)
         tarball = self.rel_pattern(src["tarball"], "source.tarball", False)
         if "/" in tarball:
             raise self.fail("source.tarball", "must be a file name, not a path")
-        if src["type"] == "tarball" and (src["tarball"].count("{version}") != 1
+        if source_type == "tarball" and (tarball.count("{version}") != 1
                                          or not tarball.endswith(TARBALL_SUFFIXES)):
             raise self.fail("source.tarball", "a vendor tarball's name holds {version} once "
                                               f"and ends with {', '.join(TARBALL_SUFFIXES)}")
@@ -334,6 +336,6 @@ class _Validator:
             kernels_include=include,
             kernels_exclude=exclude,
             initramfs=initramfs,
-            source_type=src["type"],
+            source_type=source_type,
             manifest=manifest.strip("/"),
         )

@@ -15,7 +15,6 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from hwmgr.config import DEFAULT_BUILD_TIMEOUT
 from hwmgr.errors import HwmgrError, NotFoundError, NotPermittedError
@@ -38,9 +37,9 @@ class KernelResult:
 
     kernel: str
     ok: bool = False
-    modules: list[dict[str, Any]] = field(default_factory=list)
+    modules: list[dict[str, str]] = field(default_factory=list)  # name, file, modinfo fields
     problems: list[str] = field(default_factory=list)
-    failure: dict[str, Any] | None = None  # BuildFailed.as_dict() plus the kept log
+    failure: dict[str, object] | None = None  # BuildFailed.as_dict() plus the kept log
     seconds: float = 0.0
 
 
@@ -58,7 +57,7 @@ class CheckReport:
     def ok(self) -> bool:
         return bool(self.kernels) and all(k.ok for k in self.kernels)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"driver": self.driver, "version": self.version, "srpm": self.srpm,
                 "recipe": self.recipe, "ok": self.ok,
                 "kernels": [vars(k) for k in self.kernels]}

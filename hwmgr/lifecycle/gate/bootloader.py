@@ -19,7 +19,7 @@ Each back-end's `hold` returns what it found (a JSON object the caller keeps in 
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Protocol
+from typing import Callable, Mapping, Optional, Protocol, TypedDict, Union
 
 from hwmgr.errors import HwmgrError
 from hwmgr.host.seam import Host
@@ -54,13 +54,46 @@ def _put_line(host: Host, path: str, matches: Callable[[str], bool], line: str |
     host.write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
 
 class Backend(Protocol):
-    """A boot loader hwmgr can hold on the running kernel."""
+    """A boot loader hwmgr can hold on the running kernel: `hold` returns what it changed
+    (kept in hold.json as "saved"), `restore` gets that back as read from the file."""
 
     name: str
 
-    def hold(self, host: Host, running: str) -> dict[str, Any]: ...
+    def hold(self, host: Host, running: str) -> Mapping[str, object]: ...
 
-    def restore(self, host: Host, saved: dict[str, Any]) -> None: ...
+    def restore(self, host: Host, saved: Mapping[str, object]) -> None: ...
+
+
+class GrubSaved(TypedDict):
+    grub_default: Optional[str]  # the last GRUB_DEFAULT line of /etc/default/grub
+    changed_default: bool  # hwmgr set GRUB_DEFAULT=saved (restore puts the line back)
+    saved_entry: Optional[str]  # grubenv's saved_entry before
+    notes: list[str]
+    held_entry: str
+
+
+class GrubbySaved(TypedDict):
+    default_kernel: Optional[str]
+    held_entry: str
+    notes: list[str]
+
+
+class _SdbootSaved(TypedDict):
+    loader_conf: str
+    default_line: Optional[str]
+    held_entry: str
+    efivar: Optional[str]  # LoaderEntryDefault before
+    notes: list[str]
+
+
+class SdbootSaved(_SdbootSaved, total=False):
+    bootctl: bool  # bootctl set-default ran (a live EFI host)
+
+
+def _text(saved: Mapping[str, object], key: str) -> str | None:
+    """A saved value read back from hold.json: its text, else None."""
+    value = saved.get(key)
+    return value if isinstance(value, str) else None
 
 
 def _run(host: Host, argv: list[str], package: str) -> str:
@@ -158,14 +191,14 @@ class Grub:
     def _editenv(self, host: Host, *args: str) -> None:
         _run(host, ["grub-editenv", str(host.writable_path(GRUBENV)), *args], "grub-common")
 
-    def hold(self, host: Host, running: str) -> dict[str, Any]:
+    def hold(self, host: Host, running: str) -> GrubSaved:
         lines = (host.read_text(GRUB_DEFAULTS) or "").splitlines()
         old = next((ln for ln in reversed(lines) if _DEFAULT_RE.match(ln)), None)
         mo = _DEFAULT_RE.match(old or "")
         value = mo.group(1).strip().strip("\"'") if mo else "0"
-        saved: dict[str, Any] = {"grub_default": old, "changed_default": value != "saved",
-                                 "saved_entry": grubenv_values(host.read_bytes(GRUBENV)).get(
-                                     "saved_entry"), "notes": []}
+        saved: GrubSaved = {"grub_default": old, "changed_default": value != "saved",
+                            "saved_entry": grubenv_values(host.read_bytes(GRUBENV)).get(
+                                "saved_entry"), "notes": [], "held_entry": ""}
         if saved["changed_default"]:
             self._set_default_line(host, "GRUB_DEFAULT=saved")
         if saved["changed_default"] or not uses_saved(host.read_text(GRUB_CFG) or ""):
@@ -186,14 +219,14 @@ class Grub:
         saved["held_entry"] = entry
         return saved
 
-    def restore(self, host: Host, saved: dict[str, Any]) -> None:
+    def restore(self, host: Host, saved: Mapping[str, object]) -> None:
         old = saved.get("saved_entry")
         if old is None:
             self._editenv(host, "unset", "saved_entry")
         else:
             self._editenv(host, "set", f"saved_entry={old}")
         if saved.get("changed_default"):
-            self._set_default_line(host, saved.get("grub_default"))
+            self._set_default_line(host, _text(saved, "grub_default"))
             self._regenerate(host)
 
 
@@ -213,7 +246,7 @@ class Grubby:
             raise HwmgrError("grubby holds the boot default on the live host only, not under "
                              "a --root")
 
-    def hold(self, host: Host, running: str) -> dict[str, Any]:
+    def hold(self, host: Host, running: str) -> GrubbySaved:
         self._live(host)
         old = _run(host, ["grubby", "--default-kernel"], "grubby").strip()
         image = f"/boot/vmlinuz-{running}"
@@ -223,10 +256,11 @@ class Grubby:
             raise HwmgrError(f"grubby --default-kernel says {now!r} after setting {image}")
         return {"default_kernel": old or None, "held_entry": image, "notes": []}
 
-    def restore(self, host: Host, saved: dict[str, Any]) -> None:
+    def restore(self, host: Host, saved: Mapping[str, object]) -> None:
         self._live(host)
-        if saved.get("default_kernel"):
-            _run(host, ["grubby", "--set-default", saved["default_kernel"]], "grubby")
+        default = _text(saved, "default_kernel")
+        if default:
+            _run(host, ["grubby", "--set-default", default], "grubby")
 
 
 # ------------------------------------------------------------------ systemd-boot
@@ -275,7 +309,7 @@ class SystemdBoot:
     def _set_line(host: Host, conf: str, line: str | None) -> None:
         _put_line(host, conf, lambda ln: ln.split()[:1] == ["default"], line, last=False)
 
-    def hold(self, host: Host, running: str) -> dict[str, Any]:
+    def hold(self, host: Host, running: str) -> SdbootSaved:
         conf = loader_conf(host)
         assert conf is not None  # detect() chose this back-end
         entry = sdboot_entry(host, conf, running)
@@ -284,21 +318,25 @@ class SystemdBoot:
                              f"{running}: cannot hold the boot default on it")
         lines = (host.read_text(conf) or "").splitlines()
         old = next((ln for ln in lines if ln.split()[:1] == ["default"]), None)
-        saved: dict[str, Any] = {"loader_conf": conf, "default_line": old, "held_entry": entry,
-                                 "efivar": _efivar(host), "notes": []}
+        saved: SdbootSaved = {"loader_conf": conf, "default_line": old, "held_entry": entry,
+                              "efivar": _efivar(host), "notes": []}
         self._set_line(host, conf, f"default {entry}")
         if host.live and host.is_dir("/sys/firmware/efi"):
             _run(host, ["bootctl", "set-default", entry], "systemd-boot")
             saved["bootctl"] = True
         return saved
 
-    def restore(self, host: Host, saved: dict[str, Any]) -> None:
-        self._set_line(host, saved["loader_conf"], saved.get("default_line"))
+    def restore(self, host: Host, saved: Mapping[str, object]) -> None:
+        conf = saved["loader_conf"]
+        if not isinstance(conf, str):
+            raise HwmgrError(f"the hold's saved loader_conf is {conf!r}, not a path")
+        self._set_line(host, conf, _text(saved, "default_line"))
         if saved.get("bootctl"):
-            _run(host, ["bootctl", "set-default", saved.get("efivar") or ""], "systemd-boot")
+            _run(host, ["bootctl", "set-default", _text(saved, "efivar") or ""], "systemd-boot")
 
 
-BACKENDS: tuple[Any, ...] = (SystemdBoot, Grub, Grubby)  # first match wins
+BackendClass = Union[type[SystemdBoot], type[Grub], type[Grubby]]
+BACKENDS: tuple[BackendClass, ...] = (SystemdBoot, Grub, Grubby)  # first match wins
 
 
 def detect(host: Host) -> Backend | None:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from typing import Any
+from typing import Mapping, Optional, TypedDict, cast
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError
 from hwmgr.host.seam import Host
 from hwmgr.lifecycle import INSTALL_TREE
+from hwmgr.lifecycle.params import UpgradeParams
 from hwmgr.lifecycle.record import chain_of
 from hwmgr.numtext import digits_key
 from hwmgr.output import printable
@@ -27,7 +28,31 @@ HOLD = "hold.json"
 MAX_RECORD = 1 << 20
 
 
-def in_effect(state: StateDir) -> list[tuple[str, dict[str, Any]]]:
+class _HoldRequired(TypedDict):
+    backend: str  # the boot loader's back-end (bootloader.BACKENDS) that holds
+    kernels: list[str]  # the kernels not ready, held off
+    saved: dict[str, object]  # what the back-end had before (its `hold`), for `restore`
+
+
+class Hold(_HoldRequired, total=False):
+    """`hold.json`: the boot default held on the running kernel."""
+
+    held_on: str  # the running kernel it holds on
+    since: str
+
+
+class GateRecord(TypedDict):
+    """`KVER.json`: the gate's outcome for one kernel."""
+
+    kernel: str
+    running: Optional[str]
+    checked: str
+    ready: bool
+    interrupted: Optional[str]  # why a signal stopped it
+    drivers: dict[str, dict[str, object]]  # driver -> version, ready, why, facts
+
+
+def in_effect(state: StateDir) -> list[tuple[str, UpgradeParams]]:
     """(driver, params of its newest upgrade) for each driver an upgrade still in effect
     installed, by name (damaged journal: exit 8): the drivers the gate manages. The journal
     is opened read-only: `check` reads this, and never changes the journal."""
@@ -56,7 +81,7 @@ def record_path(state: StateDir, kver: str) -> str:
     return f"{state.path}/{KERNELS}/{kver}.json"
 
 
-def read(host: Host, path: str) -> dict[str, Any] | None:
+def read(host: Host, path: str) -> dict[str, object] | None:
     """A record the gate wrote, or None; anything else there is exit 8 naming it."""
     data = host.read_bytes(path, limit=MAX_RECORD)
     if data is None:
@@ -67,26 +92,28 @@ def read(host: Host, path: str) -> dict[str, Any] | None:
     return obj
 
 
-def write(host: Host, path: str, obj: dict[str, Any]) -> None:
+def write(host: Host, path: str, obj: Mapping[str, object]) -> None:
     host.makedirs(path.rsplit("/", 1)[0])
     host.write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
-def read_record(host: Host, state: StateDir, kver: str) -> dict[str, Any] | None:
+def read_record(host: Host, state: StateDir, kver: str) -> GateRecord | None:
+    """A kernel's record (its `drivers` checked an object: what `check` reads)."""
     rec = read(host, record_path(state, kver))
     if rec is not None and not isinstance(rec.get("drivers"), dict):
         raise BadInputError(f"{record_path(state, kver)}: field drivers: expected an object")
-    return rec
+    return cast(Optional[GateRecord], rec)  # drivers checked above
 
 
-def read_hold(host: Host, state: StateDir) -> dict[str, Any] | None:
+def read_hold(host: Host, state: StateDir) -> Hold | None:
+    """The hold, its backend, kernels and saved checked by type (what release reads)."""
     path = f"{state.path}/{KERNELS}/{HOLD}"
     hold = read(host, path)
     if hold is not None and (not isinstance(hold.get("backend"), str)
                              or not isinstance(hold.get("kernels"), list)
                              or not isinstance(hold.get("saved"), dict)):
         raise BadInputError(f"{path}: not a kernel-gate hold (backend, kernels, saved)")
-    return hold
+    return cast(Optional[Hold], hold)  # checked above
 
 
 # ------------------------------------------------------------------ what check shows
@@ -98,7 +125,7 @@ def _newer(a: str, b: str) -> bool:
     return key(a) > key(b)
 
 
-def check_items(host: Host, state_dir: str, running: str | None) -> list[dict[str, Any]]:
+def check_items(host: Host, state_dir: str, running: str | None) -> list[dict[str, str]]:
     """One item per managed driver and kernel, installed and not running, that is newer than
     `running` (as check read it) or has a record: {driver, kernel, status (ok|drift|unknown),
     reason}. The journal is read only when there is such a kernel (most checks: none)."""
@@ -116,14 +143,14 @@ def check_items(host: Host, state_dir: str, running: str | None) -> list[dict[st
         for k in kernels if drivers else []:
             rec = read_record(host, state, k)
             for driver, version in drivers:
-                got = (rec or {}).get("drivers", {}).get(driver)
+                got = rec["drivers"].get(driver) if rec else None
                 out.append(_item(driver, version, k, got))
         return out
     finally:
         state.close()
 
 
-def _item(driver: str, version: str, kver: str, got: object) -> dict[str, Any]:
+def _item(driver: str, version: str, kver: str, got: object) -> dict[str, str]:
     head = f"{driver} ready for kernel {kver}"
     if not isinstance(got, dict) or got.get("version") != version:
         was = f" (gated for {got.get('version')})" if isinstance(got, dict) else ""

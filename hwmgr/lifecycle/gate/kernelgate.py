@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from hwmgr.config import DEFAULT_BUILD_TIMEOUT
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError
@@ -70,7 +69,7 @@ class Readiness:
     version: str
     ready: bool
     why: str
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, object] = field(default_factory=dict)  # what was checked (per module)
 
 
 def _modinfo(host: Host, kver: str, module: str, fld: str) -> str:
@@ -112,9 +111,10 @@ def _signing(host: Host, kver: str, module: str, secure_boot: bool | None) -> tu
 
 
 def _check(host: Host, m: Managed, kver: str, kos: dict[str, str],
-           secure_boot: bool | None) -> tuple[dict[str, Any], str | None]:
+           secure_boot: bool | None) -> tuple[dict[str, object], str | None]:
     """What modinfo, depmod and the initramfs say for KVER; (facts, why not ready or None)."""
-    facts: dict[str, Any] = {}
+    facts: dict[str, object] = {}
+    paths: dict[str, str] = {}  # each module's file, once modinfo found one
     for mod in m.modules:
         got = kmod.resolve(host, mod, kver)
         magic = (got.vermagic or "").split()
@@ -123,6 +123,7 @@ def _check(host: Host, m: Managed, kver: str, kos: dict[str, str],
                       "sha256": got.sha256, "vermagic": got.vermagic, "signature": sign}
         if got.path is None:
             return facts, f"modinfo -k {kver} {mod} finds no module"
+        paths[mod] = got.path
         if got.version != m.version:
             return facts, f"modinfo -k {kver} {mod} says version {got.version}, not {m.version}"
         if magic[:1] != [kver]:
@@ -137,7 +138,7 @@ def _check(host: Host, m: Managed, kver: str, kos: dict[str, str],
         listing = kmod.initramfs_files(host, kver)
         facts["initramfs"] = kmod.initramfs_image(host, kver)
         for mod in m.modules:
-            path = facts[mod]["path"]
+            path = paths[mod]
             if listing is None or not kmod.image_holds(listing, path):
                 return facts, f"the initramfs of {kver} does not hold {path}"
     return facts, None
@@ -154,7 +155,7 @@ def gate_driver(host: Host, state: StateDir, m: Managed, kver: str,
                      build_timeout=build_timeout)
     st = steps or GateSteps()
 
-    def no(why: str, **facts: Any) -> Readiness:
+    def no(why: str, **facts: object) -> Readiness:
         return Readiness(m.driver, m.version, False, why, facts)
 
     def stopped() -> Readiness | None:
@@ -238,19 +239,20 @@ def extend_expectation(host: Host, state: StateDir, kver: str, r: Readiness) -> 
     if exp.get("expected_version") != r.version:
         return None
     exp.setdefault("kernels", {})[kver] = {
-        mod: {k: r.facts[mod].get(k) for k in ("path", "version", "srcversion", "sha256")}
-        for mod in exp["modules"] if isinstance(r.facts.get(mod), dict)}
+        mod: {k: found.get(k) for k in ("path", "version", "srcversion", "sha256")}
+        for mod in exp["modules"] if isinstance(found := r.facts.get(mod), dict)}
     host.write_bytes(path, (json.dumps(exp, indent=1) + "\n").encode())
     return path
 
 
 # ------------------------------------------------------------------ records
 def write_record(host: Host, state: StateDir, kver: str, running: str | None,
-                 results: list[Readiness], interrupted: str | None = None) -> dict[str, Any]:
+                 results: list[Readiness], interrupted: str | None = None
+                 ) -> gaterecord.GateRecord:
     """Keep the gate's outcome for `kver` in `<state>/kernels/KVER.json` (what `check`
     shows): per driver its version, ready, why and the facts checked, with the time; an
     `interrupted` gate (why) is not ready, whatever its drivers got to."""
-    rec = {"kernel": kver, "running": running, "checked": utcnow(),
+    rec: gaterecord.GateRecord = {"kernel": kver, "running": running, "checked": utcnow(),
            "ready": interrupted is None and all(r.ready for r in results),
            "interrupted": interrupted,
            "drivers": {r.driver: {k: v for k, v in asdict(r).items() if k != "driver"}
@@ -261,7 +263,7 @@ def write_record(host: Host, state: StateDir, kver: str, running: str | None,
 
 # ------------------------------------------------------------------ the hold
 def hold(host: Host, state: StateDir, kver: str, running: str,
-         boot: Host | None = None) -> dict[str, Any]:
+         boot: Host | None = None) -> gaterecord.Hold:
     """Keep the boot default on `running` while `kver` is not ready; the first hold keeps
     what the boot loader had, a later one only adds its kernel. The boot loader is read and
     changed on `boot` (default: `host`)."""
@@ -274,7 +276,7 @@ def hold(host: Host, state: StateDir, kver: str, running: str,
                              "systemd-boot)")
         saved = backend.hold(boot, running)
         current = {"backend": backend.name, "held_on": running, "kernels": [],
-                   "saved": saved, "since": utcnow()}
+                   "saved": dict(saved), "since": utcnow()}
     elif current.get("held_on") != running:  # a hold from another boot: hold this one now
         backend = bootloader.by_name(current["backend"])
         if backend is None:
@@ -289,7 +291,7 @@ def hold(host: Host, state: StateDir, kver: str, running: str,
 
 
 def release(host: Host, state: StateDir, kver: str,
-            boot: Host | None = None) -> dict[str, Any] | None:
+            boot: Host | None = None) -> gaterecord.Hold | None:
     """Drop `kver` from the hold; with no kernel left held, restore exactly what the boot
     loader had (on `boot`, default `host`) and forget the hold. Returns the hold as it was,
     or None when none."""

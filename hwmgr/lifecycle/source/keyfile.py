@@ -16,7 +16,7 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator, TypedDict
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError, HwmgrError, NotFoundError, RefusedError
@@ -57,7 +57,7 @@ class VendorKey:
         """Whether the signature key ID is this key's primary key or one of its subkeys."""
         return any(same_key(key_id, fpr) for fpr in (self.fingerprint, *self.subkeys))
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"file": self.file, "fingerprint": self.fingerprint, "key_id": self.key_id,
                 "user_ids": self.user_ids, "subkeys": self.subkeys,
                 "rpm_name": self.rpm_name, "in_keyring": self.in_keyring}
@@ -149,11 +149,24 @@ def _field_int(fields: list[str], index: int) -> int:
     return value if value is not None and value >= 0 else 0
 
 
-def parse_colons(text: str) -> list[dict[str, Any]]:
+class GpgKey(TypedDict):
+    """One key of gpg's --with-colons listing."""
+
+    kind: str  # "pub" or "sec"
+    fpr: str
+    created: int
+    uids: list[str]  # escapes such as \x3a left as gpg wrote them
+    subkeys: list[str]  # their fingerprints
+    secret_sub: bool  # a secret subkey ("ssb") is in the file
+    validity: str  # gpg's verdict: r revoked, e expired, ...
+    expires: int
+
+
+def parse_colons(text: str) -> list[GpgKey]:
     """gpg --with-colons records → one dict per key: kind ('pub'/'sec'), fpr, created,
     uids, subkey fprs, validity (r revoked, e expired), expiry (a uid's escapes such as
     \\x3a are left as gpg wrote them)."""
-    keys: list[dict[str, Any]] = []
+    keys: list[GpgKey] = []
     last = ""
     for line in text.splitlines():
         f = line.split(":")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Optional, Protocol, Sequence, TypedDict
 from urllib.parse import unquote
 
 from hwmgr import safejson
@@ -26,9 +26,36 @@ from hwmgr.host.seam import Host
 from hwmgr.lifecycle.source.fetch import FetchResult, Progress, Source, fetch
 
 if TYPE_CHECKING:  # annotations only: a fetch through a mirror loads no catalog code
+    from hwmgr.catalog.entry import Source as CatalogSource
     from hwmgr.catalog.load import Catalog
 
 INDEX = "index.json"
+
+
+class MirroredFile(TypedDict):
+    """One file of the mirror, as index.json lists it."""
+
+    driver: str
+    version: str
+    sha256: str
+    size: int
+    path: str  # relative to the mirror dir
+    url: Optional[str]
+    origin: str  # where this run got it (cache, a mirror, the vendor URL, "file")
+
+
+class Skipped(TypedDict):
+    driver: str
+    version: str
+    reason: str
+
+
+class SyncResult(TypedDict):
+    """What `mirror sync` did: `data` of its JSON output."""
+
+    dir: str
+    files: list[MirroredFile]
+    skipped: list[Skipped]
 
 
 class SyncUI(Protocol):
@@ -105,13 +132,14 @@ def offline_hint(name: str, who: str) -> str:
 
 
 def sync(catalog: Catalog, dest: Path, *, driver: str | None = None, version: str | None = None,
-         mirror: str | None = None, ui: SyncUI | None = None) -> dict[str, Any]:
+         mirror: str | None = None, ui: SyncUI | None = None) -> SyncResult:
     """Download every verified catalog source (or one driver/version) into `dest` in the
     mirror layout, and write `dest/index.json` (what is there and where it came from).
     `ui` (a ProgressUI: `download(name, size)`, `retry(text)`) shows each file's progress."""
     dest = dest.absolute()
     local_host = Host("/", SubprocessRunner(), writable=[str(dest)])  # only the dir named
-    done, skipped = [], []
+    done: list[MirroredFile] = []
+    skipped: list[Skipped] = []
     for name in catalog.names():
         if driver and name != driver:
             continue
@@ -141,9 +169,9 @@ def sync(catalog: Catalog, dest: Path, *, driver: str | None = None, version: st
     return {"dir": str(dest), "files": done, "skipped": skipped}
 
 
-def _write_index(local_host: Host, dest: Path, done: list[dict[str, Any]]) -> None:
+def _write_index(local_host: Host, dest: Path, done: list[MirroredFile]) -> None:
     """Write `dest/index.json`: this run's files, then earlier entries still on disk."""
-    files = list(done)
+    files: list[Mapping[str, object]] = list(done)
     raw = local_host.read_bytes(f"{dest}/{INDEX}")
     try:
         old = safejson.parse(raw) if raw is not None else {}
@@ -163,32 +191,33 @@ def _write_index(local_host: Host, dest: Path, done: list[dict[str, Any]]) -> No
 
 
 def _sources(catalog: Catalog, driver: str | None, version: str | None
-             ) -> list[tuple[str, str, Mapping[str, Any]]]:
+             ) -> list[tuple[str, str, CatalogSource]]:
     """(driver, version, source object) of every catalog source, or of the one named."""
-    out: list[tuple[str, str, Mapping[str, Any]]] = []
+    out: list[tuple[str, str, CatalogSource]] = []
     for name in catalog.names():
         if driver and name != driver:
             continue
         for ver, info in catalog.entry(name).get("versions", {}).items():
-            if info.get("source") and not (version and ver != version):
-                out.append((name, ver, info["source"]))
+            source = info.get("source")
+            if source and not (version and ver != version):
+                out.append((name, ver, source))
     if driver and not out:
         raise NotFoundError(f"nothing to sync for {driver}{' ' + version if version else ''}:"
                             " no such source in the catalog")
     return out
 
 
-def _pinned(raw: Mapping[str, Any]) -> str | None:
+def _pinned(raw: CatalogSource) -> str | None:
     """The sha256 a source pins, or None when it is not verified."""
     sha = raw.get("sha256")
     return None if raw.get("verified") is False or not isinstance(sha, str) else sha.lower()
 
 
-def _no_match(path: Path, sha: str, sources: list[tuple[str, str, Mapping[str, Any]]],
+def _no_match(path: Path, sha: str, sources: list[tuple[str, str, CatalogSource]],
               named: bool) -> str:
     """One line: FILE, its sha256, and what the sources it could be (same file name, or the
     --driver/--to named) pin."""
-    def name(raw: Mapping[str, Any]) -> str:
+    def name(raw: CatalogSource) -> str:
         return Source(str(raw.get("url", "")), "", 0, filename=raw.get("filename")).name()
 
     near = [s for s in sources if name(s[2]) == path.name] or (sources if named else [])
@@ -201,7 +230,7 @@ def _no_match(path: Path, sha: str, sources: list[tuple[str, str, Mapping[str, A
 
 
 def sync_from(catalog: Catalog, dest: Path, files: Sequence[Path], *, driver: str | None = None,
-              version: str | None = None) -> dict[str, Any]:
+              version: str | None = None) -> SyncResult:
     """Place files the admin already has into `dest` (mirror layout, no network): each under
     every source whose pinned sha256 it has. All files are checked before anything is
     copied; one that matches no pinned source is refused (exit 9) and nothing changes."""
@@ -225,7 +254,7 @@ def sync_from(catalog: Catalog, dest: Path, files: Sequence[Path], *, driver: st
                                    f"bytes, not the pinned {src.size}; nothing copied")
             plan.append((path, d, v, src))
     local_host = Host("/", SubprocessRunner(), writable=[str(dest)])  # only the dir named
-    done = []
+    done: list[MirroredFile] = []
     for path, d, v, src in plan:
         rel = f"sha256/{src.sha256.lower()}/{src.name()}"
         local_host.copy_in(path, f"{dest}/{rel}", mode=0o644)
@@ -238,6 +267,7 @@ def sync_from(catalog: Catalog, dest: Path, files: Sequence[Path], *, driver: st
     return {"dir": str(dest), "files": done, "skipped": []}
 
 
-def source_mirrors(raw: Mapping[str, Any]) -> list[str]:
+def source_mirrors(raw: Mapping[str, object]) -> list[str]:
     """The per-source mirror URLs of a catalog source object."""
-    return [u for u in raw.get("mirrors", []) if isinstance(u, str)]
+    mirrors = raw.get("mirrors", [])
+    return [u for u in mirrors if isinstance(u, str)] if isinstance(mirrors, list) else []
