@@ -19,7 +19,7 @@ from hwmgr.errors import (
 )
 from hwmgr.host import capture
 from hwmgr.host.seam import Host
-from hwmgr.lifecycle.expect import parse_expectation
+from hwmgr.lifecycle.expect import Expectation, parse_expectation
 from hwmgr.output import Outcome, new_table, printable
 from hwmgr.ui.context import Context
 from hwmgr.ui.options import common_options, lifecycle_options
@@ -90,7 +90,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="allow throughput over the default-route/SSH interface")
 
 
-def _explicit(local: Host, path: str) -> list[tuple[str, dict[str, Any]]]:
+def _explicit(local: Host, path: str) -> list[tuple[str, Expectation]]:
     """An expectation file named on the command line, read from this machine (`local`)."""
     real = os.path.abspath(path)
     raw = local.read_bytes(real, limit=1 << 20)

@@ -6,7 +6,7 @@ lives here, with its writer's layer, so the reader (hwmgr.verify) imports down t
 
 from __future__ import annotations
 
-from typing import Any, Optional, TypedDict
+from typing import Optional, TypedDict, cast
 
 from hwmgr import safejson
 from hwmgr.errors import BadInputError
@@ -23,15 +23,16 @@ MAX_BOOT_ATTEMPTS = 1000  # verify counts boots; far more than any max_boot_atte
 
 
 class ExpectedModule(TypedDict):
+    """One module file armed on one kernel (path None: no module there)."""
+
     path: Optional[str]
     version: Optional[str]
     srcversion: Optional[str]
     sha256: Optional[str]
 
 
-class Expectation(TypedDict):
-    """What an upgrade or rollback arms (`validate` checks a file read back; verify adds its
-    optional fields, `OPTIONAL`, as it goes)."""
+class Armed(TypedDict):
+    """What an upgrade or rollback arms: every key, as the writer knows them."""
 
     format: str  # EXPECTATION_FORMAT
     version: int  # of the format: 1
@@ -45,8 +46,50 @@ class Expectation(TypedDict):
     boot_attempts: int
 
 
-def validate(doc: object, where: str) -> dict[str, Any]:
-    """Check an expectation's shape; BadInputError naming the file and field."""
+class ArmedDevice(TypedDict, total=False):
+    """A device of an expectation read back: `validate` checks the address, the interfaces
+    and the link baselines; the rest is compared as found."""
+
+    address: str
+    vendor_id: object
+    device_id: object
+    firmware_version: object
+    interfaces: list[str]
+    links: dict[str, dict[str, object]]  # ifname -> {operstate, speed_mbps}
+
+
+class ReadModule(TypedDict, total=False):
+    """A module file of an expectation read back (each value a string or None)."""
+
+    path: Optional[str]
+    version: Optional[str]
+    srcversion: Optional[str]
+    sha256: Optional[str]
+
+
+class Expectation(TypedDict, total=False):
+    """An expectation file as `validate` lets it through (the reader's view: a file may lack
+    the optional keys, `OPTIONAL`) and as verify writes it back with its marks."""
+
+    format: str
+    version: int
+    driver: str
+    modules: list[str]
+    kernels: dict[str, dict[str, ReadModule]]  # kernel release -> module -> file
+    devices: list[ArmedDevice]
+    expected_version: Optional[str]
+    txn: Optional[int]
+    kind: Optional[str]
+    boot_attempts: int
+    verified: dict[str, object]  # {at, kernel}: marked once verification passed
+    auto_rollback: dict[str, object]  # {started, reason, txn, state}: at most one attempt
+    auto_rollback_allowed: bool
+    armed_by: dict[str, object]
+
+
+def validate(doc: object, where: str) -> Expectation:
+    """Check an expectation's shape; BadInputError naming the file and field. The same dict,
+    typed: what verify writes into it is written back."""
     if not isinstance(doc, dict):
         raise BadInputError(f"{where}: expected a JSON object")
     if doc.get("format") != EXPECTATION_FORMAT:
@@ -87,16 +130,16 @@ def validate(doc: object, where: str) -> dict[str, Any]:
         if not isinstance(links, dict) or not all(isinstance(v, dict) for v in links.values()):
             raise BadInputError(f"{where}: devices[{i}].links must be an object of objects "
                                 "keyed by interface")
-    return doc
+    return cast(Expectation, doc)
 
 
-def parse_expectation(raw: bytes, where: str) -> dict[str, Any]:
+def parse_expectation(raw: bytes, where: str) -> Expectation:
     """Decode and validate one expectation file."""
     return validate(safejson.load(raw, where), where)
 
 
 def load_expectations(host: Host, expect_dir: str, driver: str | None = None
-                      ) -> list[tuple[str, dict[str, Any]]]:
+                      ) -> list[tuple[str, Expectation]]:
     """(logical path, expectation) for every armed `*.json` (or just `driver`'s), sorted."""
     names = [n for n in host.listdir(expect_dir) if n.endswith(".json")]
     if driver is not None:

@@ -26,7 +26,7 @@ from hwmgr.lifecycle.builds.dkms import Dkms, render_dkms_conf
 from hwmgr.lifecycle.builds.kmod import ModuleFiles
 from hwmgr.lifecycle.builds.recipe import Recipe, load_recipe
 from hwmgr.lifecycle.builds.tarball import unpack_source
-from hwmgr.lifecycle.expect import EXPECTATION_FORMAT, Expectation
+from hwmgr.lifecycle.expect import EXPECTATION_FORMAT, Armed
 from hwmgr.lifecycle.params import DriverParams, RollbackParams, UpgradeParams
 from hwmgr.lifecycle.source.fetch import Source
 from hwmgr.lifecycle.source.mirror import fetch_mirrored, source_mirrors
@@ -295,7 +295,7 @@ def _install_undo(ctx: Ctx) -> None:
     _restore(ctx, _saved(ctx), [_upgrade(ctx)["version"]], ctx.data.get("uninstalled", {}))
 
 
-def _expectation(ctx: Ctx, version: str, files: ModuleFiles) -> Expectation:
+def _expectation(ctx: Ctx, version: str, files: ModuleFiles) -> Armed:
     p = _driver(ctx)
     return {
         "format": EXPECTATION_FORMAT, "version": 1,

@@ -12,11 +12,11 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Mapping, TypedDict, cast
+from typing import Callable, Mapping
 
 from hwmgr.host.seam import Host
 from hwmgr.inventory.scan import hex_id, parse_ethtool_i
-from hwmgr.lifecycle.expect import validate
+from hwmgr.lifecycle.expect import ArmedDevice, Expectation, validate
 from hwmgr.numtext import to_int
 
 MAX_MODULE_BYTES = 256 << 20
@@ -25,50 +25,10 @@ RESULTS = ("ok", "fail", "unknown", "warn", "info")
 
 
 # ----------------------------------------------------------------------------- the armed file
-class ModuleFile(TypedDict, total=False):
-    """What the transaction installed for one module on one kernel (path None: no module)."""
-
-    path: str | None
-    version: str | None
-    srcversion: str | None
-    sha256: str | None
-
-
-class ArmedDevice(TypedDict, total=False):
-    """A PCI function the expectation names, with its interfaces' link baselines."""
-
-    address: str
-    vendor_id: object
-    device_id: object
-    firmware_version: object
-    interfaces: list[str]
-    links: dict[str, dict[str, object]]  # ifname -> {operstate, speed_mbps}
-
-
-class Expectation(TypedDict, total=False):
-    """`<state>/expectations/<driver>.json` as verify reads it and writes it back (the
-    format is `hwmgr.lifecycle.expect`'s; `validate` there checks every key typed here)."""
-
-    format: str
-    version: int
-    driver: str
-    modules: list[str]
-    kernels: dict[str, dict[str, ModuleFile]]  # kernel release -> module -> file
-    devices: list[ArmedDevice]
-    expected_version: str | None
-    txn: int | None
-    kind: str | None
-    boot_attempts: int
-    verified: dict[str, object]  # {at, kernel}: marked once verification passed
-    auto_rollback: dict[str, object]  # {started, reason, txn, state}: at most one attempt
-    auto_rollback_allowed: bool
-    armed_by: dict[str, object]
-
-
 def as_expectation(doc: Mapping[str, object], where: str) -> Expectation:
-    """An expectation read elsewhere, checked (BadInputError naming `where` and the field)
-    and typed; the same dict, so what verify writes into it is written back."""
-    return cast(Expectation, validate(doc, where))
+    """An expectation handed in from elsewhere, checked (BadInputError naming `where` and the
+    field) and typed by the format's owner; the same dict, so verify's marks are written back."""
+    return validate(doc, where)
 
 
 @dataclass

@@ -227,6 +227,11 @@ def _settle(host: Host, d: Dkms, m: Managed, kver: str, step: str) -> None:
         kmod.depmod(host, kver)
 
 
+def _text(value: object) -> str | None:
+    """A module fact as the expectation keeps it: a string, or None."""
+    return value if isinstance(value, str) else None
+
+
 def extend_expectation(host: Host, state: StateDir, kver: str, r: Readiness) -> str | None:
     """Let `verify` on KVER check what the gate installed: a ready driver's armed expectation
     for the same version gains KVER's module files (as the upgrade records them for its
@@ -239,7 +244,8 @@ def extend_expectation(host: Host, state: StateDir, kver: str, r: Readiness) -> 
     if exp.get("expected_version") != r.version:
         return None
     exp.setdefault("kernels", {})[kver] = {
-        mod: {k: found.get(k) for k in ("path", "version", "srcversion", "sha256")}
+        mod: {"path": _text(found.get("path")), "version": _text(found.get("version")),
+              "srcversion": _text(found.get("srcversion")), "sha256": _text(found.get("sha256"))}
         for mod in exp["modules"] if isinstance(found := r.facts.get(mod), dict)}
     host.write_bytes(path, (json.dumps(exp, indent=1) + "\n").encode())
     return path
