@@ -67,6 +67,10 @@ MACHINE_WIDE = {"test_build_log.py", "test_dkms.py", "test_initramfs.py", "test_
                 "test_trust_story.py", "test_vendor_igb.py", "test_verify.py", "test_bench.py",
                 "test_hostile_tool_output.py", "test_signature.py", "test_interrupt.py",
                 "test_kernel_gate_signals.py", "test_binpkg_upgrade.py"}
+# Slow tests that change nothing machine-wide but join that process anyway (serial_lane), so
+# the two finish together: the lab waits for both (in the 2026-11-29 rehearsal the other
+# process ran 13.0 min beside its 11.1; the wheel installs under each Python are about 1 min).
+SERIAL_LANE = {"test_packaging.py"}
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -74,6 +78,8 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     so that -m selects by it)."""
     if item.path.name in MACHINE_WIDE and item.get_closest_marker("slow"):
         item.add_marker(pytest.mark.machine_wide)
+    if item.path.name in SERIAL_LANE and item.get_closest_marker("slow"):
+        item.add_marker(pytest.mark.serial_lane)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
