@@ -7,8 +7,6 @@ changes only how `add_rules` merges, never how check asks.
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 from hwmgr.catalog.entry import CatalogDoc, ConditionalSetting, SysctlRule
 
 
@@ -33,10 +31,9 @@ class RuleData:
         for name, drv in data.get("drivers", {}).items():
             self._netdevs.update({_norm(n): name for n in drv.get("netdev_drivers", [])})
 
-    def sysctl_rules(self) -> list[dict[str, Any]]:
-        """Host sysctl rules; a later rule for the same name replaces an earlier one. (Plain
-        dicts for compliance.check.sysctl_findings until it takes `SysctlRule`s.)"""
-        return cast("list[dict[str, Any]]", list({r["name"]: r for r in self._sysctl}.values()))
+    def sysctl_rules(self) -> list[SysctlRule]:
+        """Host sysctl rules; a later rule for the same name replaces an earlier one."""
+        return list({r["name"]: r for r in self._sysctl}.values())
 
     def conditional_settings(self) -> list[ConditionalSetting]:
         """Enabled conditional rules; a later rule with the same id replaces an earlier one."""

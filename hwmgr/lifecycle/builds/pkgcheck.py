@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
-from typing import Mapping, TypedDict
+from dataclasses import asdict, dataclass, field
+from typing import Mapping, TypedDict, cast
 
 from hwmgr.errors import HwmgrError, NotFoundError, RefusedError
 from hwmgr.host.hashing import sha256_file
@@ -52,9 +52,8 @@ class PackageFacts:
     modules: dict[str, str] = field(default_factory=dict)  # module -> logical path it installs
 
     def as_dict(self) -> PackageRecord:
-        return {"path": self.path, "sha256": self.sha256, "size": self.size,
-                "format": self.format, "kernel": self.kernel, "name": self.name,
-                "signed": self.signed, "modules": dict(self.modules)}
+        """Every field, in order (the record's keys are the dataclass's fields)."""
+        return cast(PackageRecord, asdict(self))
 
 
 def recorded(info: Mapping[str, object], digest: str
