@@ -43,6 +43,7 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("crypto-offload", r"ipsec|xfrm|macsec|\bktls\b|\btls\b"),
     ("switching-offload", r"eswitch|e-switch|switchdev|representor|"
                           r"connection-tracking|conntrack|\btc\b|flower|bridge mode|ovs bridge"),
+    ("rfs", r"\brps\b|\brfs\b|\barfs\b|flow_steer|n-?tuple"),
     ("bond", r"\blag\b|\bbond"),
     ("rdma", r"\brdma|\broce\b|iwarp|\bclient_subtask|\bi40e_client"),
     ("debug", r"debugfs|\bdbg|blktrace|kdump|lockdep|devcoredump"),

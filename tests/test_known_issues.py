@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from hwmgr.catalog.issues import KERNEL_CVE, UNBOUNDED
 from hwmgr.catalog.load import Catalog
 from hwmgr.compliance.check import driver_findings
 from tests.test_catalog import MINI, dev, load_catalog
@@ -86,7 +87,10 @@ def test_driver_version_range_decides_and_names_the_way_out(cat: Catalog) -> Non
 def test_kernel_range_judges_the_in_tree_build_by_its_kernel(cat: Catalog) -> None:
     e1k = dev("8086", "10d3", "e1000e", "6.1.0-18-amd64")
     v = cat.verdict(e1k, "6.1.0-18-amd64")  # Debian ABI 18 is built on 6.1.76 (table)
-    assert v["status"] == "known-bad" and v["known_issues"][0]["fixed"] == "6.1.80"
+    # flagged, with the way out; outdated, not known-bad: the kernel CNA leaves whether a CVE
+    # applies to the user (issues.KERNEL_CVE), and the finding says so
+    assert v["status"] == "outdated" and v["known_issues"][0]["fixed"] == "6.1.80"
+    assert v["known_issues"][0]["caveat"] == KERNEL_CVE and KERNEL_CVE in v["reason"]
     assert v["target"] == "6.1.80" and v["fix"].startswith("apt-get install linux-image")
     assert "6.1.0-18-amd64 (Debian, upstream 6.1.76)" in v["reason"]
     # /proc/version says the package is 6.1.90: past the fix of its stream
@@ -100,7 +104,7 @@ def test_kernel_range_judges_the_in_tree_build_by_its_kernel(cat: Catalog) -> No
     assert un["status"] == "uncatalogued" and "uncatalogued kernel build" in un["reason"]
     # 6.6 and 6.8+: the 6.6 fix and the mainline fix
     assert cat.verdict(dev("8086", "10d3", "e1000e", "6.6.19"), "6.6.19")["status"] == \
-        "known-bad"
+        "outdated"
     assert cat.verdict(dev("8086", "10d3", "e1000e", "6.9.2"), "6.9.2")["status"] == "ok"
 
 
@@ -138,10 +142,38 @@ def test_an_issue_that_needs_a_condition_is_known_bad_only_where_the_host_meets_
         assert ref["id"] == "mr-reset-hang" and state in ref.get("only_when", "")
         assert state in v["reason"]
     # an unconditional known-bad issue outranks a conditional one
-    layer["drivers"]["megaraid_sas"]["known_issues"][1]["severity"] = "link-down"
+    slow = layer["drivers"]["megaraid_sas"]["known_issues"][1]
+    slow["severity"] = "link-down"
+    slow["affected"]["driver_versions"][0]["introduced"] = "07.700.00.00"
     cat2 = layered(tmp_path, DEB_TABLE, layer)
     both = cat2.verdict(raid("07.719.03.00-rc1"), "6.1.0-18-amd64")
     assert both["status"] == "known-bad" and both["known_issues"][0]["id"] == "mr-slow"
+
+
+def test_known_bad_needs_a_source_that_names_the_first_affected_release(
+        tmp_path: Path) -> None:
+    """A crash fixed in 07.725.01.00: with its first affected release stated, the build in
+    between is known-bad; where the source names only the fix, every earlier build is flagged
+    outdated (the fix and the way out named), and the caveat says why not known-bad."""
+    layer = copy.deepcopy(LAYER)
+    cat = layered(tmp_path, DEB_TABLE, layer)
+    assert cat.verdict(raid("07.719.03.00-rc1"), "6.1.0-18-amd64")["status"] == "known-bad"
+    del layer["drivers"]["megaraid_sas"]["known_issues"][0]["affected"]["driver_versions"][0][
+        "introduced"]
+    open_ended = layered(tmp_path, DEB_TABLE, layer)
+    for version in ("07.719.03.00-rc1", "06.506.00.00-rc1"):
+        v = open_ended.verdict(raid(version), "6.1.0-18-amd64")
+        assert v["status"] == "outdated", v
+        ref = v["known_issues"][0]
+        assert ref["id"] == "mr-reset-hang" and ref["caveat"] == UNBOUNDED
+        assert v["target"] == "07.725.01.00" and UNBOUNDED in v["reason"]
+    # a finding per issue carries the caveat too
+    d = raid("07.719.03.00-rc1", address="0000:01:00.0")
+    d["catalog"] = open_ended.verdict(d, "6.1.0-18-amd64")
+    got = {f.item: f for f in driver_findings(open_ended, d, {"driver"})}
+    assert UNBOUNDED in got["known_issue.mr-reset-hang"].reason
+    # the performance issue has no caveat: its severity never made a device known-bad
+    assert "caveat" not in v["known_issues"][1]
 
 
 def test_the_condition_names_are_one_list() -> None:
@@ -288,9 +320,9 @@ def test_el_line_read_from_a_changelog_judges_only_what_it_covers(tmp_path: Path
         v = cat.verdict(dev("8086", "10d3", "e1000e", kernel), kernel)
         return v["status"], [k["fixed"] for k in v.get("known_issues", [])]
 
-    assert status("5.14.0-427.13.1.el9_4.x86_64") == ("known-bad", ["5.14.0-427.20.1.el9_4"])
+    assert status("5.14.0-427.13.1.el9_4.x86_64") == ("outdated", ["5.14.0-427.20.1.el9_4"])
     assert status("5.14.0-427.20.1.el9_4.x86_64")[1] == []  # its z-stream fix
-    assert status("5.14.0-362.8.1.el9_3.x86_64") == ("known-bad", ["5.14.0-461.el9"])
+    assert status("5.14.0-362.8.1.el9_3.x86_64") == ("outdated", ["5.14.0-461.el9"])
     assert status("5.14.0-362.24.2.el9_3.x86_64")[1] == []  # past what was read: not judged
     assert status("5.14.0-503.40.1.el9_5.x86_64")[1] == []  # main line 461 covers 503
     assert status("5.14.0-611.5.1.el9_7.x86_64")[1] == []

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Optional, Sequence, Tuple
 
 from hwmgr.catalog import kbuild, versions
@@ -31,6 +31,12 @@ from hwmgr.errors import VersionError
 Ids = Tuple[Optional[str], ...]  # vendor, device, subvendor, subdevice
 _TOKEN = re.compile(r"\d+(?:\.\d+)+")
 
+# Why a bad-severity hit makes a device outdated rather than known-bad, where no condition is
+# the reason (docs/known-issues.md, "Known-bad or outdated"): known-bad is for a build a
+# source ties to the defect. One owner: the verdict, the findings and `catalog stats` say these.
+KERNEL_CVE = "a kernel CVE fix, applicability unassessed"
+UNBOUNDED = "no first affected release stated"
+
 
 @dataclass(frozen=True)
 class Hit:
@@ -41,11 +47,27 @@ class Hit:
     fixed: Optional[str]  # the fix this device needs (None: no fix known)
     how: str  # why it matches, in words
     seen: Optional[bool] = None  # the issue's condition (only_when) seen met, unmet, unknown
+    bounded: bool = True  # the range that matched names its first affected release
+
+    @property
+    def caveat(self) -> Optional[str]:
+        """Why this bad-severity hit does not tie the device's build to the defect (None: it
+        does, or the severity is not bad). A kernel range is a CVE record's: the kernel CNA
+        gives every bug fix a CVE and leaves applicability to the user (its process document,
+        docs/known-issues.md); a driver range without a first affected release says only
+        where the fix is."""
+        if not self.issue.bad:
+            return None
+        if self.on == "kernel":
+            return KERNEL_CVE
+        return None if self.bounded else UNBOUNDED
 
     @property
     def armed(self) -> bool:
-        """Known-bad here: a bad severity with no condition, or one the host is seen to meet."""
-        return self.issue.bad and (self.issue.only_when is None or self.seen is True)
+        """Known-bad here: a bad severity that a source ties to this build (no caveat), with
+        no condition or one the host is seen to meet."""
+        return self.issue.bad and self.caveat is None and \
+            (self.issue.only_when is None or self.seen is True)
 
     @property
     def condition(self) -> Optional[str]:
@@ -96,7 +118,7 @@ def _driver_hit(issue: KnownIssue, version: str, scheme: str,
             else:
                 span = f"{rng.introduced} on, no fix yet" if rng.introduced else "no fix yet"
             return Hit(issue, "driver", rng.fixed, f"driver {version} is in the affected "
-                       f"range ({span})")
+                       f"range ({span})", bounded=rng.introduced is not None)
     return None
 
 
@@ -154,7 +176,8 @@ def hits(know: Knowledge, ids: Ids, version: str, scheme: str, build: KernelBuil
          kernel_release: bool, in_tree: bool,
          seen: Optional[Mapping[str, bool]] = None) -> list[Hit]:
     """Every known issue of the driver this device runs into, worst first: known-bad ones
-    (armed) before those whose condition the host is not seen to meet."""
+    (armed), then bad severities with a caveat (those with an unmet condition last), then
+    the rest."""
     out: list[Hit] = []
     for issue in know.issues:
         if not _applies(issue.applies_to, ids):
@@ -169,9 +192,9 @@ def hits(know: Knowledge, ids: Ids, version: str, scheme: str, build: KernelBuil
             hit = _kernel_hit(issue, build)
         if hit is not None:
             cond = issue.only_when
-            out.append(hit if cond is None else
-                       Hit(hit.issue, hit.on, hit.fixed, hit.how, (seen or {}).get(cond)))
-    out.sort(key=lambda h: (not h.armed, not h.issue.bad, h.issue.id))
+            out.append(hit if cond is None else replace(hit, seen=(seen or {}).get(cond)))
+    out.sort(key=lambda h: (not h.armed, not h.issue.bad,
+                            h.issue.only_when is not None and h.seen is not True, h.issue.id))
     return out
 
 

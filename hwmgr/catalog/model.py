@@ -20,6 +20,7 @@ CONDITIONS: Mapping[str, str] = {
     "nvm": "the NVM or flash is read or updated (ethtool -e/-E, devlink flash, nvmupdate)",
     "crypto-offload": "IPsec, MACsec or TLS offload is in use",
     "switching-offload": "switchdev, e-switch, OVS or tc flow offload is configured",
+    "rfs": "receive flow steering (RPS, RFS, aRFS) or n-tuple filters are configured",
     "bond": "the port is in a bond or team (LAG)",
     "rdma": "an RDMA (RoCE/iWARP) driver uses the port",
     "debug": "debugfs, blktrace, lockdep or a kdump kernel is in use",

@@ -77,9 +77,11 @@ class _IssueRefKeys(TypedDict):
 
 
 class IssueRef(_IssueRefKeys, total=False):
-    """A known issue a device runs into; `only_when` where it needs a condition."""
+    """A known issue a device runs into; `only_when` where it needs a condition, `caveat`
+    where its bad severity does not make the device known-bad."""
 
     only_when: str  # the condition, with what the host shows of it
+    caveat: str  # why its bad severity does not make the device known-bad (issues.Hit.caveat)
 
 
 class FirmwareFloor(TypedDict):
@@ -191,7 +193,12 @@ def decide(cat: Catalog, m: Match, dev: Mapping[str, object], kernel: str | None
     found = issues.hits(know, ids, raw, scheme, build, kernel_release=kernel_release,
                         in_tree=in_tree, seen=issues.observed(dev))
     if found:
-        return _known(out, found, name, scheme, build, rec, in_tree)
+        _known(out, found, name, scheme, build, rec, in_tree)
+        if listed is not None and listed["status"] == "known-bad" and \
+                out["status"] != "known-bad":  # the listing's own evidence still stands
+            out["listed_status"] = "known-bad"
+            out["status"], out["reason"] = "known-bad", f"{listed['reason']}; also {out['reason']}"
+        return out
     if in_tree and (listed is None or listed.get("distributions")
                     or listed["status"] == "baseline"):
         # (a listed verdict of its own, from a field note or a vendor, speaks of the
@@ -226,9 +233,9 @@ def _known(out: Verdict, found: list[issues.Hit], name: str, scheme: str,
            build: KernelBuild, rec: tuple[str, VersionEntry] | None,
            in_tree: bool) -> Verdict:
     """The verdict of a device that runs into known issues: known-bad for data loss, crash,
-    link down or security (unless the issue needs a condition the host is not seen to meet),
-    else outdated; the way out past every fix (for an in-tree build
-    hit by kernel issues, a kernel first: a vendor driver is the other way)."""
+    link down or security that a source ties to this build (issues.Hit.armed: no caveat, no
+    condition the host is not seen to meet), else outdated; the way out past every fix (for
+    an in-tree build hit by kernel issues, a kernel first: a vendor driver is the other way)."""
     worst = found[0].issue
     out["status"] = "known-bad" if found[0].armed else "outdated"
     out["known_issues"] = [_ref(h) for h in found]
@@ -251,19 +258,21 @@ def _known(out: Verdict, found: list[issues.Hit], name: str, scheme: str,
             out["target"], out["fix"] = krn_target, issues.kernel_fix(build, krn_target)
         ways.insert(0 if in_tree else len(ways), f"a kernel built on {krn_target} or later")
     way = " or ".join(ways) if ways else "no fix is known yet"
-    cond = f", {found[0].condition}" if found[0].condition else ""
+    cond = "".join(f", {c}" for c in (found[0].condition, found[0].caveat) if c)
     out["reason"] = (f"{worst.id} ({worst.severity}{cond}): {worst.symptom.rstrip('. ')}"
                      f"{more}; {found[0].how}; the way out: {way}")
     return out
 
 
 def _ref(hit: issues.Hit) -> IssueRef:
-    """The compact form of a hit, with its condition only where it has one."""
+    """The compact form of a hit, with its condition and caveat only where it has them."""
     ref: IssueRef = {"id": hit.issue.id, "severity": hit.issue.severity,
                      "symptom": hit.issue.symptom, "on": hit.on, "fixed": hit.fixed,
                      "url": hit.issue.url}
     if hit.condition:
         ref["only_when"] = hit.condition
+    if hit.caveat:
+        ref["caveat"] = hit.caveat
     return ref
 
 

@@ -209,7 +209,7 @@ def _issue_findings(v: Verdict, addr: str, have: object) -> list[Finding]:
         fixed = ref.get("fixed")
         want = f"{'kernel' if ref['on'] == 'kernel' else entry} {fixed} or later" if fixed \
             else "a fixed version (none published yet)"
-        cond = f", {ref['only_when']}" if ref.get("only_when") else ""
+        cond = "".join(f", {c}" for c in (ref.get("only_when"), ref.get("caveat")) if c)
         reason = (f"{ref['id']} ({ref['severity']}{cond}): {ref['symptom'].rstrip('. ')}; "
                   + (f"fixed in {fixed}" if fixed else "no fix published yet"))
         out.append(Finding("driver", addr, None, f"{KNOWN_ISSUE}{ref['id']}", want, actual,
