@@ -81,6 +81,19 @@ class Hit:
         return f"only when {words} ({state})"
 
 
+def ceiling(issue: KnownIssue) -> str:
+    """The strongest verdict an issue can give a device, and why no stronger (what `catalog
+    stats` counts): known-bad (where its condition is seen, if it has one) on a driver range
+    that names its first affected release; else outdated, for the reasons Hit.caveat says."""
+    if not issue.bad:
+        return "outdated: severity"
+    if any(r.introduced for r in issue.driver_versions):
+        return "known-bad" if issue.only_when is None else "known-bad where its condition is seen"
+    if issue.kernels and not issue.driver_versions:
+        return "outdated: kernel CVE record"
+    return "outdated: no first affected release"
+
+
 def observed(dev: Mapping[str, object]) -> dict[str, bool]:
     """The conditions a device's record shows met or unmet; the rest cannot be seen. SR-IOV:
     the function's sriov record (VFs enabled or not)."""

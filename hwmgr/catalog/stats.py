@@ -47,6 +47,7 @@ class KnowledgeStats(TypedDict):
     known_issues_by_severity: Dict[str, int]
     known_issues_by_source_kind: Dict[str, int]
     known_issues_by_condition: Dict[str, int]  # only_when name -> issues that need it
+    known_issues_by_ceiling: Dict[str, int]  # the strongest verdict each can give (issues.ceiling)
     firmware_requirements: int
     firmware_requirements_by_driver: Dict[str, int]
     versions_beyond_baseline: int
@@ -141,6 +142,7 @@ def knowledge_stats(drivers: Mapping[str, DriverEntry]) -> KnowledgeStats:
     by_severity: Counter[str] = Counter()
     by_kind: Counter[str] = Counter()
     by_condition: Counter[str] = Counter()
+    by_ceiling: Counter[str] = Counter()
     firmware: Counter[str] = Counter()
     versions_known = versions_total = 0
     for name, entry in sorted(drivers.items()):
@@ -150,6 +152,7 @@ def knowledge_stats(drivers: Mapping[str, DriverEntry]) -> KnowledgeStats:
             by_severity[issue.severity] += 1
             if issue.only_when:
                 by_condition[issue.only_when] += 1
+            by_ceiling[issue_match.ceiling(issue)] += 1
             for kind in {s.kind or "other" for s in issue.sources}:
                 by_kind[kind] += 1
         if know.firmware:
@@ -164,6 +167,7 @@ def knowledge_stats(drivers: Mapping[str, DriverEntry]) -> KnowledgeStats:
             "known_issues_by_severity": dict(sorted(by_severity.items())),
             "known_issues_by_source_kind": dict(sorted(by_kind.items())),
             "known_issues_by_condition": dict(sorted(by_condition.items())),
+            "known_issues_by_ceiling": dict(sorted(by_ceiling.items())),
             "firmware_requirements": sum(firmware.values()),
             "firmware_requirements_by_driver": dict(sorted(firmware.items())),
             "versions_beyond_baseline": versions_known,

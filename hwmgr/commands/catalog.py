@@ -248,6 +248,8 @@ def _stats(paths: list[str] | None, config: Config) -> Outcome:
             + "); sources: " + ", ".join(
                 f"{n} {k}" for k, n in stats["known_issues_by_source_kind"].items())
             + f"; only under a condition: {sum(stats['known_issues_by_condition'].values())}"
+            + "; the most each can say: " + ", ".join(
+                f"{n} {k}" for k, n in stats["known_issues_by_ceiling"].items())
             + f"; firmware requirements: {stats['firmware_requirements']}; versions known "
             f"beyond baseline: {stats['versions_beyond_baseline']} "
             f"({stats['versions_beyond_baseline_share']:.1%})", markup=False)
