@@ -37,7 +37,8 @@ MAIN_CLASSES = ("01", "02")  # mass storage, network
 STATUS_STYLE = {"ok": "green", "outdated": "yellow", "known-bad": "bold red",
                 "uncatalogued": "cyan", "unknown": "dim"}
 LEGEND = ("Verdict: ok = recommended or known-good; outdated = a newer version is "
-          "recommended; known-bad = the catalog warns against this version; uncatalogued = "
+          "recommended or fixes a known issue; known-bad = the catalog's sources tie this very "
+          "build to a serious defect; uncatalogued = "
           "the catalog has no verdict on this version; unknown = the driver or its version "
           "could not be read; - = no catalog entry; [n] = note n below.")
 _CORP = (", Inc. and subsidiaries", " Inc. and subsidiaries", " Corporation", " Corp.",
