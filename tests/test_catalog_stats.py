@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -55,3 +57,17 @@ def test_the_verb_counts_the_shipped_catalog_consistently() -> None:
                           capture_output=True, text=True, timeout=120)
     flat = " ".join(text.stdout.split())
     assert f"known issues: {n} (" in flat and "the most each can say:" in flat
+
+
+def test_catalog_show_says_the_most_each_issue_can_say() -> None:
+    """`catalog show ena`: the RPS crash of 2.13.0g-2.13.1g names its first affected release
+    but needs RFS; a fix-only release note can only make a device outdated."""
+    res = subprocess.run([sys.executable, "-m", "hwmgr", "catalog", "show", "ena"],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "COLUMNS": "200"})
+    assert res.returncode == 0, res.stderr
+    blocks = re.split(r"\n  (?=\S)", res.stdout)  # one block per known issue
+    rps = next(b for b in blocks if b.startswith("ena-2.13.2g-rps-missing-flow-steer-hook"))
+    assert "the most it says of a device: known-bad where its condition is seen" in rps
+    late = next(b for b in blocks if b.startswith("ena-2.15.0g-admin-timeout-irq-race"))
+    assert "the most it says of a device: outdated: no first affected release" in late

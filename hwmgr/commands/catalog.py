@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, TypedDict
 from hwmgr import safejson
 from hwmgr.catalog.discover import DRIVERS_SUBDIR, dir_files, in_force_beneath
 from hwmgr.catalog.entry import DriverEntry, Source
+from hwmgr.catalog.issues import ceiling
 from hwmgr.catalog.load import Catalog, load_catalog
-from hwmgr.catalog.model import BAD_SEVERITIES, CONDITIONS
+from hwmgr.catalog.model import BAD_SEVERITIES, CONDITIONS, KnownIssue
 from hwmgr.catalog.refs import evidence_text, inbox_policies
 from hwmgr.catalog.stats import catalog_stats
 from hwmgr.commands import catalog_trust
@@ -398,6 +399,8 @@ def _render_knowledge(console: Console, e: DriverEntry,
                       f"{escape(ki['symptom'])}")
         if ki.get("only_when"):
             console.print(f"      only when {escape(CONDITIONS.get(ki['only_when'], ''))}")
+        console.print(f"      the most it says of a device: "
+                      f"{escape(ceiling(KnownIssue.from_json('', ki)))}")
         console.print(f"      {escape('; '.join(spans))}"
                       + (f" ({escape(', '.join(ki['applies_to']))})"
                          if ki.get("applies_to") else ""))
