@@ -54,12 +54,16 @@ def test_ids_and_ranges(proposal: Dict[str, Any]) -> None:
     by_id = {i["id"]: (d, i) for d, i in _issues(proposal)}
     assert {"ena-2.17.2g-eni-hot-unplug-use-after-free",
             "ena-2.13.0g-lpc-get-page-bug-newer-kernels",
-            "ena-2.2.8g-xdp-pass-rx-offset-no-connectivity"} <= set(by_id)
+            "ena-2.2.8g-xdp-pass-rx-offset-no-connectivity",
+            "gve-1.4.6-xsk-pool-ops-while-down",
+            "gve-1.4.8-ethtool-after-shutdown-panic"} <= set(by_id)
     _, uaf = by_id["ena-2.17.2g-eni-hot-unplug-use-after-free"]
     # the thread names no first affected release: no `introduced`, so only outdated
     assert uaf["affected"] == {"driver_versions": [{"fixed": "2.17.2g"}]}
     assert uaf["severity"] == "crash" and uaf["only_when"] == "removal"
     assert uaf["sources"][0]["url"] == "https://github.com/amzn/amzn-drivers/issues/380"
+    # a shutdown is never a condition (every reboot runs it)
+    assert "only_when" not in by_id["gve-1.4.8-ethtool-after-shutdown-panic"][1]
 
 
 def test_every_item_has_a_thread_url_and_a_fix_in_the_driver_scheme(
