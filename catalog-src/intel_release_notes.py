@@ -14,7 +14,8 @@ Two inputs, one proposal (catalog-src/proposed/intel.json):
   at each release tag (ethtool -i, modinfo).
 * Reviewed facts from prose sources (GitHub issue and pull-request threads where Intel
   states the fixing release): catalog-src/manual/intel_issue_threads.json, one entry per
-  issue with its URL and what the thread says, in our words.
+  issue with its URL and what the thread says, in our words, read by
+  `issue_threads.thread_issues` (catalog-src/issue_threads.py owns thread facts).
 
 Exact commands used (from the checkout's top, mirrors fetched with the `fetch` tool; the
 commits are the mirrors' HEADs at the time):
@@ -45,6 +46,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from issue_threads import thread_issues  # noqa: E402  (one owner of the thread facts)
 from vendor_notes_common import (  # noqa: E402  (the helper sits next to this script)
     Issue,
     MiningError,
@@ -139,20 +141,6 @@ def release_issues(driver: str, releases: Mapping[str, Release],
         issues.append(make_issue(driver, rel.version, entry["slug"], entry["severity"],
                                  entry["symptom"], sources))
     return issues
-
-
-def thread_issues(facts: Mapping[str, Any]) -> Dict[str, List[Issue]]:
-    """Known issues from the reviewed issue-thread facts, by driver."""
-    out: Dict[str, List[Issue]] = {}
-    for fact in facts.get("issues", []):
-        driver = fact["driver"]
-        src = fact["source"]
-        if src.get("kind") != "issue-thread":
-            raise MiningError(f"{fact.get('slug')}: thread facts need kind issue-thread")
-        issue = make_issue(driver, fact["fixed"], fact["slug"], fact["severity"],
-                           fact["symptom"], [src], fact.get("introduced"))
-        out.setdefault(driver, []).append(issue)
-    return out
 
 
 def parse_log_arg(arg: str) -> Tuple[str, Path, str]:
