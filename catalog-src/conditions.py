@@ -76,6 +76,7 @@ OVERRIDES: dict[str, str | None] = {
     "smartpqi-2.1.20-035-multi-actuator-slave-destroy": None,  # any multi-actuator drive
     "smartpqi-2.1.8-040-iobypass-read-failures": None,  # the bypass is the normal I/O path
     "ena-2.2.9g-kernel-5-7-load-failure": None,  # every load on 5.7+ fails
+    "ena-2.17.2g-eni-hot-unplug-use-after-free": None,  # ENI detach is routine on EC2
     "CVE-2026-31395": None,  # a firmware async event, not a debug interface
     "CVE-2024-46770": None,  # the PF reset flow, not removal
     # bridge offload (hwmode, OVS over a VF LAG): the switching, not the VFs, is the condition
