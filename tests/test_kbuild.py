@@ -26,6 +26,10 @@ TABLES = {"debian": {"6.1.0-18": "6.1.76"}, "ubuntu": {"5.15.0-91": "5.15.131"}}
     ("6.8.9-060809-generic", {}, ("upstream", "6.8.9", "Ubuntu mainline")),
     ("6.5.6-300.fc39.x86_64", {}, ("upstream", "6.5.6", "Fedora")),
     ("6.17.4-2-pve", {}, ("upstream", "6.17.4", "Proxmox")),
+    # ELRepo's kernel-ml/-lt on EL: the kernel.org release, not RHEL's build (field host
+    # cilium17540-mlx5-cx5-el8)
+    ("5.14.8-1.el8.elrepo.x86_64", {}, ("upstream", "5.14.8", "ELRepo")),
+    ("6.1.81-1.el9.elrepo.x86_64", {}, ("upstream", "6.1.81", "ELRepo")),
     ("5.10.123", {}, ("upstream", "5.10.123", "upstream")),
     ("6.18.44-fc-v657", {}, ("upstream", "6.18.44", "local build")),
     ("4.18.0-477.10.1.el8_8.x86_64", {}, ("el8", "4.18.0-477.10.1.el8_8", "rhel")),

@@ -10,7 +10,8 @@ module cannot place is `family=None`: the catalog then says "uncatalogued kernel
 How each family is placed (docs/known-issues.md):
 - upstream: a release `X.Y[.Z]` with no distribution marker (vanilla, NixOS, Arch's
   `-archN`, Gentoo), Fedora's `.fcNN` (Fedora ships stable releases) or Proxmox VE's
-  `X.Y.Z-N-pve` (named after the upstream release it is built on), or Ubuntu's mainline
+  `X.Y.Z-N-pve` (named after the upstream release it is built on), ELRepo's kernel-ml and
+  kernel-lt for EL (`5.14.8-1.el8.elrepo`: the kernel.org release, unpatched), or Ubuntu's mainline
   builds (`6.8.9-060809-generic`, unpatched upstream releases): its `X.Y.Z`; a stable release
   `X.Y.Z` (Z > 0) with a local version of its own (`6.18.44-fc-v657`) as that release.
 - Debian: `/proc/version` names the package (`Debian 6.1.76-1`), whose upstream part is the
@@ -58,6 +59,9 @@ _PLAIN = re.compile(r"^(\d+\.\d+(?:\.\d+)?)(?:-rc\d+)?(?:-(?:arch\d+-\d+|gentoo[
 _LOCAL = re.compile(r"^(\d+\.\d+\.[1-9]\d*)[-+](?!\d{6}\.)[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _FEDORA = re.compile(r"^(\d+\.\d+\.\d+)-\d+\.fc\d+\.[a-z0-9_]+$")
 _PROXMOX = re.compile(r"^(\d+\.\d+\.\d+)-\d+-pve$")
+# ELRepo's kernel-ml / kernel-lt for EL (`5.14.8-1.el8.elrepo.x86_64`): the spec builds the
+# kernel.org tarball its version names, with no patch (github.com/elrepo/kernel)
+_ELREPO = re.compile(r"^(\d+\.\d+\.\d+)-\d+\.el\d+(?:_\d+)?\.elrepo(?:\.[a-z0-9_]+)?$")
 # kernel.ubuntu.com's mainline builds: unpatched upstream releases, 6.8.9 as 6.8.9-060809-generic
 _MAINLINE = re.compile(r"^(\d+)\.(\d+)\.(\d+)-(\d{2})(\d{2})(\d{2})(?:rc\d+)?"
                        r"-(?:generic|lowlatency)$")
@@ -71,6 +75,8 @@ _SIGNATURE = re.compile(r"^Ubuntu \S+ (\d+\.\d+\.\d+)\s*$")
 _NAMES_ITS_BASE = (
     (_DEBIAN_UPSTREAM, "Debian", "the release names its upstream version"),
     (_FEDORA, "Fedora", "Fedora builds upstream stable releases"),
+    (_ELREPO, "ELRepo", "ELRepo's kernel-ml/kernel-lt build the kernel.org release they are "
+                        "named after, unpatched"),
     (_PROXMOX, "Proxmox", "Proxmox VE names the upstream release its kernel is built on"),
     (_PLAIN, UPSTREAM, "an upstream release"),
     (_LOCAL, "local build", "stable release {} with a local version suffix"),
@@ -111,7 +117,7 @@ def identify(release: Optional[str], *, proc_version: Optional[str] = None,
     if not rel or len(rel) > 128:
         return KernelBuild(None)
     tables = builds or {}
-    el = _EL.match(rel)
+    el = None if _ELREPO.match(rel) else _EL.match(rel)
     if el:
         base, _build, line = el.group(1), el.group(2), el.group(3)
         if EL_BASES.get(line) == base:  # compared without the architecture
