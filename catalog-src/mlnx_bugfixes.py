@@ -20,12 +20,15 @@ the same string). catalog-src/manual/mlnx_driver_versions.json maps every releas
 source tree (made with --dump-versions); an unmapped four-number release drops its last number.
 Its "mlx4" table gives mlx4_core's and mlx4_en's own DRV_VERSION per release (4.0 to 5.0: equal
 to mlx5's in every tree read; mlx4_en's ethtool -i appends " (DRV_RELDATE)" in 4.0 and 4.1, as
-MLNX_OFED 3.x's did, which the driver version scheme compares past). No 3.x tree is public here.
+MLNX_OFED 3.4's did, which the driver version scheme compares past). 3.4-1.0.0.0 is the one
+3.x release whose tree was read (gpudirect/mlnx-ofa_kernel): its mlx4_en reports
+"3.4-1.0.0 (25 Sep 2016)".
 
 Commands used (from the repository root, with the project's virtualenv):
 
     .venv/bin/python catalog-src/mlnx_bugfixes.py --dump-versions \
-        $MIRRORS/knneth+mlnx-ofa_kernel/repo > catalog-src/manual/mlnx_driver_versions.json
+        $MIRRORS/knneth+mlnx-ofa_kernel/repo $MIRRORS/gpudirect+mlnx-ofa_kernel/repo \
+        > catalog-src/manual/mlnx_driver_versions.json
     .venv/bin/python catalog-src/mlnx_bugfixes.py /tmp/mlnx-fetch/*.txt \
         -o catalog-src/proposed/mlnx.json
 """
@@ -151,33 +154,53 @@ def _mlx4_strings(show: Callable[[str], str]) -> Dict[str, str]:
     return out
 
 
-def dump_versions(gitdir: Path) -> Dict[str, Any]:
-    """Release -> DRIVER_VERSION read from every commit of an mlnx-ofa_kernel history whose
-    subject names an OFED release (one commit per release, as in knneth/mlnx-ofa_kernel), and
-    release -> what the mlx4 modules report where the tree still carries mlx4 (4.x, 5.0)."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "--git-dir", str(gitdir), *args], check=True,
-                              capture_output=True, text=True).stdout
+def _repo_name(gitdir: Path) -> str:
+    """owner/name of a fetched mirror (<dir>/owner+name/repo), for the source line."""
+    parent = gitdir.resolve().parent.name
+    return parent.replace("+", "/", 1) if "+" in parent else parent
 
+
+def _put(table: Dict[str, Any], release: str, value: Any, repo: str) -> None:
+    """Record one release's strings; two trees of one release must agree."""
+    if release in table and table[release] != value:
+        raise kp.ProposalError(f"{release}: {repo} reports {value}, another tree "
+                               f"{table[release]}")
+    table[release] = value
+
+
+def dump_versions(gitdirs: Sequence[Path]) -> Dict[str, Any]:
+    """Release -> DRIVER_VERSION read from every commit of mlnx-ofa_kernel histories whose
+    subject names an MLNX_OFED release (one commit per release: knneth/mlnx-ofa_kernel,
+    gpudirect/mlnx-ofa_kernel), and release -> what the mlx4 modules report where the tree
+    carries mlx4 (up to 5.0)."""
     out: Dict[str, str] = {}
     mlx4: Dict[str, Dict[str, str]] = {}
-    for line in git("log", "--format=%H %s").splitlines():
-        commit, _, subject = line.partition(" ")
-        m = re.search(r"OFED (\d+\.\d+-\d+(?:\.\d+){3,})$", subject)
-        if not m:
-            continue
-        header = git("show", f"{commit}:drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.h")
-        v = _define(header, "DRIVER_VERSION")
-        if v:
-            out[m.group(1)] = v
-        strings = _mlx4_strings(lambda path, c=commit: git("show", f"{c}:{path}"))
-        if strings:
-            mlx4[m.group(1)] = strings
-    head = git("rev-parse", "HEAD").strip()
+    read: List[str] = []
+    for gitdir in gitdirs:
+        def git(*args: str, d: Path = gitdir) -> str:
+            return subprocess.run(["git", "--git-dir", str(d), *args], check=True,
+                                  capture_output=True, text=True).stdout
+
+        repo = _repo_name(gitdir)
+        for line in git("log", "--format=%H %s").splitlines():
+            commit, _, subject = line.partition(" ")
+            m = re.search(r"OFED (\d+\.\d+-\d+(?:\.\d+){3,})(?![\d.])", subject)
+            if not m:
+                continue
+            header = git("show",
+                         f"{commit}:drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.h")
+            v = _define(header, "DRIVER_VERSION")
+            if v:
+                _put(out, m.group(1), v, repo)
+            strings = _mlx4_strings(lambda path, c=commit: git("show", f"{c}:{path}"))
+            if strings:
+                _put(mlx4, m.group(1), strings, repo)
+        read.append(f"https://github.com/{repo} (history up to "
+                    f"{git('rev-parse', 'HEAD').strip()})")
     return {
         "source": "DRIVER_VERSION in drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.h of "
-                  "each release commit of https://github.com/knneth/mlnx-ofa_kernel "
-                  f"(imports of the MLNX_OFED mlnx-ofa_kernel sources; history up to {head})",
+                  "each release commit of " + ", ".join(read) + " (imports of the MLNX_OFED "
+                  "mlnx-ofa_kernel sources, one commit per release named in its subject)",
         "reported": dict(sorted(out.items())),
         "mlx4_source": "DRV_VERSION in drivers/net/ethernet/mellanox/mlx4/mlx4.h (mlx4_core) "
                        "and mlx4_en.h (mlx4_en) of the same commits; mlx4_en_ethtool is what "
@@ -253,7 +276,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("-o", "--output", type=Path, default=HERE / "proposed" / "mlnx.json")
     ap.add_argument("--manual", type=Path, default=MANUAL)
     ap.add_argument("--versions", type=Path, default=VERSIONS)
-    ap.add_argument("--dump-versions", type=Path, metavar="GITDIR",
+    ap.add_argument("--dump-versions", type=Path, nargs="+", metavar="GITDIR",
                     help="print the release -> DRIVER_VERSION table of an mlnx-ofa_kernel "
                          "git directory and exit")
     args = ap.parse_args(argv)

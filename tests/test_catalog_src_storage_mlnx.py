@@ -117,7 +117,11 @@ def test_mlnx_mlx4_versions_committed() -> None:
     mlx4 = doc["mlx4"]
     assert {"4.0-2.0.0.1", "4.9-0.1.7.0", "4.9-5.1.0.0", "5.0-2.1.8.0"} <= set(mlx4)
     for release, got in mlx4.items():
-        assert got["mlx4_core"] == got["mlx4_en"] == doc["reported"][release], release
+        assert got["mlx4_core"] == got["mlx4_en"] == doc["reported"].get(
+            release, got["mlx4_en"]), release
+    # MLNX_OFED 3.4-1.0.0.0's tree (gpudirect/mlnx-ofa_kernel): the string a field host's
+    # mlx4_en printed (ntop/ntopng#1793)
+    assert mlx4["3.4-1.0.0.0"]["mlx4_en_ethtool"] == "3.4-1.0.0 (25 Sep 2016)"
     # ethtool -i of mlx4_en carries the date up to 4.1 only
     assert mlx4["4.1-1.0.2.0"]["mlx4_en_ethtool"] == "4.1-1.0.2 (27 Jun 2017)"
     assert mlx4["4.2-1.0.0.0"]["mlx4_en_ethtool"] == "4.2-1.0.0"
@@ -130,9 +134,8 @@ def test_mlnx_mlx4_reported_version_and_ranges() -> None:
             "4.9-5.1.0.0": {"mlx4_core": "4.9-5.1.0", "mlx4_en": "4.9-5.1.0"}}
     assert mb.reported_version("4.9-5.1.0.0", {}, "mlx4_en", mlx4) == "4.9-5.1.0"
     assert mb.reported_version("4.9-5.1.0.0", {"4.9-5.1.0.0": "x"}, "mlx5_core", mlx4) == "x"
-    # a 3.x release is in no tree read: its four-number form drops the last number, which is
-    # the number a field host's mlx4_en printed (ntop/ntopng#1793: "3.4-1.0.0 (25 Sep 2016)")
-    assert mb.reported_version("3.4-1.0.0.0", {}, "mlx4_en", mlx4) == "3.4-1.0.0"
+    # a release in no tree read drops its fourth number (3.4-1.0.0.0's tree says the same)
+    assert mb.reported_version("3.4-2.0.0.0", {}, "mlx4_en", mlx4) == "3.4-2.0.0"
     manual: Dict[str, Any] = {"rows": {
         "3037901": {"drivers": ["mlx4_core", "mlx4_en"], "severity": "link-down",
                     "symptom": "RDMA traffic fails"}}}
