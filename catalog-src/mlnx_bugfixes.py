@@ -18,11 +18,17 @@ MLNX_OFED/MLNX_EN release report DRIVER_VERSION/DRV_VERSION of mlnx-ofa_kernel, 
 release without its fourth number (release 5.8-2.0.3.0 reports "5.8-2.0.3"; ethtool -i shows
 the same string). catalog-src/manual/mlnx_driver_versions.json maps every release read in a
 source tree (made with --dump-versions); an unmapped four-number release drops its last number.
+Its "mlx4" table gives mlx4_core's and mlx4_en's own DRV_VERSION per release (4.0 to 5.0: equal
+to mlx5's in every tree read; mlx4_en's ethtool -i appends " (DRV_RELDATE)" in 4.0 and 4.1, as
+MLNX_OFED 3.4's did, which the driver version scheme compares past). 3.4-1.0.0.0 is the one
+3.x release whose tree was read (gpudirect/mlnx-ofa_kernel): its mlx4_en reports
+"3.4-1.0.0 (25 Sep 2016)".
 
 Commands used (from the repository root, with the project's virtualenv):
 
     .venv/bin/python catalog-src/mlnx_bugfixes.py --dump-versions \
-        $MIRRORS/knneth+mlnx-ofa_kernel/repo > catalog-src/manual/mlnx_driver_versions.json
+        $MIRRORS/knneth+mlnx-ofa_kernel/repo $MIRRORS/gpudirect+mlnx-ofa_kernel/repo \
+        > catalog-src/manual/mlnx_driver_versions.json
     .venv/bin/python catalog-src/mlnx_bugfixes.py /tmp/mlnx-fetch/*.txt \
         -o catalog-src/proposed/mlnx.json
 """
@@ -36,7 +42,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import kiproposal as kp
 
@@ -101,8 +107,12 @@ def parse_page(path: Path) -> List[Row]:
     return rows
 
 
-def reported_version(release: str, table: Dict[str, str]) -> str:
-    """The DRIVER_VERSION an MLNX_OFED/MLNX_EN `release` reports."""
+def reported_version(release: str, table: Dict[str, str], driver: str = "mlx5_core",
+                     mlx4: Optional[Dict[str, Dict[str, str]]] = None) -> str:
+    """The version string `driver` of an MLNX_OFED/MLNX_EN `release` reports: mlx4_core's and
+    mlx4_en's DRV_VERSION where the release's tree was read, else mlx5's DRIVER_VERSION."""
+    if driver.startswith("mlx4_") and mlx4 and driver in mlx4.get(release, {}):
+        return mlx4[release][driver]
     if release in table:
         return table[release]
     head, _, tail = release.partition("-")
@@ -118,29 +128,85 @@ def page_title(url: str) -> str:
     return f"NVIDIA {m.group(1)}: {m.group(2).replace('+', ' ')}"
 
 
-def dump_versions(gitdir: Path) -> Dict[str, Any]:
-    """Release -> DRIVER_VERSION read from every commit of an mlnx-ofa_kernel history whose
-    subject names an OFED release (one commit per release, as in knneth/mlnx-ofa_kernel)."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "--git-dir", str(gitdir), *args], check=True,
-                              capture_output=True, text=True).stdout
+def _define(text: str, name: str) -> Optional[str]:
+    """The string a C header #defines `name` to, if any."""
+    m = re.search(r'#define\s+' + name + r'\s+"([^"]+)"', text)
+    return m.group(1) if m else None
 
+
+def _mlx4_strings(show: Callable[[str], str]) -> Dict[str, str]:
+    """What mlx4_core and mlx4_en of one mlnx-ofa_kernel tree report: DRV_VERSION of mlx4.h
+    and mlx4_en.h, and mlx4_en's ethtool -i version (en_ethtool.c appends " (DRV_RELDATE)"
+    in some releases). Empty when the tree has no mlx4 (5.1 on)."""
+    base = "drivers/net/ethernet/mellanox/mlx4/"
+    try:
+        core, en = show(base + "mlx4.h"), show(base + "mlx4_en.h")
+        ethtool = show(base + "en_ethtool.c")
+    except subprocess.CalledProcessError:
+        return {}
+    out = {k: v for k, v in (("mlx4_core", _define(core, "DRV_VERSION")),
+                             ("mlx4_en", _define(en, "DRV_VERSION"))) if v}
+    date = _define(en, "DRV_RELDATE")
+    if "mlx4_en" in out and date and re.search(r'DRV_VERSION\s*" \("\s*DRV_RELDATE', ethtool):
+        out["mlx4_en_ethtool"] = f"{out['mlx4_en']} ({date})"
+    elif "mlx4_en" in out:
+        out["mlx4_en_ethtool"] = out["mlx4_en"]
+    return out
+
+
+def _repo_name(gitdir: Path) -> str:
+    """owner/name of a fetched mirror (<dir>/owner+name/repo), for the source line."""
+    parent = gitdir.resolve().parent.name
+    return parent.replace("+", "/", 1) if "+" in parent else parent
+
+
+def _put(table: Dict[str, Any], release: str, value: Any, repo: str) -> None:
+    """Record one release's strings; two trees of one release must agree."""
+    if release in table and table[release] != value:
+        raise kp.ProposalError(f"{release}: {repo} reports {value}, another tree "
+                               f"{table[release]}")
+    table[release] = value
+
+
+def dump_versions(gitdirs: Sequence[Path]) -> Dict[str, Any]:
+    """Release -> DRIVER_VERSION read from every commit of mlnx-ofa_kernel histories whose
+    subject names an MLNX_OFED release (one commit per release: knneth/mlnx-ofa_kernel,
+    gpudirect/mlnx-ofa_kernel), and release -> what the mlx4 modules report where the tree
+    carries mlx4 (up to 5.0)."""
     out: Dict[str, str] = {}
-    for line in git("log", "--format=%H %s").splitlines():
-        commit, _, subject = line.partition(" ")
-        m = re.search(r"OFED (\d+\.\d+-\d+(?:\.\d+){3,})$", subject)
-        if not m:
-            continue
-        header = git("show", f"{commit}:drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.h")
-        v = re.search(r'#define\s+DRIVER_VERSION\s+"([^"]+)"', header)
-        if v:
-            out[m.group(1)] = v.group(1)
-    head = git("rev-parse", "HEAD").strip()
+    mlx4: Dict[str, Dict[str, str]] = {}
+    read: List[str] = []
+    for gitdir in gitdirs:
+        def git(*args: str, d: Path = gitdir) -> str:
+            return subprocess.run(["git", "--git-dir", str(d), *args], check=True,
+                                  capture_output=True, text=True).stdout
+
+        repo = _repo_name(gitdir)
+        for line in git("log", "--format=%H %s").splitlines():
+            commit, _, subject = line.partition(" ")
+            m = re.search(r"OFED (\d+\.\d+-\d+(?:\.\d+){3,})(?![\d.])", subject)
+            if not m:
+                continue
+            header = git("show",
+                         f"{commit}:drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.h")
+            v = _define(header, "DRIVER_VERSION")
+            if v:
+                _put(out, m.group(1), v, repo)
+            strings = _mlx4_strings(lambda path, c=commit: git("show", f"{c}:{path}"))
+            if strings:
+                _put(mlx4, m.group(1), strings, repo)
+        read.append(f"https://github.com/{repo} (history up to "
+                    f"{git('rev-parse', 'HEAD').strip()})")
     return {
         "source": "DRIVER_VERSION in drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.h of "
-                  "each release commit of https://github.com/knneth/mlnx-ofa_kernel "
-                  f"(imports of the MLNX_OFED mlnx-ofa_kernel sources; history up to {head})",
+                  "each release commit of " + ", ".join(read) + " (imports of the MLNX_OFED "
+                  "mlnx-ofa_kernel sources, one commit per release named in its subject)",
         "reported": dict(sorted(out.items())),
+        "mlx4_source": "DRV_VERSION in drivers/net/ethernet/mellanox/mlx4/mlx4.h (mlx4_core) "
+                       "and mlx4_en.h (mlx4_en) of the same commits; mlx4_en_ethtool is what "
+                       "en_ethtool.c puts in ethtool -i's version (DRV_VERSION, followed by "
+                       "\" (\" DRV_RELDATE \")\" where it appends the date)",
+        "mlx4": dict(sorted(mlx4.items())),
     }
 
 
@@ -157,9 +223,11 @@ def _merge_rows(rows: Sequence[Row]) -> Dict[str, List[Row]]:
     return by_ref
 
 
-def build(pages: Sequence[Path], manual: Dict[str, Any], table: Dict[str, str]
+def build(pages: Sequence[Path], manual: Dict[str, Any], table: Dict[str, str],
+          mlx4: Optional[Dict[str, Dict[str, str]]] = None
           ) -> Tuple[Dict[str, List[kp.Entry]], List[str]]:
-    """(known issues by driver, notes on the rows left out)."""
+    """(known issues by driver, notes on the rows left out); `mlx4` maps a release to what
+    its mlx4 modules report (the mapping file's "mlx4" table)."""
     rows = [r for p in pages for r in parse_page(p)]
     by_ref = _merge_rows(rows)
     reviewed: Dict[str, Any] = manual["rows"]
@@ -181,16 +249,16 @@ def build(pages: Sequence[Path], manual: Dict[str, Any], table: Dict[str, str]
             notes.append(f"{ref}: no 'Discovered in Release'; an open lower bound would hit "
                          "in-tree builds")
             continue
-        fixed_v = reported_version(fixed, table)
-        found_v = reported_version(found, table)
         urls = sorted({r.url for r in group})
-        sources = [kp.make_source(
-            title=page_title(u), url=u, kind="bug-fix-table",
-            observed=(f"bug-fix table row {ref}: discovered in release {found}, fixed in "
-                      f"release {fixed}; that release's driver reports {fixed_v} and the "
-                      f"discovered one {found_v}, so the range is [{found_v}, {fixed_v})"))
-            for u in urls]
         for driver in fact["drivers"]:
+            fixed_v = reported_version(fixed, table, driver, mlx4)
+            found_v = reported_version(found, table, driver, mlx4)
+            sources = [kp.make_source(
+                title=page_title(u), url=u, kind="bug-fix-table",
+                observed=(f"bug-fix table row {ref}: discovered in release {found}, fixed in "
+                          f"release {fixed}; that release's driver reports {fixed_v} and the "
+                          f"discovered one {found_v}, so the range is [{found_v}, {fixed_v})"))
+                for u in urls]
             entry = kp.make_entry(
                 driver, f"{driver}-{ref}", fact["severity"], fact["symptom"],
                 [{"introduced": found_v, "fixed": fixed_v}], sources,
@@ -208,7 +276,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("-o", "--output", type=Path, default=HERE / "proposed" / "mlnx.json")
     ap.add_argument("--manual", type=Path, default=MANUAL)
     ap.add_argument("--versions", type=Path, default=VERSIONS)
-    ap.add_argument("--dump-versions", type=Path, metavar="GITDIR",
+    ap.add_argument("--dump-versions", type=Path, nargs="+", metavar="GITDIR",
                     help="print the release -> DRIVER_VERSION table of an mlnx-ofa_kernel "
                          "git directory and exit")
     args = ap.parse_args(argv)
@@ -218,8 +286,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     if not args.pages:
         ap.error("no pages given")
-    table = kp.load_manual(args.versions)["reported"]
-    by_driver, notes = build(args.pages, kp.load_manual(args.manual), table)
+    versions = kp.load_manual(args.versions)
+    by_driver, notes = build(args.pages, kp.load_manual(args.manual), versions["reported"],
+                             versions.get("mlx4"))
     source = ("NVIDIA MLNX_OFED/MLNX_EN bug-fix tables: "
               + ", ".join(sorted({read_page(p)[0] for p in args.pages}))
               + "; release -> reported version: DRIVER_VERSION of mlnx-ofa_kernel "

@@ -92,6 +92,66 @@ def test_mlnx_build_ranges_and_left_out_rows() -> None:
     assert versions.compare("4.0-0", "4.9-0.1.7", "driver") < 0
 
 
+# the lines of knneth/mlnx-ofa_kernel's import of MLNX_OFED 4.0-2.0.0.1 (commit 2f5a30d8):
+# https://github.com/knneth/mlnx-ofa_kernel/blob/2f5a30d889b37af51f29d66381360a1ab51a5e61/
+# drivers/net/ethernet/mellanox/mlx4/{mlx4.h,mlx4_en.h,en_ethtool.c}
+MLX4_4_0 = {
+    "mlx4.h": '#define DRV_VERSION\t"4.0-2.0.0"\n',
+    "mlx4_en.h": '#define DRV_NAME\t"mlx4_en"\n#define DRV_VERSION\t"4.0-2.0.0"\n'
+                 '#define DRV_RELDATE\t"28 Mar 2017"\n',
+    "en_ethtool.c": '\tstrlcpy(drvinfo->version, DRV_VERSION " (" DRV_RELDATE ")",\n',
+}
+
+
+def test_mlnx_mlx4_strings_of_a_tree() -> None:
+    import mlnx_bugfixes as mb
+
+    got = mb._mlx4_strings(lambda path: MLX4_4_0[path.rsplit("/", 1)[1]])
+    assert got == {"mlx4_core": "4.0-2.0.0", "mlx4_en": "4.0-2.0.0",
+                   "mlx4_en_ethtool": "4.0-2.0.0 (28 Mar 2017)"}
+
+
+def test_mlnx_mlx4_versions_committed() -> None:
+    """Every release read in the tree: mlx4_core and mlx4_en report mlx5_core's string."""
+    doc = json.loads((SRC / "manual" / "mlnx_driver_versions.json").read_text(encoding="utf-8"))
+    mlx4 = doc["mlx4"]
+    assert {"4.0-2.0.0.1", "4.9-0.1.7.0", "4.9-5.1.0.0", "5.0-2.1.8.0"} <= set(mlx4)
+    for release, got in mlx4.items():
+        assert got["mlx4_core"] == got["mlx4_en"] == doc["reported"].get(
+            release, got["mlx4_en"]), release
+    # MLNX_OFED 3.4-1.0.0.0's tree (gpudirect/mlnx-ofa_kernel): the string a field host's
+    # mlx4_en printed (ntop/ntopng#1793)
+    assert mlx4["3.4-1.0.0.0"]["mlx4_en_ethtool"] == "3.4-1.0.0 (25 Sep 2016)"
+    # ethtool -i of mlx4_en carries the date up to 4.1 only
+    assert mlx4["4.1-1.0.2.0"]["mlx4_en_ethtool"] == "4.1-1.0.2 (27 Jun 2017)"
+    assert mlx4["4.2-1.0.0.0"]["mlx4_en_ethtool"] == "4.2-1.0.0"
+
+
+def test_mlnx_mlx4_reported_version_and_ranges() -> None:
+    import mlnx_bugfixes as mb
+
+    mlx4 = {"4.9-0.1.7.0": {"mlx4_core": "4.9-0.1.7", "mlx4_en": "4.9-0.1.7"},
+            "4.9-5.1.0.0": {"mlx4_core": "4.9-5.1.0", "mlx4_en": "4.9-5.1.0"}}
+    assert mb.reported_version("4.9-5.1.0.0", {}, "mlx4_en", mlx4) == "4.9-5.1.0"
+    assert mb.reported_version("4.9-5.1.0.0", {"4.9-5.1.0.0": "x"}, "mlx5_core", mlx4) == "x"
+    # a release in no tree read drops its fourth number (3.4-1.0.0.0's tree says the same)
+    assert mb.reported_version("3.4-2.0.0.0", {}, "mlx4_en", mlx4) == "3.4-2.0.0"
+    manual: Dict[str, Any] = {"rows": {
+        "3037901": {"drivers": ["mlx4_core", "mlx4_en"], "severity": "link-down",
+                    "symptom": "RDMA traffic fails"}}}
+    by_driver, _ = mb.build([FIX / "mlnx-en-4.9-5.1.0.0-excerpt.txt"], manual, {}, mlx4)
+    for driver in ("mlx4_core", "mlx4_en"):
+        (e,) = by_driver[driver]
+        assert e["affected"]["driver_versions"] == [
+            {"introduced": "4.9-0.1.7", "fixed": "4.9-5.1.0"}]
+    # the date mlx4_en appends in ethtool -i does not get in the way of comparing
+    field = "3.4-1.0.0 (25 Sep 2016)"
+    assert versions.compare(field, "3.4-1.0.0", "driver") == 0
+    assert versions.compare(field, "4.9-0.1.7", "driver") < 0
+    assert versions.compare("4.0-2.0.0 (28 Mar 2017)", "4.0-2.0.0", "driver") == 0
+    assert versions.compare("4.0-2.0.0 (28 Mar 2017)", "4.1-1.0.2", "driver") < 0
+
+
 def test_smartpqi_bullets_and_entries() -> None:
     import smartpqi_notes as sp
 
