@@ -16,6 +16,10 @@ own format (indent 1, a final newline), so a review sees only what the proposal 
 `--build vendor` marks the known issues of a vendor's own release notes as judging vendor
 builds only: the kernel's in-tree driver of the same name is another code line.
 
+An item is replaced whole, so an `only_when` that `conditions.py --write` added is dropped
+with it: run `.venv/bin/python catalog-src/conditions.py --write` after every merge (it
+gives each issue its condition again, from the same patterns and reviewed overrides).
+
 A proposal of kernel lines (catalog-src/proposed/rhel-kernels.json: {"lines": {"el9":
 {CVE: {"fixed", "urls", "evidence"}}}, "streams": {"el9": {stream: last build read}}})
 adds an `elN` line to the known issue with that id, with the changelog as a source:
