@@ -4,14 +4,13 @@ holds every proposed item (ids, URLs, fixed versions in the driver's own scheme)
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Dict, List
 
 import pytest
+from support.catalog_src import load
 
 from hwmgr.catalog.versions import compare
 
@@ -22,16 +21,9 @@ COMMITTED = REPO / "catalog-src" / "proposed" / "issue-threads.json"
 DRIVERS = REPO / "catalogs" / "drivers"
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, REPO / "catalog-src" / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
-threads = _load("issue_threads")
+threads = load("issue_threads")
 common = sys.modules["vendor_notes_common"]
 
 

@@ -4,17 +4,15 @@ no network."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import lzma
-import sys
 import tarfile
 from io import BytesIO
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from support.catalog_src import load
 
 # the miners run by hand on fetched sources, not on a host: make test runs these, make
 # check (the editing lane) leaves them out
@@ -24,17 +22,9 @@ REPO = Path(__file__).resolve().parent.parent
 FIX = Path(__file__).resolve().parent / "fixtures" / "catalog-src" / "kernel-builds"
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("kernel_builds",
-                                                  REPO / "catalog-src" / "kernel_builds.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
-kb = _load()
+kb = load("kernel_builds")
 
 
 def _entries(name: str) -> list[Any]:

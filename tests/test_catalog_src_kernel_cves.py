@@ -3,14 +3,12 @@ repository at d9dda40c) to proposed known issues: ranges, severity, ids, skips, 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from support.catalog_src import load
 
 # the miners run by hand on fetched sources, not on a host: make test runs these, make
 # check (the editing lane) leaves them out
@@ -20,17 +18,9 @@ REPO = Path(__file__).resolve().parent.parent
 FIX = Path(__file__).resolve().parent / "fixtures" / "catalog-src" / "kernel-cves"
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("kernel_cves",
-                                                  REPO / "catalog-src" / "kernel_cves.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
-kc = _load()
+kc = load("kernel_cves")
 
 
 def _record(cve: str) -> dict[str, Any]:

@@ -4,13 +4,11 @@ AlmaLinux source-RPM import; tests/fixtures/catalog-src/rhel-changelog/, see its
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Dict, List
 
 import pytest
+from support.catalog_src import load
 
 # the miners run by hand on fetched sources, not on a host: make test runs these, make
 # check (the editing lane) leaves them out
@@ -26,17 +24,9 @@ C96 = "a29d65115b426bdfbc24f0c2d9cfeca059df0db6"
 C10 = "da382d9450a9c9a55a2d9642ec93418ec229fe8f"
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "rhel_kernel_changelog", REPO / "catalog-src" / "rhel_kernel_changelog.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
-rc = _load()
+rc = load("rhel_kernel_changelog")
 
 
 def _entries(name: str) -> List[Any]:

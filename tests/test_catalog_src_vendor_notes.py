@@ -4,14 +4,13 @@ reported versions, mapping by item key, ranges under the driver scheme, the prop
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Dict, List
 
 import pytest
+from support.catalog_src import load
 
 from hwmgr.catalog.versions import compare
 
@@ -24,16 +23,9 @@ FIX = Path(__file__).resolve().parent / "fixtures" / "catalog-src" / "vendor-not
 COMMIT = "64788ef7c182a9383445942b5f5f77fe1d25a290"
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, REPO / "catalog-src" / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
-ena = _load("ena_release_notes")
+ena = load("ena_release_notes")
 common = sys.modules["vendor_notes_common"]
 
 
