@@ -56,11 +56,7 @@ class Hit:
         gives every bug fix a CVE and leaves applicability to the user (its process document,
         docs/known-issues.md); a driver range without a first affected release says only
         where the fix is."""
-        if not self.issue.bad:
-            return None
-        if self.on == "kernel":
-            return KERNEL_CVE
-        return None if self.bounded else UNBOUNDED
+        return caveat_of(self.issue, self.on, self.bounded)
 
     @property
     def armed(self) -> bool:
@@ -81,17 +77,30 @@ class Hit:
         return f"only when {words} ({state})"
 
 
+def caveat_of(issue: KnownIssue, on: str, bounded: bool) -> Optional[str]:
+    """The one rule: why a bad-severity hit `on` a driver or kernel range (`bounded`: the range
+    names its first affected release) does not make a device known-bad; None when it does,
+    or when the severity is not bad."""
+    if not issue.bad:
+        return None
+    if on == "kernel":
+        return KERNEL_CVE
+    return None if bounded else UNBOUNDED
+
+
 def ceiling(issue: KnownIssue) -> str:
     """The strongest verdict an issue can give a device, and why no stronger (what `catalog
-    stats` counts): known-bad (where its condition is seen, if it has one) on a driver range
-    that names its first affected release; else outdated, for the reasons Hit.caveat says."""
+    stats` counts): its best hit under caveat_of, a driver range naming its first affected
+    release before an open one, either before a kernel range."""
     if not issue.bad:
         return "outdated: severity"
-    if any(r.introduced for r in issue.driver_versions):
-        return "known-bad" if issue.only_when is None else "known-bad where its condition is seen"
-    if issue.kernels and not issue.driver_versions:
-        return "outdated: kernel CVE record"
-    return "outdated: no first affected release"
+    if issue.driver_versions:
+        why = caveat_of(issue, "driver", any(r.introduced for r in issue.driver_versions))
+    else:
+        why = caveat_of(issue, "kernel", True)
+    if why:
+        return f"outdated: {why}"
+    return "known-bad" if issue.only_when is None else "known-bad where its condition is seen"
 
 
 def observed(dev: Mapping[str, object]) -> dict[str, bool]:
