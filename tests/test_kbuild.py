@@ -35,7 +35,9 @@ TABLES = {"debian": {"6.1.0-18": "6.1.76"}, "ubuntu": {"5.15.0-91": "5.15.131"}}
     ("4.18.0-477.10.1.el8_8.x86_64", {}, ("el8", "4.18.0-477.10.1.el8_8", "rhel")),
     ("2.6.32-279.el6.x86_64", {}, ("el6", "2.6.32-279.el6", "rhel")),
     # not RHEL's kernel though it says .elN: Oracle's UEK, IBM PowerKVM
-    ("5.15.0-200.131.27.el9uek.x86_64", {}, (None, None, None)),
+    ("5.15.0-200.131.27.el9uek.x86_64", {}, (None, None, "UEK")),
+    # UEK 6 stays 5.4.17 for years: not the stable release 5.4.17 with a local suffix
+    ("5.4.17-2136.307.3.1.el8uek.x86_64", {}, (None, None, "UEK")),
     ("4.7.0-1.el7.centos.pkvm3_1_1.3100.0.ppc64le", {}, (None, None, None)),
     # SUSE keeps a frozen base and backports: its X.Y.Z says little
     ("5.14.21-150500.55.39-default", {}, (None, None, None)),
@@ -91,3 +93,33 @@ def test_valid_versions_per_line() -> None:
     assert not kbuild.valid("upstream", "6.1.0-18-amd64")
     assert kbuild.valid("el8", "4.18.0-477.10.1.el8_8")
     assert not kbuild.valid("el8", "5.14.0-70.el9") and not kbuild.valid("el9", "6.1.84")
+
+
+LINES = {"ubuntu-6.8": ["6.8.0-41", "6.8.0-90", "6.8.0-151"]}
+
+
+@pytest.mark.parametrize(("release", "extra", "want"), [
+    ("6.8.0-90-generic", {}, ("ubuntu-6.8", "6.8.0-90", "Ubuntu")),
+    ("6.8.0-90-lowlatency", {}, ("ubuntu-6.8", "6.8.0-90", "Ubuntu")),
+    # an upload the catalog read wins over the signature's frozen base (6.8.12 for ever)
+    ("6.8.0-90-generic", {"signature": "Ubuntu 6.8.0-90.91-generic 6.8.12"},
+     ("ubuntu-6.8", "6.8.0-90", "Ubuntu")),
+    ("6.8.0-43-generic", {}, (None, None, "Ubuntu")),  # no such upload read: not guessed
+    ("6.8.0-1015-aws", {}, (None, None, "Ubuntu")),  # another source package's ABIs
+    ("5.15.0-91-generic", {}, ("upstream", "5.15.131", "Ubuntu")),  # the table still places
+])
+def test_ubuntu_line(release: str, extra: dict, want: tuple) -> None:
+    b = identify(release, builds=TABLES, lines=LINES, **extra)
+    assert (b.line, b.version, b.family) == want, b
+
+
+def test_ubuntu_line_order_and_fix() -> None:
+    """Uploads compare by ABI number (not as text); the line is one stream."""
+    assert kbuild.compare("ubuntu-6.8", "6.8.0-100", "6.8.0-99") == 1
+    assert kbuild.fix_for("ubuntu-6.8", "6.8.0-90", ("6.8.0-103",)) == (False, "6.8.0-103")
+    assert kbuild.fix_for("ubuntu-6.8", "6.8.0-103", ("6.8.0-103",)) == (True, "6.8.0-103")
+    assert kbuild.valid("ubuntu-6.8", "6.8.0-58")
+    assert not kbuild.valid("ubuntu-6.8", "6.8.12") and not kbuild.valid("ubuntu-6.8", "6.5.0-9")
+    with pytest.raises(ValueError):
+        kbuild.compare("ubuntu-6.8", "6.8.0-90", "6.8.12")
+    assert kbuild.way_out("ubuntu-6.8", "6.8.0-58") == "an Ubuntu kernel of ABI 6.8.0-58 or later"

@@ -19,8 +19,12 @@ How each family is placed (docs/known-issues.md):
   trixie's releases (`6.12.12+deb13-amd64`) carry the upstream version themselves.
 - Ubuntu: `/proc/version_signature` (`Ubuntu 5.15.0-91.101-generic 5.15.131`) ends with the
   base; else the ABI (`5.15.0-91-generic`) through `kernel_builds.ubuntu`.
+- Ubuntu lines: an Ubuntu ABI the catalog lists under `kernel_builds.ubuntu_lines` (noble's
+  6.8.0-N past its last whole stable release) sits on that line, compared by ABI number:
+  Ubuntu's changelog names the CVEs each upload fixes (catalog-src/ubuntu_kernels.py).
 - EL: `.elN` (and `.elN_M`) on the kernel base RHEL N ships (3.10.0, 4.18.0, 5.14.0, 6.12.0);
-  any other base with `.elN` (UEK's `.el9uek`, PowerKVM's 4.7.0) is not RHEL's build.
+  any other base with `.elN` (PowerKVM's 4.7.0) is not RHEL's build, nor is Oracle's UEK
+  (`.elNuek`), whose fixed X.Y.Z names no stable release.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Callable, Collection, Mapping, Optional
 
 from hwmgr.catalog.rpmver import rpmvercmp
 from hwmgr.numtext import digits_key
@@ -39,7 +43,11 @@ if TYPE_CHECKING:
 UPSTREAM = "upstream"
 EL_BASES = {"el6": "2.6.32", "el7": "3.10.0", "el8": "4.18.0", "el9": "5.14.0",
             "el10": "6.12.0"}
-LINES = (UPSTREAM, *EL_BASES)
+# Ubuntu kernels past their last whole upstream stable release (noble's 6.8.0-41 on, also
+# 22.04's HWE 6.8): Ubuntu backports into a frozen base, so its uploads are a line of their
+# own, ordered by ABI number; the catalog lists the uploads whose changelogs it read
+UBUNTU_LINES = {"ubuntu-6.8": "6.8.0"}
+LINES = (UPSTREAM, *EL_BASES, *UBUNTU_LINES)
 # where the host says more than `uname -r` does (read through Host; recorded by snapshots)
 PROC_VERSION = "/proc/version"
 VERSION_SIGNATURE = "/proc/version_signature"
@@ -65,7 +73,11 @@ _ELREPO = re.compile(r"^(\d+\.\d+\.\d+)-\d+\.el\d+(?:_\d+)?\.elrepo(?:\.[a-z0-9_
 # kernel.ubuntu.com's mainline builds: unpatched upstream releases, 6.8.9 as 6.8.9-060809-generic
 _MAINLINE = re.compile(r"^(\d+)\.(\d+)\.(\d+)-(\d{2})(\d{2})(\d{2})(?:rc\d+)?"
                        r"-(?:generic|lowlatency)$")
+_UBUNTU_LINE_ABI = re.compile(r"^(\d+\.\d+\.0)-(\d{1,5})$")
 _ARCH = re.compile(r"\.(?:x86_64|aarch64|ppc64le|s390x|i686)$")
+# Oracle's Unbreakable Enterprise Kernel keeps one X.Y.Z for years and backports into it
+# (5.4.17-2136.307.3.1.el8uek): its X.Y.Z is no stable release
+_UEK = re.compile(r"\.el\d+uek(?:[._]|$)")
 _PROC_DEBIAN = re.compile(r"\bDebian (\d+\.\d+\.\d+)-\d+\S*")
 _SIGNATURE = re.compile(r"^Ubuntu \S+ (\d+\.\d+\.\d+)\s*$")
 
@@ -110,13 +122,18 @@ class KernelBuild:
 
 def identify(release: Optional[str], *, proc_version: Optional[str] = None,
              signature: Optional[str] = None,
-             builds: Optional[Mapping[str, Mapping[str, str]]] = None) -> KernelBuild:
+             builds: Optional[Mapping[str, Mapping[str, str]]] = None,
+             lines: Optional[Mapping[str, Collection[str]]] = None) -> KernelBuild:
     """Place a kernel release on a line; `builds` is the catalog's ABI table per distribution
-    ({"debian": {"6.1.0-18": "6.1.76"}, "ubuntu": {...}})."""
+    ({"debian": {"6.1.0-18": "6.1.76"}, "ubuntu": {...}}), `lines` the Ubuntu uploads read
+    per Ubuntu line ({"ubuntu-6.8": ["6.8.0-41", ...]})."""
     rel = release.strip() if isinstance(release, str) else None
     if not rel or len(rel) > 128:
         return KernelBuild(None)
     tables = builds or {}
+    if _UEK.search(rel):
+        return KernelBuild(rel, None, None, "UEK", "Oracle's UEK keeps one upstream base and "
+                           "backports into it, so its release names no stable release")
     el = None if _ELREPO.match(rel) else _EL.match(rel)
     if el:
         base, _build, line = el.group(1), el.group(2), el.group(3)
@@ -136,6 +153,10 @@ def identify(release: Optional[str], *, proc_version: Optional[str] = None,
             ("Debian", _DEBIAN_ABI, deb, "its /proc/version names the Debian package")):
         m = abi.match(rel)
         if m:
+            own = _ubuntu_line(m.group(1), lines or {}) if family == "Ubuntu" else None
+            if own:
+                return KernelBuild(rel, own, m.group(1), family, f"Ubuntu ABI {m.group(1)}, an "
+                                   f"upload of the {own} line whose changelog the catalog read")
             return _by_abi(rel, family, m.group(1), said.group(1) if said else None, how,
                            tables.get(family.lower(), {}))
     for pattern, family, how in _NAMES_ITS_BASE:
@@ -144,6 +165,12 @@ def identify(release: Optional[str], *, proc_version: Optional[str] = None,
             return KernelBuild(rel, UPSTREAM, m.group(1), family, how.format(m.group(1)))
     return KernelBuild(rel, None, None, None, "a kernel release of no family the catalog "
                        "places (a derivative with its own patches)")
+
+
+def _ubuntu_line(abi: str, lines: Mapping[str, Collection[str]]) -> Optional[str]:
+    """The Ubuntu line whose read uploads include this ABI, else None (never guessed)."""
+    return next((line for line, abis in lines.items()
+                 if line in UBUNTU_LINES and abi in abis), None)
 
 
 def _by_abi(rel: str, family: str, abi: str, said: Optional[str], how: str,
@@ -172,6 +199,9 @@ def valid(line: str, version: str) -> bool:
     """Whether `version` is a well-formed version on `line` (catalog validation)."""
     if line == UPSTREAM:
         return _upstream_key(version) is not None
+    if line in UBUNTU_LINES:
+        abi = _UBUNTU_LINE_ABI.match(version)
+        return abi is not None and abi.group(1) == UBUNTU_LINES[line]
     el = _EL.match(version)
     return el is not None and el.group(3) == line and EL_BASES.get(line) == el.group(1)
 
@@ -183,7 +213,19 @@ def compare(line: str, a: str, b: str) -> int:
         if ka is None or kb is None:
             raise ValueError(f"not an upstream kernel version: {a if ka is None else b}")
         return (ka > kb) - (ka < kb)
+    if line in UBUNTU_LINES:
+        na, nb = _UBUNTU_LINE_ABI.match(a), _UBUNTU_LINE_ABI.match(b)
+        if na is None or nb is None:
+            raise ValueError(f"not an Ubuntu ABI: {a if na is None else b}")
+        return (int(na.group(2)) > int(nb.group(2))) - (int(na.group(2)) < int(nb.group(2)))
     return rpmvercmp(a, b)
+
+
+def way_out(line: Optional[str], target: str) -> str:
+    """How a verdict names the kernel past every fix: an Ubuntu line's is an ABI."""
+    if line in UBUNTU_LINES:
+        return f"an Ubuntu kernel of ABI {target} or later"
+    return f"a kernel built on {target} or later"
 
 
 def debian_release(release: str) -> Optional[str]:
@@ -207,10 +249,12 @@ def _el_main_line(version: str) -> bool:
 
 def stream(line: str, version: str) -> str:
     """The stream a fix covers: `6.1` of 6.1.84; the EL build number (`477` of
-    4.18.0-477.10.1.el8_8)."""
+    4.18.0-477.10.1.el8_8); an Ubuntu line is one stream."""
     if line == UPSTREAM:
         key = _upstream_key(version)
         return f"{key[0]}.{key[1]}" if key else version
+    if line in UBUNTU_LINES:
+        return UBUNTU_LINES[line]
     el = _EL.match(version)
     return el.group(2).split(".")[0] if el else version
 
