@@ -29,7 +29,9 @@ adds an `elN` line to the known issue with that id, with the changelog as a sour
 Only where the upstream record says the bug is older than the kernel the EL release is built
 on (3.10 for el7, 4.18 for el8, 5.14 for el9): every build of that line before the fix carried
 it. A bug that came later upstream reached RHEL by a backport at a build no source names, so
-that issue gets no line.
+that issue gets no line. An Ubuntu line's proposal (catalog-src/ubuntu_kernels.py) names its
+base, the last whole upstream release the line took: only an issue whose upstream range
+holds that release gets the line.
 """
 
 from __future__ import annotations
@@ -96,6 +98,19 @@ def _before(a: str, b: str) -> bool:
     return key(a) <= key(b)
 
 
+def _line_carries(line: str, up: dict[str, Any], bases: dict[str, str]) -> bool:
+    """Whether the upstream range says the line's base carries the bug: on EL, introduced
+    before the kernel RHEL builds on; on an Ubuntu line, its last whole stable release
+    (`bases`, from the proposal) is inside the range (ubuntu_kernels.upstream_carries)."""
+    if line in EL_BASE:
+        return bool(up.get("introduced")) and _before(up["introduced"], EL_BASE[line])
+    base = bases.get(line)
+    if not base or not up:
+        return False
+    from ubuntu_kernels import upstream_carries  # its directory is first on sys.path
+    return upstream_carries(up, base)
+
+
 def merge_kernel_lines(proposal: Path, drivers_dir: Path = DRIVERS) -> list[str]:
     """Add each proposed EL line to the catalog's known issue of the same id (see above)."""
     doc = json.loads(proposal.read_text(encoding="utf-8"))
@@ -108,8 +123,7 @@ def merge_kernel_lines(proposal: Path, drivers_dir: Path = DRIVERS) -> list[str]
                 for line, found in doc.get("lines", {}).items():
                     got = found.get(issue["id"])
                     up = issue["affected"].get("kernels", {}).get("upstream", {})
-                    if not got or not up.get("introduced") or not _before(
-                            up["introduced"], EL_BASE[line]):
+                    if not got or not _line_carries(line, up, doc.get("bases", {})):
                         continue
                     rng = {"fixed": got["fixed"]}
                     if doc.get("streams", {}).get(line):
@@ -118,11 +132,12 @@ def merge_kernel_lines(proposal: Path, drivers_dir: Path = DRIVERS) -> list[str]
                     issue["sources"] = [s for s in issue["sources"]
                                         if not str(s.get("title", "")).startswith(
                                             f"{line} kernel changelog")]
+                    since = (f"upstream has it since {up['introduced']}"
+                             if up.get("introduced") else "upstream names no first release")
                     issue["sources"] += [{"title": f"{line} kernel changelog: {fix}",
                                           "url": url, "kind": "changelog",
                                           "observed": f"{ev}; the builds of {line} before it "
-                                                      "carried the bug (upstream has it since "
-                                                      f"{up['introduced']})"}
+                                                      f"carried the bug ({since})"}
                                          for fix, url, ev in zip(got["fixed"], got["urls"],
                                                                  got["evidence"])]
                     changed += 1

@@ -288,12 +288,22 @@ class ElKernels(TypedDict, total=False):
     notes: List[str]
 
 
+class UbuntuLine(TypedDict, total=False):
+    """One Ubuntu line's uploads read (`6.8.0-41` ...) and where they were read."""
+
+    series: str
+    abis: List[str]
+    evidence: Evidence
+    notes: List[str]
+
+
 class KernelBuilds(TypedDict, total=False):
     """The `kernel_builds` tables (docs/known-issues.md)."""
 
     lifecycle: Lifecycle
     debian: DistroKernels
     ubuntu: DistroKernels
+    ubuntu_lines: Dict[str, UbuntuLine]
     el: ElKernels
 
 

@@ -439,10 +439,13 @@ class Catalog(RuleData):
         key = (kernel, proc_version, signature)
         hit = self._builds.get(key)
         if hit is None:
-            tables = {fam: t.get("abi", {}) for fam, t in self.kernel_builds().items()
-                      if isinstance(t, dict)}
+            builds = self.kernel_builds()
+            tables = {fam: t.get("abi", {}) for fam, t in builds.items()
+                      if isinstance(t, dict) and fam != "ubuntu_lines"}
+            lines = {line: t.get("abis", []) for line, t in builds.get("ubuntu_lines", {}).items()}
             hit = self._builds[key] = kbuild.identify(kernel, proc_version=proc_version,
-                                                      signature=signature, builds=tables)
+                                                      signature=signature, builds=tables,
+                                                      lines=lines)
         return hit
 
     def distribution(self, build: KernelBuild) -> str | None:
