@@ -42,9 +42,10 @@ def verdicts(cat: Catalog, snap: Path) -> list[tuple[dict[str, Any], dict[str, A
 
 
 def at_or_past(target: str, fixed: str, scheme: str) -> bool:
-    """target >= fixed, on the kernel's upstream line or in the driver's scheme."""
-    if kbuild.valid(kbuild.UPSTREAM, target) and kbuild.valid(kbuild.UPSTREAM, fixed):
-        return kbuild.compare(kbuild.UPSTREAM, target, fixed) >= 0
+    """target >= fixed, on the kernel's upstream or an Ubuntu line, or in the driver's scheme."""
+    for line in (kbuild.UPSTREAM, *kbuild.UBUNTU_LINES):
+        if kbuild.valid(line, target) and kbuild.valid(line, fixed):
+            return kbuild.compare(line, target, fixed) >= 0
     return versions.compare(target, fixed, scheme) >= 0
 
 
