@@ -90,6 +90,20 @@ Exact command (sources as fetched on 2026-11-28; the URLs are those in the evide
     git -C $B/ubuntu-noble show $N:debian.master/changelog > $W/noble-6.8.0-49.49.changelog
     a ubuntu $W/noble-6.8.0-49.49.changelog \
         https://github.com/yukimaruyama2023/ubuntu-noble/blob/$N/debian.master/changelog
+    # jammy past the balabit imports (fetched 2026-11-29): the changelog.Debian.gz of every
+    # linux-headers-5.15.0-N (N > 170) package the jammy-updates and jammy-security indexes of
+    # archive.ubuntu.com list (each holds its last ten uploads)
+    U=http://archive.ubuntu.com/ubuntu
+    for p in jammy-updates jammy-security; do
+        curl -s $U/dists/$p/main/binary-amd64/Packages.gz | zcat
+    done | awk '/^Package: linux-headers-5\.15\.0-[0-9]+$/{p=1} p&&/^Filename:/{print $2; p=0}' |
+        sort -u | awk -F'5.15.0-' '{split($2, n, "_"); if (n[1] + 0 > 170) print}' |
+        while read f; do
+            b=$(basename $f .deb); curl -s -o $W/$b.deb $U/$f
+            dpkg-deb --fsys-tarfile $W/$b.deb | tar -xO --wildcards \
+                './usr/share/doc/*/changelog.Debian.gz' > $W/$b.changelog.gz
+            a ubuntu $W/$b.changelog.gz $U/$f
+        done
     } > $W/kb.args
     python3 catalog-src/kernel_builds.py --update -o catalogs/kernel-builds.json @$W/kb.args
 
