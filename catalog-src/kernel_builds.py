@@ -96,7 +96,7 @@ Exact command (sources as fetched on 2026-11-28; the URLs are those in the evide
     U=http://archive.ubuntu.com/ubuntu
     for p in jammy-updates jammy-security; do
         curl -s $U/dists/$p/main/binary-amd64/Packages.gz | zcat
-    done | awk '/^Package: linux-headers-5\.15\.0-[0-9]+$/{p=1} p&&/^Filename:/{print $2; p=0}' |
+    done | awk '/^Package: linux-headers-5\\.15\\.0-[0-9]+$/{p=1} p&&/^Filename:/{print $2; p=0}' |
         sort -u | awk -F'5.15.0-' '{split($2, n, "_"); if (n[1] + 0 > 170) print}' |
         while read f; do
             b=$(basename $f .deb); curl -s -o $W/$b.deb $U/$f

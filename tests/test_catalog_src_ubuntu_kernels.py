@@ -118,3 +118,28 @@ def test_the_shipped_line_is_what_the_catalog_uses() -> None:
     table = [int(a.rsplit("-", 1)[1]) for a in kb["ubuntu"]["abi"] if a.startswith("6.8.0-")]
     abis = [int(a.rsplit("-", 1)[1]) for a in kb["ubuntu_lines"]["ubuntu-6.8"]["abis"]]
     assert abis and min(abis) > max(table)
+
+
+PVE = FIX / "pve-kernel-6.8.changelog"
+pk = load("proxmox_kernels")
+
+
+def test_proxmox_releases_sit_on_the_upload_their_changelog_names() -> None:
+    placed, left = pk.placements(PVE.read_text(encoding="utf-8"), set(_read().fixes))
+    assert placed == {"6.8.12-29": "6.8.0-130", "6.8.12-30": "6.8.0-130",
+                      "6.8.12-34": "6.8.0-136"}
+    assert [why.split(":")[0] for why in left] == ["6.8.12-31", "6.8.12-35"]
+    assert "130.130i1, an upload the Ubuntu changelogs do not show" in left[0]
+    assert "fixes of its own since Ubuntu-6.8.0-136.136" in left[1]  # its own CVE fix
+
+
+def test_proxmox_main_writes_only_releases_on_the_line(tmp_path: Path) -> None:
+    builds = tmp_path / "kernel-builds.json"
+    builds.write_text(json.dumps({"kernel_builds": {"ubuntu_lines": {"ubuntu-6.8": {
+        "abis": ["6.8.0-130"], "evidence": []}}}}))
+    args = ["--changelog", str(A134), "u134", "--changelog", str(A136), "u136",
+            "--pve", str(PVE), "pve-url", "--builds", str(builds)]
+    assert pk.main(args) == 0
+    line = json.loads(builds.read_text())["kernel_builds"]["ubuntu_lines"]["ubuntu-6.8"]
+    assert line["proxmox"] == {"6.8.12-29": "6.8.0-130", "6.8.12-30": "6.8.0-130"}
+    assert line["evidence"][-1]["url"] == "pve-url"

@@ -122,4 +122,26 @@ def test_ubuntu_line_order_and_fix() -> None:
     assert not kbuild.valid("ubuntu-6.8", "6.8.12") and not kbuild.valid("ubuntu-6.8", "6.5.0-9")
     with pytest.raises(ValueError):
         kbuild.compare("ubuntu-6.8", "6.8.0-90", "6.8.12")
-    assert kbuild.way_out("ubuntu-6.8", "6.8.0-58") == "an Ubuntu kernel of ABI 6.8.0-58 or later"
+    noble = identify("6.8.0-90-generic", lines=LINES)
+    assert kbuild.way_out(noble, "6.8.0-151") == "an Ubuntu kernel of ABI 6.8.0-151 or later"
+
+
+PVE = {"6.8.12-30": ("ubuntu-6.8", "6.8.0-130")}
+
+
+@pytest.mark.parametrize(("release", "want"), [
+    # built on noble's 6.8.0-130 upload (Proxmox's changelog): Ubuntu's backports, not 6.8.12
+    ("6.8.12-30-pve", ("ubuntu-6.8", "6.8.0-130", "Proxmox")),
+    # a 6.8.12 build the catalog knows no upload of: never upstream 6.8.12
+    ("6.8.12-43-pve", (None, None, "Proxmox")),
+    # before 6.8.12 the release names a whole stable release; other series as before
+    ("6.8.8-4-pve", ("upstream", "6.8.8", "Proxmox")),
+    ("6.17.4-2-pve", ("upstream", "6.17.4", "Proxmox")),
+])
+def test_proxmox_on_an_ubuntu_upload(release: str, want: tuple) -> None:
+    b = identify(release, lines=LINES, proxmox=PVE)
+    assert (b.line, b.version, b.family) == want, b
+    if b.known and b.line != "upstream":
+        assert kbuild.way_out(b, "6.8.0-150") == (
+            "a Proxmox VE kernel built on Ubuntu's upload 6.8.0-150 or later, or of a later "
+            "series")

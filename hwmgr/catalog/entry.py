@@ -293,6 +293,7 @@ class UbuntuLine(TypedDict, total=False):
 
     series: str
     abis: List[str]
+    proxmox: Dict[str, str]  # Proxmox VE release (6.8.12-30) -> the ABI it is built on
     evidence: Evidence
     notes: List[str]
 

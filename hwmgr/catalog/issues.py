@@ -271,8 +271,10 @@ def kernel_fix(build: KernelBuild, target: str) -> str:
     if build.family == "Debian":
         return f"apt-get install linux-image-amd64  # a Debian kernel built on {target} or later"
     if build.family == "Ubuntu" and build.line in kbuild.UBUNTU_LINES:
-        return (f"apt-get install linux-image-generic  # {kbuild.way_out(build.line, target)} "
+        return (f"apt-get install linux-image-generic  # {kbuild.way_out(build, target)} "
                 "(linux-generic-hwe-22.04 on 22.04's HWE kernel)")
+    if build.family == "Proxmox":
+        return f"apt-get install proxmox-default-kernel  # {kbuild.way_out(build, target)}"
     if build.family == "Ubuntu":
         return (f"apt-get install linux-image-generic  # an Ubuntu kernel built on {target} "
                 "or later")

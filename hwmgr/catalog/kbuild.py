@@ -19,6 +19,9 @@ How each family is placed (docs/known-issues.md):
   trixie's releases (`6.12.12+deb13-amd64`) carry the upstream version themselves.
 - Ubuntu: `/proc/version_signature` (`Ubuntu 5.15.0-91.101-generic 5.15.131`) ends with the
   base; else the ABI (`5.15.0-91-generic`) through `kernel_builds.ubuntu`.
+- Proxmox VE builds past the last stable release of their series, whose sources Proxmox moves
+  to later Ubuntu uploads (`6.8.12-30-pve`): on the Ubuntu line at the upload Proxmox's
+  changelog names, where the catalog lists it; else not placed (never upstream 6.8.12).
 - Ubuntu lines: an Ubuntu ABI the catalog lists under `kernel_builds.ubuntu_lines` (noble's
   6.8.0-N past its last whole stable release) sits on that line, compared by ABI number:
   Ubuntu's changelog names the CVEs each upload fixes (catalog-src/ubuntu_kernels.py).
@@ -67,6 +70,7 @@ _PLAIN = re.compile(r"^(\d+\.\d+(?:\.\d+)?)(?:-rc\d+)?(?:-(?:arch\d+-\d+|gentoo[
 _LOCAL = re.compile(r"^(\d+\.\d+\.[1-9]\d*)[-+](?!\d{6}\.)[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _FEDORA = re.compile(r"^(\d+\.\d+\.\d+)-\d+\.fc\d+\.[a-z0-9_]+$")
 _PROXMOX = re.compile(r"^(\d+\.\d+\.\d+)-\d+-pve$")
+_PVE_RELEASE = re.compile(r"^((\d+\.\d+\.\d+)-\d+)-pve$")
 # ELRepo's kernel-ml / kernel-lt for EL (`5.14.8-1.el8.elrepo.x86_64`): the spec builds the
 # kernel.org tarball its version names, with no patch (github.com/elrepo/kernel)
 _ELREPO = re.compile(r"^(\d+\.\d+\.\d+)-\d+\.el\d+(?:_\d+)?\.elrepo(?:\.[a-z0-9_]+)?$")
@@ -123,10 +127,12 @@ class KernelBuild:
 def identify(release: Optional[str], *, proc_version: Optional[str] = None,
              signature: Optional[str] = None,
              builds: Optional[Mapping[str, Mapping[str, str]]] = None,
-             lines: Optional[Mapping[str, Collection[str]]] = None) -> KernelBuild:
+             lines: Optional[Mapping[str, Collection[str]]] = None,
+             proxmox: Optional[Mapping[str, tuple[str, str]]] = None) -> KernelBuild:
     """Place a kernel release on a line; `builds` is the catalog's ABI table per distribution
     ({"debian": {"6.1.0-18": "6.1.76"}, "ubuntu": {...}}), `lines` the Ubuntu uploads read
-    per Ubuntu line ({"ubuntu-6.8": ["6.8.0-41", ...]})."""
+    per Ubuntu line ({"ubuntu-6.8": ["6.8.0-41", ...]}), `proxmox` the Proxmox releases
+    built on one of them ({"6.8.12-30": ("ubuntu-6.8", "6.8.0-130")})."""
     rel = release.strip() if isinstance(release, str) else None
     if not rel or len(rel) > 128:
         return KernelBuild(None)
@@ -159,6 +165,15 @@ def identify(release: Optional[str], *, proc_version: Optional[str] = None,
                                    f"upload of the {own} line whose changelog the catalog read")
             return _by_abi(rel, family, m.group(1), said.group(1) if said else None, how,
                            tables.get(family.lower(), {}))
+    pve = _PVE_RELEASE.match(rel)
+    if pve and proxmox and any(k.startswith(pve.group(2) + "-") for k in proxmox):
+        on = proxmox.get(pve.group(1))
+        if on:
+            return KernelBuild(rel, on[0], on[1], "Proxmox", f"Proxmox VE {pve.group(1)} is "
+                               f"built on Ubuntu's upload {on[1]} (Proxmox's changelog)")
+        return KernelBuild(rel, None, None, "Proxmox", f"Proxmox VE {pve.group(1)} is built on "
+                           f"an Ubuntu upload past upstream {pve.group(2)} that the catalog "
+                           "did not read (or carries fixes of its own)")
     for pattern, family, how in _NAMES_ITS_BASE:
         m = pattern.match(rel)
         if m:
@@ -221,9 +236,13 @@ def compare(line: str, a: str, b: str) -> int:
     return rpmvercmp(a, b)
 
 
-def way_out(line: Optional[str], target: str) -> str:
-    """How a verdict names the kernel past every fix: an Ubuntu line's is an ABI."""
-    if line in UBUNTU_LINES:
+def way_out(build: KernelBuild, target: str) -> str:
+    """How a verdict names the kernel past every fix: an Ubuntu line's is an upload's ABI,
+    which a Proxmox VE kernel reaches by being built on it."""
+    if build.line in UBUNTU_LINES and build.family == "Proxmox":
+        return (f"a Proxmox VE kernel built on Ubuntu's upload {target} or later, or of a "
+                "later series")
+    if build.line in UBUNTU_LINES:
         return f"an Ubuntu kernel of ABI {target} or later"
     return f"a kernel built on {target} or later"
 

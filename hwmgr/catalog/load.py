@@ -442,10 +442,13 @@ class Catalog(RuleData):
             builds = self.kernel_builds()
             tables = {fam: t.get("abi", {}) for fam, t in builds.items()
                       if isinstance(t, dict) and fam != "ubuntu_lines"}
-            lines = {line: t.get("abis", []) for line, t in builds.get("ubuntu_lines", {}).items()}
+            ubuntu = builds.get("ubuntu_lines", {})
+            lines = {line: t.get("abis", []) for line, t in ubuntu.items()}
+            pve = {rel: (line, abi) for line, t in ubuntu.items()
+                   for rel, abi in t.get("proxmox", {}).items()}
             hit = self._builds[key] = kbuild.identify(kernel, proc_version=proc_version,
                                                       signature=signature, builds=tables,
-                                                      lines=lines)
+                                                      lines=lines, proxmox=pve)
         return hit
 
     def distribution(self, build: KernelBuild) -> str | None:

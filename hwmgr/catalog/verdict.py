@@ -256,7 +256,7 @@ def _known(out: Verdict, found: list[issues.Hit], name: str, scheme: str,
     if krn_target:
         if in_tree or "target" not in out:
             out["target"], out["fix"] = krn_target, issues.kernel_fix(build, krn_target)
-        ways.insert(0 if in_tree else len(ways), kbuild.way_out(build.line, krn_target))
+        ways.insert(0 if in_tree else len(ways), kbuild.way_out(build, krn_target))
     way = " or ".join(ways) if ways else "no fix is known yet"
     cond = "".join(f", {c}" for c in (found[0].condition, found[0].caveat) if c)
     out["reason"] = (f"{worst.id} ({worst.severity}{cond}): {worst.symptom.rstrip('. ')}"
