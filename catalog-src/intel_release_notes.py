@@ -138,8 +138,11 @@ def release_issues(driver: str, releases: Mapping[str, Release],
                          f"with the fix. No first affected release is named, so every "
                          f"earlier release counts as affected."),
         }]
-        issues.append(make_issue(driver, rel.version, entry["slug"], entry["severity"],
-                                 entry["symptom"], sources))
+        issue = make_issue(driver, rel.version, entry["slug"], entry["severity"],
+                           entry["symptom"], sources)
+        if entry.get("kernel_releases"):  # the item names the kernels it strikes on
+            issue["kernel_releases"] = list(entry["kernel_releases"])
+        issues.append(issue)
     return issues
 
 

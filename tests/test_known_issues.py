@@ -118,6 +118,21 @@ def test_vendor_release_notes_do_not_judge_the_in_tree_build(cat: Catalog) -> No
     assert "known_issues" not in intree
 
 
+def test_an_issue_the_source_ties_to_some_kernels_is_claimed_only_on_them(
+        tmp_path: Path) -> None:
+    """Intel's ixgbe 6.2.5 notes fix a crash on CentOS 8 kernels: a vendor build on an
+    Ubuntu kernel, or on one not recorded, is not told it has that crash."""
+    layer = copy.deepcopy(LAYER)
+    layer["drivers"]["megaraid_sas"]["known_issues"][0]["kernel_releases"] = ["4.18.0-*.el8*"]
+    cat = layered(tmp_path, DEB_TABLE, layer)
+    ids = {k: [i["id"] for i in (cat.verdict(raid("07.710.00.00"), k) or {}).get(
+        "known_issues", [])] for k in ("4.18.0-477.10.1.el8_8.x86_64", "5.15.0-91-generic",
+                                       None)}
+    assert ids["4.18.0-477.10.1.el8_8.x86_64"][:1] == ["mr-reset-hang"]
+    assert "mr-reset-hang" not in ids["5.15.0-91-generic"] and "mr-reset-hang" not in ids[None]
+    assert ids[None] == ["mr-slow"]  # the unscoped issue still speaks
+
+
 def test_an_issue_that_needs_a_condition_is_known_bad_only_where_the_host_meets_it(
         tmp_path: Path) -> None:
     """A crash that needs enabled VFs: known-bad on a function with VFs enabled, outdated
@@ -244,6 +259,9 @@ def test_layers_merge_known_issues_by_id(tmp_path: Path) -> None:
     (lambda i: i.update(applies_to=["8086:1528"]), "not one of the devices"),
     (lambda i: i.update(severity="annoying"), "severity"),
     (lambda i: i.update(only_when="a full moon"), "only_when"),
+    (lambda i: i.update(kernel_releases=["4.18.0-*.el[8"]), "unclosed '['"),
+    (lambda i: i["affected"].update(kernels={"ubuntu-6.8": {"fixed": ["6.8.12"]}}),
+     "not a kernel version of the ubuntu-6.8 line"),
 ])
 def test_validate_refuses_bad_known_issues(tmp_path: Path, change: Any, words: str) -> None:
     layer = copy.deepcopy(LAYER)

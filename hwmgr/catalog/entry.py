@@ -168,6 +168,7 @@ class KnownIssueItem(_ItemRequired, total=False):
     notes: List[str]
     build: str  # vendor | in-tree
     only_when: str  # a model.CONDITIONS name
+    kernel_releases: List[str]  # uname -r globs the defect strikes on
 
 
 class FirmwareRequirementItem(_ItemRequired, total=False):

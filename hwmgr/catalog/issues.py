@@ -10,6 +10,7 @@ driver version, or the fix of the host's kernel stream (else the lowest later on
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import shlex
 from dataclasses import dataclass, replace
@@ -202,7 +203,7 @@ def hits(know: Knowledge, ids: Ids, version: str, scheme: str, build: KernelBuil
     the rest."""
     out: list[Hit] = []
     for issue in know.issues:
-        if not _applies(issue.applies_to, ids):
+        if not _applies(issue.applies_to, ids) or not _on_its_kernels(issue, build.release):
             continue
         hit = None
         own = issue.build is None or issue.build == ("in-tree" if in_tree else "vendor")
@@ -218,6 +219,15 @@ def hits(know: Knowledge, ids: Ids, version: str, scheme: str, build: KernelBuil
     out.sort(key=lambda h: (not h.armed, not h.issue.bad,
                             h.issue.only_when is not None and h.seen is not True, h.issue.id))
     return out
+
+
+def _on_its_kernels(issue: KnownIssue, release: Optional[str]) -> bool:
+    """Whether the host runs a kernel the issue strikes on: any, unless the source names
+    some (`kernel_releases`); an unrecorded release is then not claimed."""
+    if not issue.kernel_releases:
+        return True
+    return bool(release) and any(fnmatch.fnmatchcase(str(release), g)
+                                 for g in issue.kernel_releases)
 
 
 def judged_versions(know: Knowledge, version: str, scheme: str,

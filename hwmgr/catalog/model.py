@@ -94,6 +94,7 @@ class KnownIssue:
     sources: Tuple[Source, ...]
     build: Optional[str] = None  # vendor / in-tree: whose builds the version ranges judge
     only_when: Optional[str] = None  # a CONDITIONS name: the defect needs it to strike
+    kernel_releases: Tuple[str, ...] = ()  # uname -r globs it strikes on (none: any)
 
     @property
     def bad(self) -> bool:
@@ -116,7 +117,7 @@ class KnownIssue:
                   for line, r in sorted((affected.get("kernels") or {}).items())),
             tuple(raw.get("applies_to", ())),
             tuple(Source.from_json(s) for s in raw.get("sources", ())),
-            raw.get("build"), raw.get("only_when"))
+            raw.get("build"), raw.get("only_when"), tuple(raw.get("kernel_releases", ())))
 
 
 @dataclass(frozen=True)

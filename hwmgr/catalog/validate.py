@@ -391,6 +391,11 @@ def _knowledge_errors(name: str, drv: DriverEntry, refs: set[str]) -> list[Findi
         for j, rng in enumerate(floor.get("driver_versions", [])):
             out += _range_errors(where + [j], rng, scheme)
     for i, issue in enumerate(issues):
+        for k, glob in enumerate(issue.get("kernel_releases", [])):
+            bad = glob_problem(glob)
+            if bad:
+                out.append((json_path(["drivers", name, "known_issues", i, "kernel_releases",
+                                       k]), bad))
         where = ["drivers", name, "known_issues", i, "affected"]
         affected = issue.get("affected", {})
         for j, rng in enumerate(affected.get("driver_versions", [])):

@@ -399,6 +399,8 @@ def _render_knowledge(console: Console, e: DriverEntry,
                       f"{escape(ki['symptom'])}")
         if ki.get("only_when"):
             console.print(f"      only when {escape(CONDITIONS.get(ki['only_when'], ''))}")
+        if ki.get("kernel_releases"):
+            console.print(f"      only on kernels {escape(', '.join(ki['kernel_releases']))}")
         console.print(f"      the most it says of a device: "
                       f"{escape(ceiling(KnownIssue.from_json('', ki)))}")
         console.print(f"      {escape('; '.join(spans))}"
