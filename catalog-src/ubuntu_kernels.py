@@ -16,19 +16,26 @@ the ABI order, and two sources that disagree about an upload's parent are an err
 The binary packages carry only the last ten entries; the union of several packages' changelogs
 gives every upload a complete ancestry back to the first noble upload, or it is left out.
 
+22.04's HWE kernel (`linux-hwe-6.8 (6.8.0-N.M~22.04.k)`) builds noble's uploads, each entry
+repeating the noble sections it takes (`[ Ubuntu: 6.8.0-N.M ]`); some of those noble
+uploads are respins noble's own changelog never shows (6.8.0-47.47). An HWE upload holds its
+own entry and the noble upload it builds where that was read, else the HWE upload before it.
+
 A CVE gets a range on the line, `fixed: [6.8.0-X]`, where X is the lowest ABI from which
 every upload read contains the fix (so a respin that lacks it is not called fixed), and only
 when the catalog's upstream range says upstream 6.8.12 carries the bug (merge.py checks it
 again with `bases`). A CVE the changelogs never name is not judged on the line at all.
 
 Exact command (packages as fetched on 2026-11-29 from archive.ubuntu.com; every
-linux-headers-6.8.0-N package the noble, noble-updates and noble-security indexes list):
+linux-headers-6.8.0-N package the noble, noble-updates and noble-security indexes list, and
+every linux-hwe-6.8-headers-6.8.0-N of jammy-updates and jammy-security):
 
     W=/tmp/ubu; mkdir -p $W; cd $W
     U=http://archive.ubuntu.com/ubuntu
-    for p in noble noble-updates noble-security; do
+    for p in noble noble-updates noble-security jammy-updates jammy-security; do
         curl -s $U/dists/$p/main/binary-amd64/Packages.gz | zcat |
-            awk '/^Package: linux-headers-6\\.8\\.0-[0-9]+$/{p=1} p&&/^Filename:/{print $2; p=0}'
+            awk '/^Package: linux(-hwe-6\\.8)?-headers-6\\.8\\.0-[0-9]+$/{p=1}
+                 p&&/^Filename:/{print $2; p=0}'
     done | sort -u > files
     while read f; do
         curl -s -o $(basename $f) $U/$f
@@ -65,7 +72,9 @@ SERIES = "noble"
 BASE = "6.8.12"  # the last whole upstream stable release noble took (ABI 6.8.0-40)
 ABI_BASE = kbuild.UBUNTU_LINES[LINE]  # 6.8.0
 
-_HEADER = re.compile(r"^linux \((\d+\.\d+\.\d+-(\d+)\.(\d+))\) (\w[\w-]*);")
+_HEADER = re.compile(r"^(linux|linux-hwe-\d+\.\d+) \((\d+\.\d+\.\d+-\d+\.\d+(?:~[\d.]+)?)\) "
+                     r"(\w[\w-]*);")
+_TWIN = re.compile(r"^\s+\[ Ubuntu: (\d+\.\d+\.\d+-\d+\.\d+) \]")
 _ALONE = re.compile(r"\s*\*\s*(CVE-\d{4}-\d{4,7})\s*")
 _TAGGED = re.compile(r"\s*(CVE-\d{4}-\d{4,7})\b")
 
@@ -85,15 +94,16 @@ def read_text(path: Path) -> str:
 
 
 def entries(text: str) -> List[Tuple[Upload, List[str]]]:
-    """(upload, body lines) of each entry on this line's ABI base, newest first."""
+    """(upload, body lines) of each entry on this line's ABI base, newest first: noble's
+    `linux (6.8.0-N.M)` and 22.04's HWE `linux-hwe-6.8 (6.8.0-N.M~22.04.k)` uploads."""
     out: List[Tuple[Upload, List[str]]] = []
     body: Optional[List[str]] = None
     for line in text.splitlines():
         m = _HEADER.match(line)
         if m:
-            body = [] if m.group(1).startswith(ABI_BASE + "-") else None
+            body = [] if m.group(2).startswith(ABI_BASE + "-") else None
             if body is not None:
-                out.append((m.group(1), body))
+                out.append((m.group(2), body))
         elif body is not None:
             body.append(line)
     return out
@@ -132,8 +142,8 @@ def fixed_cves(body: Iterable[str]) -> Set[str]:
 
 
 def abi_of(upload: Upload) -> str:
-    """6.8.0-98 of 6.8.0-98.98."""
-    return upload.rsplit(".", 1)[0]
+    """6.8.0-98 of 6.8.0-98.98 (and of the HWE upload 6.8.0-98.98~22.04.1)."""
+    return upload.split("~", 1)[0].rsplit(".", 1)[0]
 
 
 def _abi_number(upload: Upload) -> int:
@@ -146,6 +156,7 @@ class Read:
     def __init__(self) -> None:
         self.fixes: Dict[Upload, Set[str]] = {}
         self.parent: Dict[Upload, Upload] = {}
+        self.twin: Dict[Upload, Upload] = {}  # an HWE upload -> the noble upload it builds
         self.url: Dict[Upload, str] = {}
 
     def add(self, text: str, url: str) -> None:
@@ -156,6 +167,9 @@ class Read:
             if self.fixes.setdefault(upload, own) != own:
                 raise SourceError(f"{url}: upload {upload} lists other CVEs than before")
             self.url.setdefault(upload, url)
+            twin = next((m.group(1) for m in map(_TWIN.match, body) if m), None)
+            if "~" in upload and twin:
+                self.twin[upload] = twin
             if i + 1 < len(listed):
                 parent = listed[i + 1][0]
                 if self.parent.setdefault(upload, parent) != parent:
@@ -164,7 +178,8 @@ class Read:
 
     def first(self) -> Upload:
         """The line's first upload: the one no source gives a parent, lowest ABI."""
-        roots = sorted((u for u in self.fixes if u not in self.parent), key=_abi_number)
+        roots = sorted((u for u in self.fixes if u not in self.parent and "~" not in u),
+                       key=_abi_number)
         return roots[0]
 
     def ancestry(self, upload: Upload) -> Optional[List[Upload]]:
@@ -178,6 +193,23 @@ class Read:
             seen.add(nxt)
         return chain if chain[-1] == root else None
 
+    def contents(self, upload: Upload, seen: Optional[Set[Upload]] = None) -> Optional[Set[str]]:
+        """The CVEs an upload contains, or None when what it is built on was not all read.
+        A noble upload: its ancestry. An HWE upload: its own entry (which repeats the noble
+        sections it takes), with the noble upload it builds where that was read, else the
+        HWE upload before it."""
+        if "~" not in upload:
+            chain = self.ancestry(upload)
+            return None if chain is None else set().union(*(self.fixes[u] for u in chain))
+        seen = seen or set()
+        if upload in seen:
+            raise SourceError(f"upload {upload} is its own ancestor")
+        twin = self.twin.get(upload)
+        base = self.contents(twin) if twin in self.fixes else None
+        if base is None and upload in self.parent:
+            base = self.contents(self.parent[upload], seen | {upload})
+        return None if base is None else base | self.fixes[upload]
+
 
 def contained(read: Read, skip: Iterable[str]) -> Dict[str, Set[str]]:
     """Per ABI on the line (past the last of `skip`, the ABIs the table places on upstream;
@@ -185,9 +217,7 @@ def contained(read: Read, skip: Iterable[str]) -> Dict[str, Set[str]]:
     that ABI contains; ABIs with an upload of broken ancestry are left out."""
     by_abi: Dict[str, List[Optional[Set[str]]]] = {}
     for upload in read.fixes:
-        chain = read.ancestry(upload)
-        cves = None if chain is None else set().union(*(read.fixes[u] for u in chain))
-        by_abi.setdefault(abi_of(upload), []).append(cves)
+        by_abi.setdefault(abi_of(upload), []).append(read.contents(upload))
     last = max((_abi_number(a + ".0") for a in skip if a.startswith(ABI_BASE + "-")), default=0)
     return {abi: set.intersection(*sets) for abi, sets in by_abi.items()  # type: ignore[misc]
             if _abi_number(abi + ".0") > last and all(s is not None for s in sets)}
@@ -251,6 +281,7 @@ def write_builds(path: Path, proposal: Dict[str, object], read: Read) -> None:
     abis: List[str] = proposal["abis"][LINE]  # type: ignore[index]
     urls = sorted({read.url[u] for u in read.fixes if abi_of(u) in set(abis)})
     lines = doc["kernel_builds"].setdefault("ubuntu_lines", {})
+    kept = lines.get(LINE, {})  # proxmox_kernels.py's part, rewritten only by it
     lines[LINE] = {"series": SERIES, "abis": abis, "evidence": [
         {"title": f"Ubuntu {SERIES}: changelog of {url.rsplit('/', 1)[-1]}",
          "url": url,
@@ -260,6 +291,10 @@ def write_builds(path: Path, proposal: Dict[str, object], read: Read) -> None:
         "notes": [f"uploads past the Ubuntu ABI table (its last whole upstream stable "
                   f"release, {BASE}); {len(abis)} ABIs {abis[0]} .. {abis[-1]}"
                   if abis else "no uploads read"]}
+    if kept.get("proxmox"):
+        lines[LINE]["proxmox"] = kept["proxmox"]
+        lines[LINE]["evidence"] += [e for e in kept.get("evidence", [])
+                                    if "pve-kernel" in e.get("url", "")]
     path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

@@ -143,3 +143,28 @@ def test_proxmox_main_writes_only_releases_on_the_line(tmp_path: Path) -> None:
     line = json.loads(builds.read_text())["kernel_builds"]["ubuntu_lines"]["ubuntu-6.8"]
     assert line["proxmox"] == {"6.8.12-29": "6.8.0-130", "6.8.12-30": "6.8.0-130"}
     assert line["evidence"][-1]["url"] == "pve-url"
+
+
+HWE = FIX / "linux-hwe-6.8-headers-6.8.0-47.changelog"
+N45 = FIX / "noble-6.8.0-45.45-entry.changelog"
+
+
+def test_an_hwe_upload_contains_the_noble_upload_it_builds() -> None:
+    """22.04's HWE 6.8.0-47 is a respin noble's changelog never shows: it holds its own
+    fix and what the HWE upload before it held, which built noble's 6.8.0-45.45."""
+    read = uk.Read()
+    read.add(N45.read_text(encoding="utf-8"), "noble")
+    read.add(HWE.read_text(encoding="utf-8"), "hwe")
+    assert read.twin == {"6.8.0-47.47~22.04.1": "6.8.0-47.47",
+                         "6.8.0-45.45~22.04.1": "6.8.0-45.45"}
+    assert uk.abi_of("6.8.0-47.47~22.04.1") == "6.8.0-47"
+    hwe47 = read.contents("6.8.0-47.47~22.04.1")
+    assert hwe47 is not None and "CVE-2024-45016" in hwe47
+    assert {"CVE-2024-41009", "CVE-2024-42160"} <= hwe47 and read.contents("6.8.0-45.45") <= hwe47
+    line = uk.contained(read, ())
+    assert uk.threshold("CVE-2024-45016", line) == "6.8.0-47"
+    assert uk.threshold("CVE-2024-42160", line) == "6.8.0-45"
+    # without the noble upload it builds, the HWE chain is not all read: left out
+    alone = uk.Read()
+    alone.add(HWE.read_text(encoding="utf-8"), "hwe")
+    assert alone.contents("6.8.0-47.47~22.04.1") is None and uk.contained(alone, ()) == {}
