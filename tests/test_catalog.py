@@ -320,6 +320,24 @@ def test_seed_002_and_lab_verdicts_with_shipped_catalog() -> None:
     assert cat.verdict(dev("8086", "1533", "igb", "5.6.0.1-k"), DEB12)["status"] == "uncatalogued"
 
 
+def test_realtek_rtl8125_judged_by_the_driver_bound_to_it() -> None:
+    """10ec:8125 is claimed by Realtek's out-of-tree r8125 and the in-tree r8169: a function
+    bound to r8125 gets r8125's listed release (with or without a device ID read); one bound
+    to r8169 keeps r8169's in-tree verdict."""
+    cat = load_catalog([SHIPPED])
+    for device in ("8125", "3000"):
+        v = cat.verdict(dev("10ec", device, "r8125", "9.015.00-NAPI"), DEB12)
+        assert (v["entry"], v["match"], v["status"]) == ("r8125", "device", "ok")
+        assert "9.015.00" in v["reason"]
+    noid = dev("10ec", None, "r8125", "9.013.02-NAPI", interfaces=["eth0"])
+    v = cat.verdict(noid, "6.8.0-58-generic")
+    assert (v["entry"], v["match"], v["status"]) == ("r8125", "driver", "ok")
+    assert cat.verdict(dev("10ec", "8125", "r8125", "9.099.00-NAPI"), DEB12)["entry"] == "r8125"
+    in_tree = cat.verdict(dev("10ec", "8125", "r8169", DEB12), DEB12)
+    assert (in_tree["entry"], in_tree["match"]) == ("r8169", "device")
+    assert in_tree["status"] == cat.verdict(dev("10ec", "8168", "r8169", DEB12), DEB12)["status"]
+
+
 def test_this_machine_virtio_nic() -> None:
     """The real inventory of the build host: its virtio NIC gets a catalog verdict."""
     from hwmgr.host.snapshot import open_host
