@@ -101,8 +101,9 @@ def test_verdict_share_on_real_servers(cat: Catalog) -> None:
           f"verdict ({share:.0%}); on kernels the catalog places: {placed_judged} of "
           f"{placed}; misses: {misses}")
     assert placed >= 6 and placed_judged == placed, misses
-    # Issue 37 asks for 80 %. The 23 hosts of the last stop gave 16 of 20; the 10 added since
-    # (chosen before their verdicts) bring it to 24 of 31, 77.4 %: every miss is a post with
-    # no kernel release and a string current kernels still print, or a vendor build the
-    # catalog has no source on (MLNX_OFED 3.4's mlx4_en). Held where it is; 80 % is not met.
-    assert share >= 0.77, misses
+    # Issue 37 asks for 80 %. 40 hosts: 32 of 39 functions, 82.1 %. Of those, 3 are Realtek's
+    # out-of-tree r8125 identified as a release a public import of its tarballs shows, with no
+    # known issue recorded (without them 29 of 39, 74.4 %). Every miss is a post with no
+    # kernel release and a string current kernels still print, or a vendor build the catalog
+    # has no source on (MLNX_OFED 3.4's mlx4_en).
+    assert share >= 0.80, misses
