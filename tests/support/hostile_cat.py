@@ -69,10 +69,18 @@ def _base() -> str:
             drivers[name]["inbox"] = entry["inbox"][0]
     builds = {}  # two rows and one source of each table: the shapes, not the hundreds of rows
     for fam, table in doc.get("kernel_builds", {}).items():
-        builds[fam] = {k: (dict(list(v.items())[:2]) if isinstance(v, dict)
-                           else v[:1] if isinstance(v, list) else v)  # lifecycle's as_of
-                       for k, v in table.items()}
+        if fam == "ubuntu_lines":  # a table per line: its rows cut, each line whole
+            builds[fam] = {line: _rows(t) for line, t in table.items()}
+        else:
+            builds[fam] = _rows(table)
     return json.dumps({**doc, "drivers": drivers, "kernel_builds": builds}, indent=1)
+
+
+def _rows(table: dict[str, Any]) -> dict[str, Any]:
+    """A kernel_builds table cut to two rows of each map and one item of each list."""
+    return {k: (dict(list(v.items())[:2]) if isinstance(v, dict)
+                else v[:1] if isinstance(v, list) else v)  # lifecycle's as_of
+            for k, v in table.items()}
 
 
 def shipped_bytes() -> bytes:
