@@ -168,3 +168,33 @@ def test_an_hwe_upload_contains_the_noble_upload_it_builds() -> None:
     alone = uk.Read()
     alone.add(HWE.read_text(encoding="utf-8"), "hwe")
     assert alone.contents("6.8.0-47.47~22.04.1") is None and uk.contained(alone, ()) == {}
+
+
+AWS = FIX / "linux-aws-jammy-excerpt.changelog"
+uf = load("ubuntu_flavours")
+
+
+def test_a_cloud_kernel_maps_to_the_master_upload_it_rebases_on() -> None:
+    """linux-aws 5.15.0-1038.42 names `[ Ubuntu: 5.15.0-74.81 ]`; its respin 1038.43 names
+    none and keeps it; 1035.39 fixes a CVE of its own before its master section: unmapped."""
+    found, left = uf.mapping([(AWS.read_text(encoding="utf-8"), "aws")])
+    assert found == {"5.15.0-1038-aws": "5.15.0-74"}
+    assert left == ["5.15.0-1035-aws"]
+
+
+def test_cloud_sources_that_disagree_are_refused() -> None:
+    text = AWS.read_text(encoding="utf-8")
+    other = text.replace("[ Ubuntu: 5.15.0-74.81 ]", "[ Ubuntu: 5.15.0-73.80 ]")
+    with pytest.raises(uk.SourceError, match="5.15.0-1038.42-aws is built on 5.15.0-73"):
+        uf.mapping([(text, "a"), (other, "b")])
+
+
+def test_flavours_main_keeps_only_masters_the_catalog_places(tmp_path: Path) -> None:
+    builds = tmp_path / "kernel-builds.json"
+    builds.write_text(json.dumps({"kernel_builds": {"ubuntu": {"abi": {"5.15.0-74": "5.15.99"}}}}))
+    assert uf.main(["--changelog", str(AWS), "aws", "--builds", str(builds)]) == 0
+    kb = json.loads(builds.read_text())["kernel_builds"]
+    assert kb["ubuntu_flavours"]["map"] == {"5.15.0-1038-aws": "5.15.0-74"}
+    builds.write_text(json.dumps({"kernel_builds": {"ubuntu": {"abi": {}}}}))
+    assert uf.main(["--changelog", str(AWS), "aws", "--builds", str(builds)]) == 0
+    assert json.loads(builds.read_text())["kernel_builds"]["ubuntu_flavours"]["map"] == {}

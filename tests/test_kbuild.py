@@ -145,3 +145,23 @@ def test_proxmox_on_an_ubuntu_upload(release: str, want: tuple) -> None:
         assert kbuild.way_out(b, "6.8.0-150") == (
             "a Proxmox VE kernel built on Ubuntu's upload 6.8.0-150 or later, or of a later "
             "series")
+
+
+CLOUDS = {"5.15.0-1121-aws": "5.15.0-91", "6.8.0-1074-gcp": "6.8.0-90"}
+
+
+@pytest.mark.parametrize(("release", "want"), [
+    # a cloud kernel sits where the master upload it is built on sits (its changelog)
+    ("5.15.0-1121-aws", ("upstream", "5.15.131", "Ubuntu")),
+    ("6.8.0-1074-gcp", ("ubuntu-6.8", "6.8.0-90", "Ubuntu")),
+    # its own ABI is never read as a master ABI
+    ("5.15.0-1122-aws", (None, None, "Ubuntu")),
+    ("5.15.0-1121-azure", (None, None, "Ubuntu")),
+])
+def test_ubuntu_cloud_kernels_through_their_master_upload(release: str, want: tuple) -> None:
+    b = identify(release, builds=TABLES, lines=LINES, flavours=CLOUDS)
+    assert (b.line, b.version, b.family) == want, b
+    assert "built on the master upload" in b.how or not b.known
+    if b.line == "ubuntu-6.8":
+        assert kbuild.way_out(b, "6.8.0-151") == (
+            "an Ubuntu gcp kernel built on the master upload 6.8.0-151 or later")

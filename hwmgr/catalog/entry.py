@@ -299,6 +299,13 @@ class UbuntuLine(TypedDict, total=False):
     notes: List[str]
 
 
+class UbuntuFlavours(TypedDict, total=False):
+    """Ubuntu's cloud kernel ABIs (5.15.0-1121-aws) -> the master ABI each is built on."""
+
+    map: Dict[str, str]
+    evidence: Evidence
+
+
 class KernelBuilds(TypedDict, total=False):
     """The `kernel_builds` tables (docs/known-issues.md)."""
 
@@ -306,6 +313,7 @@ class KernelBuilds(TypedDict, total=False):
     debian: DistroKernels
     ubuntu: DistroKernels
     ubuntu_lines: Dict[str, UbuntuLine]
+    ubuntu_flavours: UbuntuFlavours
     el: ElKernels
 
 

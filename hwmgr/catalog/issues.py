@@ -280,6 +280,9 @@ def kernel_fix(build: KernelBuild, target: str) -> str:
     """The command (or step) that puts a kernel at or past `target` on this host's family."""
     if build.family == "Debian":
         return f"apt-get install linux-image-amd64  # a Debian kernel built on {target} or later"
+    cloud = kbuild.cloud_flavour(build)
+    if cloud:
+        return f"apt-get install linux-{cloud}  # {kbuild.way_out(build, target)}"
     if build.family == "Ubuntu" and build.line in kbuild.UBUNTU_LINES:
         return (f"apt-get install linux-image-generic  # {kbuild.way_out(build, target)} "
                 "(linux-generic-hwe-22.04 on 22.04's HWE kernel)")

@@ -22,6 +22,8 @@ How each family is placed (docs/known-issues.md):
 - Proxmox VE builds past the last stable release of their series, whose sources Proxmox moves
   to later Ubuntu uploads (`6.8.12-30-pve`): on the Ubuntu line at the upload Proxmox's
   changelog names, where the catalog lists it; else not placed (never upstream 6.8.12).
+- Ubuntu cloud kernels (`5.15.0-1121-aws`, `-azure`, `-gcp`), whose ABIs are their own: as
+  the master upload their changelog says they are built on (`kernel_builds.ubuntu_flavours`).
 - Ubuntu lines: an Ubuntu ABI the catalog lists under `kernel_builds.ubuntu_lines` (noble's
   6.8.0-N past its last whole stable release) sits on that line, compared by ABI number:
   Ubuntu's changelog names the CVEs each upload fixes (catalog-src/ubuntu_kernels.py).
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Collection, Mapping, Optional
 
 from hwmgr.catalog.rpmver import rpmvercmp
@@ -51,6 +53,9 @@ EL_BASES = {"el6": "2.6.32", "el7": "3.10.0", "el8": "4.18.0", "el9": "5.14.0",
 # own, ordered by ABI number; the catalog lists the uploads whose changelogs it read
 UBUNTU_LINES = {"ubuntu-6.8": "6.8.0"}
 LINES = (UPSTREAM, *EL_BASES, *UBUNTU_LINES)
+# Ubuntu's cloud kernels, whose ABIs are their own: placed through the master upload each
+# rebases on (`kernel_builds.ubuntu_flavours`, catalog-src/ubuntu_flavours.py)
+CLOUD_FLAVOURS = ("aws", "azure", "gcp")
 # where the host says more than `uname -r` does (read through Host; recorded by snapshots)
 PROC_VERSION = "/proc/version"
 VERSION_SIGNATURE = "/proc/version_signature"
@@ -128,11 +133,13 @@ def identify(release: Optional[str], *, proc_version: Optional[str] = None,
              signature: Optional[str] = None,
              builds: Optional[Mapping[str, Mapping[str, str]]] = None,
              lines: Optional[Mapping[str, Collection[str]]] = None,
-             proxmox: Optional[Mapping[str, tuple[str, str]]] = None) -> KernelBuild:
+             proxmox: Optional[Mapping[str, tuple[str, str]]] = None,
+             flavours: Optional[Mapping[str, str]] = None) -> KernelBuild:
     """Place a kernel release on a line; `builds` is the catalog's ABI table per distribution
     ({"debian": {"6.1.0-18": "6.1.76"}, "ubuntu": {...}}), `lines` the Ubuntu uploads read
     per Ubuntu line ({"ubuntu-6.8": ["6.8.0-41", ...]}), `proxmox` the Proxmox releases
-    built on one of them ({"6.8.12-30": ("ubuntu-6.8", "6.8.0-130")})."""
+    built on one of them ({"6.8.12-30": ("ubuntu-6.8", "6.8.0-130")}), `flavours` Ubuntu's
+    cloud kernel ABIs and the master ABI each is built on ({"5.15.0-1121-aws": "5.15.0-204"})."""
     rel = release.strip() if isinstance(release, str) else None
     if not rel or len(rel) > 128:
         return KernelBuild(None)
@@ -159,12 +166,22 @@ def identify(release: Optional[str], *, proc_version: Optional[str] = None,
             ("Debian", _DEBIAN_ABI, deb, "its /proc/version names the Debian package")):
         m = abi.match(rel)
         if m:
-            own = _ubuntu_line(m.group(1), lines or {}) if family == "Ubuntu" else None
+            key, cloud = m.group(1), ""
+            if family == "Ubuntu" and m.group(2) in CLOUD_FLAVOURS:
+                master = (flavours or {}).get(f"{key}-{m.group(2)}")
+                if not master:
+                    return KernelBuild(rel, None, None, family, f"Ubuntu's {m.group(2)} kernel "
+                                       f"ABI {key} is not in the catalog's table of cloud "
+                                       "kernels")
+                key, cloud = master, f"Ubuntu's {m.group(2)} kernel {m.group(1)} is built on "\
+                    f"the master upload {master}; "
+            own = _ubuntu_line(key, lines or {}) if family == "Ubuntu" else None
             if own:
-                return KernelBuild(rel, own, m.group(1), family, f"Ubuntu ABI {m.group(1)}, an "
+                return KernelBuild(rel, own, key, family, f"{cloud}Ubuntu ABI {key}, an "
                                    f"upload of the {own} line whose changelog the catalog read")
-            return _by_abi(rel, family, m.group(1), said.group(1) if said else None, how,
-                           tables.get(family.lower(), {}))
+            placed = _by_abi(rel, family, key, said.group(1) if said else None, how,
+                             tables.get(family.lower(), {}))
+            return replace(placed, how=cloud + placed.how) if cloud else placed
     pve = _PVE_RELEASE.match(rel)
     if pve and proxmox and any(k.startswith(pve.group(2) + "-") for k in proxmox):
         on = proxmox.get(pve.group(1))
@@ -236,9 +253,18 @@ def compare(line: str, a: str, b: str) -> int:
     return rpmvercmp(a, b)
 
 
+def cloud_flavour(build: KernelBuild) -> Optional[str]:
+    """`aws` of an Ubuntu cloud kernel (5.15.0-1121-aws), else None."""
+    m = _UBUNTU_ABI.match(build.release or "") if build.family == "Ubuntu" else None
+    return m.group(2) if m and m.group(2) in CLOUD_FLAVOURS else None
+
+
 def way_out(build: KernelBuild, target: str) -> str:
     """How a verdict names the kernel past every fix: an Ubuntu line's is an upload's ABI,
-    which a Proxmox VE kernel reaches by being built on it."""
+    which a Proxmox VE kernel or an Ubuntu cloud kernel reaches by being built on it."""
+    cloud = cloud_flavour(build)
+    if build.line in UBUNTU_LINES and cloud:
+        return f"an Ubuntu {cloud} kernel built on the master upload {target} or later"
     if build.line in UBUNTU_LINES and build.family == "Proxmox":
         return (f"a Proxmox VE kernel built on Ubuntu's upload {target} or later, or of a "
                 "later series")

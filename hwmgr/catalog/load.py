@@ -441,14 +441,16 @@ class Catalog(RuleData):
         if hit is None:
             builds = self.kernel_builds()
             tables = {fam: t.get("abi", {}) for fam, t in builds.items()
-                      if isinstance(t, dict) and fam != "ubuntu_lines"}
+                      if isinstance(t, dict) and fam not in ("ubuntu_lines", "ubuntu_flavours")}
             ubuntu = builds.get("ubuntu_lines", {})
             lines = {line: t.get("abis", []) for line, t in ubuntu.items()}
             pve = {rel: (line, abi) for line, t in ubuntu.items()
                    for rel, abi in t.get("proxmox", {}).items()}
+            clouds = builds.get("ubuntu_flavours", {}).get("map", {})
             hit = self._builds[key] = kbuild.identify(kernel, proc_version=proc_version,
                                                       signature=signature, builds=tables,
-                                                      lines=lines, proxmox=pve)
+                                                      lines=lines, proxmox=pve,
+                                                      flavours=clouds)
         return hit
 
     def distribution(self, build: KernelBuild) -> str | None:
