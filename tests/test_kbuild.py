@@ -159,6 +159,9 @@ CLOUDS = {"5.15.0-1121-aws": "5.15.0-91", "6.8.0-1074-gcp": "6.8.0-90"}
     ("5.15.0-1121-azure", (None, None, "Ubuntu")),
 ])
 def test_ubuntu_cloud_kernels_through_their_master_upload(release: str, want: tuple) -> None:
+    said = identify("5.15.0-1122-aws", builds=TABLES, flavours=CLOUDS,
+                    signature="Ubuntu 5.15.0-1122.129-aws 5.15.224")
+    assert (said.line, said.version) == ("upstream", "5.15.224")  # the host's own word
     b = identify(release, builds=TABLES, lines=LINES, flavours=CLOUDS)
     assert (b.line, b.version, b.family) == want, b
     assert "built on the master upload" in b.how or not b.known

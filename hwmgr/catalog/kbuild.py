@@ -169,6 +169,8 @@ def identify(release: Optional[str], *, proc_version: Optional[str] = None,
             key, cloud = m.group(1), ""
             if family == "Ubuntu" and m.group(2) in CLOUD_FLAVOURS:
                 master = (flavours or {}).get(f"{key}-{m.group(2)}")
+                if not master and said:  # the host names its base itself
+                    return KernelBuild(rel, UPSTREAM, said.group(1), family, how)
                 if not master:
                     return KernelBuild(rel, None, None, family, f"Ubuntu's {m.group(2)} kernel "
                                        f"ABI {key} is not in the catalog's table of cloud "
