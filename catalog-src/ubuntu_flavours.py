@@ -47,6 +47,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ubuntu_kernels as uk  # noqa: E402  (the Ubuntu reader beside it)
+from kernel_builds import natural_key  # noqa: E402  (one natural order for ABIs)
 
 FLAVOURS = ("aws", "azure", "gcp")
 _HEADER = re.compile(r"^linux-(aws|azure|gcp) \((\d+\.\d+\.\d+)-(\d+)\.(\d+)\) \w[\w-]*;")
@@ -74,7 +75,7 @@ def uploads(text: str) -> List[Tuple[str, str, List[str]]]:
 def master_of(body: Sequence[str]) -> Tuple[Optional[str], bool]:
     """(the master ABI the entry rebases on, whether it lists CVEs of its own before it)."""
     for i, line in enumerate(body):
-        twin = uk._TWIN.match(line)
+        twin = uk.TWIN.match(line)
         if twin:
             return uk.abi_of(twin.group(1)), bool(uk.fixed_cves(body[:i]))
     return None, bool(uk.fixed_cves(body))
@@ -124,7 +125,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for line in builds.get("ubuntu_lines", {}).values():
         placed |= set(line.get("abis", []))
     kept = {k: v for k, v in found.items() if v in placed}
-    order = sorted(kept, key=_natural)
+    order = sorted(kept, key=natural_key)
     builds["ubuntu_flavours"] = {
         "map": {k: kept[k] for k in order},
         "evidence": [{
@@ -140,12 +141,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"cloud ABIs: {len(found) + len(left)} read, {len(kept)} mapped onto a placed "
           f"master ABI, {len(found) - len(kept)} onto one not placed, {len(left)} left")
     return 0
-
-
-def _natural(text: str) -> Tuple[Tuple[int, int, str], ...]:
-    """Sort key: digit runs as numbers (1050 after 999)."""
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p)
-                 for p in re.findall(r"\d+|\D+", text))
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ ABI_BASE = kbuild.UBUNTU_LINES[LINE]  # 6.8.0
 
 _HEADER = re.compile(r"^(linux|linux-hwe-\d+\.\d+) \((\d+\.\d+\.\d+-\d+\.\d+(?:~[\d.]+)?)\) "
                      r"(\w[\w-]*);")
-_TWIN = re.compile(r"^\s+\[ Ubuntu: (\d+\.\d+\.\d+-\d+\.\d+) \]")
+TWIN = re.compile(r"^\s+\[ Ubuntu: (\d+\.\d+\.\d+-\d+\.\d+) \]")
 _ALONE = re.compile(r"\s*\*\s*(CVE-\d{4}-\d{4,7})\s*")
 _TAGGED = re.compile(r"\s*(CVE-\d{4}-\d{4,7})\b")
 
@@ -146,8 +146,12 @@ def abi_of(upload: Upload) -> str:
     return upload.split("~", 1)[0].rsplit(".", 1)[0]
 
 
-def _abi_number(upload: Upload) -> int:
-    return int(abi_of(upload).rsplit("-", 1)[1])
+def _abi_number(name: str) -> int:
+    """98 of the ABI 6.8.0-98 or of an upload of it (6.8.0-98.98, 6.8.0-98.98~22.04.1)."""
+    m = re.match(r"\d+\.\d+\.\d+-(\d+)", name)
+    if not m:
+        raise SourceError(f"not an Ubuntu ABI or upload: {name}")
+    return int(m.group(1))
 
 
 class Read:
@@ -167,7 +171,7 @@ class Read:
             if self.fixes.setdefault(upload, own) != own:
                 raise SourceError(f"{url}: upload {upload} lists other CVEs than before")
             self.url.setdefault(upload, url)
-            twin = next((m.group(1) for m in map(_TWIN.match, body) if m), None)
+            twin = next((m.group(1) for m in map(TWIN.match, body) if m), None)
             if "~" in upload and twin:
                 self.twin[upload] = twin
             if i + 1 < len(listed):
@@ -218,14 +222,14 @@ def contained(read: Read, skip: Iterable[str]) -> Dict[str, Set[str]]:
     by_abi: Dict[str, List[Optional[Set[str]]]] = {}
     for upload in read.fixes:
         by_abi.setdefault(abi_of(upload), []).append(read.contents(upload))
-    last = max((_abi_number(a + ".0") for a in skip if a.startswith(ABI_BASE + "-")), default=0)
+    last = max((_abi_number(a) for a in skip if a.startswith(ABI_BASE + "-")), default=0)
     return {abi: set.intersection(*sets) for abi, sets in by_abi.items()  # type: ignore[misc]
-            if _abi_number(abi + ".0") > last and all(s is not None for s in sets)}
+            if _abi_number(abi) > last and all(s is not None for s in sets)}
 
 
 def threshold(cve: str, line: Dict[str, Set[str]]) -> Optional[str]:
     """The lowest ABI from which every ABI read contains the fix, or None."""
-    order = sorted(line, key=lambda a: int(a.rsplit("-", 1)[1]))
+    order = sorted(line, key=_abi_number)
     found = None
     for abi in reversed(order):
         if cve not in line[abi]:
@@ -271,7 +275,7 @@ def propose(read: Read, table: Iterable[str], wanted: Set[str]) -> Dict[str, obj
         found[cve] = {"fixed": [abi], "urls": [read.url[upload]], "evidence": [
             f"{SERIES} upload linux {upload} names {cve} among its fixes; every upload read "
             f"from ABI {abi} on descends from one that does"]}
-    abis = sorted(line, key=lambda a: int(a.rsplit("-", 1)[1]))
+    abis = sorted(line, key=_abi_number)
     return {"lines": {LINE: found}, "bases": {LINE: BASE}, "abis": {LINE: abis}}
 
 

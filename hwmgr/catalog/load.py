@@ -168,6 +168,7 @@ class Catalog(RuleData):
         self._knowledge: dict[str, Knowledge] = {}  # typed known issues, built on first use
         self._builds: dict[tuple[str | None, ...], KernelBuild] = {}
         self._support: Support | None = None
+        self._placing: dict[str, Any] | None = None  # kbuild.identify's tables, read once
 
     # ---------------------------------------------------------------- building
     def _layer(self, chk: _Check, take: bool = False) -> None:
@@ -439,19 +440,24 @@ class Catalog(RuleData):
         key = (kernel, proc_version, signature)
         hit = self._builds.get(key)
         if hit is None:
-            builds = self.kernel_builds()
-            tables = {fam: t.get("abi", {}) for fam, t in builds.items()
-                      if isinstance(t, dict) and fam not in ("ubuntu_lines", "ubuntu_flavours")}
-            ubuntu = builds.get("ubuntu_lines", {})
-            lines = {line: t.get("abis", []) for line, t in ubuntu.items()}
-            pve = {rel: (line, abi) for line, t in ubuntu.items()
-                   for rel, abi in t.get("proxmox", {}).items()}
-            clouds = builds.get("ubuntu_flavours", {}).get("map", {})
             hit = self._builds[key] = kbuild.identify(kernel, proc_version=proc_version,
-                                                      signature=signature, builds=tables,
-                                                      lines=lines, proxmox=pve,
-                                                      flavours=clouds)
+                                                      signature=signature, **self._tables())
         return hit
+
+    def _tables(self) -> dict[str, Any]:
+        """kbuild.identify's tables from `kernel_builds`, derived once: the Debian and Ubuntu
+        ABI tables, the Ubuntu lines' uploads, the Proxmox releases on them, the cloud ABIs."""
+        if self._placing is None:
+            builds = self.kernel_builds()
+            ubuntu = builds.get("ubuntu_lines", {})
+            self._placing = {
+                "builds": {"debian": builds.get("debian", {}).get("abi", {}),
+                           "ubuntu": builds.get("ubuntu", {}).get("abi", {})},
+                "lines": {line: t.get("abis", []) for line, t in ubuntu.items()},
+                "proxmox": {rel: (line, abi) for line, t in ubuntu.items()
+                            for rel, abi in t.get("proxmox", {}).items()},
+                "flavours": builds.get("ubuntu_flavours", {}).get("map", {})}
+        return self._placing
 
     def distribution(self, build: KernelBuild) -> str | None:
         """The distribution release a kernel build belongs to (`rhel-7.9`, `debian-12`,
